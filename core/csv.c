@@ -1,0 +1,138 @@
+/* csv.c: an RFC 4180 reader (quoted fields may hold commas, quotes and newlines). */
+#include <config.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+int
+csv_open (struct csv_reader *r, const char *path)
+{
+  memset (r, 0, sizeof *r);
+  r->fp = fopen (path, "r");
+  if (r->fp == NULL)
+    return -1;
+  r->path = path;
+  r->next_line = 1;
+  return 0;
+}
+
+static void
+push (struct csv_reader *r, size_t *len, int c)
+{
+  if (*len + 1 >= r->cap) {
+    r->cap = r->cap ? r->cap * 2 : 1024;
+    r->buf = xrealloc (r->buf, r->cap);
+  }
+  r->buf[(*len)++] = (char) c;
+}
+
+int
+csv_next (struct csv_reader *r)
+{
+  size_t len = 0, nstart = 0;
+  size_t *starts = NULL, ns = 0, scap = 0;
+  bool quoted = false, any = false, after_quote = false;
+  int c;
+
+  r->line = r->next_line;
+  for (;;) {
+    c = getc (r->fp);
+    if (c == EOF) {
+      if (quoted) {
+        pm_error ("%s:%ld: unterminated quoted field", r->path, r->line);
+        free (starts);
+        return -1;
+      }
+      if (!any && ns == 0) {
+        free (starts);
+        return 0;
+      }
+      break;
+    }
+    any = true;
+    if (quoted) {
+      if (c == '"') {
+        int d = getc (r->fp);
+        if (d == '"')
+          push (r, &len, '"');
+        else {
+          quoted = false;
+          after_quote = true;
+          if (d != EOF)
+            ungetc (d, r->fp);
+        }
+      }
+      else {
+        if (c == '\n')
+          r->next_line++;
+        push (r, &len, c);
+      }
+      continue;
+    }
+    if (c == '\r')
+      continue;
+    if (c == '"' && len == nstart && !after_quote) {
+      quoted = true;
+      continue;
+    }
+    if (c == ',' || c == '\n') {
+      if (ns + 1 >= scap) {
+        scap = scap ? scap * 2 : 32;
+        starts = xrealloc (starts, scap * sizeof *starts);
+      }
+      starts[ns++] = nstart;
+      push (r, &len, '\0');
+      nstart = len;
+      after_quote = false;
+      if (c == '\n') {
+        r->next_line++;
+        break;
+      }
+      continue;
+    }
+    if (after_quote) {
+      pm_error ("%s:%ld: text after a closing quote", r->path, r->line);
+      free (starts);
+      return -1;
+    }
+    push (r, &len, c);
+  }
+  if (c == EOF) {            /* last record without a newline */
+    if (ns + 1 >= scap) {
+      scap = scap + 2;
+      starts = xrealloc (starts, scap * sizeof *starts);
+    }
+    starts[ns++] = nstart;
+    push (r, &len, '\0');
+  }
+  if (ns > r->fcap) {
+    r->fcap = ns;
+    r->fields = xrealloc (r->fields, r->fcap * sizeof *r->fields);
+  }
+  for (size_t i = 0; i < ns; i++)
+    r->fields[i] = r->buf + starts[i];
+  r->nfields = ns;
+  free (starts);
+  return 1;
+}
+
+void
+csv_close (struct csv_reader *r)
+{
+  if (r->fp)
+    fclose (r->fp);
+  free (r->buf);
+  free (r->fields);
+  memset (r, 0, sizeof *r);
+}
+
+int
+csv_column (char **header, size_t n, const char *name)
+{
+  for (size_t i = 0; i < n; i++)
+    if (strcmp (header[i], name) == 0)
+      return (int) i;
+  return -1;
+}

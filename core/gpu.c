@@ -1,0 +1,325 @@
+/* gpu.c: the GPU database, the gpus.d INI files read in sorted order, later keys overriding earlier ones. */
+#include <config.h>
+
+#include <ini.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* Numeric keys: name, where in struct perfmod_gpu, integer or not. */
+struct gpu_key {
+  const char *name;
+  size_t offset;
+  bool integer;
+};
+
+#define F(field) offsetof (struct perfmod_gpu, field)
+static const struct gpu_key gpu_keys[] = {
+  { "sms", F (sms), true },
+  { "cores_per_sm", F (cores_per_sm), true },
+  { "clock_mhz", F (clock_mhz), false },
+  { "fp32_gflops", F (fp32_gflops), false },
+  { "tf32_tflops", F (tensor_tflops[PERFMOD_DTYPE_TF32]), false },
+  { "fp16_tflops", F (tensor_tflops[PERFMOD_DTYPE_FP16]), false },
+  { "bf16_tflops", F (tensor_tflops[PERFMOD_DTYPE_BF16]), false },
+  { "fp8_tflops", F (tensor_tflops[PERFMOD_DTYPE_FP8]), false },
+  { "mem_gb", F (mem_gb), false },
+  { "mem_bw_gbps", F (mem_bw_gbps), false },
+  { "l2_mb", F (l2_mb), false },
+  { "gpus_per_node", F (gpus_per_node), true },
+  { "link_gbps", F (link_gbps), false },
+  { "nic_gbps", F (nic_gbps), false },
+};
+#undef F
+#define NKEYS (sizeof gpu_keys / sizeof gpu_keys[0])
+static const char *const mandatory[] = { "sms", "fp32_gflops", "mem_gb", "mem_bw_gbps" };
+
+/* Parse state: the entries, the one for [defaults], the line counter. */
+struct gpu_parse {
+  struct gpu_db *db;
+  struct gpu_entry defaults;
+  bool have_defaults;
+  const char *file;
+  FILE *fp;
+  int line;
+  int errors;
+  /* which numeric keys each entry set, for [defaults] and source checks */
+  uint32_t *set;
+  uint32_t defaults_set;
+};
+
+static char *
+counting_reader (char *str, int num, void *stream)
+{
+  struct gpu_parse *ps = stream;
+  char *r = fgets (str, num, ps->fp);
+  if (r)
+    ps->line++;
+  return r;
+}
+
+static void
+set_source (struct gpu_entry *e, const char *key, const char *val)
+{
+  for (size_t i = 0; i < e->nsrc; i++)
+    if (strcmp (e->src_keys[i], key) == 0) {
+      free (e->src_vals[i]);
+      e->src_vals[i] = xstrdup (val);
+      return;
+    }
+  e->src_keys = xrealloc (e->src_keys, (e->nsrc + 1) * sizeof *e->src_keys);
+  e->src_vals = xrealloc (e->src_vals, (e->nsrc + 1) * sizeof *e->src_vals);
+  e->src_keys[e->nsrc] = xstrdup (key);
+  e->src_vals[e->nsrc] = xstrdup (val);
+  e->nsrc++;
+}
+
+const char *
+gpu_source (const struct gpu_entry *e, const char *key)
+{
+  for (size_t i = 0; i < e->nsrc; i++)
+    if (strcmp (e->src_keys[i], key) == 0)
+      return e->src_vals[i];
+  return e->source;
+}
+
+static struct gpu_entry *
+entry_for (struct gpu_parse *ps, const char *section, uint32_t **setp)
+{
+  struct gpu_db *db = ps->db;
+  struct gpu_entry *e;
+  if (strcmp (section, "defaults") == 0) {
+    ps->have_defaults = true;
+    *setp = &ps->defaults_set;
+    return &ps->defaults;
+  }
+  for (size_t i = 0; i < db->n; i++)
+    if (strcmp (db->v[i].name, section) == 0) {
+      *setp = &ps->set[i];
+      return &db->v[i];
+    }
+  db->v = xrealloc (db->v, (db->n + 1) * sizeof *db->v);
+  ps->set = xrealloc (ps->set, (db->n + 1) * sizeof *ps->set);
+  e = &db->v[db->n];
+  memset (e, 0, sizeof *e);
+  e->name = xstrdup (section);
+  e->file = xstrdup (ps->file);
+  e->line = ps->line;
+  ps->set[db->n] = 0;
+  *setp = &ps->set[db->n];
+  db->n++;
+  return e;
+}
+
+static int
+handler (void *user, const char *section, const char *name, const char *value)
+{
+  struct gpu_parse *ps = user;
+  uint32_t *set;
+  struct gpu_entry *e;
+
+  if (section[0] == '\0') {
+    pm_error ("%s:%d: key '%s' outside any [section]", ps->file, ps->line, name);
+    ps->errors++;
+    return 1;
+  }
+  e = entry_for (ps, section, &set);
+  for (size_t i = 0; i < NKEYS; i++) {
+    if (strcmp (name, gpu_keys[i].name) != 0)
+      continue;
+    double d;
+    int64_t iv;
+    char *p = (char *) &e->gpu + gpu_keys[i].offset;
+    if (gpu_keys[i].integer) {
+      if (!parse_int64 (value, &iv) || iv < 0 || iv > 1000000) {
+        pm_error ("%s:%d: %s: '%s' is not a non-negative integer", ps->file, ps->line, name, value);
+        ps->errors++;
+        return 1;
+      }
+      *(int *) p = (int) iv;
+    }
+    else {
+      if (!parse_double (value, &d) || d < 0) {
+        pm_error ("%s:%d: %s: '%s' is not a non-negative number", ps->file, ps->line, name, value);
+        ps->errors++;
+        return 1;
+      }
+      *(double *) p = d;
+    }
+    *set |= 1u << i;
+    return 1;
+  }
+  if (strcmp (name, "aliases") == 0) {
+    strv_free (e->aliases);
+    e->aliases = strv_split (value, ',');
+  }
+  else if (strcmp (name, "vendor") == 0) {
+    free (e->vendor);
+    e->vendor = xstrdup (value);
+  }
+  else if (strcmp (name, "source") == 0) {
+    free (e->source);
+    e->source = xstrdup (value);
+  }
+  else if (strncmp (name, "source.", 7) == 0) {
+    bool known = false;
+    for (size_t i = 0; i < NKEYS; i++)
+      known |= strcmp (name + 7, gpu_keys[i].name) == 0;
+    if (!known) {
+      pm_error ("%s:%d: '%s' names no GPU key", ps->file, ps->line, name);
+      ps->errors++;
+      return 1;
+    }
+    set_source (e, name + 7, value);
+  }
+  else if (strcmp (name, "note") != 0) {
+    pm_error ("%s:%d: unknown key '%s' in [%s]", ps->file, ps->line, name, section);
+    ps->errors++;
+  }
+  return 1;
+}
+
+static void
+entry_free (struct gpu_entry *e)
+{
+  free (e->name);
+  free (e->vendor);
+  free (e->source);
+  free (e->file);
+  strv_free (e->aliases);
+  for (size_t i = 0; i < e->nsrc; i++) {
+    free (e->src_keys[i]);
+    free (e->src_vals[i]);
+  }
+  free (e->src_keys);
+  free (e->src_vals);
+}
+
+/* Apply [defaults], check mandatory keys, sources and alias clashes. */
+static int
+finish (struct gpu_parse *ps)
+{
+  struct gpu_db *db = ps->db;
+  int errors = 0;
+  for (size_t i = 0; i < db->n; i++) {
+    struct gpu_entry *e = &db->v[i];
+    for (size_t k = 0; k < NKEYS; k++) {
+      if (!(ps->set[i] & (1u << k)) && ps->have_defaults && (ps->defaults_set & (1u << k))) {
+        size_t len = gpu_keys[k].integer ? sizeof (int) : sizeof (double);
+        memcpy ((char *) &e->gpu + gpu_keys[k].offset,
+                (char *) &ps->defaults.gpu + gpu_keys[k].offset, len);
+        /* the value came from [defaults], and so does its source */
+        const char *src = gpu_source (&ps->defaults, gpu_keys[k].name);
+        set_source (e, gpu_keys[k].name, src ? src : "[defaults]");
+        ps->set[i] |= 1u << k;
+      }
+      if ((ps->set[i] & (1u << k)) && gpu_source (e, gpu_keys[k].name) == NULL) {
+        pm_error ("%s:%d: [%s]: %s has no source (add source = or source.%s =)",
+                  e->file, e->line, e->name, gpu_keys[k].name, gpu_keys[k].name);
+        errors++;
+      }
+    }
+    for (size_t k = 0; k < sizeof mandatory / sizeof mandatory[0]; k++) {
+      size_t idx = 0;
+      while (strcmp (gpu_keys[idx].name, mandatory[k]) != 0)
+        idx++;
+      if (!(ps->set[i] & (1u << idx))) {
+        pm_error ("%s:%d: [%s]: missing mandatory key '%s'", e->file, e->line, e->name, mandatory[k]);
+        errors++;
+      }
+    }
+    if (e->vendor == NULL)
+      e->vendor = xstrdup ("nvidia");
+    e->gpu.struct_size = sizeof e->gpu;
+    e->gpu.name = e->name;
+    e->gpu.vendor = e->vendor;
+    if (e->gpu.gpus_per_node == 0)
+      e->gpu.gpus_per_node = 1;
+  }
+  /* Every name and alias means one section. */
+  for (size_t i = 0; i < db->n; i++)
+    for (char **a = db->v[i].aliases; a && *a; a++)
+      for (size_t j = 0; j < db->n; j++) {
+        if (j == i)
+          continue;
+        bool clash = name_eq (*a, db->v[j].name);
+        for (char **b = db->v[j].aliases; !clash && b && *b; b++)
+          clash = j > i && name_eq (*a, *b);
+        if (clash) {
+          pm_error ("%s:%d: [%s]: alias '%s' also names [%s] (%s:%d)",
+                    db->v[i].file, db->v[i].line, db->v[i].name, *a,
+                    db->v[j].name, db->v[j].file, db->v[j].line);
+          errors++;
+        }
+      }
+  return errors;
+}
+
+int
+gpu_db_load (struct gpu_db *db, const char *dir)
+{
+  struct gpu_parse ps;
+  char **files = list_dir (dir, ".ini");
+  int rc;
+
+  memset (db, 0, sizeof *db);
+  memset (&ps, 0, sizeof ps);
+  ps.db = db;
+  if (files == NULL) {
+    pm_error ("%s: cannot read the GPU directory", dir);
+    return -1;
+  }
+  for (char **f = files; *f; f++) {
+    ps.file = *f;
+    ps.line = 0;
+    ps.fp = fopen (*f, "r");
+    if (ps.fp == NULL) {
+      pm_error ("%s: cannot open", *f);
+      ps.errors++;
+      continue;
+    }
+    rc = ini_parse_stream (counting_reader, &ps, handler, &ps);
+    fclose (ps.fp);
+    if (rc > 0) {
+      pm_error ("%s:%d: syntax error (expected [section] or key = value)", *f, rc);
+      ps.errors++;
+    }
+  }
+  if (ps.errors == 0)
+    ps.errors += finish (&ps);
+  if (db->n == 0 && ps.errors == 0) {
+    pm_error ("%s: no GPU sections found", dir);
+    ps.errors++;
+  }
+  entry_free (&ps.defaults);
+  free (ps.set);
+  strv_free (files);
+  if (ps.errors) {
+    gpu_db_free (db);
+    return -1;
+  }
+  return 0;
+}
+
+const struct gpu_entry *
+gpu_db_find (const struct gpu_db *db, const char *name)
+{
+  for (size_t i = 0; i < db->n; i++)
+    if (name_eq (db->v[i].name, name))
+      return &db->v[i];
+  for (size_t i = 0; i < db->n; i++)
+    for (char **a = db->v[i].aliases; a && *a; a++)
+      if (name_eq (*a, name))
+        return &db->v[i];
+  return NULL;
+}
+
+void
+gpu_db_free (struct gpu_db *db)
+{
+  for (size_t i = 0; i < db->n; i++)
+    entry_free (&db->v[i]);
+  free (db->v);
+  memset (db, 0, sizeof *db);
+}

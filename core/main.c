@@ -1,0 +1,573 @@
+/* main.c: the perfmod command line: predict (default), plugins, gpus, strategies, reproduce. */
+#include <config.h>
+
+#include <getopt.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define DEFAULT_MODEL "gpt2-large"
+#define DEFAULT_GPU "h100"
+#define DEFAULT_BATCH 4
+#define DEFAULT_SEQ 1024
+
+struct cli {
+  const char *model, *opgraph, *gpu, *mode, *dtype, *predictors, *strategy, *format;
+  const char *neusight, *table;
+  int64_t batch, seq, nodes, gpus_per_node, layers;
+  bool per_op, explain;
+  char **plugin_paths;
+  size_t npaths;
+  char *assumed;           /* what the run filled in by default */
+};
+
+static void
+usage (FILE *fp)
+{
+  fputs ("Usage: perfmod [predict] [--model NAME|config.json] [--opgraph FILE.csv]\n"
+         "               [--gpu NAME] [--batch N] [--seq N] [--mode inf|train]\n"
+         "               [--dtype fp32|tf32|fp16|bf16|fp8] [--predictor NAME[,NAME...]]\n"
+         "               [--strategy SPEC|PRESET] [--nodes N] [--gpus-per-node N] [--explain]\n"
+         "               [--per-op] [--format table|csv|json] [--plugin-path DIR]...\n"
+         "               [--layers N] [--verbose]\n"
+         "       perfmod plugins | gpus | strategies [--plugin-path DIR]...\n"
+         "       perfmod reproduce [--neusight DIR] [--table inf|train|all]\n"
+         "               [--predictor LIST] [--format table|csv]\n"
+         "       perfmod --help | --version\n"
+         "\n"
+         "With no arguments: GPT-2 Large inference, batch 4 x 1024 tokens, fp32, on one\n"
+         "H100 (NeuSight's H100 80GB HBM3), with the roofline predictor.\n"
+         "Environment: PERFMOD_PLUGIN_DIR replaces the installed plugin directory,\n"
+         "PERFMOD_DATADIR the data directory (gpus.d, strategies.d, models),\n"
+         "PERFMOD_NEUSIGHT gives reproduce's default --neusight.\n"
+         "Exit status: 0 success, 1 runtime failure, 2 bad usage or bad input.\n", fp);
+}
+
+static const char *
+datadir (void)
+{
+  const char *d = getenv ("PERFMOD_DATADIR");
+  return d && *d ? d : PKGDATADIR;
+}
+
+static char **
+plugin_dirs (const struct cli *c)
+{
+  const char *env = getenv ("PERFMOD_PLUGIN_DIR");
+  char **dirs = xcalloc (c->npaths + 2, sizeof *dirs);
+  dirs[0] = xstrdup (env && *env ? env : PLUGINDIR);
+  for (size_t i = 0; i < c->npaths; i++)
+    dirs[i + 1] = xstrdup (c->plugin_paths[i]);
+  return dirs;
+}
+
+static int
+load_gpus (struct gpu_db *db)
+{
+  char *dir = xasprintf ("%s/gpus.d", datadir ());
+  int rc = gpu_db_load (db, dir);
+  free (dir);
+  return rc;
+}
+
+static void
+assume (struct cli *c, const char *what)
+{
+  char *s = c->assumed ? xasprintf ("%s, %s", c->assumed, what) : xstrdup (what);
+  free (c->assumed);
+  c->assumed = s;
+}
+
+static bool
+positive (const char *opt, const char *arg, int64_t *out)
+{
+  if (!parse_int64 (arg, out) || *out < 1) {
+    pm_error ("%s '%s': expected a positive integer", opt, arg);
+    return false;
+  }
+  return true;
+}
+
+/* ---- list commands ---- */
+
+static int
+cmd_plugins (struct plugin_set *set)
+{
+  printf ("%-12s %-12s %-8s %-5s %s\n", "name", "kind", "version", "dim", "path");
+  for (size_t i = 0; i < set->n; i++) {
+    const struct plugin *p = &set->v[i];
+    printf ("%-12s %-12s %-8s %-5s %s\n", p->p.name, plugin_kind_name (p->p.kind),
+            p->p.version ? p->p.version : "-", p->p.dimension ? p->p.dimension : "-", p->path);
+  }
+  return 0;
+}
+
+static int
+cmd_gpus (void)
+{
+  struct gpu_db db;
+  if (load_gpus (&db) < 0)
+    return EXIT_USAGE;
+  printf ("%-24s %-6s %5s %10s %8s %8s %8s %8s %8s %6s  %s\n", "name", "vendor", "SMs",
+          "fp32_gflops", "tf32_tf", "bf16_tf", "fp8_tf", "mem_gb", "mem_gbps", "l2_mb", "aliases");
+  for (size_t i = 0; i < db.n; i++) {
+    const struct gpu_entry *e = &db.v[i];
+    const struct perfmod_gpu *g = &e->gpu;
+    printf ("%-24s %-6s %5d %10.0f %8.1f %8.1f %8.1f %8.0f %8.0f %6.0f  ", e->name, e->vendor,
+            g->sms, g->fp32_gflops, g->tensor_tflops[PERFMOD_DTYPE_TF32],
+            g->tensor_tflops[PERFMOD_DTYPE_BF16], g->tensor_tflops[PERFMOD_DTYPE_FP8], g->mem_gb,
+            g->mem_bw_gbps, g->l2_mb);
+    for (char **a = e->aliases; a && *a; a++)
+      printf ("%s%s", a == e->aliases ? "" : ", ", *a);
+    putchar ('\n');
+  }
+  gpu_db_free (&db);
+  return 0;
+}
+
+static int
+cmd_strategies (void)
+{
+  struct preset_db db;
+  char *dir = xasprintf ("%s/strategies.d", datadir ());
+  int rc = preset_db_load (&db, dir);
+  free (dir);
+  if (rc < 0)
+    return EXIT_USAGE;
+  printf ("%-20s %-40s %s\n", "preset", "spec", "file");
+  for (size_t i = 0; i < db.n; i++)
+    printf ("%-20s %-40s %s:%d\n", db.v[i].name, db.v[i].spec, db.v[i].file, db.v[i].line);
+  preset_db_free (&db);
+  return 0;
+}
+
+/* ---- predict ---- */
+
+static int
+resolve_model (struct cli *c, struct model_cfg *m)
+{
+  const char *name = c->model;
+  char *path;
+  int rc;
+  if (name == NULL) {
+    name = DEFAULT_MODEL;
+    assume (c, "--model " DEFAULT_MODEL);
+  }
+  if (strchr (name, '/') || strstr (name, ".json"))
+    return model_cfg_load (m, name);
+  path = xasprintf ("%s/models/%s.json", datadir (), name);
+  if (access (path, R_OK) != 0) {
+    pm_error ("--model '%s': no such built-in model and no such file (built-ins are in %s/models)",
+              name, datadir ());
+    free (path);
+    return -1;
+  }
+  rc = model_cfg_load (m, path);
+  if (rc == 0) {
+    free (m->name);
+    m->name = xstrdup (name);
+  }
+  free (path);
+  return rc;
+}
+
+static void
+json_prediction (json_t *arr, const struct prediction *p, const struct graph *g, bool per_op)
+{
+  json_t *o = json_pack ("{s:s, s:f, s:f, s:f, s:f, s:I, s:I}", "predictor", p->predictor,
+                         "e2e_ms", p->e2e_ms, "fw_ms", p->fw_ms, "bw_ms", p->bw_ms + p->acc_ms,
+                         "acc_ms", p->acc_ms, "kernels", (json_int_t) p->kernels,
+                         "unique_kernels", (json_int_t) p->unique_kernels);
+  if (per_op) {
+    json_t *ops = json_array ();
+    for (size_t i = 0; i < g->n; i++) {
+      const struct phase_times *t = &p->per_node[i];
+      if (t->t[0] + t->t[1] + t->t[2] == 0)
+        continue;
+      json_array_append_new (ops, json_pack ("{s:s, s:s, s:i, s:I, s:f, s:f, s:f}",
+                                             "node", g->nodes[i].name, "op", g->nodes[i].opname,
+                                             "layer", graph_layer (g, i), "count",
+                                             (json_int_t) graph_weight (g, i), "fw_ms", t->t[0],
+                                             "bw_ms", t->t[1], "acc_ms", t->t[2]));
+    }
+    json_object_set_new (o, "per_op", ops);
+  }
+  json_array_append_new (arr, o);
+}
+
+static void
+print_per_op (const struct cli *c, const struct graph *g, const struct prediction *pr, size_t npred)
+{
+  bool csv = strcmp (c->format, "csv") == 0;
+  if (csv)
+    printf ("predictor,node,op,layer,count,fw_ms,bw_ms,acc_ms\n");
+  else
+    printf ("\n%-10s %-40s %-12s %5s %5s %12s %12s %12s\n", "predictor", "node", "op", "layer",
+            "count", "fw_ms", "bw_ms", "acc_ms");
+  for (size_t p = 0; p < npred; p++)
+    for (size_t i = 0; i < g->n; i++) {
+      const struct phase_times *t = &pr[p].per_node[i];
+      if (t->t[0] + t->t[1] + t->t[2] == 0 && !csv)
+        continue;
+      printf (csv ? "%s,%s,%s,%d,%lld,%.9g,%.9g,%.9g\n"
+                  : "%-10s %-40.40s %-12s %5d %5lld %12.6f %12.6f %12.6f\n",
+              pr[p].predictor, g->nodes[i].name, g->nodes[i].opname, graph_layer (g, i),
+              (long long) graph_weight (g, i), t->t[0], t->t[1], t->t[2]);
+    }
+}
+
+static int
+cmd_predict (struct cli *c, struct plugin_set *set)
+{
+  struct gpu_db gpus;
+  const struct gpu_entry *ge;
+  struct model_cfg m;
+  struct graph g;
+  struct strategy s;
+  struct run_options ro;
+  struct prediction *pr = NULL;
+  char **names = NULL;
+  size_t npred = 0;
+  int rc = EXIT_USAGE, dtype;
+  bool train, have_model = false, have_graph = false, gpus_given;
+  struct timespec t0, t1;
+
+  memset (&m, 0, sizeof m);
+  if (c->mode == NULL) {
+    c->mode = "inf";
+    assume (c, "--mode inf");
+  }
+  if (strcmp (c->mode, "inf") != 0 && strcmp (c->mode, "train") != 0) {
+    pm_error ("--mode '%s': expected inf or train", c->mode);
+    return EXIT_USAGE;
+  }
+  train = strcmp (c->mode, "train") == 0;
+  if (c->dtype == NULL)
+    c->dtype = "fp32";
+  if ((dtype = dtype_parse (c->dtype)) < 0) {
+    pm_error ("--dtype '%s': expected fp32, tf32, fp16, bf16 or fp8", c->dtype);
+    return EXIT_USAGE;
+  }
+  if (strcmp (c->format, "table") && strcmp (c->format, "csv") && strcmp (c->format, "json")) {
+    pm_error ("--format '%s': expected table, csv or json", c->format);
+    return EXIT_USAGE;
+  }
+  if (load_gpus (&gpus) < 0)
+    return EXIT_USAGE;
+  if (c->gpu == NULL) {
+    c->gpu = DEFAULT_GPU;
+    assume (c, "--gpu " DEFAULT_GPU);
+  }
+  ge = gpu_db_find (&gpus, c->gpu);
+  if (ge == NULL) {
+    pm_error ("--gpu '%s': no such GPU (see perfmod gpus)", c->gpu);
+    goto out;
+  }
+  if (dtype != PERFMOD_DTYPE_FP32 && ge->gpu.tensor_tflops[dtype] <= 0) {
+    pm_error ("--dtype %s: %s has no %s matrix units in gpus.d", c->dtype, ge->name, c->dtype);
+    goto out;
+  }
+
+  if (c->opgraph == NULL || c->model != NULL || c->explain) {
+    if (resolve_model (c, &m) < 0)
+      goto out;
+    have_model = true;
+  }
+  if (c->opgraph) {
+    int64_t layers = c->layers ? c->layers : have_model ? m.layers : 1;
+    if (opgraph_import (&g, c->opgraph, layers) < 0) {
+      rc = EXIT_USAGE;
+      goto out;
+    }
+    if (!have_model && c->layers == 0 && g.repeat == 1 && g.layer_end == 0)
+      pm_debug ("%s: no --model or --layers: the graph is taken as complete", c->opgraph);
+  }
+  else {
+    if (c->batch == 0) {
+      c->batch = DEFAULT_BATCH;
+      assume (c, "--batch 4");
+    }
+    if (c->seq == 0) {
+      c->seq = DEFAULT_SEQ;
+      assume (c, "--seq 1024");
+    }
+    graph_build (&g, &m, c->batch, c->seq, train);
+  }
+  have_graph = true;
+
+  strategy_init (&s);
+  if (c->strategy) {
+    if (strchr (c->strategy, '=') == NULL) {
+      struct preset_db pdb;
+      const struct preset *p;
+      char *dir = xasprintf ("%s/strategies.d", datadir ());
+      int prc = preset_db_load (&pdb, dir);
+      free (dir);
+      if (prc < 0)
+        goto out;
+      p = preset_db_find (&pdb, c->strategy);
+      if (p == NULL) {
+        pm_error ("--strategy '%s': no such preset (see perfmod strategies) and not KEY=VALUE",
+                  c->strategy);
+        preset_db_free (&pdb);
+        goto out;
+      }
+      char *where = xasprintf ("%s:%d", p->file, p->line);
+      prc = strategy_parse (&s, p->spec, where);
+      free (where);
+      s.preset = NULL;
+      preset_db_free (&pdb);
+      if (prc < 0)
+        goto out;
+    }
+    else if (strategy_parse (&s, c->strategy, "--strategy") < 0)
+      goto out;
+  }
+  {
+    int gpn = c->gpus_per_node ? (int) c->gpus_per_node : ge->gpu.gpus_per_node;
+    gpus_given = c->nodes > 0 || c->gpus_per_node > 0;
+    int64_t ngpus = (c->nodes ? c->nodes : 1) * gpn;
+    int64_t batch = c->batch ? c->batch : g.batch ? g.batch : 1;
+    if (strategy_resolve (&s, ngpus, gpus_given, batch) < 0)
+      goto out;
+  }
+
+  names = strv_split (c->predictors ? c->predictors : "roofline", ',');
+  if (c->predictors == NULL)
+    assume (c, "--predictor roofline");
+  npred = strv_len (names);
+  pr = xcalloc (npred, sizeof *pr);
+  ro.dtype = dtype;
+  ro.train = train;
+  ro.comm_group = s.tp * s.dp * s.pp;
+  clock_gettime (CLOCK_MONOTONIC, &t0);
+  for (size_t p = 0; p < npred; p++) {
+    struct plugin *pl = plugins_find (set, names[p], PERFMOD_PLUGIN_PREDICTOR);
+    if (pl == NULL) {
+      pm_error ("--predictor '%s': no such predictor plugin (see perfmod plugins)", names[p]);
+      rc = EXIT_USAGE;
+      npred = p;
+      goto out;
+    }
+    if (predict_graph (pl, &g, &ge->gpu, &ro, &pr[p]) < 0) {
+      rc = EXIT_RUNTIME;
+      npred = p;
+      goto out;
+    }
+  }
+  clock_gettime (CLOCK_MONOTONIC, &t1);
+
+  if (strcmp (c->format, "json") == 0) {
+    json_t *root = json_object (), *arr = json_array ();
+    json_object_set_new (root, "model", json_string (have_model ? m.name : c->opgraph));
+    json_object_set_new (root, "graph", json_string (g.source));
+    json_object_set_new (root, "gpu", json_string (ge->name));
+    json_object_set_new (root, "mode", json_string (c->mode));
+    json_object_set_new (root, "dtype", json_string (c->dtype));
+    json_object_set_new (root, "batch", json_integer (c->batch ? c->batch : g.batch));
+    json_object_set_new (root, "seq", json_integer (c->seq ? c->seq : g.seq));
+    json_object_set_new (root, "layers", json_integer (g.repeat));
+    json_object_set_new (root, "assumed", json_string (c->assumed ? c->assumed : ""));
+    for (size_t p = 0; p < npred; p++)
+      json_prediction (arr, &pr[p], &g, c->per_op);
+    json_object_set_new (root, "predictions", arr);
+    json_dumpf (root, stdout, JSON_INDENT (2) | JSON_REAL_PRECISION (10));
+    putchar ('\n');
+    json_decref (root);
+  }
+  else if (strcmp (c->format, "csv") == 0) {
+    if (c->per_op)
+      print_per_op (c, &g, pr, npred);
+    else {
+      printf ("predictor,e2e_ms,fw_ms,bw_ms,acc_ms\n");
+      for (size_t p = 0; p < npred; p++)
+        printf ("%s,%.9g,%.9g,%.9g,%.9g\n", pr[p].predictor, pr[p].e2e_ms, pr[p].fw_ms,
+                pr[p].bw_ms + pr[p].acc_ms, pr[p].acc_ms);
+    }
+    if (c->assumed)
+      fprintf (stderr, "perfmod: assumed %s\n", c->assumed);
+  }
+  else {
+    printf ("perfmod %s: %s, %s, %s, on 1 x %s (%s graph, %lld layers)\n", PACKAGE_VERSION,
+            have_model ? m.name : c->opgraph, train ? "training step" : "inference (prefill)",
+            c->dtype, ge->name, c->opgraph ? "imported" : "built", (long long) g.repeat);
+    if (c->assumed)
+      printf ("assumed: %s\n", c->assumed);
+    printf ("\n%-10s", "");
+    for (size_t p = 0; p < npred; p++)
+      printf (" %14s", pr[p].predictor);
+    static const char *const rows[] = { "e2e_ms", "fw_ms", "bw_ms", "acc_ms" };
+    for (int r = 0; r < 4; r++) {
+      printf ("\n%-10s", rows[r]);
+      for (size_t p = 0; p < npred; p++) {
+        double v = r == 0 ? pr[p].e2e_ms : r == 1 ? pr[p].fw_ms
+                 : r == 2 ? pr[p].bw_ms + pr[p].acc_ms : pr[p].acc_ms;
+        printf (" %14.3f", v);
+      }
+    }
+    printf ("\n%-10s", "kernels");
+    for (size_t p = 0; p < npred; p++)
+      printf (" %14zu", pr[p].kernels);
+    printf ("\n\n(bw_ms includes acc_ms, the gradient accumulation; predicted in %.2f ms)\n",
+            ((double) (t1.tv_sec - t0.tv_sec) * 1e3 + (double) (t1.tv_nsec - t0.tv_nsec) / 1e6));
+    if (c->per_op)
+      print_per_op (c, &g, pr, npred);
+  }
+  if (c->explain) {
+    int gpn = c->gpus_per_node ? (int) c->gpus_per_node : ge->gpu.gpus_per_node;
+    if (explain_strategy (set, &s, &m, &ge->gpu, c->batch ? c->batch : g.batch,
+                          c->seq ? c->seq : g.seq, dtype, gpn, stdout) < 0) {
+      rc = EXIT_RUNTIME;
+      goto out;
+    }
+  }
+  rc = 0;
+out:
+  for (size_t p = 0; p < npred; p++)
+    prediction_free (&pr[p]);
+  free (pr);
+  strv_free (names);
+  if (have_graph)
+    graph_free (&g);
+  model_cfg_free (&m);
+  gpu_db_free (&gpus);
+  return rc;
+}
+
+int
+main (int argc, char **argv)
+{
+  enum { O_MODEL = 256, O_OPGRAPH, O_GPU, O_BATCH, O_SEQ, O_MODE, O_DTYPE, O_PRED, O_STRAT,
+         O_NODES, O_GPN, O_PEROP, O_FORMAT, O_PPATH, O_EXPLAIN, O_NEUSIGHT, O_TABLE, O_LAYERS };
+  static const struct option opts[] = {
+    { "model", required_argument, NULL, O_MODEL },
+    { "opgraph", required_argument, NULL, O_OPGRAPH },
+    { "gpu", required_argument, NULL, O_GPU },
+    { "batch", required_argument, NULL, O_BATCH },
+    { "seq", required_argument, NULL, O_SEQ },
+    { "mode", required_argument, NULL, O_MODE },
+    { "dtype", required_argument, NULL, O_DTYPE },
+    { "predictor", required_argument, NULL, O_PRED },
+    { "strategy", required_argument, NULL, O_STRAT },
+    { "nodes", required_argument, NULL, O_NODES },
+    { "gpus-per-node", required_argument, NULL, O_GPN },
+    { "per-op", no_argument, NULL, O_PEROP },
+    { "format", required_argument, NULL, O_FORMAT },
+    { "plugin-path", required_argument, NULL, O_PPATH },
+    { "explain", no_argument, NULL, O_EXPLAIN },
+    { "neusight", required_argument, NULL, O_NEUSIGHT },
+    { "table", required_argument, NULL, O_TABLE },
+    { "layers", required_argument, NULL, O_LAYERS },
+    { "verbose", no_argument, NULL, 'v' },
+    { "help", no_argument, NULL, 'h' },
+    { "version", no_argument, NULL, 'V' },
+    { NULL, 0, NULL, 0 }
+  };
+  struct cli c;
+  struct plugin_set set = { NULL, 0 };
+  const char *cmd = "predict";
+  char **dirs;
+  int opt, rc;
+
+  memset (&c, 0, sizeof c);
+  c.format = "table";
+  if (argc > 1 && argv[1][0] != '-') {
+    cmd = argv[1];
+    argv[1] = argv[0];
+    argv++;
+    argc--;
+  }
+  if (strcmp (cmd, "predict") && strcmp (cmd, "plugins") && strcmp (cmd, "gpus") &&
+      strcmp (cmd, "strategies") && strcmp (cmd, "reproduce")) {
+    pm_error ("unknown command '%s' (try perfmod --help)", cmd);
+    return EXIT_USAGE;
+  }
+  while ((opt = getopt_long (argc, argv, "hvV", opts, NULL)) != -1) {
+    switch (opt) {
+    case O_MODEL: c.model = optarg; break;
+    case O_OPGRAPH: c.opgraph = optarg; break;
+    case O_GPU: c.gpu = optarg; break;
+    case O_BATCH: if (!positive ("--batch", optarg, &c.batch)) goto usage; break;
+    case O_SEQ: if (!positive ("--seq", optarg, &c.seq)) goto usage; break;
+    case O_NODES: if (!positive ("--nodes", optarg, &c.nodes)) goto usage; break;
+    case O_GPN: if (!positive ("--gpus-per-node", optarg, &c.gpus_per_node)) goto usage; break;
+    case O_LAYERS: if (!positive ("--layers", optarg, &c.layers)) goto usage; break;
+    case O_MODE: c.mode = optarg; break;
+    case O_DTYPE: c.dtype = optarg; break;
+    case O_PRED: c.predictors = optarg; break;
+    case O_STRAT: c.strategy = optarg; break;
+    case O_PEROP: c.per_op = true; break;
+    case O_FORMAT: c.format = optarg; break;
+    case O_EXPLAIN: c.explain = true; break;
+    case O_NEUSIGHT: c.neusight = optarg; break;
+    case O_TABLE: c.table = optarg; break;
+    case O_PPATH:
+      c.plugin_paths = xrealloc (c.plugin_paths, (c.npaths + 1) * sizeof *c.plugin_paths);
+      c.plugin_paths[c.npaths++] = optarg;
+      break;
+    case 'v': pm_verbose = 1; break;
+    case 'h': usage (stdout); free (c.plugin_paths); return 0;
+    case 'V': printf ("perfmod %s (plugin ABI %d)\n", PACKAGE_VERSION, PERFMOD_ABI_VERSION);
+      free (c.plugin_paths);
+      return 0;
+    default: goto usage;
+    }
+  }
+  if (optind < argc) {
+    pm_error ("unexpected argument '%s'", argv[optind]);
+    goto usage;
+  }
+
+  if (strcmp (cmd, "gpus") == 0 || strcmp (cmd, "strategies") == 0) {
+    free (c.plugin_paths);
+    return strcmp (cmd, "gpus") == 0 ? cmd_gpus () : cmd_strategies ();
+  }
+  dirs = plugin_dirs (&c);
+  plugins_load (&set, dirs);
+  strv_free (dirs);
+  if (strcmp (cmd, "plugins") == 0)
+    rc = cmd_plugins (&set);
+  else if (strcmp (cmd, "reproduce") == 0) {
+    struct reproduce_options ro;
+    struct gpu_db gpus;
+    const char *env = getenv ("PERFMOD_NEUSIGHT");
+    ro.neusight = c.neusight ? c.neusight : env && *env ? env : NULL;
+    ro.table = c.table ? c.table : "all";
+    ro.format = c.format;
+    if (ro.neusight == NULL) {
+      pm_error ("reproduce needs --neusight DIR (or PERFMOD_NEUSIGHT): the NeuSight artifact folder");
+      rc = EXIT_USAGE;
+    }
+    else if (strcmp (ro.table, "inf") && strcmp (ro.table, "train") && strcmp (ro.table, "all")) {
+      pm_error ("--table '%s': expected inf, train or all (perop and distributed come later)", ro.table);
+      rc = EXIT_USAGE;
+    }
+    else if (strcmp (ro.format, "table") && strcmp (ro.format, "csv")) {
+      pm_error ("--format '%s': reproduce prints table or csv", ro.format);
+      rc = EXIT_USAGE;
+    }
+    else if (load_gpus (&gpus) < 0)
+      rc = EXIT_USAGE;
+    else {
+      ro.predictors = strv_split (c.predictors ? c.predictors : "roofline", ',');
+      rc = reproduce (&set, &gpus, &ro);
+      strv_free (ro.predictors);
+      gpu_db_free (&gpus);
+    }
+  }
+  else
+    rc = cmd_predict (&c, &set);
+  plugins_unload (&set);
+  free (c.plugin_paths);
+  free (c.assumed);
+  return rc;
+
+usage:
+  free (c.plugin_paths);
+  fputs ("Try 'perfmod --help'.\n", stderr);
+  return EXIT_USAGE;
+}

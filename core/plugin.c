@@ -1,0 +1,230 @@
+/* plugin.c: the only place that calls dlopen: finds, checks and starts plugins; the host services. */
+#include <config.h>
+
+#include <dlfcn.h>
+#include <libgen.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+const char *pm_current_plugin;
+char pm_plugin_errmsg[512];
+
+static void
+host_error (const char *fmt, ...)
+{
+  va_list ap;
+  va_start (ap, fmt);
+  vsnprintf (pm_plugin_errmsg, sizeof pm_plugin_errmsg, fmt, ap);
+  va_end (ap);
+}
+
+static void
+host_log (const char *fmt, ...)
+{
+  va_list ap;
+  if (!pm_verbose)
+    return;
+  va_start (ap, fmt);
+  fprintf (stderr, "perfmod: %s: ", pm_current_plugin ? pm_current_plugin : "plugin");
+  vfprintf (stderr, fmt, ap);
+  fputc ('\n', stderr);
+  va_end (ap);
+}
+
+static size_t
+host_graph_size (const struct perfmod_graph *g)
+{
+  (void) g;
+  return 0;
+}
+
+static struct perfmod_kernel *
+host_graph_kernel (struct perfmod_graph *g, size_t i)
+{
+  (void) g;
+  (void) i;
+  return NULL;
+}
+
+static int
+host_graph_add_comm (struct perfmod_graph *g, const char *collective, double bytes,
+                     int group_size, int phase)
+{
+  (void) g; (void) collective; (void) bytes; (void) group_size; (void) phase;
+  host_error ("graph transforms are not supported by this perfmod yet");
+  return -1;
+}
+
+static void host_free (void *p) { free (p); }
+
+const struct perfmod_host pm_host = {
+  .struct_size = sizeof (struct perfmod_host),
+  .version = PACKAGE_VERSION,
+  .error = host_error,
+  .log = host_log,
+  .alloc = xmalloc,
+  .free = host_free,
+  .graph_size = host_graph_size,
+  .graph_kernel = host_graph_kernel,
+  .graph_add_comm = host_graph_add_comm,
+};
+
+const char *
+plugin_kind_name (int kind)
+{
+  return kind == PERFMOD_PLUGIN_PREDICTOR ? "predictor"
+       : kind == PERFMOD_PLUGIN_PARALLELISM ? "parallelism" : "unknown";
+}
+
+/* Check a plugin's struct; NULL if acceptable, else why not. */
+static const char *
+check_plugin (const struct perfmod_plugin *p, const char *stem, char *buf, size_t len)
+{
+  if (p->abi_version != PERFMOD_ABI_VERSION) {
+    snprintf (buf, len, "built for plugin ABI version %u, this perfmod speaks version %d; rebuild it",
+              p->abi_version, PERFMOD_ABI_VERSION);
+    return buf;
+  }
+  if (p->struct_size < offsetof (struct perfmod_plugin, predict))
+    return "struct perfmod_plugin is truncated";
+  if (p->name == NULL || strcmp (p->name, stem) != 0) {
+    snprintf (buf, len, "declares the name '%s', but its file is named '%s'",
+              p->name ? p->name : "(null)", stem);
+    return buf;
+  }
+  if (p->kind == PERFMOD_PLUGIN_PREDICTOR) {
+    if (p->predict == NULL)
+      return "predictor without the mandatory predict callback";
+  }
+  else if (p->kind == PERFMOD_PLUGIN_PARALLELISM) {
+    if (p->explain == NULL)
+      return "parallelism plugin without the mandatory explain callback";
+    if (p->dimension == NULL)
+      return "parallelism plugin without a dimension";
+  }
+  else
+    return "unknown plugin kind";
+  return NULL;
+}
+
+static int
+load_one (struct plugin_set *set, const char *path)
+{
+  char *tmp = xstrdup (path), *stem = basename (tmp), buf[256];
+  const char *why;
+  void *dl;
+  perfmod_plugin_init_fn init;
+  const struct perfmod_plugin *p;
+  struct plugin pl;
+
+  stem[strlen (stem) - 3] = '\0';        /* drop ".so" */
+  dl = dlopen (path, RTLD_NOW | RTLD_LOCAL);
+  if (dl == NULL) {
+    pm_error ("%s: cannot load plugin: %s", path, dlerror ());
+    free (tmp);
+    return -1;
+  }
+  *(void **) (&init) = dlsym (dl, "perfmod_plugin_init");
+  if (init == NULL) {
+    pm_error ("%s: not a perfmod plugin (no perfmod_plugin_init)", path);
+    dlclose (dl);
+    free (tmp);
+    return -1;
+  }
+  p = init ();
+  why = p == NULL ? "perfmod_plugin_init returned NULL" : check_plugin (p, stem, buf, sizeof buf);
+  if (why) {
+    pm_error ("%s: refused: %s", path, why);
+    dlclose (dl);
+    free (tmp);
+    return -1;
+  }
+  /* A later directory's plugin of the same name replaces an earlier one. */
+  for (size_t i = 0; i < set->n; i++)
+    if (strcmp (set->v[i].p.name, p->name) == 0) {
+      pm_debug ("%s overrides %s", path, set->v[i].path);
+      dlclose (set->v[i].dl);
+      free (set->v[i].path);
+      memmove (&set->v[i], &set->v[i + 1], (set->n - i - 1) * sizeof *set->v);
+      set->n--;
+      break;
+    }
+  memset (&pl, 0, sizeof pl);
+  memcpy (&pl.p, p, p->struct_size < sizeof pl.p ? p->struct_size : sizeof pl.p);
+  pl.path = xstrdup (path);
+  pl.dl = dl;
+  if (plugin_start (&pl) < 0) {
+    pm_error ("%s: refused: its init failed", path);
+    dlclose (dl);
+    free (pl.path);
+    free (tmp);
+    return -1;
+  }
+  set->v = xrealloc (set->v, (set->n + 1) * sizeof *set->v);
+  set->v[set->n++] = pl;
+  free (tmp);
+  return 0;
+}
+
+int
+plugins_load (struct plugin_set *set, char *const *dirs)
+{
+  int refused = 0;
+  for (; *dirs; dirs++) {
+    char **files = list_dir (*dirs, ".so");
+    if (files == NULL) {
+      pm_debug ("plugin directory %s is missing", *dirs);
+      continue;
+    }
+    for (char **f = files; *f; f++)
+      if (load_one (set, *f) < 0)
+        refused++;
+    strv_free (files);
+  }
+  return refused;
+}
+
+struct plugin *
+plugins_find (struct plugin_set *set, const char *name, int kind)
+{
+  for (size_t i = 0; i < set->n; i++)
+    if (strcmp (set->v[i].p.name, name) == 0 && (kind == 0 || set->v[i].p.kind == kind))
+      return &set->v[i];
+  return NULL;
+}
+
+int
+plugin_start (struct plugin *pl)
+{
+  if (pl->initialised)
+    return 0;
+  if (pl->p.init) {
+    pm_current_plugin = pl->p.name;
+    pm_plugin_errmsg[0] = '\0';
+    int rc = pl->p.init (&pm_host, &pl->state);
+    pm_current_plugin = NULL;
+    if (rc < 0) {
+      pm_error ("%s: init failed: %s", pl->p.name,
+                pm_plugin_errmsg[0] ? pm_plugin_errmsg : "no reason given");
+      return -1;
+    }
+  }
+  pl->initialised = true;
+  return 0;
+}
+
+void
+plugins_unload (struct plugin_set *set)
+{
+  for (size_t i = 0; i < set->n; i++) {
+    if (set->v[i].initialised && set->v[i].p.fini)
+      set->v[i].p.fini (set->v[i].state);
+    dlclose (set->v[i].dl);
+    free (set->v[i].path);
+  }
+  free (set->v);
+  memset (set, 0, sizeof *set);
+}

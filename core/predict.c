@@ -1,0 +1,294 @@
+/* predict.c: run one predictor over an op graph, memoising kernels by signature, and sum the phases. */
+#include <config.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static const char *const dtype_names[PERFMOD_DTYPE_COUNT] = { "fp32", "tf32", "fp16", "bf16", "fp8" };
+static const double dtype_sizes[PERFMOD_DTYPE_COUNT] = { 4, 4, 2, 2, 1 };
+
+double dtype_bytes (int dtype) { return dtype_sizes[dtype]; }
+const char *dtype_name (int dtype) { return dtype_names[dtype]; }
+
+int
+dtype_parse (const char *s)
+{
+  for (int i = 0; i < PERFMOD_DTYPE_COUNT; i++)
+    if (strcmp (s, dtype_names[i]) == 0)
+      return i;
+  return -1;
+}
+
+const char *
+kclass_name (int kclass)
+{
+  switch (kclass) {
+  case PERFMOD_KERNEL_LINEAR: return "FC";
+  case PERFMOD_KERNEL_BMM: return "BMM";
+  case PERFMOD_KERNEL_ELEMENTWISE: return "EW";
+  case PERFMOD_KERNEL_SOFTMAX: return "Softmax";
+  case PERFMOD_KERNEL_LAYERNORM: return "LN";
+  case PERFMOD_KERNEL_MEMORY: return "MEM";
+  case PERFMOD_KERNEL_COMM: return "COMM";
+  default: return "?";
+  }
+}
+
+/* Arithmetic operations per output element, as NeuSight counts them. */
+static double
+ops_per_output (const char *op)
+{
+  if (strcmp (op, "ln") == 0)
+    return 6;        /* mean, var, sum, div, sqrt, acc */
+  if (strcmp (op, "softmax") == 0)
+    return 5;
+  if (strcmp (op, "copy") == 0)
+    return 0;
+  return 1;
+}
+
+void
+kop_to_kernel (const struct kop *o, const struct node *nd, int dtype, struct perfmod_kernel *k)
+{
+  double eb = dtype_sizes[dtype];
+  memset (k, 0, sizeof *k);
+  k->struct_size = sizeof *k;
+  k->kclass = o->kclass;
+  k->op = o->op;
+  k->b = o->b;
+  k->m = o->m;
+  k->n = o->n;
+  k->k = o->k;
+  k->h = o->h;
+  k->dtype = dtype;
+  k->elem_bytes = eb;
+  switch (o->kclass) {
+  case PERFMOD_KERNEL_ELEMENTWISE:
+  case PERFMOD_KERNEL_SOFTMAX:
+  case PERFMOD_KERNEL_LAYERNORM:
+    /* NeuSight takes the bytes per output from the node's tensors, not the
+     * kernel's own arguments (so a bias-gradient add inherits the node's). */
+    k->mem_per_output = (nd->in_elems + nd->out_elems) * eb / nd->out_elems;
+    k->ops_per_output = ops_per_output (o->op);
+    break;
+  case PERFMOD_KERNEL_MEMORY:
+  case PERFMOD_KERNEL_COMM:
+    k->bytes = o->elems * eb;
+    break;
+  default:
+    break;
+  }
+}
+
+/* A fused element-wise chain is one kernel: the last op's shape, the
+ * node's inputs and output as its traffic, every op's arithmetic. */
+static bool
+fused_kernel (const struct node *nd, int phase, int dtype, struct perfmod_kernel *k)
+{
+  const struct kop *rep;
+  double ops = 0;
+  if (nd->nops[phase] == 0)
+    return false;
+  rep = &nd->ops[phase][nd->nops[phase] - 1];
+  kop_to_kernel (rep, nd, dtype, k);
+  if (rep->kclass == PERFMOD_KERNEL_MEMORY) {
+    k->bytes = (nd->in_elems + nd->out_elems) * dtype_sizes[dtype];
+    return true;
+  }
+  for (size_t i = 0; i < nd->nops[phase]; i++) {
+    const struct kop *o = &nd->ops[phase][i];
+    if (o->kclass != PERFMOD_KERNEL_MEMORY)
+      ops += ops_per_output (o->op) * (double) o->b * (double) (o->h ? o->h : 1);
+  }
+  k->ops_per_output = ops / nd->out_elems;
+  return true;
+}
+
+/* ---- memo: kernel signature -> seconds ---- */
+struct memo_slot {
+  bool used;
+  struct perfmod_kernel key;
+  double seconds;
+};
+struct memo {
+  struct memo_slot *slots;
+  size_t cap, n;
+};
+
+static uint64_t
+mix (uint64_t h, uint64_t v)
+{
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h;
+}
+
+static uint64_t
+dbl_bits (double d)
+{
+  uint64_t u;
+  memcpy (&u, &d, sizeof u);
+  return u;
+}
+
+static uint64_t
+kernel_hash (const struct perfmod_kernel *k)
+{
+  uint64_t h = (uint64_t) k->kclass;
+  h = mix (h, (uint64_t) (uintptr_t) k->op);
+  h = mix (h, (uint64_t) k->b);
+  h = mix (h, (uint64_t) k->m);
+  h = mix (h, (uint64_t) k->n);
+  h = mix (h, (uint64_t) k->k);
+  h = mix (h, (uint64_t) k->h);
+  h = mix (h, dbl_bits (k->mem_per_output));
+  h = mix (h, dbl_bits (k->ops_per_output));
+  h = mix (h, dbl_bits (k->bytes));
+  return mix (h, (uint64_t) k->dtype);
+}
+
+static bool
+kernel_same (const struct perfmod_kernel *a, const struct perfmod_kernel *b)
+{
+  return a->kclass == b->kclass && a->op == b->op && a->b == b->b && a->m == b->m &&
+         a->n == b->n && a->k == b->k && a->h == b->h &&
+         a->mem_per_output == b->mem_per_output && a->ops_per_output == b->ops_per_output &&
+         a->bytes == b->bytes && a->dtype == b->dtype;
+}
+
+static struct memo_slot *
+memo_slot (struct memo *m, const struct perfmod_kernel *k)
+{
+  size_t i;
+  if (m->n * 2 >= m->cap) {
+    struct memo old = *m;
+    m->cap = m->cap ? m->cap * 2 : 256;
+    m->slots = xcalloc (m->cap, sizeof *m->slots);
+    m->n = 0;
+    for (size_t j = 0; j < old.cap; j++)
+      if (old.slots[j].used) {
+        struct memo_slot *s = memo_slot (m, &old.slots[j].key);
+        *s = old.slots[j];
+        m->n++;
+      }
+    free (old.slots);
+  }
+  i = kernel_hash (k) & (m->cap - 1);
+  while (m->slots[i].used && !kernel_same (&m->slots[i].key, k))
+    i = (i + 1) & (m->cap - 1);
+  return &m->slots[i];
+}
+
+/* Collectives in imported graphs: a ring over the run's group, until the
+ * graph-level parallelism plugins cost them. */
+static double
+comm_seconds (const struct perfmod_kernel *k, const struct perfmod_gpu *gpu, int group)
+{
+  double bw = gpu->link_gbps * 1e9;
+  if (bw <= 0 || group <= 1)
+    return 0;
+  if (strcmp (k->op, "sendrecv") == 0)
+    return k->bytes / bw;
+  return 2.0 * (group - 1) / group * k->bytes / bw;
+}
+
+static void
+describe (const struct perfmod_kernel *k, char *buf, size_t len)
+{
+  snprintf (buf, len, "%s %s (b=%lld m=%lld n=%lld k=%lld h=%lld)", kclass_name (k->kclass),
+            k->op, (long long) k->b, (long long) k->m, (long long) k->n, (long long) k->k,
+            (long long) k->h);
+}
+
+static int
+kernel_seconds (struct plugin *pred, struct memo *memo, const struct perfmod_kernel *k,
+                const struct perfmod_gpu *gpu, const struct run_options *o, double *out,
+                size_t *unique)
+{
+  struct memo_slot *s;
+  if (k->kclass == PERFMOD_KERNEL_COMM) {
+    *out = comm_seconds (k, gpu, o->comm_group);
+    return 0;
+  }
+  s = memo_slot (memo, k);
+  if (!s->used) {
+    double sec = 0;
+    pm_current_plugin = pred->p.name;
+    pm_plugin_errmsg[0] = '\0';
+    int rc = pred->p.predict (pred->state, k, gpu, &sec);
+    pm_current_plugin = NULL;
+    if (rc < 0 || !isfinite (sec) || sec < 0) {
+      char d[160];
+      describe (k, d, sizeof d);
+      pm_error ("%s: cannot predict %s on %s: %s", pred->p.name, d, gpu->name,
+                rc < 0 ? (pm_plugin_errmsg[0] ? pm_plugin_errmsg : "no reason given")
+                       : "returned an invalid time");
+      return -1;
+    }
+    s->used = true;
+    s->key = *k;
+    s->seconds = sec;
+    memo->n++;
+    (*unique)++;
+  }
+  *out = s->seconds;
+  return 0;
+}
+
+int
+predict_graph (struct plugin *pred, const struct graph *g, const struct perfmod_gpu *gpu,
+               const struct run_options *o, struct prediction *out)
+{
+  struct memo memo = { NULL, 0, 0 };
+  double sum[NPHASES] = { 0, 0, 0 };
+  int rc = 0;
+
+  memset (out, 0, sizeof *out);
+  out->predictor = pred->p.name;
+  out->per_node = xcalloc (g->n, sizeof *out->per_node);
+  for (size_t i = 0; i < g->n && rc == 0; i++) {
+    const struct node *nd = &g->nodes[i];
+    double w = (double) graph_weight (g, i);
+    for (int p = 0; p < NPHASES && rc == 0; p++) {
+      double t = 0, sec;
+      struct perfmod_kernel k;
+      if (!o->train && p != PHASE_FW)
+        continue;
+      if (nd->fused) {
+        if (fused_kernel (nd, p, o->dtype, &k)) {
+          rc = kernel_seconds (pred, &memo, &k, gpu, o, &sec, &out->unique_kernels);
+          t += sec;
+          out->kernels += (size_t) w;
+        }
+      }
+      else
+        for (size_t j = 0; j < nd->nops[p] && rc == 0; j++) {
+          kop_to_kernel (&nd->ops[p][j], nd, o->dtype, &k);
+          rc = kernel_seconds (pred, &memo, &k, gpu, o, &sec, &out->unique_kernels);
+          t += sec;
+          out->kernels += (size_t) w;
+        }
+      out->per_node[i].t[p] = t * 1e3;
+      sum[p] += w * t * 1e3;
+    }
+  }
+  free (memo.slots);
+  if (rc < 0) {
+    prediction_free (out);
+    return -1;
+  }
+  out->fw_ms = sum[PHASE_FW];
+  out->bw_ms = sum[PHASE_BW];
+  out->acc_ms = sum[PHASE_ACC];
+  out->e2e_ms = out->fw_ms + out->bw_ms + out->acc_ms;
+  return 0;
+}
+
+void
+prediction_free (struct prediction *p)
+{
+  free (p->per_node);
+  p->per_node = NULL;
+}

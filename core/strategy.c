@@ -1,0 +1,267 @@
+/* strategy.c: parallelism strategies: "tp=8,pp=4" specs and named presets from strategies.d. */
+#include <config.h>
+
+#include <ini.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static const char *const sched_names[] = { "1f1b", "gpipe", "interleaved" };
+static const char *const recompute_names[] = { "none", "selective", "full" };
+
+const char *schedule_name (enum pm_schedule s) { return sched_names[s]; }
+const char *recompute_name (enum pm_recompute r) { return recompute_names[r]; }
+
+void
+strategy_init (struct strategy *s)
+{
+  memset (s, 0, sizeof *s);
+  s->tp = s->pp = s->dp = s->ep = s->mbs = s->vp = 1;
+  s->schedule = SCHED_1F1B;
+  s->recompute = RECOMPUTE_NONE;
+}
+
+static int
+enum_index (const char *v, const char *const *names, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    if (strcmp (v, names[i]) == 0)
+      return (int) i;
+  return -1;
+}
+
+/* One key=value pair; seen is a bit set of keys already given. */
+static int
+set_key (struct strategy *s, const char *key, const char *val, const char *where,
+         unsigned *seen)
+{
+  static const char *const keys[] = { "tp", "pp", "dp", "ep", "mbs", "vp", "zero",
+                                      "schedule", "recompute" };
+  int idx = enum_index (key, keys, sizeof keys / sizeof keys[0]);
+  int64_t v;
+
+  if (idx < 0) {
+    pm_error ("%s: unknown strategy key '%s' (known: tp, pp, dp, ep, mbs, vp, zero, schedule, recompute)",
+              where, key);
+    return -1;
+  }
+  if (*seen & (1u << idx)) {
+    pm_error ("%s: '%s' given twice", where, key);
+    return -1;
+  }
+  *seen |= 1u << idx;
+  if (idx == 7) {
+    int e = enum_index (val, sched_names, 3);
+    if (e < 0) {
+      pm_error ("%s: schedule=%s: expected gpipe, 1f1b or interleaved", where, val);
+      return -1;
+    }
+    s->schedule = (enum pm_schedule) e;
+    return 0;
+  }
+  if (idx == 8) {
+    int e = enum_index (val, recompute_names, 3);
+    if (e < 0) {
+      pm_error ("%s: recompute=%s: expected none, selective or full", where, val);
+      return -1;
+    }
+    s->recompute = (enum pm_recompute) e;
+    return 0;
+  }
+  if (!parse_int64 (val, &v) || (idx == 6 ? (v < 0 || v > 3) : (v < 1 || v > 1 << 20))) {
+    pm_error ("%s: %s=%s: expected %s", where, key, val,
+              idx == 6 ? "a ZeRO stage 0, 1, 2 or 3" : "a positive integer");
+    return -1;
+  }
+  switch (idx) {
+  case 0: s->tp = (int) v; break;
+  case 1: s->pp = (int) v; break;
+  case 2: s->dp = (int) v; s->dp_set = true; break;
+  case 3: s->ep = (int) v; break;
+  case 4: s->mbs = (int) v; break;
+  case 5: s->vp = (int) v; break;
+  case 6: s->zero = (int) v; break;
+  }
+  return 0;
+}
+
+int
+strategy_parse (struct strategy *s, const char *spec, const char *where)
+{
+  char **items = strv_split (spec, ',');
+  unsigned seen = 0;
+  int rc = 0;
+  for (char **it = items; *it && rc == 0; it++) {
+    char *eq = strchr (*it, '=');
+    if (**it == '\0' || eq == NULL || eq == *it || eq[1] == '\0') {
+      pm_error ("%s: '%s': expected KEY=VALUE", where, *it);
+      rc = -1;
+      break;
+    }
+    *eq = '\0';
+    rc = set_key (s, trim (*it), trim (eq + 1), where, &seen);
+  }
+  strv_free (items);
+  if (rc == 0 && s->schedule == SCHED_INTERLEAVED && s->vp < 2) {
+    pm_error ("%s: schedule=interleaved needs vp>=2 virtual stages per rank", where);
+    rc = -1;
+  }
+  if (rc == 0 && s->vp > 1 && s->schedule != SCHED_INTERLEAVED) {
+    pm_error ("%s: vp=%d needs schedule=interleaved", where, s->vp);
+    rc = -1;
+  }
+  return rc;
+}
+
+int
+strategy_resolve (struct strategy *s, int64_t gpus, bool gpus_given, int64_t batch)
+{
+  int64_t model = (int64_t) s->tp * s->pp;
+  if (!s->dp_set && gpus_given) {
+    if (gpus % model != 0) {
+      pm_error ("tp=%d x pp=%d = %lld does not divide the %lld GPUs given",
+                s->tp, s->pp, (long long) model, (long long) gpus);
+      return -1;
+    }
+    s->dp = (int) (gpus / model);
+  }
+  if (gpus_given && model * s->dp > gpus) {
+    pm_error ("tp=%d x pp=%d x dp=%d = %lld exceeds the %lld GPUs given",
+              s->tp, s->pp, s->dp, (long long) (model * s->dp), (long long) gpus);
+    return -1;
+  }
+  if (s->ep > 1 && (s->dp * s->tp) % s->ep != 0) {
+    pm_error ("ep=%d must divide tp x dp = %d (expert-parallel ranks come from the data- and tensor-parallel ranks)",
+              s->ep, s->tp * s->dp);
+    return -1;
+  }
+  if (batch % ((int64_t) s->dp * s->mbs) != 0) {
+    pm_error ("--batch %lld is not a multiple of dp=%d x mbs=%d", (long long) batch, s->dp, s->mbs);
+    return -1;
+  }
+  return 0;
+}
+
+/* ---- presets ---- */
+
+struct preset_parse {
+  struct preset_db *db;
+  const char *file;
+  FILE *fp;
+  int line;
+  int errors;
+};
+
+static char *
+preset_reader (char *str, int num, void *stream)
+{
+  struct preset_parse *ps = stream;
+  char *r = fgets (str, num, ps->fp);
+  if (r)
+    ps->line++;
+  return r;
+}
+
+static int
+preset_handler (void *user, const char *section, const char *name, const char *value)
+{
+  struct preset_parse *ps = user;
+  struct preset_db *db = ps->db;
+  struct preset *p = NULL;
+  char *where, *spec;
+  struct strategy check;
+
+  if (section[0] == '\0') {
+    pm_error ("%s:%d: key '%s' outside any [preset]", ps->file, ps->line, name);
+    ps->errors++;
+    return 1;
+  }
+  if (strcmp (name, "description") == 0)
+    return 1;
+  for (size_t i = 0; i < db->n; i++)
+    if (strcmp (db->v[i].name, section) == 0)
+      p = &db->v[i];
+  if (p == NULL) {
+    db->v = xrealloc (db->v, (db->n + 1) * sizeof *db->v);
+    p = &db->v[db->n++];
+    p->name = xstrdup (section);
+    p->spec = xstrdup ("");
+    p->file = xstrdup (ps->file);
+    p->line = ps->line;
+  }
+  /* Validate the key now so the error cites this file and line. */
+  where = xasprintf ("%s:%d", ps->file, ps->line);
+  spec = xasprintf ("%s=%s", name, value);
+  strategy_init (&check);
+  if (strategy_parse (&check, spec, where) < 0 &&
+      !(strcmp (name, "schedule") == 0 || strcmp (name, "vp") == 0))
+    ps->errors++;
+  free (spec);
+  free (where);
+  spec = p->spec[0] ? xasprintf ("%s,%s=%s", p->spec, name, value)
+                    : xasprintf ("%s=%s", name, value);
+  free (p->spec);
+  p->spec = spec;
+  return 1;
+}
+
+int
+preset_db_load (struct preset_db *db, const char *dir)
+{
+  struct preset_parse ps = { db, NULL, NULL, 0, 0 };
+  char **files = list_dir (dir, ".ini");
+  memset (db, 0, sizeof *db);
+  if (files == NULL)
+    return 0;          /* no presets is fine */
+  for (char **f = files; *f; f++) {
+    int rc;
+    ps.file = *f;
+    ps.line = 0;
+    ps.fp = fopen (*f, "r");
+    if (ps.fp == NULL)
+      continue;
+    rc = ini_parse_stream (preset_reader, &ps, preset_handler, &ps);
+    fclose (ps.fp);
+    if (rc > 0) {
+      pm_error ("%s:%d: syntax error", *f, rc);
+      ps.errors++;
+    }
+  }
+  /* Each preset as a whole must parse (e.g. interleaved with vp). */
+  for (size_t i = 0; i < db->n && ps.errors == 0; i++) {
+    struct strategy s;
+    char *where = xasprintf ("%s:%d: [%s]", db->v[i].file, db->v[i].line, db->v[i].name);
+    strategy_init (&s);
+    if (strategy_parse (&s, db->v[i].spec, where) < 0)
+      ps.errors++;
+    free (where);
+  }
+  strv_free (files);
+  if (ps.errors) {
+    preset_db_free (db);
+    return -1;
+  }
+  return 0;
+}
+
+const struct preset *
+preset_db_find (const struct preset_db *db, const char *name)
+{
+  for (size_t i = 0; i < db->n; i++)
+    if (strcmp (db->v[i].name, name) == 0)
+      return &db->v[i];
+  return NULL;
+}
+
+void
+preset_db_free (struct preset_db *db)
+{
+  for (size_t i = 0; i < db->n; i++) {
+    free (db->v[i].name);
+    free (db->v[i].spec);
+    free (db->v[i].file);
+  }
+  free (db->v);
+  memset (db, 0, sizeof *db);
+}

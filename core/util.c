@@ -1,0 +1,254 @@
+/* util.c: messages, allocation that cannot fail, strict number parsing, directory listing. */
+#include <config.h>
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "internal.h"
+
+int pm_verbose;
+
+static void
+vmsg (const char *prefix, const char *fmt, va_list ap)
+{
+  fprintf (stderr, "perfmod: %s", prefix);
+  vfprintf (stderr, fmt, ap);
+  fputc ('\n', stderr);
+}
+
+void
+pm_error (const char *fmt, ...)
+{
+  va_list ap;
+  va_start (ap, fmt);
+  vmsg ("", fmt, ap);
+  va_end (ap);
+}
+
+void
+pm_warn (const char *fmt, ...)
+{
+  va_list ap;
+  va_start (ap, fmt);
+  vmsg ("warning: ", fmt, ap);
+  va_end (ap);
+}
+
+void
+pm_debug (const char *fmt, ...)
+{
+  va_list ap;
+  if (!pm_verbose)
+    return;
+  va_start (ap, fmt);
+  vmsg ("debug: ", fmt, ap);
+  va_end (ap);
+}
+
+static void *
+check_alloc (void *p)
+{
+  if (p == NULL) {
+    fputs ("perfmod: out of memory\n", stderr);
+    abort ();
+  }
+  return p;
+}
+
+void *xmalloc (size_t n) { return check_alloc (malloc (n ? n : 1)); }
+void *xcalloc (size_t n, size_t size) { return check_alloc (calloc (n ? n : 1, size ? size : 1)); }
+void *xrealloc (void *p, size_t n) { return check_alloc (realloc (p, n ? n : 1)); }
+char *xstrdup (const char *s) { return check_alloc (strdup (s)); }
+
+char *
+xasprintf (const char *fmt, ...)
+{
+  va_list ap;
+  char *s;
+  va_start (ap, fmt);
+  if (vasprintf (&s, fmt, ap) < 0)
+    s = NULL;
+  va_end (ap);
+  return check_alloc (s);
+}
+
+bool
+parse_int64 (const char *s, int64_t *out)
+{
+  char *end;
+  long long v;
+  if (s == NULL || *s == '\0' || isspace ((unsigned char) *s))
+    return false;
+  errno = 0;
+  v = strtoll (s, &end, 10);
+  if (errno != 0 || *end != '\0')
+    return false;
+  *out = v;
+  return true;
+}
+
+bool
+parse_double (const char *s, double *out)
+{
+  char *end;
+  double v;
+  if (s == NULL || *s == '\0' || isspace ((unsigned char) *s))
+    return false;
+  errno = 0;
+  v = strtod (s, &end);
+  if (errno != 0 || *end != '\0' || !isfinite (v))
+    return false;
+  *out = v;
+  return true;
+}
+
+char *
+trim (char *s)
+{
+  char *e;
+  while (isspace ((unsigned char) *s))
+    s++;
+  e = s + strlen (s);
+  while (e > s && isspace ((unsigned char) e[-1]))
+    *--e = '\0';
+  return s;
+}
+
+bool
+str_ieq (const char *a, const char *b)
+{
+  return strcasecmp (a, b) == 0;
+}
+
+static int
+fold (int c)
+{
+  if (c == ' ' || c == '-')
+    return '_';
+  return tolower (c);
+}
+
+bool
+name_eq (const char *a, const char *b)
+{
+  for (; *a && *b; a++, b++)
+    if (fold ((unsigned char) *a) != fold ((unsigned char) *b))
+      return false;
+  return *a == *b;
+}
+
+static int
+cmp_str (const void *a, const void *b)
+{
+  return strcmp (*(char *const *) a, *(char *const *) b);
+}
+
+char **
+list_dir (const char *dir, const char *suffix)
+{
+  DIR *d = opendir (dir);
+  struct dirent *e;
+  char **v = NULL;
+  size_t n = 0, slen = strlen (suffix);
+
+  if (d == NULL)
+    return NULL;
+  while ((e = readdir (d)) != NULL) {
+    size_t len = strlen (e->d_name);
+    char *path;
+    struct stat st;
+    if (e->d_name[0] == '.' || len <= slen ||
+        strcmp (e->d_name + len - slen, suffix) != 0)
+      continue;
+    path = xasprintf ("%s/%s", dir, e->d_name);
+    if (stat (path, &st) == 0 && S_ISREG (st.st_mode)) {
+      v = xrealloc (v, (n + 2) * sizeof *v);
+      v[n++] = path;
+      v[n] = NULL;
+    }
+    else
+      free (path);
+  }
+  closedir (d);
+  if (v == NULL)
+    v = xcalloc (1, sizeof *v);
+  qsort (v, n, sizeof *v, cmp_str);
+  return v;
+}
+
+void
+strv_free (char **v)
+{
+  if (v == NULL)
+    return;
+  for (char **p = v; *p; p++)
+    free (*p);
+  free (v);
+}
+
+size_t
+strv_len (char *const *v)
+{
+  size_t n = 0;
+  while (v && v[n])
+    n++;
+  return n;
+}
+
+char **
+strv_split (const char *s, char sep)
+{
+  char **v = xcalloc (1, sizeof *v);
+  size_t n = 0;
+  const char *p = s;
+  for (;;) {
+    const char *e = strchr (p, sep);
+    size_t len = e ? (size_t) (e - p) : strlen (p);
+    char *item = xmalloc (len + 1), *t;
+    memcpy (item, p, len);
+    item[len] = '\0';
+    t = trim (item);
+    memmove (item, t, strlen (t) + 1);
+    v = xrealloc (v, (n + 2) * sizeof *v);
+    v[n++] = item;
+    v[n] = NULL;
+    if (e == NULL)
+      break;
+    p = e + 1;
+  }
+  return v;
+}
+
+char *
+read_file (const char *path, size_t *len)
+{
+  FILE *fp = fopen (path, "rb");
+  char *buf = NULL;
+  size_t n = 0, cap = 0, r;
+  if (fp == NULL)
+    return NULL;
+  do {
+    if (cap - n < 4096) {
+      cap = cap ? cap * 2 : 8192;
+      buf = xrealloc (buf, cap + 1);
+    }
+    r = fread (buf + n, 1, cap - n, fp);
+    n += r;
+  } while (r > 0);
+  if (ferror (fp)) {
+    fclose (fp);
+    free (buf);
+    return NULL;
+  }
+  fclose (fp);
+  buf[n] = '\0';
+  if (len)
+    *len = n;
+  return buf;
+}

@@ -1,0 +1,195 @@
+/* perfmod-plugin.h: the one public header for perfmod plugins (predictors and parallelism). */
+#ifndef PERFMOD_PLUGIN_H
+#define PERFMOD_PLUGIN_H
+
+/* ABI guarantee (see perfmod-plugin(3)): every struct below starts with a
+ * size or version field and only ever grows at the end.  The loader copies
+ * min(struct_size, sizeof ours) of a plugin's struct into a zeroed one, so a
+ * plugin built against an older header keeps working; a plugin whose
+ * abi_version differs from PERFMOD_ABI_VERSION is refused. */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PERFMOD_ABI_VERSION 1
+
+/* Kinds of plugin. */
+#define PERFMOD_PLUGIN_PREDICTOR   1
+#define PERFMOD_PLUGIN_PARALLELISM 2
+
+/* Numeric element types.  FP32 is NeuSight's convention and the default. */
+enum perfmod_dtype {
+  PERFMOD_DTYPE_FP32 = 0,
+  PERFMOD_DTYPE_TF32 = 1,
+  PERFMOD_DTYPE_FP16 = 2,
+  PERFMOD_DTYPE_BF16 = 3,
+  PERFMOD_DTYPE_FP8  = 4
+};
+#define PERFMOD_DTYPE_COUNT 5
+
+/* Kernel classes.  Dimension conventions follow NeuSight: BMM (B,M,N,K)
+ * multiplies (B,M,N) x (B,N,K) -> (B,M,K); LINEAR (M,N,K) is an (M,N) input
+ * through a Linear(N->K), so N is the reduced dimension and B is 1. */
+enum perfmod_kernel_class {
+  PERFMOD_KERNEL_LINEAR      = 1,
+  PERFMOD_KERNEL_BMM         = 2,
+  PERFMOD_KERNEL_ELEMENTWISE = 3, /* b rows of h outputs */
+  PERFMOD_KERNEL_SOFTMAX     = 4,
+  PERFMOD_KERNEL_LAYERNORM   = 5,
+  PERFMOD_KERNEL_MEMORY      = 6, /* copies, gathers, indexing: bytes moved */
+  PERFMOD_KERNEL_COMM        = 7  /* collectives: costed by the core */
+};
+
+/* One kernel, as the core hands it to a predictor.  The core owns it. */
+struct perfmod_kernel {
+  uint32_t struct_size;     /* sizeof (struct perfmod_kernel) of the core */
+  int kclass;               /* enum perfmod_kernel_class */
+  const char *op;           /* operator: "linear", "bmm", "add", "softmax", "ln", "gelu", "copy"... */
+  int64_t b, m, n, k;       /* matrix dimensions (LINEAR: b = 1) */
+  int64_t h;                /* vector kernels: outputs per row (b rows) */
+  double mem_per_output;    /* vector kernels: bytes read+written per output element */
+  double ops_per_output;    /* vector kernels: arithmetic operations per output element */
+  double bytes;             /* MEMORY kernels: bytes moved in total */
+  int dtype;                /* enum perfmod_dtype */
+  double elem_bytes;        /* bytes per element for dtype */
+  const char *library_name; /* library kernel name if known (e.g. "ampere_sgemm_128x64_tn"), else NULL */
+};
+
+/* One GPU, from gpus.d.  Units are in the field names. 0 means unknown/absent. */
+struct perfmod_gpu {
+  uint32_t struct_size;     /* sizeof (struct perfmod_gpu) of the core */
+  const char *name;         /* gpus.d section name */
+  const char *vendor;       /* "nvidia", "amd" */
+  int sms;                  /* streaming multiprocessors / compute units */
+  int cores_per_sm;         /* FP32 lanes per SM/CU */
+  double clock_mhz;         /* boost clock */
+  double fp32_gflops;       /* FP32 peak (non-tensor), GFLOP/s */
+  double tensor_tflops[PERFMOD_DTYPE_COUNT]; /* dense matrix-unit peak per dtype, TFLOP/s */
+  double mem_gb;            /* device memory, GB */
+  double mem_bw_gbps;       /* memory bandwidth, GB/s */
+  double l2_mb;             /* L2 cache, MB */
+  int gpus_per_node;        /* GPUs sharing the intra-node fabric */
+  double link_gbps;         /* intra-node GPU-to-GPU bandwidth per GPU per direction, GB/s */
+  double nic_gbps;          /* inter-node bandwidth per GPU per direction, GB/s */
+};
+
+/* Peak FLOP/s a kernel of the given dtype can reach on gpu: FP32 uses the
+ * FP32 units (NeuSight's SingleFLOPs); other dtypes the matrix units,
+ * falling back to FP32 where the GPU has none for that dtype. */
+static inline double
+perfmod_gpu_peak_flops (const struct perfmod_gpu *gpu, int dtype)
+{
+  if (dtype > PERFMOD_DTYPE_FP32 && dtype < PERFMOD_DTYPE_COUNT &&
+      gpu->tensor_tflops[dtype] > 0)
+    return gpu->tensor_tflops[dtype] * 1e12;
+  return gpu->fp32_gflops * 1e9;
+}
+
+/* A parallelism case: one strategy dimension applied to one workload,
+ * as the core describes it to a parallelism plugin's explain(). */
+struct perfmod_parallel_case {
+  uint32_t struct_size;     /* sizeof of the core's struct */
+  int degree;               /* this dimension's degree (X, Y, Z or stages) */
+  double tokens;            /* B: tokens per step on the whole model (global batch x sequence) */
+  double hidden;            /* D: model width */
+  double ffn;               /* F: feed-forward width */
+  double layers;            /* transformer layers */
+  double experts_per_token; /* k: routed experts per token (MoE), 1 otherwise */
+  double experts;           /* experts per MoE layer, 0 for dense models */
+  double microbatches;      /* pipeline micro-batches */
+  double stages;            /* pipeline stages */
+  double chip_flops;        /* C: FLOP/s per chip at the run's dtype */
+  double link_bytes_per_s;  /* W: bandwidth of the link this dimension's group uses */
+  const char *link_name;    /* "intra-node" or "inter-node" */
+};
+
+/* What explain() returns: per-layer times of the seeds' closed forms. */
+struct perfmod_roofline {
+  uint32_t struct_size;     /* set by the core */
+  double t_math;            /* compute time, seconds */
+  double t_comms;           /* communication time, seconds */
+  double threshold;         /* the value at which the dimension turns comms-bound */
+  char condition[160];      /* compute-bound condition in words, with numbers */
+};
+
+struct perfmod_graph;       /* opaque per-device op graph */
+
+/* Services the core offers every plugin; passed to init(). */
+struct perfmod_host {
+  uint32_t struct_size;     /* sizeof (struct perfmod_host) of the core */
+  const char *version;      /* perfmod's version string */
+  /* Record an error message; the plugin then returns -1. */
+  void (*error) (const char *fmt, ...);
+  /* Log a line (shown with --verbose), prefixed "NAME: " by the core. */
+  void (*log) (const char *fmt, ...);
+  void *(*alloc) (size_t size);            /* never returns NULL */
+  void (*free) (void *ptr);
+  /* Graph access for parallelism transform() (later graph-level plugins). */
+  size_t (*graph_size) (const struct perfmod_graph *g);
+  struct perfmod_kernel *(*graph_kernel) (struct perfmod_graph *g, size_t i);
+  int (*graph_add_comm) (struct perfmod_graph *g, const char *collective,
+                         double bytes, int group_size, int phase);
+};
+
+/* The plugin.  Fill the fields you implement; leave the rest NULL. */
+struct perfmod_plugin {
+  uint32_t abi_version;     /* set by PERFMOD_REGISTER_PLUGIN */
+  uint32_t struct_size;     /* set by PERFMOD_REGISTER_PLUGIN */
+  const char *name;         /* must equal the file name without ".so" */
+  const char *version;
+  const char *description;  /* one line */
+  int kind;                 /* PERFMOD_PLUGIN_PREDICTOR or PERFMOD_PLUGIN_PARALLELISM */
+
+  /* Optional: set up state; return 0, or -1 after host->error(). */
+  int (*init) (const struct perfmod_host *host, void **state);
+  /* Optional: release state. */
+  void (*fini) (void *state);
+
+  /* Predictors, mandatory: seconds for one kernel on one GPU.  Return 0,
+   * or -1 after host->error() if the kernel cannot be predicted. */
+  int (*predict) (void *state, const struct perfmod_kernel *kernel,
+                  const struct perfmod_gpu *gpu, double *seconds);
+
+  /* Parallelism plugins: the dimension's name ("dp", "tp", "ep", "pp"). */
+  const char *dimension;
+  /* Parallelism plugins, mandatory: the closed-form roofline of the dimension. */
+  int (*explain) (void *state, const struct perfmod_parallel_case *c,
+                  struct perfmod_roofline *out);
+  /* Parallelism plugins, optional: shard the per-device graph and insert
+   * communication through the host's graph services. */
+  int (*transform) (void *state, struct perfmod_graph *graph,
+                    const struct perfmod_parallel_case *c);
+
+  /* Optional: NULL-terminated list of configuration keys the plugin accepts
+   * (perfmod --plugin-opt NAME:KEY=VALUE), and the callback receiving them. */
+  const char *const *config_keys;
+  int (*config) (void *state, const char *key, const char *value);
+};
+
+/* The single exported symbol of a plugin. */
+typedef const struct perfmod_plugin *(*perfmod_plugin_init_fn) (void);
+
+#ifdef __cplusplus
+#define PERFMOD_EXTERN_C extern "C"
+#else
+#define PERFMOD_EXTERN_C
+#endif
+
+#define PERFMOD_REGISTER_PLUGIN(plugin)                                 \
+  PERFMOD_EXTERN_C const struct perfmod_plugin *perfmod_plugin_init (void); \
+  PERFMOD_EXTERN_C const struct perfmod_plugin *perfmod_plugin_init (void) \
+  {                                                             \
+    (plugin).abi_version = PERFMOD_ABI_VERSION;                 \
+    (plugin).struct_size = sizeof (plugin);                     \
+    return &(plugin);                                           \
+  }
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PERFMOD_PLUGIN_H */
