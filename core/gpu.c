@@ -43,6 +43,7 @@ struct gpu_parse {
   const char *file;
   FILE *fp;
   int line;
+  int section_line;      /* line of the last [section] header */
   int errors;
   /* which numeric keys each entry set, for [defaults] and source checks */
   uint32_t *set;
@@ -54,8 +55,11 @@ counting_reader (char *str, int num, void *stream)
 {
   struct gpu_parse *ps = stream;
   char *r = fgets (str, num, ps->fp);
-  if (r)
+  if (r) {
     ps->line++;
+    if (str[strspn (str, " \t")] == '[')
+      ps->section_line = ps->line;
+  }
   return r;
 }
 
@@ -105,7 +109,7 @@ entry_for (struct gpu_parse *ps, const char *section, uint32_t **setp)
   memset (e, 0, sizeof *e);
   e->name = xstrdup (section);
   e->file = xstrdup (ps->file);
-  e->line = ps->line;
+  e->line = ps->section_line;
   ps->set[db->n] = 0;
   *setp = &ps->set[db->n];
   db->n++;

@@ -475,17 +475,6 @@ main (int argc, char **argv)
 
   memset (&c, 0, sizeof c);
   c.format = "table";
-  if (argc > 1 && argv[1][0] != '-') {
-    cmd = argv[1];
-    argv[1] = argv[0];
-    argv++;
-    argc--;
-  }
-  if (strcmp (cmd, "predict") && strcmp (cmd, "plugins") && strcmp (cmd, "gpus") &&
-      strcmp (cmd, "strategies") && strcmp (cmd, "reproduce")) {
-    pm_error ("unknown command '%s' (try perfmod --help)", cmd);
-    return EXIT_USAGE;
-  }
   while ((opt = getopt_long (argc, argv, "hvV", opts, NULL)) != -1) {
     switch (opt) {
     case O_MODEL: c.model = optarg; break;
@@ -511,11 +500,22 @@ main (int argc, char **argv)
       break;
     case 'v': pm_verbose = 1; break;
     case 'h': usage (stdout); free (c.plugin_paths); return 0;
-    case 'V': printf ("perfmod %s (plugin ABI %d)\n", PACKAGE_VERSION, PERFMOD_ABI_VERSION);
+    case 'V':
+      printf ("perfmod %s (plugin ABI %d)\nplugin directory: %s\ndata directory: %s\n",
+              PACKAGE_VERSION, PERFMOD_ABI_VERSION, PLUGINDIR, PKGDATADIR);
       free (c.plugin_paths);
       return 0;
     default: goto usage;
     }
+  }
+  /* The command is the first word that is not an option, wherever it is. */
+  if (optind < argc)
+    cmd = argv[optind++];
+  if (strcmp (cmd, "predict") && strcmp (cmd, "plugins") && strcmp (cmd, "gpus") &&
+      strcmp (cmd, "strategies") && strcmp (cmd, "reproduce")) {
+    pm_error ("unknown command '%s' (try perfmod --help)", cmd);
+    free (c.plugin_paths);
+    return EXIT_USAGE;
   }
   if (optind < argc) {
     pm_error ("unexpected argument '%s'", argv[optind]);

@@ -1,0 +1,50 @@
+# lib.sh: helpers for perfmod's shell tests: TAP output and running perfmod from the build tree.
+# Each test sources it; automake's environment gives top_srcdir and top_builddir.
+set -u
+: "${top_srcdir:=$(cd "$(dirname "$0")/.." && pwd)}"
+: "${top_builddir:=$top_srcdir}"
+PERFMOD="$top_builddir/perfmod"
+: "${PERFMOD_PLUGIN_DIR:=$top_builddir/plugins/.libs}"
+: "${PERFMOD_DATADIR:=$top_srcdir}"
+export PERFMOD_PLUGIN_DIR PERFMOD_DATADIR
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/perfmod-test.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+tap_n=0
+tap_failed=0
+
+plan () { echo "1..$1"; }
+skip_all () { echo "1..0 # SKIP $1"; exit 0; }
+diag () { printf '%s\n' "$@" | sed 's/^/# /'; }
+
+ok () {  # ok COND-STATUS DESCRIPTION
+  tap_n=$((tap_n + 1))
+  if [ "$1" -eq 0 ]; then echo "ok $tap_n - $2"; else echo "not ok $tap_n - $2"; tap_failed=$((tap_failed + 1)); fi
+}
+
+# run_pm: run perfmod, capturing stdout, stderr and status in $TMP/out, $TMP/err, $rc.
+run_pm () {
+  "$PERFMOD" "$@" >"$TMP/out" 2>"$TMP/err"
+  rc=$?
+}
+
+# expect_fail STATUS PATTERN DESCRIPTION -- ARGS: perfmod exits STATUS, stderr matches
+# PATTERN (grep -E), and nothing was written to stdout.
+expect_fail () {
+  want=$1 pat=$2 what=$3
+  shift 4
+  run_pm "$@"
+  if [ "$rc" -eq "$want" ] && grep -Eq -- "$pat" "$TMP/err" && [ ! -s "$TMP/out" ]; then
+    ok 0 "$what"
+  else
+    ok 1 "$what"
+    diag "exit $rc (want $want); stderr:" "$(cat "$TMP/err")" "stdout:" "$(head -5 "$TMP/out")"
+  fi
+}
+
+# neusight: the NeuSight artifact folder, or skip.
+neusight_or_skip () {
+  NEUSIGHT=${PERFMOD_NEUSIGHT:-$top_srcdir/../shared/neusight}
+  [ -f "$NEUSIGHT/summary/summary.csv" ] || skip_all "NeuSight data not found at $NEUSIGHT (set PERFMOD_NEUSIGHT)"
+}
+
+finish () { exit $((tap_failed > 0)); }

@@ -1,2 +1,55 @@
 #!/bin/sh
-echo 1..0
+# t0100-cli.sh: the command line: the default run, formats, help, exit codes, bad input.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+plan 24
+
+run_pm
+ok $([ $rc -eq 0 ] && grep -q 'assumed: .*--gpu h100.*--model gpt2-large' "$TMP/out" && echo 0 || echo 1) \
+  "no arguments: a default prediction that states its assumptions"
+e2e=$(awk '$1 == "e2e_ms" { print $2 }' "$TMP/out")
+ok $(awk -v e="$e2e" 'BEGIN { exit !(e > 10 && e < 10000) }'; echo $?) "default e2e is a plausible number of ms ($e2e)"
+
+run_pm --format json
+ok $([ $rc -eq 0 ] && jq -e '.predictions[0].predictor == "roofline" and (.predictions[0].e2e_ms > 0) and has("assumed")' "$TMP/out" >/dev/null && echo 0 || echo 1) \
+  "--format json: predictions array with predictor and e2e_ms"
+ok $(jq -e '.predictions[0] | has("fw_ms") and has("bw_ms")' "$TMP/out" >/dev/null; echo $?) "json has fw_ms and bw_ms"
+
+run_pm --format csv --mode train
+ok $([ $rc -eq 0 ] && head -1 "$TMP/out" | grep -qx 'predictor,e2e_ms,fw_ms,bw_ms,acc_ms' && echo 0 || echo 1) "--format csv header"
+ok $(awk -F, 'NR == 2 { exit !($2 > $3 && $4 > 0 && ($3 + $4 - $2) < 1e-6 * $2) }' "$TMP/out"; echo $?) \
+  "training: e2e = fw + bw (bw includes accumulation), bw > 0"
+
+run_pm --mode train --per-op --format csv
+ok $([ $rc -eq 0 ] && grep -q '^roofline,layer_qkv,Linear,0,36,' "$TMP/out" && echo 0 || echo 1) \
+  "--per-op lists layer kernels with their count (36 layers)"
+
+run_pm --help
+ok $([ $rc -eq 0 ] && grep -q '^Usage: perfmod' "$TMP/out" && echo 0 || echo 1) "--help"
+run_pm --version
+ok $([ $rc -eq 0 ] && grep -q '^perfmod [0-9]' "$TMP/out" && echo 0 || echo 1) "--version"
+
+expect_fail 2 "unknown command 'frobnicate'" "unknown command" -- frobnicate
+expect_fail 2 "unrecognized option|unknown option" "unknown option" -- --frobnicate
+expect_fail 2 "--batch '0'" "--batch 0 is refused" -- --batch 0
+expect_fail 2 "--batch 'x4'" "--batch x4 is refused" -- --batch x4
+expect_fail 2 "--mode 'eval'" "bad --mode" -- --mode eval
+expect_fail 2 "--dtype 'fp4'" "bad --dtype" -- --dtype fp4
+expect_fail 2 "--format 'xml'" "bad --format" -- --format xml
+expect_fail 2 "--gpu 'rtx9090'" "unknown GPU named" -- --gpu rtx9090
+expect_fail 2 "--dtype fp8: NVIDIA_A100-PCIE-40GB has no fp8" "fp8 on A100 refused" -- --gpu a100 --dtype fp8
+expect_fail 2 "--predictor 'oracle'" "unknown predictor named" -- --predictor oracle
+expect_fail 2 "--model 'nosuchmodel'" "unknown model named" -- --model nosuchmodel
+
+printf '{"n_layer": 2, "n_embd": 64,\n "n_head": 3, "vocab_size": 100}\n' > "$TMP/heads.json"
+expect_fail 2 "heads.json: hidden size 64 is not a multiple of 3 heads" "inconsistent config refused" -- --model "$TMP/heads.json"
+printf '{"n_layer": 2,\n "n_embd": 64 "n_head": 4}\n' > "$TMP/syntax.json"
+expect_fail 2 "syntax.json:2: " "JSON syntax error cites file:line" -- --model "$TMP/syntax.json"
+printf '{"n_layer": 2, "n_embd": 64, "n_head": 4}\n' > "$TMP/novocab.json"
+expect_fail 2 "missing key vocab_size" "missing key named" -- --model "$TMP/novocab.json"
+
+run_pm --dtype bf16 --format csv
+bf16=$(awk -F, 'NR == 2 { print $2 }' "$TMP/out")
+run_pm --format csv
+fp32=$(awk -F, 'NR == 2 { print $2 }' "$TMP/out")
+ok $(awk -v a="$bf16" -v b="$fp32" 'BEGIN { exit !(a < b / 2) }'; echo $?) "bf16 on H100 is much faster than fp32 ($bf16 < $fp32 / 2)"
+finish

@@ -1,2 +1,48 @@
 #!/bin/sh
-echo 1..0
+# t0400-strategy.sh: --strategy specs and presets: accepted, explained, and refused naming the bad token.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+plan 17
+
+run_pm --mode train --strategy tp=8,pp=4 --nodes 4 --explain
+ok $([ $rc -eq 0 ] && grep -Eq '^tp +8 +intra-node .* compute +degree Y = 8 < F\*W/C' "$TMP/out" && echo 0 || echo 1) \
+  "--explain shows tp's closed form on the intra-node link"
+ok $(grep -Eq '^pp +4 +inter-node .*bubble \(p-1\)/\(m\+p-1\) = 0.429 with m = 4' "$TMP/out"; echo $?) \
+  "--explain shows pp across nodes with its bubble (3/7 for 4 stages, 4 micro-batches)"
+
+# The seeds' closed forms by hand for gpt2-large on h100 (fp32 C = 66.908e12,
+# NVLink W = 450e9): tp=8, B = 4*1024 tokens, D = 1280, F = 5120.
+tm=$(awk 'BEGIN { printf "%.4f", 4*4096*1280*5120/(8*66.908e12)*1e3 }')
+tc=$(awk 'BEGIN { printf "%.4f", 4*4096*1280/450e9*1e3 }')
+ok $(awk -v tm="$tm" -v tc="$tc" '$1 == "tp" { exit !($4 == tm && $5 == tc) }' "$TMP/out"; echo $?) \
+  "tp t_math and t_comms equal 4BDF/(YC) = $tm ms and 4BD/W = $tc ms"
+
+run_pm --mode train --batch 64 --strategy dp=16 --nodes 2 --explain
+dm=$(awk 'BEGIN { printf "%.4f", 8*64*1024*1280*5120/(16*66.908e12)*1e3 }')
+dc=$(awk 'BEGIN { printf "%.4f", 8*1280*5120/50e9*1e3 }')
+ok $([ $rc -eq 0 ] && awk -v m="$dm" -v c="$dc" '$1 == "dp" { exit !($3 == "inter-node" && $4 == m && $5 == c) }' "$TMP/out" && echo 0 || echo 1) \
+  "dp=16 over 2 nodes uses the NICs: 8BDF/(XC) = $dm ms, 8DF/W = $dc ms"
+
+run_pm --mode train --batch 8 --strategy tp8-pp4 --nodes 4 --explain --format csv
+ok $([ $rc -eq 0 ] && grep -q '^tp  *8' "$TMP/out" && echo 0 || echo 1) "a preset from strategies.d"
+run_pm strategies
+ok $([ $rc -eq 0 ] && grep -Eq '^tp8-pp4 +tp=8,pp=4,schedule=1f1b +.*10-megatron.ini:[0-9]+$' "$TMP/out" && echo 0 || echo 1) \
+  "perfmod strategies lists presets with their file:line"
+
+expect_fail 2 "--strategy: tp=0: expected a positive integer" "tp=0 refused" -- --strategy tp=0
+expect_fail 2 "--strategy: tp=abc: expected a positive integer" "tp=abc refused" -- --strategy tp=abc
+expect_fail 2 "--strategy: 'tp' given twice" "tp=8,tp=4 refused" -- --strategy tp=8,tp=4
+expect_fail 2 "--strategy: unknown strategy key 'xp'" "unknown key refused" -- --strategy xp=2
+expect_fail 2 "--strategy: 'tp8': expected KEY=VALUE" "a token without = refused" -- --strategy tp8,pp=2
+expect_fail 2 "tp=8 x pp=4 x dp=2 = 64 exceeds the 32 GPUs given" "degrees beyond the GPUs given refused" \
+  -- --strategy tp=8,pp=4,dp=2 --nodes 4
+expect_fail 2 "schedule=zigzag: expected gpipe, 1f1b or interleaved" "unknown schedule refused" -- --strategy schedule=zigzag
+expect_fail 2 "zero=4: expected a ZeRO stage" "zero=4 refused" -- --strategy zero=4
+expect_fail 2 "--batch 4 is not a multiple of dp=8 x mbs=1" "batch not divisible by dp refused" -- --strategy dp=8
+expect_fail 2 "--strategy 'megatron-9000': no such preset" "unknown preset refused" -- --strategy megatron-9000
+
+mkdir -p "$TMP/d/strategies.d" && cp -r "$top_srcdir/gpus.d" "$top_srcdir/models" "$TMP/d/"
+printf '[bad]\ntp = 2\npp = two\n' > "$TMP/d/strategies.d/10-bad.ini"
+PERFMOD_DATADIR="$TMP/d" "$PERFMOD" strategies >"$TMP/out" 2>"$TMP/err"; rc=$?
+ok $([ $rc -eq 2 ] && grep -q '10-bad.ini:3: pp=two: expected a positive integer' "$TMP/err" && echo 0 || echo 1) \
+  "a bad preset cites file:line"
+finish

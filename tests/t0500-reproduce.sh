@@ -1,2 +1,25 @@
 #!/bin/sh
-echo 1..0
+# t0500-reproduce.sh: perfmod reproduce gives the paper's roofline means and every row within 0.5 points.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+neusight_or_skip
+plan 9
+
+run_pm reproduce --neusight "$NEUSIGHT" --table all --predictor roofline --format csv
+ok $([ $rc -eq 0 ] && head -1 "$TMP/out" | grep -qx 'table,model,seq,batch,device,mode,option,predictor,measured_ms,predicted_ms,error_pct,paper_error_pct' && echo 0 || echo 1) \
+  "CSV columns in the contract's order"
+ok $(awk -F, 'NR > 1 && $1 == "inf"' "$TMP/out" | wc -l | grep -qx 54; echo $?) "54 inference rows"
+ok $(awk -F, 'NR > 1 && $1 == "train"' "$TMP/out" | wc -l | grep -qx 26; echo $?) "26 training rows"
+ok $(awk -F, 'NR > 1 { d = $11 - $12; if (d < 0) d = -d; if (d > 0.5) { print "off:", $0; bad = 1 } } END { exit bad }' "$TMP/out" >"$TMP/off"; echo $?) \
+  "every row within 0.5 points of the paper's roofline error"
+[ -s "$TMP/off" ] && diag "$(cat "$TMP/off")"
+inf=$(awk -F, '$1 == "inf" { s += $11; n++ } END { printf "%.2f", s / n }' "$TMP/out")
+train=$(awk -F, '$1 == "train" { s += $11; n++ } END { printf "%.2f", s / n }' "$TMP/out")
+ok $(awk -v m="$inf" 'BEGIN { exit !(m >= 30.9 && m <= 31.5) }'; echo $?) "inference mean $inf = 31.2 +- 0.3"
+ok $(awk -v m="$train" 'BEGIN { exit !(m >= 31.6 && m <= 32.2) }'; echo $?) "training mean $train = 31.9 +- 0.3"
+ok $(grep -Eq '^roofline +inf +54 +31\.18 +31\.18$' "$TMP/err"; echo $?) "the summary (stderr with csv) gives ours and the paper's mean"
+
+run_pm reproduce --neusight "$NEUSIGHT" --table train
+ok $([ $rc -eq 0 ] && grep -Eq '^roofline +train +26 ' "$TMP/out" && ! grep -q '^inf ' "$TMP/out" && echo 0 || echo 1) \
+  "--table train prints only training rows and its mean"
+expect_fail 2 "--table 'perop'" "an unknown table is refused" -- reproduce --neusight "$NEUSIGHT" --table perop
+finish
