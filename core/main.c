@@ -392,11 +392,19 @@ cmd_predict (struct cli *c, struct plugin_set *set)
       fprintf (stderr, "perfmod: assumed %s\n", c->assumed);
   }
   else {
-    printf ("perfmod %s: %s, %s, %s, on 1 x %s (%s graph, %lld layers)\n", PACKAGE_VERSION,
-            have_model ? m.name : c->opgraph, train ? "training step" : "inference (prefill)",
-            c->dtype, ge->name, c->opgraph ? "imported" : "built", (long long) g.repeat);
+    printf ("perfmod %s: %s, %s, batch %lld x seq %lld, %s, on %s (%s graph, %lld layers)\n",
+            PACKAGE_VERSION, have_model ? m.name : c->opgraph,
+            train ? "training step" : "inference (prefill)", (long long) (c->batch ? c->batch : g.batch),
+            (long long) (c->seq ? c->seq : g.seq), c->dtype, ge->name,
+            c->opgraph ? "imported" : "built", (long long) g.repeat);
     if (c->assumed)
       printf ("assumed: %s\n", c->assumed);
+    if (c->strategy)
+      printf ("strategy: tp=%d pp=%d dp=%d ep=%d mbs=%d vp=%d schedule=%s zero=%d recompute=%s"
+              " (%d GPUs); times below are one device running the unsharded graph:"
+              " graph-level parallelism is not modelled yet\n", s.tp, s.pp, s.dp, s.ep, s.mbs,
+              s.vp, schedule_name (s.schedule), s.zero, recompute_name (s.recompute),
+              s.tp * s.pp * s.dp);
     printf ("\n%-10s", "");
     for (size_t p = 0; p < npred; p++)
       printf (" %14s", pr[p].predictor);

@@ -216,6 +216,11 @@ opgraph_import (struct graph *g, const char *path, int64_t n_layer)
     for (size_t i = 0; i < ins.n; i++)
       nd->in_elems += shape_elems (&ins.items[i]);
     nd->out_elems = out.n ? shape_elems (&out) : 0;
+    /* The traced inputs give the workload's batch and sequence. */
+    if (strcmp (nd->name, "input_ids") == 0 && is_int_list (&out, 2)) {
+      g->batch = out.items[0].i;
+      g->seq = out.items[1].i;
+    }
     pyv_free (&ins);
     pyv_free (&out);
     where = xasprintf ("%s:%ld: node %s", path, r.line, nd->name);

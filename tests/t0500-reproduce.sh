@@ -2,7 +2,7 @@
 # t0500-reproduce.sh: perfmod reproduce gives the paper's roofline means and every row within 0.5 points.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 neusight_or_skip
-plan 9
+plan 11
 
 run_pm reproduce --neusight "$NEUSIGHT" --table all --predictor roofline --format csv
 ok $([ $rc -eq 0 ] && head -1 "$TMP/out" | grep -qx 'table,model,seq,batch,device,mode,option,predictor,measured_ms,predicted_ms,error_pct,paper_error_pct' && echo 0 || echo 1) \
@@ -22,4 +22,12 @@ run_pm reproduce --neusight "$NEUSIGHT" --table train
 ok $([ $rc -eq 0 ] && grep -Eq '^roofline +train +26 ' "$TMP/out" && ! grep -q '^inf ' "$TMP/out" && echo 0 || echo 1) \
   "--table train prints only training rows and its mean"
 expect_fail 2 "--table 'perop'" "an unknown table is refused" -- reproduce --neusight "$NEUSIGHT" --table perop
+
+# An imported graph carries its batch and sequence into --explain.
+run_pm --gpu h100 --model "$NEUSIGHT/DLmodel_configs/gpt3_27.json" --opgraph "$NEUSIGHT/results/opgraph/gpt3_27-train-2048-1.csv" \
+  --mode train --strategy tp=8,pp=4 --explain
+ok $([ $rc -eq 0 ] && grep -q 'batch 1 x seq 2048' "$TMP/out" && grep -q 'e2e_ms *701.165$' "$TMP/out" && echo 0 || echo 1) \
+  "imported GPT-3 2.7B training graph: batch and sequence from the trace, NeuSight's roofline e2e (701.165 ms)"
+tm=$(awk 'BEGIN { printf "%.4f", 4*2048*2560*10240/(8*66.908e12)*1e3 }')
+ok $(awk -v tm="$tm" '$1 == "tp" { exit !($4 == tm) }' "$TMP/out"; echo $?) "--explain tp t_math = 4BDF/(YC) = $tm ms"
 finish
