@@ -1,7 +1,6 @@
 /* gpu.c: the GPU database, the gpus.d INI files read in sorted order, later keys overriding earlier ones. */
 #include <config.h>
 
-#include <ini.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,28 +39,12 @@ struct gpu_parse {
   struct gpu_db *db;
   struct gpu_entry defaults;
   bool have_defaults;
-  const char *file;
-  FILE *fp;
-  int line;
-  int section_line;      /* line of the last [section] header */
+  struct ini_file ini;
   int errors;
   /* which numeric keys each entry set, for [defaults] and source checks */
   uint32_t *set;
   uint32_t defaults_set;
 };
-
-static char *
-counting_reader (char *str, int num, void *stream)
-{
-  struct gpu_parse *ps = stream;
-  char *r = fgets (str, num, ps->fp);
-  if (r) {
-    ps->line++;
-    if (str[strspn (str, " \t")] == '[')
-      ps->section_line = ps->line;
-  }
-  return r;
-}
 
 static void
 set_source (struct gpu_entry *e, const char *key, const char *val)
@@ -108,8 +91,8 @@ entry_for (struct gpu_parse *ps, const char *section, uint32_t **setp)
   e = &db->v[db->n];
   memset (e, 0, sizeof *e);
   e->name = xstrdup (section);
-  e->file = xstrdup (ps->file);
-  e->line = ps->section_line;
+  e->file = xstrdup (ps->ini.path);
+  e->line = ps->ini.section_line;
   ps->set[db->n] = 0;
   *setp = &ps->set[db->n];
   db->n++;
@@ -124,7 +107,7 @@ handler (void *user, const char *section, const char *name, const char *value)
   struct gpu_entry *e;
 
   if (section[0] == '\0') {
-    pm_error ("%s:%d: key '%s' outside any [section]", ps->file, ps->line, name);
+    pm_error ("%s:%d: key '%s' outside any [section]", ps->ini.path, ps->ini.line, name);
     ps->errors++;
     return 1;
   }
@@ -137,7 +120,7 @@ handler (void *user, const char *section, const char *name, const char *value)
     char *p = (char *) &e->gpu + gpu_keys[i].offset;
     if (gpu_keys[i].integer) {
       if (!parse_int64 (value, &iv) || iv < 0 || iv > 1000000) {
-        pm_error ("%s:%d: %s: '%s' is not a non-negative integer", ps->file, ps->line, name, value);
+        pm_error ("%s:%d: %s: '%s' is not a non-negative integer", ps->ini.path, ps->ini.line, name, value);
         ps->errors++;
         return 1;
       }
@@ -145,7 +128,7 @@ handler (void *user, const char *section, const char *name, const char *value)
     }
     else {
       if (!parse_double (value, &d) || d < 0) {
-        pm_error ("%s:%d: %s: '%s' is not a non-negative number", ps->file, ps->line, name, value);
+        pm_error ("%s:%d: %s: '%s' is not a non-negative number", ps->ini.path, ps->ini.line, name, value);
         ps->errors++;
         return 1;
       }
@@ -171,14 +154,14 @@ handler (void *user, const char *section, const char *name, const char *value)
     for (size_t i = 0; i < NKEYS; i++)
       known |= strcmp (name + 7, gpu_keys[i].name) == 0;
     if (!known) {
-      pm_error ("%s:%d: '%s' names no GPU key", ps->file, ps->line, name);
+      pm_error ("%s:%d: '%s' names no GPU key", ps->ini.path, ps->ini.line, name);
       ps->errors++;
       return 1;
     }
     set_source (e, name + 7, value);
   }
   else if (strcmp (name, "note") != 0) {
-    pm_error ("%s:%d: unknown key '%s' in [%s]", ps->file, ps->line, name, section);
+    pm_error ("%s:%d: unknown key '%s' in [%s]", ps->ini.path, ps->ini.line, name, section);
     ps->errors++;
   }
   return 1;
@@ -265,7 +248,6 @@ gpu_db_load (struct gpu_db *db, const char *dir)
 {
   struct gpu_parse ps;
   char **files = list_dir (dir, ".ini");
-  int rc;
 
   memset (db, 0, sizeof *db);
   memset (&ps, 0, sizeof ps);
@@ -274,22 +256,9 @@ gpu_db_load (struct gpu_db *db, const char *dir)
     pm_error ("%s: cannot read the GPU directory", dir);
     return -1;
   }
-  for (char **f = files; *f; f++) {
-    ps.file = *f;
-    ps.line = 0;
-    ps.fp = fopen (*f, "r");
-    if (ps.fp == NULL) {
-      pm_error ("%s: cannot open", *f);
+  for (char **f = files; *f; f++)
+    if (ini_file_parse (&ps.ini, *f, handler, &ps) < 0)
       ps.errors++;
-      continue;
-    }
-    rc = ini_parse_stream (counting_reader, &ps, handler, &ps);
-    fclose (ps.fp);
-    if (rc > 0) {
-      pm_error ("%s:%d: syntax error (expected [section] or key = value)", *f, rc);
-      ps.errors++;
-    }
-  }
   if (ps.errors == 0)
     ps.errors += finish (&ps);
   if (db->n == 0 && ps.errors == 0) {

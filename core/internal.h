@@ -37,6 +37,17 @@ size_t strv_len (char *const *v);
 /* Split s at sep into a NULL-terminated vector of trimmed copies. */
 char **strv_split (const char *s, char sep);
 char *read_file (const char *path, size_t *len);
+/* An INI file read with inih, counting lines so handlers can cite file:line. */
+struct ini_file {
+  const char *path;
+  FILE *fp;
+  int line;              /* line just read */
+  int section_line;      /* line of the last [section] header */
+};
+typedef int (*ini_file_handler) (void *user, const char *section, const char *name,
+                                 const char *value);
+/* 0 on success; -1 (reported) if the file cannot be opened or has a syntax error. */
+int ini_file_parse (struct ini_file *f, const char *path, ini_file_handler h, void *user);
 
 /* ---- csv.c: RFC 4180 records ---- */
 struct csv_reader {

@@ -1,7 +1,6 @@
 /* strategy.c: parallelism strategies: "tp=8,pp=4" specs and named presets from strategies.d. */
 #include <config.h>
 
-#include <ini.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -147,21 +146,9 @@ strategy_resolve (struct strategy *s, int64_t gpus, bool gpus_given, int64_t bat
 
 struct preset_parse {
   struct preset_db *db;
-  const char *file;
-  FILE *fp;
-  int line;
+  struct ini_file ini;
   int errors;
 };
-
-static char *
-preset_reader (char *str, int num, void *stream)
-{
-  struct preset_parse *ps = stream;
-  char *r = fgets (str, num, ps->fp);
-  if (r)
-    ps->line++;
-  return r;
-}
 
 static int
 preset_handler (void *user, const char *section, const char *name, const char *value)
@@ -173,7 +160,7 @@ preset_handler (void *user, const char *section, const char *name, const char *v
   struct strategy check;
 
   if (section[0] == '\0') {
-    pm_error ("%s:%d: key '%s' outside any [preset]", ps->file, ps->line, name);
+    pm_error ("%s:%d: key '%s' outside any [preset]", ps->ini.path, ps->ini.line, name);
     ps->errors++;
     return 1;
   }
@@ -187,11 +174,11 @@ preset_handler (void *user, const char *section, const char *name, const char *v
     p = &db->v[db->n++];
     p->name = xstrdup (section);
     p->spec = xstrdup ("");
-    p->file = xstrdup (ps->file);
-    p->line = ps->line;
+    p->file = xstrdup (ps->ini.path);
+    p->line = ps->ini.section_line;
   }
   /* Validate the key now so the error cites this file and line. */
-  where = xasprintf ("%s:%d", ps->file, ps->line);
+  where = xasprintf ("%s:%d", ps->ini.path, ps->ini.line);
   spec = xasprintf ("%s=%s", name, value);
   strategy_init (&check);
   if (strategy_parse (&check, spec, where) < 0 &&
@@ -209,25 +196,16 @@ preset_handler (void *user, const char *section, const char *name, const char *v
 int
 preset_db_load (struct preset_db *db, const char *dir)
 {
-  struct preset_parse ps = { db, NULL, NULL, 0, 0 };
+  struct preset_parse ps;
   char **files = list_dir (dir, ".ini");
   memset (db, 0, sizeof *db);
+  memset (&ps, 0, sizeof ps);
+  ps.db = db;
   if (files == NULL)
     return 0;          /* no presets is fine */
-  for (char **f = files; *f; f++) {
-    int rc;
-    ps.file = *f;
-    ps.line = 0;
-    ps.fp = fopen (*f, "r");
-    if (ps.fp == NULL)
-      continue;
-    rc = ini_parse_stream (preset_reader, &ps, preset_handler, &ps);
-    fclose (ps.fp);
-    if (rc > 0) {
-      pm_error ("%s:%d: syntax error", *f, rc);
+  for (char **f = files; *f; f++)
+    if (ini_file_parse (&ps.ini, *f, preset_handler, &ps) < 0)
       ps.errors++;
-    }
-  }
   /* Each preset as a whole must parse (e.g. interleaved with vp). */
   for (size_t i = 0; i < db->n && ps.errors == 0; i++) {
     struct strategy s;

@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <dirent.h>
+#include <ini.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -251,4 +252,38 @@ read_file (const char *path, size_t *len)
   if (len)
     *len = n;
   return buf;
+}
+
+static char *
+ini_file_reader (char *str, int num, void *stream)
+{
+  struct ini_file *f = stream;
+  char *r = fgets (str, num, f->fp);
+  if (r) {
+    f->line++;
+    if (str[strspn (str, " \t")] == '[')
+      f->section_line = f->line;
+  }
+  return r;
+}
+
+int
+ini_file_parse (struct ini_file *f, const char *path, ini_file_handler h, void *user)
+{
+  int rc;
+  memset (f, 0, sizeof *f);
+  f->path = path;
+  f->fp = fopen (path, "r");
+  if (f->fp == NULL) {
+    pm_error ("%s: cannot open", path);
+    return -1;
+  }
+  rc = ini_parse_stream (ini_file_reader, f, h, user);
+  fclose (f->fp);
+  f->fp = NULL;
+  if (rc > 0) {
+    pm_error ("%s:%d: syntax error (expected [section] or key = value)", path, rc);
+    return -1;
+  }
+  return 0;
 }
