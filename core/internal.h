@@ -15,7 +15,6 @@
 
 /* ---- util.c ---- */
 void pm_error (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
-void pm_warn (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
 extern int pm_verbose;
 void pm_debug (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
 void *xmalloc (size_t n);
@@ -26,7 +25,6 @@ char *xasprintf (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
 bool parse_int64 (const char *s, int64_t *out);
 bool parse_double (const char *s, double *out);
 char *trim (char *s);
-bool str_ieq (const char *a, const char *b);
 /* Names compared ignoring case and treating ' ', '_' and '-' alike. */
 bool name_eq (const char *a, const char *b);
 /* Sorted list of regular files in dir ending in suffix (NULL-terminated;
@@ -36,7 +34,6 @@ void strv_free (char **v);
 size_t strv_len (char *const *v);
 /* Split s at sep into a NULL-terminated vector of trimmed copies. */
 char **strv_split (const char *s, char sep);
-char *read_file (const char *path, size_t *len);
 /* An INI file read with inih, counting lines so handlers can cite file:line. */
 struct ini_file {
   const char *path;
@@ -111,7 +108,6 @@ struct strategy {
   enum pm_schedule schedule;
   enum pm_recompute recompute;
   bool dp_set;
-  char *preset;          /* name if it came from strategies.d */
 };
 struct preset {
   char *name;

@@ -232,7 +232,8 @@ cmd_predict (struct cli *c, struct plugin_set *set)
   struct prediction *pr = NULL;
   char **names = NULL;
   size_t npred = 0;
-  int rc = EXIT_USAGE, dtype;
+  int rc = EXIT_USAGE, dtype, gpn;
+  int64_t batch, seq;            /* the run's: given, or the imported graph's */
   bool train, have_model = false, have_graph = false, gpus_given;
   struct timespec t0, t1;
 
@@ -298,6 +299,9 @@ cmd_predict (struct cli *c, struct plugin_set *set)
     graph_build (&g, &m, c->batch, c->seq, train);
   }
   have_graph = true;
+  batch = c->batch ? c->batch : g.batch;
+  seq = c->seq ? c->seq : g.seq;
+  gpn = c->gpus_per_node ? (int) c->gpus_per_node : ge->gpu.gpus_per_node;
 
   strategy_init (&s);
   if (c->strategy) {
@@ -319,7 +323,6 @@ cmd_predict (struct cli *c, struct plugin_set *set)
       char *where = xasprintf ("%s:%d", p->file, p->line);
       prc = strategy_parse (&s, p->spec, where);
       free (where);
-      s.preset = NULL;
       preset_db_free (&pdb);
       if (prc < 0)
         goto out;
@@ -327,14 +330,9 @@ cmd_predict (struct cli *c, struct plugin_set *set)
     else if (strategy_parse (&s, c->strategy, "--strategy") < 0)
       goto out;
   }
-  {
-    int gpn = c->gpus_per_node ? (int) c->gpus_per_node : ge->gpu.gpus_per_node;
-    gpus_given = c->nodes > 0 || c->gpus_per_node > 0;
-    int64_t ngpus = (c->nodes ? c->nodes : 1) * gpn;
-    int64_t batch = c->batch ? c->batch : g.batch ? g.batch : 1;
-    if (strategy_resolve (&s, ngpus, gpus_given, batch) < 0)
-      goto out;
-  }
+  gpus_given = c->nodes > 0 || c->gpus_per_node > 0;
+  if (strategy_resolve (&s, (c->nodes ? c->nodes : 1) * gpn, gpus_given, batch ? batch : 1) < 0)
+    goto out;
 
   names = strv_split (c->predictors ? c->predictors : "roofline", ',');
   if (c->predictors == NULL)
@@ -368,8 +366,8 @@ cmd_predict (struct cli *c, struct plugin_set *set)
     json_object_set_new (root, "gpu", json_string (ge->name));
     json_object_set_new (root, "mode", json_string (c->mode));
     json_object_set_new (root, "dtype", json_string (c->dtype));
-    json_object_set_new (root, "batch", json_integer (c->batch ? c->batch : g.batch));
-    json_object_set_new (root, "seq", json_integer (c->seq ? c->seq : g.seq));
+    json_object_set_new (root, "batch", json_integer (batch));
+    json_object_set_new (root, "seq", json_integer (seq));
     json_object_set_new (root, "layers", json_integer (g.repeat));
     json_object_set_new (root, "assumed", json_string (c->assumed ? c->assumed : ""));
     for (size_t p = 0; p < npred; p++)
@@ -394,8 +392,8 @@ cmd_predict (struct cli *c, struct plugin_set *set)
   else {
     printf ("perfmod %s: %s, %s, batch %lld x seq %lld, %s, on %s (%s graph, %lld layers)\n",
             PACKAGE_VERSION, have_model ? m.name : c->opgraph,
-            train ? "training step" : "inference (prefill)", (long long) (c->batch ? c->batch : g.batch),
-            (long long) (c->seq ? c->seq : g.seq), c->dtype, ge->name,
+            train ? "training step" : "inference (prefill)", (long long) batch,
+            (long long) seq, c->dtype, ge->name,
             c->opgraph ? "imported" : "built", (long long) g.repeat);
     if (c->assumed)
       printf ("assumed: %s\n", c->assumed);
@@ -426,9 +424,7 @@ cmd_predict (struct cli *c, struct plugin_set *set)
       print_per_op (c, &g, pr, npred);
   }
   if (c->explain) {
-    int gpn = c->gpus_per_node ? (int) c->gpus_per_node : ge->gpu.gpus_per_node;
-    if (explain_strategy (set, &s, &m, &ge->gpu, c->batch ? c->batch : g.batch,
-                          c->seq ? c->seq : g.seq, dtype, gpn, stdout) < 0) {
+    if (explain_strategy (set, &s, &m, &ge->gpu, batch, seq, dtype, gpn, stdout) < 0) {
       rc = EXIT_RUNTIME;
       goto out;
     }

@@ -1,4 +1,4 @@
-/* util.c: messages, allocation that cannot fail, strict number parsing, directory listing. */
+/* util.c: messages, allocation that cannot fail, strict number parsing, directory listing, counted INI files. */
 #include <config.h>
 
 #include <ctype.h>
@@ -29,15 +29,6 @@ pm_error (const char *fmt, ...)
   va_list ap;
   va_start (ap, fmt);
   vmsg ("", fmt, ap);
-  va_end (ap);
-}
-
-void
-pm_warn (const char *fmt, ...)
-{
-  va_list ap;
-  va_start (ap, fmt);
-  vmsg ("warning: ", fmt, ap);
   va_end (ap);
 }
 
@@ -119,12 +110,6 @@ trim (char *s)
   while (e > s && isspace ((unsigned char) e[-1]))
     *--e = '\0';
   return s;
-}
-
-bool
-str_ieq (const char *a, const char *b)
-{
-  return strcasecmp (a, b) == 0;
 }
 
 static int
@@ -224,34 +209,6 @@ strv_split (const char *s, char sep)
     p = e + 1;
   }
   return v;
-}
-
-char *
-read_file (const char *path, size_t *len)
-{
-  FILE *fp = fopen (path, "rb");
-  char *buf = NULL;
-  size_t n = 0, cap = 0, r;
-  if (fp == NULL)
-    return NULL;
-  do {
-    if (cap - n < 4096) {
-      cap = cap ? cap * 2 : 8192;
-      buf = xrealloc (buf, cap + 1);
-    }
-    r = fread (buf + n, 1, cap - n, fp);
-    n += r;
-  } while (r > 0);
-  if (ferror (fp)) {
-    fclose (fp);
-    free (buf);
-    return NULL;
-  }
-  fclose (fp);
-  buf[n] = '\0';
-  if (len)
-    *len = n;
-  return buf;
 }
 
 static char *
