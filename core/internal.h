@@ -14,6 +14,8 @@
 #define EXIT_USAGE   2
 
 /* ---- util.c ---- */
+/* The data directory: $PERFMOD_DATADIR, else the installed one. */
+const char *pm_datadir (void);
 void pm_error (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
 extern int pm_verbose;
 void pm_debug (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
@@ -30,6 +32,8 @@ bool name_eq (const char *a, const char *b);
 /* Sorted list of regular files in dir ending in suffix (NULL-terminated;
  * free with strv_free).  Dotfiles are skipped.  NULL if dir is missing. */
 char **list_dir (const char *dir, const char *suffix);
+/* Sorted subdirectories of dir (full paths), as list_dir. */
+char **list_subdirs (const char *dir);
 void strv_free (char **v);
 size_t strv_len (char *const *v);
 /* Split s at sep into a NULL-terminated vector of trimmed copies. */
@@ -201,6 +205,11 @@ extern const struct perfmod_host pm_host;
 int plugins_load (struct plugin_set *set, char *const *dirs);
 struct plugin *plugins_find (struct plugin_set *set, const char *name, int kind);
 int plugin_start (struct plugin *pl);
+/* Call a predictor; -1 with the reason in pm_plugin_errmsg. */
+int plugin_predict (struct plugin *pl, const struct perfmod_kernel *k,
+                    const struct perfmod_gpu *gpu, double *seconds);
+/* --plugin-opt NAME:KEY=VALUE. */
+int plugin_configure (struct plugin_set *set, const char *opt);
 void plugins_unload (struct plugin_set *set);
 const char *plugin_kind_name (int kind);
 /* Name of the plugin whose callback runs now (for host messages). */
@@ -249,5 +258,182 @@ struct reproduce_options {
 };
 int reproduce (struct plugin_set *set, const struct gpu_db *gpus,
                const struct reproduce_options *o);
+/* The paper's name of a perfmod predictor (perop.csv rows), or NULL. */
+const char *paper_method_name (const char *predictor);
+
+/* ---- eval.c ---- */
+struct tile_rules;
+struct eval_options {
+  const char *data;           /* directory of test kernels */
+  char **predictors;
+  const char *format;         /* table, csv */
+  const char *neusight;       /* for the paper's figures; may be NULL */
+  char **in_dist;             /* GPUs of the in-distribution split */
+  const char *in_dist_text;
+};
+/* The paper's per-op MAPE (summary/perop.csv) of a predictor: [split][class]
+ * with split 0 in, 1 out and classes BMM, FC, EW, Softmax, LN; NAN if absent. */
+void paper_perop (const char *neusight, const char *predictor, double paper[2][5]);
+int eval_kernels (struct plugin_set *set, const struct gpu_db *gpus,
+                  const struct tile_rules *tiles, const struct eval_options *o);
+
+/* ---- tiles.c: tile rules (tiles.d) ---- */
+enum tile_derive { TILE_FROM_NAME = 0, TILE_FROM_GRID, TILE_FROM_ROW };
+struct tile_rule {
+  char *name;            /* the [section] */
+  unsigned classes;      /* bit (1 << kclass) per class it applies to */
+  void *re;              /* pcre2_code: captures tile rows, columns */
+  int derive;            /* enum tile_derive */
+  char *file;
+  int line;
+};
+struct tile_rules {
+  struct tile_rule *v;
+  size_t n;
+};
+int tile_rules_load (struct tile_rules *r, const char *dir);
+void tile_rules_free (struct tile_rules *r);
+/* The first rule for kclass that applies gives tile[0..1]; -1 (reported,
+ * naming the kernel) if none does. */
+int tile_of (const struct tile_rules *r, int kclass, const char *kname, int64_t b, int64_t h,
+             const int64_t grid[3], double tile[2]);
+
+/* ---- kdata.c: measured-kernel datasets ---- */
+struct krow {
+  int kclass;            /* enum perfmod_kernel_class */
+  const char *op;        /* interned: bmm, linear, add, ln, softmax... */
+  const struct gpu_entry *gpu;
+  int64_t b, m, n, k, h;
+  int64_t grid[3];
+  double latency_s;
+  double tile[2];
+  const char *kname;     /* interned library kernel name */
+  const char *file;      /* interned */
+  long line;
+};
+struct kset {
+  struct krow *v;
+  size_t n, cap;
+  char **files;          /* files read, NULL-terminated */
+};
+/* DIR's kernel CSVs (or one file); tiles may be NULL.  Bad rows are
+ * reported with file:line and refuse their file. */
+int kset_load (struct kset *s, const char *dir, const struct gpu_db *gpus,
+               const struct tile_rules *tiles);
+int kset_load_file (struct kset *s, const char *path, const struct gpu_db *gpus,
+                    const struct tile_rules *tiles);
+void kset_free (struct kset *s);
+void krow_kernel (const struct krow *r, struct perfmod_kernel *k);
+/* The paper's class labels: BMM, FC, EW, Softmax, LN. */
+const char *krow_class_label (int kclass);
+
+/* ---- params.c: parameter files ---- */
+#define PARAMS_VERSION 1
+struct ptensor {
+  char *name;
+  size_t rows, cols;
+  double *v;             /* rows x cols, row-major */
+};
+struct params {
+  char *path;            /* file it was loaded from, if any */
+  char **keys, **vals;
+  size_t nkv;
+  struct ptensor *t;
+  size_t nt;
+};
+void params_init (struct params *p);
+void params_free (struct params *p);
+const char *params_get (const struct params *p, const char *key);
+void params_set (struct params *p, const char *key, const char *fmt, ...)
+  __attribute__ ((format (printf, 3, 4)));
+const struct ptensor *params_tensor (const struct params *p, const char *name);
+/* A tensor that must exist with the given shape (0: any); reported if not. */
+const struct ptensor *params_need (const struct params *p, const char *name, size_t rows,
+                                   size_t cols);
+/* Zeroed storage for a (new or replaced) tensor. */
+double *params_add_tensor (struct params *p, const char *name, size_t rows, size_t cols);
+int params_save (const struct params *p, const char *path);
+int params_load (struct params *p, const char *path);
+
+/* ---- nn.c: the neural-network engine ---- */
+#define NN_MAX_LAYERS 12
+#define NN_MAX_OUT 8
+enum nn_act { NN_NONE = 0, NN_RELU = 1, NN_SIGMOID = 2 };
+enum nn_loss { NN_LOSS_MAPE = 0, NN_LOSS_SMAPE = 1 };
+struct mlp {
+  int nl;                          /* dense layers */
+  int size[NN_MAX_LAYERS + 1];     /* widths, inputs first */
+  int hidden_act, out_act;
+  double *w[NN_MAX_LAYERS];        /* size[l+1] x size[l], row-major */
+  double *b[NN_MAX_LAYERS];
+  double *mean, *std;              /* input standardisation */
+};
+struct mlp_ws {                    /* activations and deltas for up to rows rows */
+  size_t rows;
+  int nl;
+  double *a[NN_MAX_LAYERS + 1], *d[NN_MAX_LAYERS + 1];
+};
+struct nn_data {
+  size_t n;                        /* rows */
+  const double *x;                 /* n x inputs, raw (standardised by the model) */
+  const double *y;                 /* targets, > 0 */
+};
+/* Maps a row's network outputs to the prediction compared with the target,
+ * and gives d(prediction)/d(output j) in dpred. */
+typedef void (*nn_head) (void *ctx, size_t row, const double *out, int nout, double *pred,
+                         double *dpred);
+struct nn_fit {
+  const char *label;               /* for messages: "habitat/bmm" */
+  int epochs, batch, patience;     /* patience: epochs without a better validation error */
+  double lr, weight_decay, val_frac;
+  uint64_t seed;
+  int loss;                        /* enum nn_loss */
+  nn_head head;                    /* NULL: the single output is the prediction */
+  void *ctx;
+  bool progress;                   /* progress line on a terminal */
+};
+struct nn_fit_result {
+  int epochs_run, best_epoch;
+  double train_loss, val_mape, seconds;
+};
+uint64_t rng_next (uint64_t *s);
+double rng_uniform (uint64_t *s);
+void rng_shuffle (size_t *v, size_t n, uint64_t *s);
+const char *nn_act_name (int act);
+int mlp_create (struct mlp *m, const int *sizes, int nl, int hidden_act, int out_act);
+void mlp_free (struct mlp *m);
+size_t mlp_nparams (const struct mlp *m);
+void mlp_ws_init (struct mlp_ws *ws, const struct mlp *m, size_t rows);
+void mlp_ws_free (struct mlp_ws *ws);
+/* Outputs (rows x outputs) for raw inputs x (rows x inputs). */
+void mlp_forward (const struct mlp *m, struct mlp_ws *ws, const double *x, size_t rows, double *y);
+/* Standardise from the data, initialise from the seed, train with AdamW on
+ * mini-batches, keep the weights of the best validation epoch. */
+int nn_train (struct mlp *m, const struct nn_data *d, const struct nn_fit *f,
+              struct nn_fit_result *res);
+double nn_mape (const struct mlp *m, struct mlp_ws *ws, const struct nn_data *d,
+                const size_t *rows, size_t n, const struct nn_fit *f);
+/* Loss over all rows of d and its gradients (for gradient checks). */
+int nn_gradients (struct mlp *m, const struct nn_data *d, const struct nn_fit *f, double **gw,
+                  double **gb, double *loss);
+int mlp_to_params (const struct mlp *m, struct params *p, const char *prefix);
+/* nin/nout: required widths (0: any); a mismatch is reported with the file. */
+int mlp_from_params (struct mlp *m, const struct params *p, const char *prefix, int nin, int nout);
+
+/* ---- train.c ---- */
+struct train_options {
+  const char *predictor;
+  const char *data;           /* training kernels */
+  const char *out;            /* parameter file to write */
+  const char *reference;      /* habitat: reference-GPU vector kernels */
+  uint64_t seed;
+  int epochs;                 /* 0: the predictor's default */
+  char **in_dist;             /* the training GPUs; rows of others are left out */
+  const char *command;        /* recorded in the file */
+};
+int train_run (const struct gpu_db *gpus, const struct tile_rules *tiles,
+               const struct train_options *o);
+/* Least squares y = a x + b; -1 if x has no spread. */
+int fit_line (const double *x, const double *y, size_t n, double *a, double *b);
 
 #endif /* PERFMOD_INTERNAL_H */

@@ -1,4 +1,4 @@
-/* main.c: the perfmod command line: predict (default), plugins, gpus, strategies, reproduce. */
+/* main.c: the perfmod command line: predict (default), plugins, gpus, strategies, reproduce, train, eval. */
 #include <config.h>
 
 #include <getopt.h>
@@ -14,11 +14,18 @@
 #define DEFAULT_GPU "h100"
 #define DEFAULT_BATCH 4
 #define DEFAULT_SEQ 1024
+/* NeuSight's training GPUs: the in-distribution split. */
+#define DEFAULT_IN_DIST "p4,p100,v100,t4,a100-40gb"
 
 struct cli {
   const char *model, *opgraph, *gpu, *mode, *dtype, *predictors, *strategy, *format;
   const char *neusight, *table;
-  int64_t batch, seq, nodes, gpus_per_node, layers;
+  const char *data, *out, *reference, *in_dist;
+  int64_t batch, seq, nodes, gpus_per_node, layers, seed, epochs;
+  bool seed_given;
+  char **plugin_opts;
+  size_t nopts;
+  char *command;           /* the command line as typed */
   bool per_op, explain;
   char **plugin_paths;
   size_t npaths;
@@ -35,24 +42,25 @@ usage (FILE *fp)
          "               [--per-op] [--format table|csv|json] [--plugin-path DIR]...\n"
          "               [--layers N] [--verbose]\n"
          "       perfmod plugins | gpus | strategies [--plugin-path DIR]...\n"
-         "       perfmod reproduce [--neusight DIR] [--table inf|train|all]\n"
+         "       perfmod reproduce [--neusight DIR] [--table inf|train|perop|all]\n"
          "               [--predictor LIST] [--format table|csv]\n"
+         "       perfmod eval --data DIR [--predictor LIST] [--format table|csv]\n"
+         "               [--in-dist GPU,...] [--neusight DIR]\n"
+         "       perfmod train --predictor NAME --data DIR --out FILE [--seed S]\n"
+         "               [--epochs N] [--in-dist GPU,...] [--reference FILE]\n"
+         "       (any command) [--plugin-opt NAME:KEY=VALUE]...\n"
          "       perfmod --help | --version\n"
          "\n"
          "With no arguments: GPT-2 Large inference, batch 4 x 1024 tokens, fp32, on one\n"
          "H100 (NeuSight's H100 80GB HBM3), with the roofline predictor.\n"
          "Environment: PERFMOD_PLUGIN_DIR replaces the installed plugin directory,\n"
          "PERFMOD_DATADIR the data directory (gpus.d, strategies.d, models),\n"
-         "PERFMOD_NEUSIGHT gives reproduce's default --neusight.\n"
+         "PERFMOD_NEUSIGHT gives reproduce's and eval's default --neusight.\n"
+         "--in-dist defaults to NeuSight's training GPUs: " DEFAULT_IN_DIST ".\n"
          "Exit status: 0 success, 1 runtime failure, 2 bad usage or bad input.\n", fp);
 }
 
-static const char *
-datadir (void)
-{
-  const char *d = getenv ("PERFMOD_DATADIR");
-  return d && *d ? d : PKGDATADIR;
-}
+
 
 static char **
 plugin_dirs (const struct cli *c)
@@ -68,7 +76,7 @@ plugin_dirs (const struct cli *c)
 static int
 load_gpus (struct gpu_db *db)
 {
-  char *dir = xasprintf ("%s/gpus.d", datadir ());
+  char *dir = xasprintf ("%s/gpus.d", pm_datadir ());
   int rc = gpu_db_load (db, dir);
   free (dir);
   return rc;
@@ -133,7 +141,7 @@ static int
 cmd_strategies (void)
 {
   struct preset_db db;
-  char *dir = xasprintf ("%s/strategies.d", datadir ());
+  char *dir = xasprintf ("%s/strategies.d", pm_datadir ());
   int rc = preset_db_load (&db, dir);
   free (dir);
   if (rc < 0)
@@ -159,10 +167,10 @@ resolve_model (struct cli *c, struct model_cfg *m)
   }
   if (strchr (name, '/') || strstr (name, ".json"))
     return model_cfg_load (m, name);
-  path = xasprintf ("%s/models/%s.json", datadir (), name);
+  path = xasprintf ("%s/models/%s.json", pm_datadir (), name);
   if (access (path, R_OK) != 0) {
     pm_error ("--model '%s': no such built-in model and no such file (built-ins are in %s/models)",
-              name, datadir ());
+              name, pm_datadir ());
     free (path);
     return -1;
   }
@@ -308,7 +316,7 @@ cmd_predict (struct cli *c, struct plugin_set *set)
     if (strchr (c->strategy, '=') == NULL) {
       struct preset_db pdb;
       const struct preset *p;
-      char *dir = xasprintf ("%s/strategies.d", datadir ());
+      char *dir = xasprintf ("%s/strategies.d", pm_datadir ());
       int prc = preset_db_load (&pdb, dir);
       free (dir);
       if (prc < 0)
@@ -442,11 +450,123 @@ out:
   return rc;
 }
 
+static void
+cli_free (struct cli *c)
+{
+  free (c->plugin_paths);
+  free (c->plugin_opts);
+  free (c->command);
+  free (c->assumed);
+}
+
+/* ---- train and eval ---- */
+
+static int
+load_tiles (struct tile_rules *t)
+{
+  char *dir = xasprintf ("%s/tiles.d", pm_datadir ());
+  int rc = tile_rules_load (t, dir);
+  free (dir);
+  return rc;
+}
+
+static char *
+command_line (int argc, char **argv)
+{
+  char *s = xstrdup ("perfmod");
+  for (int i = 1; i < argc; i++) {
+    char *t = xasprintf ("%s %s", s, argv[i]);
+    free (s);
+    s = t;
+  }
+  return s;
+}
+
+static int
+cmd_train (struct cli *c)
+{
+  struct train_options o;
+  struct gpu_db gpus;
+  struct tile_rules tiles;
+  int rc;
+
+  if (c->predictors == NULL || strchr (c->predictors, ',') || c->data == NULL || c->out == NULL) {
+    pm_error ("train needs --predictor NAME (one), --data DIR and --out FILE");
+    return EXIT_USAGE;
+  }
+  if (load_gpus (&gpus) < 0)
+    return EXIT_USAGE;
+  if (load_tiles (&tiles) < 0) {
+    gpu_db_free (&gpus);
+    return EXIT_USAGE;
+  }
+  memset (&o, 0, sizeof o);
+  o.predictor = c->predictors;
+  o.data = c->data;
+  o.out = c->out;
+  o.reference = c->reference;
+  o.seed = c->seed_given ? (uint64_t) c->seed : 1;
+  o.epochs = (int) c->epochs;
+  o.in_dist = strv_split (c->in_dist ? c->in_dist : DEFAULT_IN_DIST, ',');
+  o.command = c->command;
+  rc = train_run (&gpus, &tiles, &o);
+  strv_free (o.in_dist);
+  tile_rules_free (&tiles);
+  gpu_db_free (&gpus);
+  return rc;
+}
+
+static int
+cmd_eval (struct cli *c, struct plugin_set *set)
+{
+  struct eval_options o;
+  struct gpu_db gpus;
+  struct tile_rules tiles;
+  const char *env = getenv ("PERFMOD_NEUSIGHT");
+  char **asked;
+  int rc;
+
+  if (c->data == NULL) {
+    pm_error ("eval needs --data DIR: measured test kernels (NeuSight's dataset/test)");
+    return EXIT_USAGE;
+  }
+  if (strcmp (c->format, "table") && strcmp (c->format, "csv")) {
+    pm_error ("--format '%s': eval prints table or csv", c->format);
+    return EXIT_USAGE;
+  }
+  if (load_gpus (&gpus) < 0)
+    return EXIT_USAGE;
+  if (load_tiles (&tiles) < 0) {
+    gpu_db_free (&gpus);
+    return EXIT_USAGE;
+  }
+  /* Roofline, the reference every learned predictor must beat, comes first. */
+  asked = strv_split (c->predictors ? c->predictors : "roofline,linreg,habitat", ',');
+  o.predictors = xcalloc (strv_len (asked) + 2, sizeof *o.predictors);
+  o.predictors[0] = xstrdup ("roofline");
+  for (size_t i = 0, n = 1; asked[i]; i++)
+    if (strcmp (asked[i], "roofline") != 0)
+      o.predictors[n++] = xstrdup (asked[i]);
+  strv_free (asked);
+  o.data = c->data;
+  o.format = c->format;
+  o.neusight = c->neusight ? c->neusight : env && *env ? env : NULL;
+  o.in_dist_text = c->in_dist ? c->in_dist : DEFAULT_IN_DIST;
+  o.in_dist = strv_split (o.in_dist_text, ',');
+  rc = eval_kernels (set, &gpus, &tiles, &o);
+  strv_free (o.in_dist);
+  strv_free (o.predictors);
+  tile_rules_free (&tiles);
+  gpu_db_free (&gpus);
+  return rc;
+}
+
 int
 main (int argc, char **argv)
 {
   enum { O_MODEL = 256, O_OPGRAPH, O_GPU, O_BATCH, O_SEQ, O_MODE, O_DTYPE, O_PRED, O_STRAT,
-         O_NODES, O_GPN, O_PEROP, O_FORMAT, O_PPATH, O_EXPLAIN, O_NEUSIGHT, O_TABLE, O_LAYERS };
+         O_NODES, O_GPN, O_PEROP, O_FORMAT, O_PPATH, O_EXPLAIN, O_NEUSIGHT, O_TABLE, O_LAYERS,
+         O_DATA, O_OUT, O_SEED, O_EPOCHS, O_REFERENCE, O_INDIST, O_POPT };
   static const struct option opts[] = {
     { "model", required_argument, NULL, O_MODEL },
     { "opgraph", required_argument, NULL, O_OPGRAPH },
@@ -466,6 +586,13 @@ main (int argc, char **argv)
     { "neusight", required_argument, NULL, O_NEUSIGHT },
     { "table", required_argument, NULL, O_TABLE },
     { "layers", required_argument, NULL, O_LAYERS },
+    { "data", required_argument, NULL, O_DATA },
+    { "out", required_argument, NULL, O_OUT },
+    { "seed", required_argument, NULL, O_SEED },
+    { "epochs", required_argument, NULL, O_EPOCHS },
+    { "reference", required_argument, NULL, O_REFERENCE },
+    { "in-dist", required_argument, NULL, O_INDIST },
+    { "plugin-opt", required_argument, NULL, O_POPT },
     { "verbose", no_argument, NULL, 'v' },
     { "help", no_argument, NULL, 'h' },
     { "version", no_argument, NULL, 'V' },
@@ -479,6 +606,7 @@ main (int argc, char **argv)
 
   memset (&c, 0, sizeof c);
   c.format = "table";
+  c.command = command_line (argc, argv);   /* before getopt permutes argv */
   while ((opt = getopt_long (argc, argv, "hvV", opts, NULL)) != -1) {
     switch (opt) {
     case O_MODEL: c.model = optarg; break;
@@ -489,6 +617,22 @@ main (int argc, char **argv)
     case O_NODES: if (!positive ("--nodes", optarg, &c.nodes)) goto usage; break;
     case O_GPN: if (!positive ("--gpus-per-node", optarg, &c.gpus_per_node)) goto usage; break;
     case O_LAYERS: if (!positive ("--layers", optarg, &c.layers)) goto usage; break;
+    case O_EPOCHS: if (!positive ("--epochs", optarg, &c.epochs)) goto usage; break;
+    case O_SEED:
+      if (!parse_int64 (optarg, &c.seed) || c.seed < 0) {
+        pm_error ("--seed '%s': expected a non-negative integer", optarg);
+        goto usage;
+      }
+      c.seed_given = true;
+      break;
+    case O_DATA: c.data = optarg; break;
+    case O_OUT: c.out = optarg; break;
+    case O_REFERENCE: c.reference = optarg; break;
+    case O_INDIST: c.in_dist = optarg; break;
+    case O_POPT:
+      c.plugin_opts = xrealloc (c.plugin_opts, (c.nopts + 1) * sizeof *c.plugin_opts);
+      c.plugin_opts[c.nopts++] = optarg;
+      break;
     case O_MODE: c.mode = optarg; break;
     case O_DTYPE: c.dtype = optarg; break;
     case O_PRED: c.predictors = optarg; break;
@@ -503,11 +647,11 @@ main (int argc, char **argv)
       c.plugin_paths[c.npaths++] = optarg;
       break;
     case 'v': pm_verbose = 1; break;
-    case 'h': usage (stdout); free (c.plugin_paths); return 0;
+    case 'h': usage (stdout); cli_free (&c); return 0;
     case 'V':
       printf ("perfmod %s (plugin ABI %d)\nplugin directory: %s\ndata directory: %s\n",
               PACKAGE_VERSION, PERFMOD_ABI_VERSION, PLUGINDIR, PKGDATADIR);
-      free (c.plugin_paths);
+      cli_free (&c);
       return 0;
     default: goto usage;
     }
@@ -516,9 +660,10 @@ main (int argc, char **argv)
   if (optind < argc)
     cmd = argv[optind++];
   if (strcmp (cmd, "predict") && strcmp (cmd, "plugins") && strcmp (cmd, "gpus") &&
-      strcmp (cmd, "strategies") && strcmp (cmd, "reproduce")) {
+      strcmp (cmd, "strategies") && strcmp (cmd, "reproduce") && strcmp (cmd, "train") &&
+      strcmp (cmd, "eval")) {
     pm_error ("unknown command '%s' (try perfmod --help)", cmd);
-    free (c.plugin_paths);
+    cli_free (&c);
     return EXIT_USAGE;
   }
   if (optind < argc) {
@@ -527,13 +672,24 @@ main (int argc, char **argv)
   }
 
   if (strcmp (cmd, "gpus") == 0 || strcmp (cmd, "strategies") == 0) {
-    free (c.plugin_paths);
+    cli_free (&c);
     return strcmp (cmd, "gpus") == 0 ? cmd_gpus () : cmd_strategies ();
+  }
+  if (strcmp (cmd, "train") == 0) {
+    rc = cmd_train (&c);
+    cli_free (&c);
+    return rc;
   }
   dirs = plugin_dirs (&c);
   plugins_load (&set, dirs);
   strv_free (dirs);
-  if (strcmp (cmd, "plugins") == 0)
+  rc = 0;
+  for (size_t i = 0; i < c.nopts && rc == 0; i++)
+    if (plugin_configure (&set, c.plugin_opts[i]) < 0)
+      rc = EXIT_USAGE;
+  if (rc)
+    ;
+  else if (strcmp (cmd, "plugins") == 0)
     rc = cmd_plugins (&set);
   else if (strcmp (cmd, "reproduce") == 0) {
     struct reproduce_options ro;
@@ -546,8 +702,9 @@ main (int argc, char **argv)
       pm_error ("reproduce needs --neusight DIR (or PERFMOD_NEUSIGHT): the NeuSight artifact folder");
       rc = EXIT_USAGE;
     }
-    else if (strcmp (ro.table, "inf") && strcmp (ro.table, "train") && strcmp (ro.table, "all")) {
-      pm_error ("--table '%s': expected inf, train or all (perop and distributed come later)", ro.table);
+    else if (strcmp (ro.table, "inf") && strcmp (ro.table, "train") && strcmp (ro.table, "perop") &&
+             strcmp (ro.table, "all")) {
+      pm_error ("--table '%s': expected inf, train, perop or all (distributed comes later)", ro.table);
       rc = EXIT_USAGE;
     }
     else if (strcmp (ro.format, "table") && strcmp (ro.format, "csv")) {
@@ -563,15 +720,16 @@ main (int argc, char **argv)
       gpu_db_free (&gpus);
     }
   }
+  else if (strcmp (cmd, "eval") == 0)
+    rc = cmd_eval (&c, &set);
   else
     rc = cmd_predict (&c, &set);
   plugins_unload (&set);
-  free (c.plugin_paths);
-  free (c.assumed);
+  cli_free (&c);
   return rc;
 
 usage:
-  free (c.plugin_paths);
+  cli_free (&c);
   fputs ("Try 'perfmod --help'.\n", stderr);
   return EXIT_USAGE;
 }

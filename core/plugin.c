@@ -2,6 +2,7 @@
 #include <config.h>
 
 #include <dlfcn.h>
+#include <math.h>
 #include <libgen.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -60,6 +61,88 @@ host_graph_add_comm (struct perfmod_graph *g, const char *collective, double byt
 
 static void host_free (void *p) { free (p); }
 
+static const char *
+host_datadir (void)
+{
+  return pm_datadir ();
+}
+
+static struct perfmod_params *
+host_params_load (const char *path)
+{
+  struct params *p = xmalloc (sizeof *p);
+  if (params_load (p, path) < 0) {
+    free (p);
+    host_error ("cannot load parameter file %s (see above)", path);
+    return NULL;
+  }
+  return (struct perfmod_params *) p;
+}
+
+static void
+host_params_free (struct perfmod_params *pp)
+{
+  struct params *p = (struct params *) pp;
+  if (p) {
+    params_free (p);
+    free (p);
+  }
+}
+
+static const char *
+host_params_get (const struct perfmod_params *p, const char *key)
+{
+  return params_get ((const struct params *) p, key);
+}
+
+static const double *
+host_params_tensor (const struct perfmod_params *p, const char *name, size_t *rows, size_t *cols)
+{
+  const struct ptensor *t = params_tensor ((const struct params *) p, name);
+  if (t == NULL)
+    return NULL;
+  if (rows)
+    *rows = t->rows;
+  if (cols)
+    *cols = t->cols;
+  return t->v;
+}
+
+/* A network and a one-row workspace. */
+struct perfmod_mlp {
+  struct mlp m;
+  struct mlp_ws ws;
+};
+
+static struct perfmod_mlp *
+host_mlp_load (const struct perfmod_params *p, const char *prefix, int inputs, int outputs)
+{
+  struct perfmod_mlp *h = xmalloc (sizeof *h);
+  if (mlp_from_params (&h->m, (const struct params *) p, prefix, inputs, outputs) < 0) {
+    free (h);
+    host_error ("no usable network '%s' in the parameter file (see above)", prefix);
+    return NULL;
+  }
+  mlp_ws_init (&h->ws, &h->m, 1);
+  return h;
+}
+
+static void
+host_mlp_eval (struct perfmod_mlp *h, const double *x, double *y)
+{
+  mlp_forward (&h->m, &h->ws, x, 1, y);
+}
+
+static void
+host_mlp_free (struct perfmod_mlp *h)
+{
+  if (h) {
+    mlp_ws_free (&h->ws);
+    mlp_free (&h->m);
+    free (h);
+  }
+}
+
 const struct perfmod_host pm_host = {
   .struct_size = sizeof (struct perfmod_host),
   .version = PACKAGE_VERSION,
@@ -70,6 +153,14 @@ const struct perfmod_host pm_host = {
   .graph_size = host_graph_size,
   .graph_kernel = host_graph_kernel,
   .graph_add_comm = host_graph_add_comm,
+  .datadir = host_datadir,
+  .params_load = host_params_load,
+  .params_free = host_params_free,
+  .params_get = host_params_get,
+  .params_tensor = host_params_tensor,
+  .mlp_load = host_mlp_load,
+  .mlp_eval = host_mlp_eval,
+  .mlp_free = host_mlp_free,
 };
 
 const char *
@@ -214,6 +305,69 @@ plugin_start (struct plugin *pl)
   }
   pl->initialised = true;
   return 0;
+}
+
+int
+plugin_predict (struct plugin *pl, const struct perfmod_kernel *k, const struct perfmod_gpu *gpu,
+                double *seconds)
+{
+  int rc;
+  pm_current_plugin = pl->p.name;
+  pm_plugin_errmsg[0] = '\0';
+  *seconds = 0;
+  rc = pl->p.predict (pl->state, k, gpu, seconds);
+  pm_current_plugin = NULL;
+  if (rc < 0) {
+    if (pm_plugin_errmsg[0] == '\0')
+      snprintf (pm_plugin_errmsg, sizeof pm_plugin_errmsg, "no reason given");
+    return -1;
+  }
+  if (!isfinite (*seconds) || *seconds < 0) {
+    snprintf (pm_plugin_errmsg, sizeof pm_plugin_errmsg, "returned an invalid time (%g s)",
+              *seconds);
+    return -1;
+  }
+  return 0;
+}
+
+int
+plugin_configure (struct plugin_set *set, const char *opt)
+{
+  const char *colon = strchr (opt, ':'), *eq = colon ? strchr (colon, '=') : NULL;
+  struct plugin *pl = NULL;
+  char *name, *key;
+  int rc = -1;
+
+  if (colon == NULL || eq == NULL || colon == opt || eq == colon + 1) {
+    pm_error ("--plugin-opt '%s': expected NAME:KEY=VALUE", opt);
+    return -1;
+  }
+  name = xasprintf ("%.*s", (int) (colon - opt), opt);
+  key = xasprintf ("%.*s", (int) (eq - colon - 1), colon + 1);
+  for (size_t i = 0; i < set->n; i++)
+    if (strcmp (set->v[i].p.name, name) == 0)
+      pl = &set->v[i];
+  if (pl == NULL)
+    pm_error ("--plugin-opt '%s': no plugin '%s' (see perfmod plugins)", opt, name);
+  else {
+    bool known = false;
+    for (const char *const *k = pl->p.config_keys; k && *k; k++)
+      known |= strcmp (*k, key) == 0;
+    if (!known || pl->p.config == NULL)
+      pm_error ("--plugin-opt '%s': %s accepts no key '%s'", opt, name, key);
+    else {
+      pm_current_plugin = pl->p.name;
+      pm_plugin_errmsg[0] = '\0';
+      rc = pl->p.config (pl->state, key, eq + 1);
+      pm_current_plugin = NULL;
+      if (rc < 0)
+        pm_error ("--plugin-opt '%s': %s", opt, pm_plugin_errmsg[0] ? pm_plugin_errmsg
+                                                                   : "refused by the plugin");
+    }
+  }
+  free (name);
+  free (key);
+  return rc < 0 ? -1 : 0;
 }
 
 void

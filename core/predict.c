@@ -214,17 +214,11 @@ kernel_seconds (struct plugin *pred, struct memo *memo, const struct perfmod_ker
   }
   s = memo_slot (memo, k);
   if (!s->used) {
-    double sec = 0;
-    pm_current_plugin = pred->p.name;
-    pm_plugin_errmsg[0] = '\0';
-    int rc = pred->p.predict (pred->state, k, gpu, &sec);
-    pm_current_plugin = NULL;
-    if (rc < 0 || !isfinite (sec) || sec < 0) {
+    double sec;
+    if (plugin_predict (pred, k, gpu, &sec) < 0) {
       char d[160];
       describe (k, d, sizeof d);
-      pm_error ("%s: cannot predict %s on %s: %s", pred->p.name, d, gpu->name,
-                rc < 0 ? (pm_plugin_errmsg[0] ? pm_plugin_errmsg : "no reason given")
-                       : "returned an invalid time");
+      pm_error ("%s: cannot predict %s on %s: %s", pred->p.name, d, gpu->name, pm_plugin_errmsg);
       return -1;
     }
     s->used = true;

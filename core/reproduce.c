@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -16,6 +17,16 @@ paper_prefix (const char *predictor)
   if (strcmp (predictor, "habitat") == 0) return "habitat";
   if (strcmp (predictor, "linreg") == 0) return "micro";
   if (strcmp (predictor, "tile-mlp") == 0) return "neusight";
+  return NULL;
+}
+
+const char *
+paper_method_name (const char *predictor)
+{
+  if (strcmp (predictor, "roofline") == 0) return "Roofline";
+  if (strcmp (predictor, "habitat") == 0) return "Habitat";
+  if (strcmp (predictor, "linreg") == 0) return "Li et al.";
+  if (strcmp (predictor, "tile-mlp") == 0) return "NeuSight";
   return NULL;
 }
 
@@ -76,10 +87,193 @@ graph_for (struct gcache *gc, const char *dir, const char *model, const char *ta
   return &gc->graphs[gc->n++];
 }
 
+/* ---- the per-op table: NeuSight's per-class sums over its model runs ---- */
+
+/* NeuSight's split (summarize.py): a run is out of distribution when its
+ * GPU or its model was not seen in training. */
+static const char *const ood_devices[] = { "NVIDIA_H100_80GB_HBM3", "NVIDIA_L4",
+                                           "NVIDIA_A100_80GB_PCIe" };
+static const char *const ood_models[] = { "gpt3_27", "opt_13", "gpt3_xl" };
+
+static bool
+in_list (const char *s, const char *const *v, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    if (strcmp (s, v[i]) == 0)
+      return true;
+  return false;
+}
+
+/* Class of a traced node for the per-op table: BMM, Linear, other vector
+ * operators, softmax, layer norm (summarize.py's groups), or -1. */
+static int
+perop_class (const char *opname)
+{
+  if (strcmp (opname, "BMM") == 0) return 0;
+  if (strcmp (opname, "Linear") == 0) return 1;
+  if (strncmp (opname, "VECsoftmax", 10) == 0) return 3;
+  if (strncmp (opname, "VECln", 5) == 0) return strcmp (opname, "VECln") == 0 ? 4 : 2;
+  if (strstr (opname, "VEC")) return 2;
+  return -1;
+}
+
+struct named { const char *name; double ms; };
+
+static int
+cmp_named (const void *a, const void *b)
+{
+  return strcmp (((const struct named *) a)->name, ((const struct named *) b)->name);
+}
+
+/* Measured per-class sums of a run: label/DEVICE/TAG.csv's per-node
+ * latencies (ms), joined to the graph's nodes by name and replicated as
+ * the graph's layer is.  1 if the run has no per-node labels (some Switch
+ * runs; summarize.py leaves them out too). */
+static int
+measured_classes (const char *path, const struct graph *g, double sums[5])
+{
+  struct csv_reader r;
+  struct named *v = NULL;
+  size_t n = 0;
+  int cname, clat, rc;
+
+  for (int c = 0; c < 5; c++)
+    sums[c] = 0;
+  if (access (path, F_OK) != 0) {
+    pm_debug ("%s: no per-node labels; the run is not in the per-op table", path);
+    return 1;
+  }
+  if (csv_open (&r, path) < 0) {
+    pm_error ("%s: cannot open", path);
+    return -1;
+  }
+  if (csv_next (&r) != 1 || (cname = csv_column (r.fields, r.nfields, "Name")) < 0 ||
+      (clat = csv_column (r.fields, r.nfields, "latency")) < 0) {
+    pm_error ("%s:1: expected Name and latency columns", path);
+    csv_close (&r);
+    return -1;
+  }
+  while ((rc = csv_next (&r)) == 1) {
+    double ms;
+    if ((size_t) cname >= r.nfields || (size_t) clat >= r.nfields ||
+        !parse_double (r.fields[clat], &ms)) {
+      pm_error ("%s:%ld: no numeric latency", path, r.line);
+      rc = -1;
+      break;
+    }
+    v = xrealloc (v, (n + 1) * sizeof *v);
+    v[n].name = intern (r.fields[cname]);
+    v[n++].ms = ms;
+  }
+  csv_close (&r);
+  if (rc < 0) {
+    free (v);
+    return -1;
+  }
+  qsort (v, n, sizeof *v, cmp_named);
+  for (size_t i = 0; i < g->n; i++) {
+    int c = perop_class (g->nodes[i].opname);
+    struct named key = { g->nodes[i].name, 0 }, *hit;
+    if (c < 0)
+      continue;
+    hit = bsearch (&key, v, n, sizeof *v, cmp_named);
+    if (hit)
+      sums[c] += hit->ms * (double) graph_weight (g, i);
+  }
+  free (v);
+  return 0;
+}
+
 struct tally {
   double ours, paper;
   int n, npaper;
 };
+
+static const char *const perop_labels[5] = { "BMM", "FC", "EW", "Softmax", "LN" };
+
+/* Add one run's per-op errors to sum/cnt[predictor][split][class]. */
+struct perop_tally {
+  double sum[2][5];           /* [split][class]: our APE sums */
+  int cnt[2][5];
+  double paper[2][5];         /* the artifact's own errors on the same runs */
+  int npaper[2][5];
+  int col[5];                 /* summary.csv columns of those errors, or -1 */
+};
+
+static const char *const perop_groups[5] = { "BMM", "Linear", "VEC", "VECsoftmax", "VECln" };
+
+static int
+perop_row (struct plugin **preds, size_t npred, const struct graph *g,
+           const struct gpu_entry *ge, bool train, const char *label_csv, int split,
+           char **fields, struct perop_tally *t)
+{
+  double meas[5];
+  int rc = measured_classes (label_csv, g, meas);
+  if (rc != 0)
+    return rc < 0 ? -1 : 0;
+  for (size_t p = 0; p < npred; p++) {
+    struct prediction pr;
+    struct run_options ro = { PERFMOD_DTYPE_FP32, train, 1 };
+    double pred[5] = { 0, 0, 0, 0, 0 };
+    if (predict_graph (preds[p], g, &ge->gpu, &ro, &pr) < 0)
+      return -1;
+    for (size_t i = 0; i < g->n; i++) {
+      int c = perop_class (g->nodes[i].opname);
+      if (c >= 0)
+        pred[c] += (pr.per_node[i].t[0] + pr.per_node[i].t[1] + pr.per_node[i].t[2]) *
+                   (double) graph_weight (g, i);
+    }
+    prediction_free (&pr);
+    for (int c = 0; c < 5; c++) {
+      /* summarize.py: 0/0 is no data; x/0 counts as 0 (it replaces inf by 0). */
+      double paper;
+      if (meas[c] == 0 && pred[c] == 0)
+        continue;
+      t[p].sum[split][c] += meas[c] == 0 ? 0 : fabs (meas[c] - pred[c]) / meas[c] * 100;
+      t[p].cnt[split][c]++;
+      if (t[p].col[c] >= 0 && parse_double (fields[t[p].col[c]], &paper) && !isnan (paper)) {
+        t[p].paper[split][c] += paper;
+        t[p].npaper[split][c]++;
+      }
+    }
+  }
+  return 0;
+}
+
+static void
+perop_print (const struct reproduce_options *o, size_t npred, const struct perop_tally *t)
+{
+  bool csv = strcmp (o->format, "csv") == 0;
+  if (csv)
+    printf ("predictor,class,split,rows,mape_pct,paper_mape_pct,paper_same_runs_pct\n");
+  else
+    printf ("\nper-op error per kernel class, summed over each model run (the paper's method)\n"
+            "%-10s %-8s %-5s %5s %9s %9s %12s\n", "predictor", "class", "split", "runs",
+            "mape_%", "paper_%", "paper_same_%");
+  for (size_t p = 0; p < npred; p++) {
+    double paper[2][5];
+    paper_perop (o->neusight, o->predictors[p], paper);
+    for (int s = 0; s < 2; s++)
+      for (int c = 0; c < 5; c++) {
+        double m, same;
+        char pb[32] = "", sb[32] = "";
+        if (t[p].cnt[s][c] == 0)
+          continue;
+        m = t[p].sum[s][c] / t[p].cnt[s][c];
+        same = t[p].npaper[s][c] ? t[p].paper[s][c] / t[p].npaper[s][c] : NAN;
+        if (!isnan (paper[s][c]))
+          snprintf (pb, sizeof pb, csv ? "%.4f" : "%.2f", paper[s][c]);
+        if (!isnan (same))
+          snprintf (sb, sizeof sb, csv ? "%.4f" : "%.2f", same);
+        if (csv)
+          printf ("%s,%s,%s,%d,%.4f,%s,%s\n", o->predictors[p], perop_labels[c], s ? "out" : "in",
+                  t[p].cnt[s][c], m, pb, sb);
+        else
+          printf ("%-10s %-8s %-5s %5d %9.2f %9s %12s\n", o->predictors[p], perop_labels[c],
+                  s ? "out" : "in", t[p].cnt[s][c], m, *pb ? pb : "-", *sb ? sb : "-");
+      }
+  }
+}
 
 int
 reproduce (struct plugin_set *set, const struct gpu_db *gpus, const struct reproduce_options *o)
@@ -95,6 +289,9 @@ reproduce (struct plugin_set *set, const struct gpu_db *gpus, const struct repro
   struct tally (*tally)[2] = xcalloc (npred, sizeof *tally);
   int col[6], rc = 0;
   bool csv = strcmp (o->format, "csv") == 0;
+  bool want_e2e = strcmp (o->table, "perop") != 0;
+  bool want_perop = strcmp (o->table, "perop") == 0 || (strcmp (o->table, "all") == 0 && !csv);
+  struct perop_tally *ptally = xcalloc (npred, sizeof *ptally);
 
   for (size_t p = 0; p < npred; p++) {
     preds[p] = plugins_find (set, o->predictors[p], PERFMOD_PLUGIN_PREDICTOR);
@@ -129,8 +326,15 @@ reproduce (struct plugin_set *set, const struct gpu_db *gpus, const struct repro
     char *name = pre ? xasprintf ("%s_all_e2e_err", pre) : NULL;
     paper_col[p] = name ? csv_column (header, nheader, name) : -1;
     free (name);
+    for (int c = 0; c < 5; c++) {
+      name = pre ? xasprintf ("%s_%s_e2e_err", pre, perop_groups[c]) : NULL;
+      ptally[p].col[c] = name ? csv_column (header, nheader, name) : -1;
+      free (name);
+    }
   }
-  if (csv)
+  if (!want_e2e)
+    ;
+  else if (csv)
     printf ("table,model,seq,batch,device,mode,option,predictor,measured_ms,predicted_ms,error_pct,paper_error_pct\n");
   else
     printf ("%-5s %-11s %5s %5s %-22s %-10s %12s %12s %8s %8s\n", "table", "model", "seq",
@@ -153,7 +357,8 @@ reproduce (struct plugin_set *set, const struct gpu_db *gpus, const struct repro
     if (r.fields[col[5]][0] != '\0')
       continue;                        /* fusion and distributed rows: other tables */
     mi = strcmp (mode, "train") == 0;
-    if (strcmp (o->table, "all") != 0 && strcmp (o->table, mode) != 0)
+    if ((strcmp (o->table, "inf") == 0 || strcmp (o->table, "train") == 0) &&
+        strcmp (o->table, mode) != 0)
       continue;
     ge = gpu_db_find (gpus, device);
     if (ge == NULL) {
@@ -171,7 +376,17 @@ reproduce (struct plugin_set *set, const struct gpu_db *gpus, const struct repro
       break;
     }
     free (lpath);
-    for (size_t p = 0; p < npred; p++) {
+    if (want_perop) {
+      int split = in_list (device, ood_devices, 3) || in_list (model, ood_models, 3);
+      lpath = xasprintf ("%s/label/%s/%s.csv", o->neusight, device, tag);
+      rc = perop_row (preds, npred, g, ge, mi == 1, lpath, split, r.fields, ptally);
+      free (lpath);
+      if (rc < 0) {
+        free (tag);
+        break;
+      }
+    }
+    for (size_t p = 0; p < npred && want_e2e; p++) {
       struct prediction pr;
       struct run_options ro = { PERFMOD_DTYPE_FP32, mi == 1, 1 };
       double err, paper = NAN;
@@ -208,7 +423,9 @@ reproduce (struct plugin_set *set, const struct gpu_db *gpus, const struct repro
     if (rc < 0)
       break;
   }
-  if (rc == 0) {
+  if (rc == 0 && want_perop)
+    perop_print (o, npred, ptally);
+  if (rc == 0 && want_e2e) {
     FILE *sum = csv ? stderr : stdout;
     fprintf (sum, "\n%-10s %-6s %5s %12s %14s\n", "predictor", "mode", "rows", "mean_err_%",
              "paper_mean_%");
@@ -228,7 +445,10 @@ reproduce (struct plugin_set *set, const struct gpu_db *gpus, const struct repro
         fprintf (sum, "note: the paper's text quotes NeuSight at 7.3%% (inference) and 9.7%% (training);"
                  " the artifact's own rows give 9.7 and 7.3, shown above as paper_mean.\n");
   }
-  else
+  if (rc == 0 && csv && strcmp (o->table, "all") == 0)
+    fprintf (stderr, "note: --format csv --table all writes the end-to-end rows; the per-op "
+             "table has its own columns: --table perop\n");
+  if (rc < 0)
     rc = EXIT_RUNTIME;
 close:
   csv_close (&r);
@@ -245,6 +465,7 @@ out:
   free (preds);
   free (paper_col);
   free (tally);
+  free (ptally);
   free (path);
   return rc;
 }

@@ -15,6 +15,13 @@
 
 int pm_verbose;
 
+const char *
+pm_datadir (void)
+{
+  const char *d = getenv ("PERFMOD_DATADIR");
+  return d && *d ? d : PKGDATADIR;
+}
+
 static void
 vmsg (const char *prefix, const char *fmt, va_list ap)
 {
@@ -135,8 +142,8 @@ cmp_str (const void *a, const void *b)
   return strcmp (*(char *const *) a, *(char *const *) b);
 }
 
-char **
-list_dir (const char *dir, const char *suffix)
+static char **
+list_entries (const char *dir, const char *suffix, mode_t type)
 {
   DIR *d = opendir (dir);
   struct dirent *e;
@@ -153,7 +160,7 @@ list_dir (const char *dir, const char *suffix)
         strcmp (e->d_name + len - slen, suffix) != 0)
       continue;
     path = xasprintf ("%s/%s", dir, e->d_name);
-    if (stat (path, &st) == 0 && S_ISREG (st.st_mode)) {
+    if (stat (path, &st) == 0 && (st.st_mode & S_IFMT) == type) {
       v = xrealloc (v, (n + 2) * sizeof *v);
       v[n++] = path;
       v[n] = NULL;
@@ -166,6 +173,18 @@ list_dir (const char *dir, const char *suffix)
     v = xcalloc (1, sizeof *v);
   qsort (v, n, sizeof *v, cmp_str);
   return v;
+}
+
+char **
+list_dir (const char *dir, const char *suffix)
+{
+  return list_entries (dir, suffix, S_IFREG);
+}
+
+char **
+list_subdirs (const char *dir)
+{
+  return list_entries (dir, "", S_IFDIR);
 }
 
 void

@@ -117,6 +117,8 @@ struct perfmod_roofline {
 };
 
 struct perfmod_graph;       /* opaque per-device op graph */
+struct perfmod_params;      /* opaque parameter file */
+struct perfmod_mlp;         /* opaque trained network */
 
 /* Services the core offers every plugin; passed to init(). */
 struct perfmod_host {
@@ -133,6 +135,27 @@ struct perfmod_host {
   struct perfmod_kernel *(*graph_kernel) (struct perfmod_graph *g, size_t i);
   int (*graph_add_comm) (struct perfmod_graph *g, const char *collective,
                          double bytes, int group_size, int phase);
+
+  /* Since perfmod 0.2; check struct_size before use (see perfmod-plugin(3)).
+   * Parameter files written by perfmod train, and the networks in them. */
+  /* perfmod's data directory: a predictor NAME's shipped parameters are
+   * DATADIR/params/NAME.params. */
+  const char *(*datadir) (void);
+  /* Load a parameter file; NULL after reporting why. */
+  struct perfmod_params *(*params_load) (const char *path);
+  void (*params_free) (struct perfmod_params *p);
+  /* A header value, or NULL. */
+  const char *(*params_get) (const struct perfmod_params *p, const char *key);
+  /* A tensor (row-major doubles) and its shape, or NULL. */
+  const double *(*params_tensor) (const struct perfmod_params *p, const char *name,
+                                  size_t *rows, size_t *cols);
+  /* The network stored under prefix, which must take `inputs` raw features
+   * and give `outputs` values (0: any); NULL after reporting why. */
+  struct perfmod_mlp *(*mlp_load) (const struct perfmod_params *p, const char *prefix,
+                                   int inputs, int outputs);
+  /* Evaluate one row: x has the network's inputs, y receives its outputs. */
+  void (*mlp_eval) (struct perfmod_mlp *m, const double *x, double *y);
+  void (*mlp_free) (struct perfmod_mlp *m);
 };
 
 /* The plugin.  Fill the fields you implement; leave the rest NULL. */

@@ -1,0 +1,282 @@
+/* params.c: perfmod parameter files: a versioned text header of keys and tensor shapes, then little-endian float64 data. */
+#include <config.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* Layout (version 1):
+ *   perfmod-params 1\n
+ *   key: value\n ...            (keys [A-Za-z0-9_.-]+, each once)
+ *   tensor NAME ROWS COLS\n ... (in data order)
+ *   data\n
+ *   ROWS*COLS IEEE-754 binary64 per tensor, little-endian, nothing after.
+ * Bytes are assembled explicitly, so files move between hosts of either
+ * endianness and a save/load/save cycle is bit-exact. */
+#define PARAMS_MAGIC "perfmod-params"
+
+void
+params_init (struct params *p)
+{
+  memset (p, 0, sizeof *p);
+}
+
+void
+params_free (struct params *p)
+{
+  for (size_t i = 0; i < p->nkv; i++) {
+    free (p->keys[i]);
+    free (p->vals[i]);
+  }
+  free (p->keys);
+  free (p->vals);
+  for (size_t i = 0; i < p->nt; i++) {
+    free (p->t[i].name);
+    free (p->t[i].v);
+  }
+  free (p->t);
+  free (p->path);
+  params_init (p);
+}
+
+static bool
+key_ok (const char *k)
+{
+  if (*k == '\0')
+    return false;
+  for (; *k; k++)
+    if (!(isalnum ((unsigned char) *k) || *k == '_' || *k == '.' || *k == '-'))
+      return false;
+  return true;
+}
+
+const char *
+params_get (const struct params *p, const char *key)
+{
+  for (size_t i = 0; i < p->nkv; i++)
+    if (strcmp (p->keys[i], key) == 0)
+      return p->vals[i];
+  return NULL;
+}
+
+void
+params_set (struct params *p, const char *key, const char *fmt, ...)
+{
+  va_list ap;
+  char *v;
+  va_start (ap, fmt);
+  if (vasprintf (&v, fmt, ap) < 0)
+    v = NULL;
+  va_end (ap);
+  if (v == NULL)
+    v = xstrdup ("");
+  for (char *c = v; *c; c++)   /* one line per key */
+    if (*c == '\n')
+      *c = ' ';
+  for (size_t i = 0; i < p->nkv; i++)
+    if (strcmp (p->keys[i], key) == 0) {
+      free (p->vals[i]);
+      p->vals[i] = v;
+      return;
+    }
+  p->keys = xrealloc (p->keys, (p->nkv + 1) * sizeof *p->keys);
+  p->vals = xrealloc (p->vals, (p->nkv + 1) * sizeof *p->vals);
+  p->keys[p->nkv] = xstrdup (key);
+  p->vals[p->nkv++] = v;
+}
+
+const struct ptensor *
+params_tensor (const struct params *p, const char *name)
+{
+  for (size_t i = 0; i < p->nt; i++)
+    if (strcmp (p->t[i].name, name) == 0)
+      return &p->t[i];
+  return NULL;
+}
+
+double *
+params_add_tensor (struct params *p, const char *name, size_t rows, size_t cols)
+{
+  struct ptensor *t;
+  for (size_t i = 0; i < p->nt; i++)
+    if (strcmp (p->t[i].name, name) == 0) {
+      free (p->t[i].v);
+      p->t[i].rows = rows;
+      p->t[i].cols = cols;
+      p->t[i].v = xcalloc (rows * cols, sizeof (double));
+      return p->t[i].v;
+    }
+  p->t = xrealloc (p->t, (p->nt + 1) * sizeof *p->t);
+  t = &p->t[p->nt++];
+  t->name = xstrdup (name);
+  t->rows = rows;
+  t->cols = cols;
+  t->v = xcalloc (rows * cols, sizeof (double));
+  return t->v;
+}
+
+static void
+put_le64 (unsigned char *b, double d)
+{
+  uint64_t u;
+  memcpy (&u, &d, sizeof u);
+  for (int i = 0; i < 8; i++)
+    b[i] = (unsigned char) (u >> (8 * i));
+}
+
+static double
+get_le64 (const unsigned char *b)
+{
+  uint64_t u = 0;
+  double d;
+  for (int i = 0; i < 8; i++)
+    u |= (uint64_t) b[i] << (8 * i);
+  memcpy (&d, &u, sizeof d);
+  return d;
+}
+
+int
+params_save (const struct params *p, const char *path)
+{
+  char *tmp = xasprintf ("%s.tmp%ld", path, (long) getpid ());
+  FILE *fp = fopen (tmp, "wb");
+  unsigned char b[8];
+  bool ok = fp != NULL;
+
+  if (fp == NULL) {
+    pm_error ("%s: %s", tmp, strerror (errno));
+    free (tmp);
+    return -1;
+  }
+  fprintf (fp, "%s %d\n", PARAMS_MAGIC, PARAMS_VERSION);
+  for (size_t i = 0; i < p->nkv; i++)
+    fprintf (fp, "%s: %s\n", p->keys[i], p->vals[i]);
+  for (size_t i = 0; i < p->nt; i++)
+    fprintf (fp, "tensor %s %zu %zu\n", p->t[i].name, p->t[i].rows, p->t[i].cols);
+  fputs ("data\n", fp);
+  for (size_t i = 0; i < p->nt && ok; i++)
+    for (size_t j = 0; j < p->t[i].rows * p->t[i].cols; j++) {
+      put_le64 (b, p->t[i].v[j]);
+      if (fwrite (b, 1, 8, fp) != 8) {
+        ok = false;
+        break;
+      }
+    }
+  if (fclose (fp) != 0)
+    ok = false;
+  /* Written aside and renamed: a failed save never leaves half a file. */
+  if (!ok || rename (tmp, path) != 0) {
+    pm_error ("%s: cannot write: %s", path, strerror (errno));
+    unlink (tmp);
+    free (tmp);
+    return -1;
+  }
+  free (tmp);
+  return 0;
+}
+
+int
+params_load (struct params *p, const char *path)
+{
+  FILE *fp = fopen (path, "rb");
+  char *line = NULL;
+  size_t cap = 0;
+  ssize_t len;
+  int lineno = 0, version;
+  unsigned char b[8];
+
+  params_init (p);
+  if (fp == NULL) {
+    pm_error ("%s: %s", path, strerror (errno));
+    return -1;
+  }
+  p->path = xstrdup (path);
+  len = getline (&line, &cap, fp);
+  lineno = 1;
+  if (len <= 0 || sscanf (line, PARAMS_MAGIC " %d", &version) != 1) {
+    pm_error ("%s:1: not a perfmod parameter file (no '" PARAMS_MAGIC " N' line)", path);
+    goto fail;
+  }
+  if (version != PARAMS_VERSION) {
+    pm_error ("%s:1: parameter file version %d; this perfmod reads version %d (rebuild it "
+              "with perfmod train or make weights)", path, version, PARAMS_VERSION);
+    goto fail;
+  }
+  for (;;) {
+    char *colon, name[128];
+    size_t rows, cols;
+    int used = 0;
+    len = getline (&line, &cap, fp);
+    lineno++;
+    if (len <= 0) {
+      pm_error ("%s:%d: unexpected end of file before 'data'", path, lineno);
+      goto fail;
+    }
+    if (line[len - 1] == '\n')
+      line[--len] = '\0';
+    if (strcmp (line, "data") == 0)
+      break;
+    if (sscanf (line, "tensor %127s %zu %zu%n", name, &rows, &cols, &used) == 3 &&
+        line[used] == '\0') {
+      if (params_tensor (p, name) || rows == 0 || cols == 0 || rows > 1u << 24 || cols > 1u << 24) {
+        pm_error ("%s:%d: bad or repeated tensor '%s'", path, lineno, name);
+        goto fail;
+      }
+      params_add_tensor (p, name, rows, cols);
+      continue;
+    }
+    colon = strstr (line, ": ");
+    if (colon == NULL) {
+      pm_error ("%s:%d: expected 'key: value', 'tensor NAME ROWS COLS' or 'data'", path, lineno);
+      goto fail;
+    }
+    *colon = '\0';
+    if (!key_ok (line) || params_get (p, line)) {
+      pm_error ("%s:%d: bad or repeated key '%s'", path, lineno, line);
+      goto fail;
+    }
+    params_set (p, line, "%s", colon + 2);
+  }
+  for (size_t i = 0; i < p->nt; i++)
+    for (size_t j = 0; j < p->t[i].rows * p->t[i].cols; j++) {
+      if (fread (b, 1, 8, fp) != 8) {
+        pm_error ("%s: truncated: tensor '%s' is short of data", path, p->t[i].name);
+        goto fail;
+      }
+      p->t[i].v[j] = get_le64 (b);
+    }
+  if (fread (b, 1, 1, fp) != 0) {
+    pm_error ("%s: trailing bytes after the last tensor", path);
+    goto fail;
+  }
+  free (line);
+  fclose (fp);
+  return 0;
+fail:
+  free (line);
+  fclose (fp);
+  params_free (p);
+  return -1;
+}
+
+/* A tensor that must exist with the given shape (0: any). */
+const struct ptensor *
+params_need (const struct params *p, const char *name, size_t rows, size_t cols)
+{
+  const struct ptensor *t = params_tensor (p, name);
+  if (t == NULL) {
+    pm_error ("%s: no tensor '%s'", p->path ? p->path : "parameters", name);
+    return NULL;
+  }
+  if ((rows && t->rows != rows) || (cols && t->cols != cols)) {
+    pm_error ("%s: tensor '%s' is %zux%zu, expected %zux%zu", p->path ? p->path : "parameters",
+              name, t->rows, t->cols, rows ? rows : t->rows, cols ? cols : t->cols);
+    return NULL;
+  }
+  return t;
+}

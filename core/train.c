@@ -1,0 +1,390 @@
+/* train.c: perfmod train: fits the learned predictors' parameters from measured kernels and writes their parameter file. */
+#include <config.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+
+static const struct { int kclass; const char *key; } fit_classes[] = {
+  { PERFMOD_KERNEL_BMM, "bmm" }, { PERFMOD_KERNEL_LINEAR, "linear" },
+  { PERFMOD_KERNEL_ELEMENTWISE, "elementwise" }, { PERFMOD_KERNEL_SOFTMAX, "softmax" },
+  { PERFMOD_KERNEL_LAYERNORM, "layernorm" },
+};
+#define NFIT (sizeof fit_classes / sizeof fit_classes[0])
+
+static double
+now_s (void)
+{
+  struct timespec t;
+  clock_gettime (CLOCK_MONOTONIC, &t);
+  return (double) t.tv_sec + (double) t.tv_nsec / 1e9;
+}
+
+/* Least squares y = a x + b.  -1 if x has no spread. */
+int
+fit_line (const double *x, const double *y, size_t n, double *a, double *b)
+{
+  double mx = 0, my = 0, sxx = 0, sxy = 0;
+  for (size_t i = 0; i < n; i++) {
+    mx += x[i];
+    my += y[i];
+  }
+  mx /= (double) n;
+  my /= (double) n;
+  for (size_t i = 0; i < n; i++) {
+    sxx += (x[i] - mx) * (x[i] - mx);
+    sxy += (x[i] - mx) * (y[i] - my);
+  }
+  if (n < 2 || !(sxx > 0))
+    return -1;
+  *a = sxy / sxx;
+  *b = my - *a * mx;
+  return 0;
+}
+
+/* Header keys every parameter file carries. */
+static void
+record_common (struct params *p, const struct train_options *o, const struct kset *ks,
+               char **gpus, size_t ngpus, size_t rows)
+{
+  char *files = NULL, *list = NULL;
+  for (char **f = ks->files; f && *f; f++) {
+    char *t = files ? xasprintf ("%s;%s", files, *f) : xstrdup (*f);
+    free (files);
+    files = t;
+  }
+  for (size_t i = 0; i < ngpus; i++) {
+    char *t = list ? xasprintf ("%s,%s", list, gpus[i]) : xstrdup (gpus[i]);
+    free (list);
+    list = t;
+  }
+  params_set (p, "predictor", "%s", o->predictor);
+  params_set (p, "perfmod_version", "%s", PACKAGE_VERSION);
+  params_set (p, "command", "%s", o->command);
+  params_set (p, "seed", "%llu", (unsigned long long) o->seed);
+  params_set (p, "data", "%s", files ? files : "");
+  params_set (p, "gpus", "%s", list ? list : "");
+  params_set (p, "rows", "%zu", rows);
+  free (files);
+  free (list);
+}
+
+/* Rows of the training GPUs only: any other GPU in the data is left out,
+ * by construction, and counted. */
+static size_t
+select_rows (const struct kset *ks, const struct gpu_entry *const *train, size_t **out,
+             size_t *dropped)
+{
+  size_t n = 0;
+  *out = xmalloc ((ks->n ? ks->n : 1) * sizeof **out);
+  *dropped = 0;
+  for (size_t i = 0; i < ks->n; i++) {
+    bool ok = false;
+    for (size_t g = 0; train[g]; g++)
+      ok |= ks->v[i].gpu == train[g];
+    if (ok)
+      (*out)[n++] = i;
+    else
+      (*dropped)++;
+  }
+  return n;
+}
+
+static double
+linreg_work (const struct perfmod_kernel *k)
+{
+  if (k->kclass == PERFMOD_KERNEL_LINEAR || k->kclass == PERFMOD_KERNEL_BMM)
+    return 2.0 * (double) k->b * (double) k->m * (double) k->n * (double) k->k;
+  return (double) k->b * (double) k->h * k->mem_per_output;
+}
+
+static int
+train_linreg (const struct kset *ks, const struct gpu_entry *const *train, size_t ntrain,
+              const struct train_options *o, struct params *p)
+{
+  size_t *rows, nrows, dropped;
+  double *x = xmalloc ((ks->n ? ks->n : 1) * sizeof *x), *y = xmalloc ((ks->n ? ks->n : 1) * sizeof *y);
+  char **names = xcalloc (ntrain + 1, sizeof *names);
+  int rc = 0;
+
+  nrows = select_rows (ks, train, &rows, &dropped);
+  for (size_t g = 0; g < ntrain; g++)
+    names[g] = (char *) train[g]->name;
+  for (size_t c = 0; c < NFIT && rc == 0; c++) {
+    char key[64];
+    double *fit, inv[16], bw[16];
+    snprintf (key, sizeof key, "%s.fit", fit_classes[c].key);
+    fit = params_add_tensor (p, key, ntrain, 2);
+    for (size_t g = 0; g < ntrain; g++) {
+      size_t n = 0;
+      for (size_t i = 0; i < nrows; i++) {
+        const struct krow *r = &ks->v[rows[i]];
+        struct perfmod_kernel k;
+        if (r->gpu != train[g] || r->kclass != fit_classes[c].kclass)
+          continue;
+        krow_kernel (r, &k);
+        x[n] = linreg_work (&k);
+        y[n++] = r->latency_s;
+      }
+      if (fit_line (x, y, n, &fit[2 * g], &fit[2 * g + 1]) < 0 || !(fit[2 * g] > 0)) {
+        pm_error ("linreg: %s on %s: %zu rows give no positive slope", fit_classes[c].key,
+                  train[g]->name, n);
+        rc = -1;
+        break;
+      }
+      inv[g] = 1 / fit[2 * g];
+      bw[g] = train[g]->gpu.mem_bw_gbps;
+      pm_debug ("linreg %s %s: %zu rows, coef %.6g s/unit, intercept %.6g s", fit_classes[c].key,
+                train[g]->name, n, fit[2 * g], fit[2 * g + 1]);
+    }
+    if (rc == 0) {
+      /* New GPUs: throughput (1/coef) as a line in memory bandwidth. */
+      double *ext;
+      snprintf (key, sizeof key, "%s.extrapolate", fit_classes[c].key);
+      ext = params_add_tensor (p, key, 1, 2);
+      if (fit_line (bw, inv, ntrain, &ext[0], &ext[1]) < 0) {
+        pm_error ("linreg: %s: the training GPUs' bandwidths do not differ", fit_classes[c].key);
+        rc = -1;
+      }
+    }
+  }
+  if (rc == 0) {
+    record_common (p, o, ks, names, ntrain, nrows);
+    params_set (p, "model", "t = coef * work + intercept per GPU and class; work = 2BMNK FLOPs "
+                "(matrix) or B*H*MemPerO bytes (vector); other GPUs: coef = 1/(a*bandwidth_GBps + b),"
+                " intercept 0 (the .extrapolate line)");
+    if (dropped)
+      params_set (p, "rows_left_out", "%zu (GPUs outside the training set)", dropped);
+  }
+  free (rows);
+  free (x);
+  free (y);
+  free (names);
+  return rc;
+}
+
+/* ---- habitat ---- */
+
+#define HABITAT_NFEAT 8
+#define HABITAT_SCALE 1e-3       /* the networks predict milliseconds */
+
+static void
+habitat_features (const struct krow *r, double *x)
+{
+  const struct perfmod_gpu *g = &r->gpu->gpu;
+  x[0] = r->kclass == PERFMOD_KERNEL_LINEAR ? 1 : (double) r->b;
+  x[1] = (double) r->m;
+  x[2] = (double) r->n;
+  x[3] = (double) r->k;
+  x[4] = g->mem_bw_gbps;
+  x[5] = g->mem_gb;
+  x[6] = (double) g->sms;
+  x[7] = g->fp32_gflops;
+}
+
+static int
+cmp_ref (const void *a, const void *b)
+{
+  const double *x = a, *y = b;
+  for (int j = 0; j < 4; j++)
+    if (x[j] != y[j])
+      return x[j] < y[j] ? -1 : 1;
+  return 0;
+}
+
+/* Vector kernels measured on the reference GPUs, sorted for lookup. */
+static int
+habitat_reference (const struct train_options *o, const struct gpu_db *gpus, struct params *p)
+{
+  static const char *const ref_gpus[2] = { "Tesla V100-PCIE-32GB", "Tesla P100-PCIE-16GB" };
+  const struct gpu_entry *ref[2];
+  struct kset rs;
+  char *ops = NULL;
+  const char *opv[64];
+  size_t nops = 0, n = 0;
+  double *t, *bw;
+
+  for (int i = 0; i < 2; i++)
+    if ((ref[i] = gpu_db_find (gpus, ref_gpus[i])) == NULL) {
+      pm_error ("habitat: reference GPU '%s' is not in gpus.d", ref_gpus[i]);
+      return -1;
+    }
+  if (o->reference == NULL) {
+    pm_error ("habitat needs --reference FILE: vector kernels measured on the reference GPUs "
+              "(NeuSight uses dataset/test/vec.csv)");
+    return -1;
+  }
+  if (kset_load (&rs, o->reference, gpus, NULL) < 0)
+    return -1;
+  double *rows = xmalloc ((rs.n ? rs.n : 1) * 5 * sizeof *rows);
+  for (size_t i = 0; i < rs.n; i++) {
+    const struct krow *r = &rs.v[i];
+    int which = r->gpu == ref[0] ? 0 : r->gpu == ref[1] ? 1 : -1;
+    size_t op;
+    if (which < 0 || r->kclass == PERFMOD_KERNEL_LINEAR || r->kclass == PERFMOD_KERNEL_BMM)
+      continue;
+    for (op = 0; op < nops && strcmp (opv[op], r->op) != 0; op++)
+      ;
+    if (op == nops && nops < 64)
+      opv[nops++] = r->op;
+    rows[5 * n + 0] = which;
+    rows[5 * n + 1] = (double) op;
+    rows[5 * n + 2] = (double) r->b;
+    rows[5 * n + 3] = (double) r->h;
+    rows[5 * n + 4] = r->latency_s;
+    n++;
+  }
+  if (n == 0) {
+    pm_error ("%s: no vector kernels measured on %s or %s", o->reference, ref[0]->name, ref[1]->name);
+    free (rows);
+    kset_free (&rs);
+    return -1;
+  }
+  /* Sorted; a shape measured twice keeps its first measurement. */
+  qsort (rows, n, 5 * sizeof *rows, cmp_ref);
+  size_t u = 0;
+  for (size_t i = 0; i < n; i++)
+    if (u == 0 || cmp_ref (rows + 5 * (u - 1), rows + 5 * i) != 0)
+      memmove (rows + 5 * u++, rows + 5 * i, 5 * sizeof *rows);
+  t = params_add_tensor (p, "reference", u, 5);
+  memcpy (t, rows, u * 5 * sizeof *rows);
+  bw = params_add_tensor (p, "reference_bw", 1, 2);
+  bw[0] = ref[0]->gpu.mem_bw_gbps;
+  bw[1] = ref[1]->gpu.mem_bw_gbps;
+  params_set (p, "reference_gpus", "%s,%s", ref[0]->name, ref[1]->name);
+  for (size_t i = 0; i < nops; i++) {
+    char *s = ops ? xasprintf ("%s,%s", ops, opv[i]) : xstrdup (opv[i]);
+    free (ops);
+    ops = s;
+  }
+  params_set (p, "reference_ops", "%s", ops);
+  params_set (p, "reference_data", "%s", o->reference);
+  params_set (p, "reference_rows", "%zu", u);
+  free (ops);
+  free (rows);
+  kset_free (&rs);
+  return 0;
+}
+
+static int
+train_habitat (const struct kset *ks, const struct gpu_entry *const *train, size_t ntrain,
+               const struct gpu_db *gpus, const struct train_options *o, struct params *p)
+{
+  static const int widths[] = { HABITAT_NFEAT, 128, 128, 128, 128, 128, 1 };
+  const int nl = (int) (sizeof widths / sizeof widths[0]) - 1;
+  size_t *rows, nrows, dropped;
+  char **names = xcalloc (ntrain + 1, sizeof *names);
+  int rc = 0;
+
+  nrows = select_rows (ks, train, &rows, &dropped);
+  for (size_t g = 0; g < ntrain; g++)
+    names[g] = (char *) train[g]->name;
+  for (int c = 0; c < 2 && rc == 0; c++) {
+    int kclass = c ? PERFMOD_KERNEL_LINEAR : PERFMOD_KERNEL_BMM;
+    const char *key = c ? "linear" : "bmm";
+    double *x = xmalloc ((nrows ? nrows : 1) * HABITAT_NFEAT * sizeof *x);
+    double *y = xmalloc ((nrows ? nrows : 1) * sizeof *y);
+    size_t n = 0;
+    struct mlp m;
+    struct nn_fit f = { 0 };
+    struct nn_fit_result res;
+    char label[64], k2[80];
+
+    for (size_t i = 0; i < nrows; i++) {
+      const struct krow *r = &ks->v[rows[i]];
+      if (r->kclass != kclass)
+        continue;
+      habitat_features (r, x + n * HABITAT_NFEAT);
+      y[n++] = r->latency_s / HABITAT_SCALE;
+    }
+    snprintf (label, sizeof label, "habitat/%s", key);
+    f.label = label;
+    f.epochs = o->epochs ? o->epochs : 60;
+    f.batch = 256;
+    f.patience = 15;
+    f.lr = 1e-3;
+    f.weight_decay = 1e-4;
+    f.val_frac = 0.1;
+    f.seed = o->seed + (uint64_t) c;
+    f.loss = NN_LOSS_MAPE;
+    f.progress = true;
+    mlp_create (&m, widths, nl, NN_RELU, NN_NONE);
+    rc = nn_train (&m, &(struct nn_data) { n, x, y }, &f, &res);
+    if (rc == 0) {
+      mlp_to_params (&m, p, key);
+      snprintf (k2, sizeof k2, "%s.features", key);
+      params_set (p, k2, "B,M,N,K,mem_bw_gbps,mem_gb,sms,fp32_gflops");
+      snprintf (k2, sizeof k2, "%s.training", key);
+      params_set (p, k2, "%zu rows, MAPE loss, AdamW lr %g wd %g, batch %d, %d of %d epochs "
+                  "(best %d), validation MAPE %.2f%% on a %.0f%% split, %.1f s", n, f.lr,
+                  f.weight_decay, f.batch, res.epochs_run, f.epochs, res.best_epoch,
+                  res.val_mape, f.val_frac * 100, res.seconds);
+      fprintf (stderr, "perfmod: %s: %zu rows, %d epochs (best %d), validation MAPE %.2f%%, %.1f s\n",
+               label, n, res.epochs_run, res.best_epoch, res.val_mape, res.seconds);
+    }
+    mlp_free (&m);
+    free (x);
+    free (y);
+  }
+  if (rc == 0)
+    rc = habitat_reference (o, gpus, p);
+  if (rc == 0) {
+    record_common (p, o, ks, names, ntrain, nrows);
+    params_set (p, "output_scale_s", "%g", HABITAT_SCALE);
+    params_set (p, "model", "bmm, linear: MLP(B,M,N,K,bandwidth,memory,SMs,FP32 peak) -> ms; "
+                "vector: reference latency x reference bandwidth / bandwidth, else 2*B*H/(bandwidth*2^30)");
+    if (dropped)
+      params_set (p, "rows_left_out", "%zu (GPUs outside the training set)", dropped);
+  }
+  free (rows);
+  free (names);
+  return rc;
+}
+
+int
+train_run (const struct gpu_db *gpus, const struct tile_rules *tiles, const struct train_options *o)
+{
+  const struct gpu_entry **train;
+  size_t ntrain = strv_len (o->in_dist);
+  struct kset ks;
+  struct params p;
+  double t0 = now_s ();
+  int rc;
+
+  if (strcmp (o->predictor, "linreg") != 0 && strcmp (o->predictor, "habitat") != 0) {
+    pm_error ("--predictor '%s': perfmod train fits linreg and habitat", o->predictor);
+    return EXIT_USAGE;
+  }
+  if (ntrain < 2 || ntrain > 16) {
+    pm_error ("--in-dist: 2 to 16 training GPUs, not %zu", ntrain);
+    return EXIT_USAGE;
+  }
+  train = xcalloc (ntrain + 1, sizeof *train);
+  for (size_t i = 0; i < ntrain; i++)
+    if ((train[i] = gpu_db_find (gpus, o->in_dist[i])) == NULL) {
+      pm_error ("--in-dist '%s': no such GPU (see perfmod gpus)", o->in_dist[i]);
+      free (train);
+      return EXIT_USAGE;
+    }
+  if (kset_load (&ks, o->data, gpus, tiles) < 0) {
+    free (train);
+    return EXIT_USAGE;
+  }
+  params_init (&p);
+  rc = strcmp (o->predictor, "linreg") == 0 ? train_linreg (&ks, train, ntrain, o, &p)
+     : train_habitat (&ks, train, ntrain, gpus, o, &p);
+  if (rc == 0) {
+    params_set (&p, "trained_seconds", "%.1f", now_s () - t0);
+    rc = params_save (&p, o->out);
+    if (rc == 0)
+      fprintf (stderr, "perfmod: wrote %s (%s, %zu kernels, %.1f s)\n", o->out, o->predictor,
+               ks.n, now_s () - t0);
+  }
+  params_free (&p);
+  kset_free (&ks);
+  free (train);
+  return rc == 0 ? 0 : EXIT_RUNTIME;
+}

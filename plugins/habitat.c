@@ -1,0 +1,181 @@
+/* habitat.c: NeuSight's Habitat baseline: an MLP on raw features for matrix kernels, reference-GPU scaling for vector kernels. */
+#include <config.h>
+
+#include <stdio.h>
+
+#include "learned.h"
+
+/* Matrix kernels: an MLP from (B, M, N, K, memory bandwidth, memory size,
+ * SMs, FP32 peak), standardised, to latency, trained on five GPUs; it has
+ * no notion of why a kernel is fast, which is why it fails on new GPUs.
+ * Vector kernels: Habitat's wave scaling as NeuSight applies it: the same
+ * kernel (operator, B, H) measured on a reference GPU, times the ratio of
+ * memory bandwidths; with no such measurement, a memory-bound estimate. */
+#define NFEAT 8
+
+/* Reference rows: gpu (0 or 1), operator index, B, H, seconds. */
+enum { R_GPU, R_OP, R_B, R_H, R_SECONDS, R_COLS };
+
+static struct state {
+  struct learned l;
+  struct perfmod_mlp *net[2]; /* bmm, linear */
+  const double *refs;         /* nrefs x R_COLS */
+  size_t nrefs;
+  double ref_bw[2];           /* bandwidth of the reference GPUs, GB/s */
+  char ref_name[2][64];
+  double scale;               /* network output unit, seconds */
+  int ready;
+} S;
+
+static int
+habitat_init (const struct perfmod_host *h, void **state)
+{
+  *state = &S;
+  return learned_init (&S.l, h, "habitat");
+}
+
+static void
+habitat_fini (void *state)
+{
+  struct state *s = state;
+  for (int i = 0; i < 2; i++)
+    if (s->net[i])
+      s->l.host->mlp_free (s->net[i]);
+  learned_fini (&s->l);
+}
+
+static int
+habitat_config (void *state, const char *key, const char *value)
+{
+  return learned_config (&((struct state *) state)->l, key, value);
+}
+
+static int
+setup (struct state *s)
+{
+  const struct perfmod_host *host = s->l.host;
+  const char *v;
+  size_t rows, cols;
+  const double *t;
+
+  if (s->ready)
+    return 0;
+  if (learned_params (&s->l) == NULL)
+    return -1;
+  for (int i = 0; i < 2; i++)
+    if ((s->net[i] = host->mlp_load (s->l.params, i ? "linear" : "bmm", NFEAT, 1)) == NULL)
+      return -1;
+  v = host->params_get (s->l.params, "output_scale_s");
+  s->scale = v ? strtod (v, NULL) : 0;
+  t = host->params_tensor (s->l.params, "reference", &rows, &cols);
+  if (!(s->scale > 0) || t == NULL || cols != R_COLS) {
+    host->error ("%s: no output_scale_s or no reference table (N x 5)", s->l.path);
+    return -1;
+  }
+  s->refs = t;
+  s->nrefs = rows;
+  t = host->params_tensor (s->l.params, "reference_bw", &rows, &cols);
+  v = host->params_get (s->l.params, "reference_gpus");
+  if (t == NULL || rows * cols != 2 || v == NULL ||
+      sscanf (v, "%63[^,],%63s", s->ref_name[0], s->ref_name[1]) != 2) {
+    host->error ("%s: needs reference_gpus (two names) and reference_bw (1 x 2)", s->l.path);
+    return -1;
+  }
+  s->ref_bw[0] = t[0];
+  s->ref_bw[1] = t[1];
+  s->ready = 1;
+  return 0;
+}
+
+/* Index of op in the file's reference_ops list, or -1. */
+static int
+op_index (struct state *s, const char *op)
+{
+  const char *list = s->l.host->params_get (s->l.params, "reference_ops");
+  size_t len = strlen (op);
+  int i = 0;
+  for (const char *p = list; p && *p; i++) {
+    const char *e = strchr (p, ',');
+    size_t n = e ? (size_t) (e - p) : strlen (p);
+    if (n == len && strncmp (p, op, len) == 0)
+      return i;
+    if (e == NULL)
+      break;
+    p = e + 1;
+  }
+  return -1;
+}
+
+/* The reference table is sorted by (gpu, op, b, h): binary search. */
+static const double *
+lookup (const struct state *s, double gpu, double op, double b, double h)
+{
+  const double key[4] = { gpu, op, b, h };
+  size_t lo = 0, hi = s->nrefs;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    const double *r = s->refs + mid * R_COLS;
+    int c = 0;
+    for (int j = 0; j < 4 && c == 0; j++)
+      c = r[j] < key[j] ? -1 : r[j] > key[j] ? 1 : 0;
+    if (c == 0)
+      return r;
+    if (c < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return NULL;
+}
+
+static int
+habitat_predict (void *state, const struct perfmod_kernel *k, const struct perfmod_gpu *gpu,
+                 double *seconds)
+{
+  struct state *s = state;
+  const struct perfmod_host *host = s->l.host;
+
+  if (k->kclass == PERFMOD_KERNEL_MEMORY) {
+    *seconds = k->bytes / (gpu->mem_bw_gbps * 1073741824.0);
+    return 0;
+  }
+  if (setup (s) < 0)
+    return -1;
+  if (k->kclass == PERFMOD_KERNEL_LINEAR || k->kclass == PERFMOD_KERNEL_BMM) {
+    double x[NFEAT] = { (double) (k->kclass == PERFMOD_KERNEL_LINEAR ? 1 : k->b), (double) k->m,
+                        (double) k->n, (double) k->k, gpu->mem_bw_gbps, gpu->mem_gb,
+                        (double) gpu->sms, gpu->fp32_gflops };
+    double y;
+    host->mlp_eval (s->net[k->kclass == PERFMOD_KERNEL_LINEAR], x, &y);
+    *seconds = y > 0 ? y * s->scale : 0;       /* NeuSight clips at zero too */
+    return 0;
+  }
+  if (k->kclass >= PERFMOD_KERNEL_ELEMENTWISE && k->kclass <= PERFMOD_KERNEL_LAYERNORM) {
+    /* The first reference GPU, or the second when predicting the first. */
+    int which = strcmp (gpu->name, s->ref_name[0]) == 0;
+    int op = op_index (s, k->op);
+    const double *r = op < 0 ? NULL
+                        : lookup (s, which, op, (double) k->b, (double) k->h);
+    if (r)
+      *seconds = r[R_SECONDS] * s->ref_bw[which] / gpu->mem_bw_gbps;
+    else   /* NeuSight's fallback: one read and one write, counted in elements */
+      *seconds = 2.0 * (double) k->b * (double) k->h / (gpu->mem_bw_gbps * 1073741824.0);
+    return 0;
+  }
+  host->error ("kernel class %d has no Habitat model", k->kclass);
+  return -1;
+}
+
+static struct perfmod_plugin plugin = {
+  .name = "habitat",
+  .version = PACKAGE_VERSION,
+  .description = "Habitat as NeuSight runs it: MLP on raw features (matrix), reference-GPU scaling (vector)",
+  .kind = PERFMOD_PLUGIN_PREDICTOR,
+  .init = habitat_init,
+  .fini = habitat_fini,
+  .predict = habitat_predict,
+  .config_keys = learned_config_keys,
+  .config = habitat_config,
+};
+
+PERFMOD_REGISTER_PLUGIN (plugin)
