@@ -320,6 +320,7 @@ struct kset {
  * reported with file:line and refuse their file. */
 int kset_load (struct kset *s, const char *dir, const struct gpu_db *gpus,
                const struct tile_rules *tiles);
+/* Appends to s (zeroed, or filled by earlier calls). */
 int kset_load_file (struct kset *s, const char *path, const struct gpu_db *gpus,
                     const struct tile_rules *tiles);
 void kset_free (struct kset *s);

@@ -137,7 +137,7 @@ train_linreg (const struct kset *ks, const struct gpu_entry *const *train, size_
       }
       inv[g] = 1 / fit[2 * g];
       bw[g] = train[g]->gpu.mem_bw_gbps;
-      pm_debug ("linreg %s %s: %zu rows, coef %.6g s/unit, intercept %.6g s", fit_classes[c].key,
+      pm_debug ("linreg %s %s: %zu rows, coef %.17g intercept %.17g", fit_classes[c].key,
                 train[g]->name, n, fit[2 * g], fit[2 * g + 1]);
     }
     if (rc == 0) {
@@ -149,6 +149,9 @@ train_linreg (const struct kset *ks, const struct gpu_entry *const *train, size_
         pm_error ("linreg: %s: the training GPUs' bandwidths do not differ", fit_classes[c].key);
         rc = -1;
       }
+      else
+        pm_debug ("linreg %s extrapolate: 1/coef = %.17g * bandwidth + %.17g", fit_classes[c].key,
+                  ext[0], ext[1]);
     }
   }
   if (rc == 0) {
@@ -302,9 +305,9 @@ train_habitat (const struct kset *ks, const struct gpu_entry *const *train, size
     }
     snprintf (label, sizeof label, "habitat/%s", key);
     f.label = label;
-    f.epochs = o->epochs ? o->epochs : 60;
+    f.epochs = o->epochs ? o->epochs : 100;
     f.batch = 256;
-    f.patience = 15;
+    f.patience = 20;
     f.lr = 1e-3;
     f.weight_decay = 1e-4;
     f.val_frac = 0.1;

@@ -1,0 +1,475 @@
+/* t-learning.c: unit tests of the network engine, parameter files, tile rules, kernel datasets and line fits. */
+#include <config.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "tap.h"
+
+static char tmpdir[] = "/tmp/perfmod-learning.XXXXXX";
+
+static char *
+write_tmp (const char *name, const char *text)
+{
+  static char *last;           /* the previous path, freed on the next call */
+  free (last);
+  char *path = xasprintf ("%s/%s", tmpdir, name);
+  FILE *fp = fopen (path, "w");
+  fputs (text, fp);
+  fclose (fp);
+  last = path;
+  return path;
+}
+
+static char *
+write_tmpf (const char *name, const char *fmt, ...)
+{
+  va_list ap;
+  char *text, *p;
+  va_start (ap, fmt);
+  if (vasprintf (&text, fmt, ap) < 0)
+    abort ();
+  va_end (ap);
+  p = write_tmp (name, text);
+  free (text);
+  return p;
+}
+
+/* stderr of a call, captured through a file. */
+static int saved_fd = -1;
+static char *cap_path;
+
+static void
+capture_begin (void)
+{
+  fflush (stderr);
+  free (cap_path);
+  cap_path = xasprintf ("%s/stderr", tmpdir);
+  saved_fd = dup (2);
+  int fd = open (cap_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  dup2 (fd, 2);
+  close (fd);
+}
+
+static char *
+capture_end (void)
+{
+  static char buf[4096];
+  FILE *fp;
+  size_t n;
+  fflush (stderr);
+  dup2 (saved_fd, 2);
+  close (saved_fd);
+  fp = fopen (cap_path, "r");
+  n = fp ? fread (buf, 1, sizeof buf - 1, fp) : 0;
+  buf[n] = '\0';
+  if (fp)
+    fclose (fp);
+  return buf;
+}
+
+static size_t
+file_bytes (const char *path, unsigned char **out)
+{
+  FILE *fp = fopen (path, "rb");
+  size_t n = 0, cap = 0;
+  int c;
+  *out = NULL;
+  while (fp && (c = fgetc (fp)) != EOF) {
+    if (n == cap)
+      *out = xrealloc (*out, cap = cap ? 2 * cap : 4096);
+    (*out)[n++] = (unsigned char) c;
+  }
+  if (fp)
+    fclose (fp);
+  return n;
+}
+
+/* ---- engine ---- */
+
+/* A smooth synthetic target: y = 1 + x0^2 + 0.5 x1, always positive. */
+static void
+make_data (double *x, double *y, size_t n, uint64_t seed)
+{
+  for (size_t i = 0; i < n; i++) {
+    x[2 * i] = rng_uniform (&seed) * 2 - 1;
+    x[2 * i + 1] = rng_uniform (&seed) * 2 - 1;
+    y[i] = 1.5 + x[2 * i] * x[2 * i] + 0.5 * x[2 * i + 1];
+  }
+}
+
+static void
+test_gradients (void)
+{
+  static const int sizes[] = { 2, 5, 4, 1 };
+  double x[40], y[20], loss, lp, lm, *gw[3], *gb[3], *sw[3], *sb[3], worst = 0;
+  struct mlp m;
+  struct nn_fit f = { .label = "grad", .loss = NN_LOSS_MAPE };
+  struct nn_data d = { 20, x, y };
+  uint64_t seed = 7;
+
+  make_data (x, y, 20, 3);
+  mlp_create (&m, sizes, 3, NN_SIGMOID, NN_NONE);
+  for (int l = 0; l < 3; l++) {
+    for (int i = 0; i < m.size[l + 1] * m.size[l]; i++)
+      m.w[l][i] = rng_uniform (&seed) - 0.5;
+    for (int i = 0; i < m.size[l + 1]; i++)
+      m.b[l][i] = rng_uniform (&seed) - 0.5;
+    gw[l] = xcalloc ((size_t) m.size[l + 1] * m.size[l], sizeof (double));
+    gb[l] = xcalloc ((size_t) m.size[l + 1], sizeof (double));
+    sw[l] = xcalloc ((size_t) m.size[l + 1] * m.size[l], sizeof (double));
+    sb[l] = xcalloc ((size_t) m.size[l + 1], sizeof (double));
+  }
+  /* Outputs far from the targets: MAPE is smooth there. */
+  m.b[2][0] = 5;
+  nn_gradients (&m, &d, &f, gw, gb, &loss);
+  for (int l = 0; l < 3; l++)
+    for (int i = 0; i < m.size[l + 1] * m.size[l]; i++) {
+      double keep = m.w[l][i], h = 1e-5, num, e;
+      m.w[l][i] = keep + h;
+      nn_gradients (&m, &d, &f, sw, sb, &lp);
+      m.w[l][i] = keep - h;
+      nn_gradients (&m, &d, &f, sw, sb, &lm);
+      m.w[l][i] = keep;
+      num = (lp - lm) / (2 * h);
+      e = fabs (num - gw[l][i]) / (fabs (num) + fabs (gw[l][i]) + 1e-9);
+      if (e > worst)
+        worst = e;
+    }
+  ok (worst < 1e-4, "engine: backprop gradients match finite differences (worst relative %.2g)",
+      worst);
+  for (int l = 0; l < 3; l++) {
+    free (gw[l]);
+    free (gb[l]);
+    free (sw[l]);
+    free (sb[l]);
+  }
+  mlp_free (&m);
+}
+
+static void
+train_small (struct mlp *m, uint64_t seed, struct nn_fit_result *res, double *first_loss)
+{
+  static const int sizes[] = { 2, 16, 16, 1 };
+  static double x[2 * 400], y[400];
+  struct nn_fit f = { .label = "tiny", .epochs = 1, .batch = 32, .lr = 3e-3, .weight_decay = 1e-4,
+                      .val_frac = 0.2, .seed = seed, .loss = NN_LOSS_MAPE };
+  struct nn_data d = { 400, x, y };
+  make_data (x, y, 400, 11);
+  mlp_create (m, sizes, 3, NN_RELU, NN_NONE);
+  nn_train (m, &d, &f, res);
+  *first_loss = res->train_loss;
+  mlp_free (m);
+  mlp_create (m, sizes, 3, NN_RELU, NN_NONE);
+  f.epochs = 60;
+  nn_train (m, &d, &f, res);
+}
+
+static void
+test_training (void)
+{
+  struct mlp a, b;
+  struct nn_fit_result ra, rb;
+  double first, ignore;
+  bool same = true;
+
+  train_small (&a, 5, &ra, &first);
+  ok (ra.train_loss < first / 3, "engine: a tiny training run's loss falls (%.3f -> %.3f)", first,
+      ra.train_loss);
+  ok (ra.val_mape < 10, "engine: validation MAPE of the tiny run is %.2f%% (< 10)", ra.val_mape);
+  ok (ra.best_epoch >= 1 && ra.best_epoch <= ra.epochs_run, "engine: best epoch is recorded");
+  train_small (&b, 5, &rb, &ignore);
+  for (int l = 0; l < a.nl; l++)
+    same &= memcmp (a.w[l], b.w[l], (size_t) a.size[l + 1] * a.size[l] * sizeof (double)) == 0;
+  ok (same && ra.val_mape == rb.val_mape, "engine: the same seed gives bit-identical weights");
+  mlp_free (&b);
+  train_small (&b, 6, &rb, &ignore);
+  ok (memcmp (a.w[0], b.w[0], (size_t) a.size[1] * a.size[0] * sizeof (double)) != 0,
+      "engine: another seed gives other weights");
+  mlp_free (&b);
+  mlp_free (&a);
+}
+
+/* ---- parameter files ---- */
+
+static void
+test_params (void)
+{
+  static const int sizes[] = { 3, 4, 2 };
+  struct mlp m, back;
+  struct params p, q;
+  char *f1 = xasprintf ("%s/a.params", tmpdir), *f2 = xasprintf ("%s/b.params", tmpdir);
+  unsigned char *b1, *b2;
+  size_t n1, n2;
+  uint64_t s = 9;
+  double x[3] = { 0.5, -2, 7 }, y1[2], y2[2];
+  struct mlp_ws ws;
+  char *e;
+
+  mlp_create (&m, sizes, 2, NN_RELU, NN_SIGMOID);
+  for (int l = 0; l < 2; l++)
+    for (int i = 0; i < m.size[l + 1] * m.size[l]; i++)
+      m.w[l][i] = (rng_uniform (&s) - 0.5) / 3.0;   /* not representable in short decimals */
+  m.mean[1] = 1.0 / 3;
+  m.std[2] = M_PI;
+  params_init (&p);
+  params_set (&p, "predictor", "test");
+  params_set (&p, "command", "perfmod train --x\nwith a newline");
+  mlp_to_params (&m, &p, "net");
+  ok (params_save (&p, f1) == 0, "params: saved");
+  ok (params_load (&q, f1) == 0, "params: loaded");
+  ok (q.nkv == p.nkv && strcmp (params_get (&q, "command"), "perfmod train --x with a newline") == 0,
+      "params: header keys survive, newlines flattened");
+  ok (params_save (&q, f2) == 0, "params: saved again");
+  n1 = file_bytes (f1, &b1);
+  n2 = file_bytes (f2, &b2);
+  ok (n1 > 0 && n1 == n2 && memcmp (b1, b2, n1) == 0, "params: save/load/save is bit-exact (%zu bytes)", n1);
+  ok (mlp_from_params (&back, &q, "net", 3, 2) == 0, "params: the network loads back");
+  mlp_ws_init (&ws, &m, 1);
+  mlp_forward (&m, &ws, x, 1, y1);
+  mlp_forward (&back, &ws, x, 1, y2);
+  ok (memcmp (y1, y2, sizeof y1) == 0, "params: the loaded network gives bit-identical outputs");
+  mlp_ws_free (&ws);
+  mlp_free (&back);
+
+  capture_begin ();
+  int rc = mlp_from_params (&back, &q, "net", 4, 2);
+  e = capture_end ();
+  ok (rc < 0 && strstr (e, "3 inputs -> 2 outputs; this predictor needs 4 -> 2"),
+      "params: a network of another shape is refused, saying both shapes");
+  capture_begin ();
+  rc = mlp_from_params (&back, &q, "other", 0, 0);
+  e = capture_end ();
+  ok (rc < 0 && strstr (e, "no 'other.layers' key"), "params: a missing network is named");
+
+  /* Another version. */
+  b1[strlen ("perfmod-params ")] = '7';
+  FILE *fp = fopen (f2, "wb");
+  fwrite (b1, 1, n1, fp);
+  fclose (fp);
+  params_free (&q);
+  capture_begin ();
+  rc = params_load (&q, f2);
+  e = capture_end ();
+  ok (rc < 0 && strstr (e, ":1: parameter file version 7; this perfmod reads version 1"),
+      "params: a file of another version is refused with file:line and both versions");
+  /* Truncated data. */
+  fp = fopen (f2, "wb");
+  b1[strlen ("perfmod-params ")] = '1';
+  fwrite (b1, 1, n1 - 3, fp);
+  fclose (fp);
+  capture_begin ();
+  rc = params_load (&q, f2);
+  e = capture_end ();
+  ok (rc < 0 && strstr (e, "truncated"), "params: a truncated file is refused");
+  /* Not a parameter file at all. */
+  char *junk = write_tmp ("junk.params", "hello\n");
+  capture_begin ();
+  rc = params_load (&q, junk);
+  e = capture_end ();
+  ok (rc < 0 && strstr (e, "junk.params:1: not a perfmod parameter file"),
+      "params: another file is refused with file:line");
+
+  params_free (&p);
+  mlp_free (&m);
+  free (b1);
+  free (b2);
+  free (f1);
+  free (f2);
+}
+
+/* ---- tile rules ---- */
+
+static void
+test_tiles (const char *srcdir)
+{
+  struct tile_rules r;
+  char *dir = xasprintf ("%s/tiles.d", srcdir), *e;
+  double t[2];
+  int64_t grid[3] = { 25025, 1, 1 };
+  static const struct { const char *name; double r, c; } names[] = {
+    { "ampere_sgemm_128x64_tn", 128, 64 },
+    { "volta_sgemm_32x128_tn", 32, 128 },
+    { "maxwell_sgemm_128x64_nn", 128, 64 },
+    { "ampere_sgemm_128x32_sliced1x4_tn", 128, 32 },
+    { "sgemm_128x128x8_NT_vec", 128, 128 },
+    { "void cutlass::Kernel<cutlass_80_simt_sgemm_128x128_8x5_nn_align1>(cutlass_80_simt_sgemm_128x128_8x5_nn_align1::Params)", 128, 128 },
+    { "sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x256x32_stage3_warpsize2x2x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas", 128, 256 },
+    { "Cijk_Ailk_Bljk_SB_MT64x128x16_SN_1LDSB0_APM1_ABV0", 64, 128 },
+  };
+
+  int loaded = tile_rules_load (&r, dir);
+  ok (loaded == 0 && r.n >= 5, "tiles: the shipped rules load (%zu rules)", r.n);
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    ok (tile_of (&r, PERFMOD_KERNEL_BMM, names[i].name, 1, 0, grid, t) == 0 && t[0] == names[i].r &&
+        t[1] == names[i].c, "tiles: %.40s... -> %gx%g", names[i].name, names[i].r, names[i].c);
+  /* NeuSight's vector rule: 13021*984 / 25025 = 511.99, ceil 512 = 2^9. */
+  ok (tile_of (&r, PERFMOD_KERNEL_ELEMENTWISE, "void at::native::vectorized_elementwise_kernel<4>",
+               13021, 984, grid, t) == 0 && t[0] == 512 && t[1] == 0,
+      "tiles: element-wise tile from the grid, rounded up to a power of two");
+  ok (tile_of (&r, PERFMOD_KERNEL_SOFTMAX, "cunn_SoftMaxForward", 32768, 1600, grid, t) == 0 &&
+      t[0] == 1600, "tiles: softmax tile is the row");
+  capture_begin ();
+  int rc = tile_of (&r, PERFMOD_KERNEL_LINEAR, "my_custom_gemm_kernel", 1, 0, grid, t);
+  e = capture_end ();
+  ok (rc < 0 && strstr (e, "kernel 'my_custom_gemm_kernel'") && strstr (e, "no tile rule"),
+      "tiles: an unmatched kernel is an error naming it");
+  tile_rules_free (&r);
+  free (dir);
+
+  /* Bad rule files cite file:line. */
+  char *bad = xasprintf ("%s/badtiles", tmpdir);
+  mkdir (bad, 0700);
+  write_tmp ("badtiles/1.ini", "[r]\nclasses = bmm\npattern = sgemm_([0-9]+\n");
+  capture_begin ();
+  rc = tile_rules_load (&r, bad);
+  e = capture_end ();
+  ok (rc < 0 && strstr (e, "1.ini:3: pattern:"), "tiles: a bad regular expression cites file:line");
+  write_tmp ("badtiles/1.ini", "[r]\nclasses = bmm\npattern = sgemm_[0-9]+\n");
+  capture_begin ();
+  rc = tile_rules_load (&r, bad);
+  e = capture_end ();
+  ok (rc < 0 && strstr (e, "1.ini:3: pattern needs two capture groups"),
+      "tiles: a pattern without two groups is refused");
+  write_tmp ("badtiles/1.ini", "[r]\nclasses = bmm, conv\ntile = grid\n");
+  capture_begin ();
+  rc = tile_rules_load (&r, bad);
+  e = capture_end ();
+  ok (rc < 0 && strstr (e, "1.ini:2: classes: unknown kernel class 'conv'"),
+      "tiles: an unknown class is refused with file:line");
+  write_tmp ("badtiles/1.ini", "[r]\nclasses = bmm\n");
+  capture_begin ();
+  rc = tile_rules_load (&r, bad);
+  e = capture_end ();
+  ok (rc < 0 && strstr (e, "1.ini:1: [r] needs classes and exactly one of pattern or tile"),
+      "tiles: a rule without pattern or tile is refused");
+  free (bad);
+}
+
+/* ---- kernel datasets ---- */
+
+static void
+test_kdata (const char *srcdir)
+{
+  struct gpu_db gpus;
+  struct tile_rules tiles;
+  struct kset ks = { 0 };
+  struct perfmod_kernel k;
+  char *gdir = xasprintf ("%s/gpus.d", srcdir), *tdir = xasprintf ("%s/tiles.d", srcdir), *e, *p;
+  const char *hdr = "OPName,Latency,Device,Torch Version,CUDNN Version,Kernel Name,Warps per SM,"
+                    "Blocks per SM,Grid x,Grid y,Grid z,Block x,Block y,Block z,CUDA Version,B,H,large\n";
+  const char *add = "\"void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+                    "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)\"";
+  int rc;
+
+  gpu_db_load (&gpus, gdir);
+  tile_rules_load (&tiles, tdir);
+  p = write_tmpf ("elem.csv", "%s"
+        "add,0.5,Tesla P100-PCIE-16GB,p2.1.0,8902,%s,1787.5,446.875,25025,1,1,128,1,1,cu121,13021,984,True\n"
+        "relu,0.25,NVIDIA H100 80GB HBM3,p2.1.0,8902,relu_kernel,1,1,8,1,1,128,1,1,cu121,64,128,True\n", hdr, add);
+  ok (kset_load_file (&ks, p, &gpus, &tiles) == 0 && ks.n == 2, "kdata: two rows, kernel name with commas");
+  ok (ks.v[0].kclass == PERFMOD_KERNEL_ELEMENTWISE && ks.v[0].b == 13021 && ks.v[0].h == 984 &&
+      fabs (ks.v[0].latency_s - 0.5e-3) < 1e-15 && strcmp (ks.v[0].gpu->name, "Tesla_P100-PCIE-16GB") == 0 &&
+      ks.v[0].tile[0] == 512 && ks.v[0].line == 2,
+      "kdata: class, dimensions, latency in seconds, GPU joined by alias, tile, line");
+  krow_kernel (&ks.v[0], &k);
+  double binary = k.mem_per_output;
+  krow_kernel (&ks.v[1], &k);
+  ok (binary == 12 && k.mem_per_output == 8,
+      "kdata: binary ops move 12 bytes per output, unary 8 (NeuSight's MemPerO)");
+  kset_free (&ks);
+
+  p = write_tmpf ("bad1.csv", "%s"
+        "add,0.5,Tesla P100-PCIE-16GB,p2.1.0,8902,k,1,1,1,1,1,128,1,1,cu121,4,4,True\n"
+        "add,-1,Tesla P100-PCIE-16GB,p2.1.0,8902,k,1,1,1,1,1,128,1,1,cu121,4,4,True\n", hdr);
+  capture_begin ();
+  rc = kset_load_file (&ks, p, &gpus, &tiles);
+  e = capture_end ();
+  ok (rc < 0 && ks.n == 0 && strstr (e, "bad1.csv:3: Latency '-1'") && strstr (e, "refused"),
+      "kdata: a negative latency refuses the file, citing file:line");
+  kset_free (&ks);
+  p = write_tmpf ("bad2.csv", "%s"
+        "add,0.5,Radeon 9000,p2.1.0,8902,k,1,1,1,1,1,128,1,1,cu121,4,4,True\n", hdr);
+  capture_begin ();
+  rc = kset_load_file (&ks, p, &gpus, &tiles);
+  e = capture_end ();
+  ok (rc < 0 && strstr (e, "bad2.csv:2: Device 'Radeon 9000' is not in gpus.d"),
+      "kdata: an unknown GPU is named with file:line");
+  kset_free (&ks);
+  p = write_tmpf ("bad3.csv", "%s"
+        "conv,0.5,Tesla T4,p2.1.0,8902,k,1,1,1,1,1,128,1,1,cu121,4,4,True\n"
+        "add,0.5,Tesla T4,p2.1.0,8902,k,1,1,1,1,1,128,1,1,cu121,4,x4,True\n"
+        "add,0.5,Tesla T4,p2.1.0,8902,k,1,1,1,1,1,128,1,1,cu121,4\n", hdr);
+  capture_begin ();
+  rc = kset_load_file (&ks, p, &gpus, &tiles);
+  e = capture_end ();
+  ok (rc < 0 && strstr (e, "bad3.csv:2: unknown operator 'conv'") &&
+      strstr (e, "bad3.csv:3: column 'H': 'x4' is not an integer") &&
+      strstr (e, "bad3.csv:4: 16 fields, the header has 18"),
+      "kdata: unknown operator, non-numeric field and short row each cite file:line");
+  kset_free (&ks);
+  p = write_tmp ("bad4.csv", "OPName,Latency,Device\nadd,1,Tesla T4\n");
+  capture_begin ();
+  rc = kset_load_file (&ks, p, &gpus, &tiles);
+  e = capture_end ();
+  ok (rc < 0 && strstr (e, "bad4.csv:1: no 'Kernel Name' column"), "kdata: a missing column is named");
+  kset_free (&ks);
+  p = write_tmp ("bad5.csv", "OPName,Latency,Device,Kernel Name,Grid x,Grid y,Grid z,B,M,N,K\n"
+                 "bmm,1,Tesla T4,my_gemm,1,1,1,2,3,4,5\n");
+  capture_begin ();
+  rc = kset_load_file (&ks, p, &gpus, &tiles);
+  e = capture_end ();
+  ok (rc < 0 && strstr (e, "kernel 'my_gemm'") && strstr (e, "bad5.csv:2"),
+      "kdata: a matrix kernel no tile rule matches is refused, naming kernel and line");
+  kset_free (&ks);
+  tile_rules_free (&tiles);
+  gpu_db_free (&gpus);
+  free (gdir);
+  free (tdir);
+}
+
+static void
+test_fit_line (void)
+{
+  double x[50], y[50], a, b;
+  uint64_t s = 1;
+  for (int i = 0; i < 50; i++) {
+    x[i] = 1e9 * (i + 1);
+    y[i] = 3.5e-13 * x[i] + 2e-5;
+  }
+  ok (fit_line (x, y, 50, &a, &b) == 0 && fabs (a / 3.5e-13 - 1) < 1e-9 && fabs (b / 2e-5 - 1) < 1e-6,
+      "linreg fit: exact data give back slope and intercept");
+  for (int i = 0; i < 50; i++)
+    y[i] = 3.5e-13 * x[i] + 2e-5 + (rng_uniform (&s) - 0.5) * 1e-6;
+  ok (fit_line (x, y, 50, &a, &b) == 0 && fabs (a / 3.5e-13 - 1) < 1e-3,
+      "linreg fit: noisy data give the slope within 0.1%%");
+  for (int i = 0; i < 50; i++)
+    x[i] = 5;
+  ok (fit_line (x, y, 50, &a, &b) < 0, "linreg fit: no spread in x is refused");
+}
+
+int
+main (void)
+{
+  const char *srcdir = getenv ("top_srcdir");
+  if (mkdtemp (tmpdir) == NULL)
+    return 1;
+  test_gradients ();
+  test_training ();
+  test_params ();
+  test_tiles (srcdir ? srcdir : ".");
+  test_kdata (srcdir ? srcdir : ".");
+  test_fit_line ();
+  done_testing ();
+  char *cmd = xasprintf ("rm -rf '%s'", tmpdir);
+  if (system (cmd) != 0)
+    diag ("could not remove %s", tmpdir);
+  free (cmd);
+  return exit_status ();
+}

@@ -1,0 +1,102 @@
+#!/bin/sh
+# t0700-learned.sh: perfmod train and eval on synthetic kernels with known answers, parameter files, bad input.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+plan 24
+
+# Kernels whose latency is exactly coef * work + intercept, with the
+# training GPUs' throughput 1/coef = 1e10 * bandwidth + 1e12 (a line in
+# bandwidth, as linreg extrapolates) and intercept 1e-5 s; the H100 rows
+# (out of distribution) follow the line with no intercept.
+gen () {  # gen DIR GPU-LIST WITH-INTERCEPT
+  mkdir -p "$1"
+  awk -v gpus="$2" -v icpt="$3" -v dir="$1" 'BEGIN {
+    n = split(gpus, g, " ")
+    bw["Tesla P4"] = 192; bw["Tesla P100-PCIE-16GB"] = 732; bw["Tesla V100-PCIE-32GB"] = 900
+    bw["Tesla T4"] = 320; bw["NVIDIA A100-PCIE-40GB"] = 1555; bw["NVIDIA H100 80GB HBM3"] = 3430
+    mm = "OPName,Latency,Device,Kernel Name,Grid x,Grid y,Grid z,B,M,N,K"
+    vv = "OPName,Latency,Device,Kernel Name,Grid x,Grid y,Grid z,B,H"
+    print mm > (dir "/bmm.csv"); print mm > (dir "/linear.csv")
+    print vv > (dir "/elem.csv"); print vv > (dir "/ln.csv"); print vv > (dir "/softmax.csv")
+    for (i = 1; i <= n; i++) {
+      dev = g[i]; gsub(/_/, " ", dev)
+      coef = 1 / (1e10 * bw[dev] + 1e12)
+      for (j = 1; j <= 20; j++) {
+        b = j; m = 64 * j; k = 32 + 8 * j; nn = 128
+        w = 2 * b * m * nn * k
+        printf "bmm,%.17g,%s,ampere_sgemm_128x64_nn,1,1,%d,%d,%d,%d,%d\n", (coef * w + icpt) * 1e3, dev, b, b, m, nn, k > (dir "/bmm.csv")
+        w = 2 * m * nn * k
+        printf "linear,%.17g,%s,ampere_sgemm_64x64_tn,1,1,1,1,%d,%d,%d\n", (coef * w + icpt) * 1e3, dev, m, nn, k > (dir "/linear.csv")
+        w = 1000 * j * 512 * 12
+        printf "add,%.17g,%s,add_kernel,%d,1,1,%d,512\n", (coef * w + icpt) * 1e3, dev, 100 * j, 1000 * j > (dir "/elem.csv")
+        w = 1000 * j * 512 * 8
+        printf "ln,%.17g,%s,ln_kernel,%d,1,1,%d,512\n", (coef * w + icpt) * 1e3, dev, 1000 * j, 1000 * j > (dir "/ln.csv")
+        printf "softmax,%.17g,%s,softmax_kernel,%d,1,1,%d,512\n", (coef * w + icpt) * 1e3, dev, 1000 * j, 1000 * j > (dir "/softmax.csv")
+      }
+    }
+  }'
+}
+IN="Tesla_P4 Tesla_P100-PCIE-16GB Tesla_V100-PCIE-32GB Tesla_T4 NVIDIA_A100-PCIE-40GB"
+gen "$TMP/train" "$IN NVIDIA_H100_80GB_HBM3" 1e-5
+gen "$TMP/test" "NVIDIA_H100_80GB_HBM3" 0
+gen "$TMP/test-in" "Tesla_T4" 1e-5
+cat "$TMP/test-in/bmm.csv" | tail -n +2 >>"$TMP/test/bmm.csv"
+
+run_pm train --predictor linreg --data "$TMP/train" --out "$TMP/linreg.params"
+ok $([ $rc -eq 0 ] && [ -s "$TMP/linreg.params" ] && echo 0 || echo 1) "train linreg on synthetic kernels"
+ok $(head -c 4000 "$TMP/linreg.params" | grep -aq '^rows_left_out: 100 (GPUs outside the training set)$'; echo $?) \
+  "the H100 rows in the training folder are left out by construction, and the file says so"
+ok $(head -c 4000 "$TMP/linreg.params" | grep -aq '^gpus: Tesla_P4,Tesla_P100-PCIE-16GB,Tesla_V100-PCIE-32GB,Tesla_T4,NVIDIA_A100-PCIE-40GB$'; echo $?) \
+  "the file lists the training GPUs"
+ok $(head -c 4000 "$TMP/linreg.params" | grep -aq '^command: .*perfmod train --predictor linreg'; echo $?) \
+  "the file records the command as typed"
+ok $(head -c 4000 "$TMP/linreg.params" | grep -aEq '^trained_seconds: [0-9.]+$'; echo $?) "the file records the training time"
+
+run_pm eval --data "$TMP/test" --predictor linreg --plugin-opt "linreg:params=$TMP/linreg.params" \
+  --format csv --neusight "$TMP/none"
+ok $([ $rc -eq 0 ] && head -1 "$TMP/out" | grep -qx 'predictor,class,split,rows,mape_pct,paper_mape_pct' && echo 0 || echo 1) \
+  "eval CSV columns in the contract's order"
+ok $(sed -n 2p "$TMP/out" | grep -q '^roofline,'; echo $?) "roofline is reported first even when not asked for"
+ok $(grep -q '^linreg,BMM,in,20,0.0000,$' "$TMP/out"; echo $?) "linreg in-distribution (T4) BMM: 20 rows, 0% error"
+ok $(awk -F, '$1 == "linreg" && $3 == "out" { n++; if ($5 + 0 > 1e-4) bad = 1 } END { exit bad || n != 5 }' "$TMP/out"; echo $?) \
+  "linreg out of distribution (H100, extrapolated from bandwidth): 5 classes, 0% error"
+ok $(awk -F, '$1 == "linreg" && $2 == "EW" && $3 == "out" { exit !($4 == 20) }' "$TMP/out"; echo $?) \
+  "rows counted per class and split"
+
+# Roofline on a hand-computed kernel: H100 elementwise add, 1000 x 512 outputs,
+# 12 bytes each: 6.144e6 / (3430e9) s.  The fixture's latency is coef*w.
+want=$(awk 'BEGIN { r = 1000*512*12/1e9/3430; m = 1/(1e10*3430+1e12)*1000*512*12; printf "%.4f", (m > r ? m - r : r - m) / m * 100 }')
+head -2 "$TMP/test/elem.csv" >"$TMP/one.csv"
+mkdir -p "$TMP/one" && mv "$TMP/one.csv" "$TMP/one/elem.csv"
+run_pm eval --data "$TMP/one" --predictor roofline --format csv --neusight "$TMP/none"
+ok $(grep -q "^roofline,EW,out,1,$want,\$" "$TMP/out"; echo $?) "roofline on one hand-computed kernel: $want%"
+
+# Habitat: a short training run on the same folder.
+awk -F, 'NR == 1 || $3 ~ /V100|P100/' "$TMP/train/elem.csv" >"$TMP/ref.csv"
+run_pm train --predictor habitat --data "$TMP/train" --reference "$TMP/ref.csv" --out "$TMP/habitat.params" --epochs 3 --seed 4
+ok $([ $rc -eq 0 ] && grep -q 'habitat/bmm: 100 rows, 3 epochs' "$TMP/err" && echo 0 || echo 1) "train habitat (3 epochs) reports rows and epochs"
+run_pm eval --data "$TMP/test" --predictor habitat --plugin-opt "habitat:params=$TMP/habitat.params" --format csv --neusight "$TMP/none"
+ok $([ $rc -eq 0 ] && grep -q '^habitat,BMM,out,20,' "$TMP/out" && echo 0 || echo 1) "eval runs the freshly trained habitat"
+
+# Bad input.
+expect_fail 2 "train needs --predictor NAME \(one\), --data DIR and --out FILE" "train without --out" -- \
+  train --predictor linreg --data "$TMP/train"
+expect_fail 2 "perfmod train fits linreg and habitat" "train refuses a predictor it cannot fit" -- \
+  train --predictor roofline --data "$TMP/train" --out "$TMP/x.params"
+expect_fail 1 "habitat needs --reference FILE" "habitat without reference kernels" -- \
+  train --predictor habitat --data "$TMP/train" --out "$TMP/h2.params" --epochs 1
+ok $([ ! -e "$TMP/h2.params" ] && ! ls "$TMP"/h2.params.tmp* >/dev/null 2>&1 && echo 0 || echo 1) \
+  "a failed training leaves no parameter file, whole or half"
+expect_fail 2 "eval needs --data DIR" "eval without --data" -- eval --predictor roofline
+expect_fail 2 "--in-dist 'h900': no such GPU" "eval with an unknown in-distribution GPU" -- \
+  eval --data "$TMP/test" --in-dist p4,h900
+printf 'OPName,Latency,Device,Kernel Name,Grid x,Grid y,Grid z,B,H\nadd,fast,Tesla T4,k,1,1,1,4,4\n' >"$TMP/one/elem.csv"
+expect_fail 2 "one/elem.csv:2: Latency 'fast'" "eval on a bad row names file:line" -- eval --data "$TMP/one"
+expect_fail 2 "--plugin-opt 'linreg': expected NAME:KEY=VALUE" "--plugin-opt syntax" -- --plugin-opt linreg
+expect_fail 2 "linreg accepts no key 'color'" "--plugin-opt with an unknown key" -- --plugin-opt linreg:color=red
+printf 'perfmod-params 2\npredictor: linreg\ndata\n' >"$TMP/v2.params"
+expect_fail 1 "v2.params:1: parameter file version 2; this perfmod reads version 1" \
+  "a parameter file of another version is refused, naming it" -- \
+  --predictor linreg --plugin-opt "linreg:params=$TMP/v2.params"
+expect_fail 1 "holds parameters for 'linreg', not habitat" "a parameter file of another predictor is refused" -- \
+  --predictor habitat --plugin-opt "habitat:params=$TMP/linreg.params"
+finish
