@@ -434,6 +434,9 @@ struct train_options {
 };
 int train_run (const struct gpu_db *gpus, const struct tile_rules *tiles,
                const struct train_options *o);
+struct tw_case;
+/* tile-mlp's formulation of a measured kernel; -1 if it has none. */
+int tilemlp_case (const struct krow *r, struct tw_case *c);
 /* Least squares y = a x + b; -1 if x has no spread. */
 int fit_line (const double *x, const double *y, size_t n, double *a, double *b);
 

@@ -44,6 +44,8 @@ krow_kernel (const struct krow *r, struct perfmod_kernel *k)
   k->dtype = PERFMOD_DTYPE_FP32;
   k->elem_bytes = 4;
   k->library_name = r->kname;
+  k->tile[0] = r->tile[0];
+  k->tile[1] = r->tile[1];
   if (r->kclass == PERFMOD_KERNEL_LINEAR || r->kclass == PERFMOD_KERNEL_BMM) {
     k->b = r->kclass == PERFMOD_KERNEL_LINEAR ? 1 : r->b;
     k->m = r->m;

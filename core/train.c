@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "internal.h"
+#include "tilemlp-model.h"
 
 static const struct { int kclass; const char *key; } fit_classes[] = {
   { PERFMOD_KERNEL_BMM, "bmm" }, { PERFMOD_KERNEL_LINEAR, "linear" },
@@ -347,6 +348,182 @@ train_habitat (const struct kset *ks, const struct gpu_entry *const *train, size
   return rc;
 }
 
+/* ---- tile-mlp (NeuSight) ---- */
+
+#define TILE_TABLE_ROWS 1500     /* measured tiles kept per class for unseen shapes */
+
+static void
+tw_gpu_of (const struct perfmod_gpu *g, struct tw_gpu *t)
+{
+  t->sms = g->sms;
+  t->gflops = g->fp32_gflops;
+  t->mem_gb = g->mem_gb;
+  t->bw_gbps = g->mem_bw_gbps;
+  t->l2_mb = g->l2_mb;
+}
+
+/* The formulation of one measured kernel; -1 if it has none (no tile). */
+int
+tilemlp_case (const struct krow *r, struct tw_case *c)
+{
+  struct tw_gpu g;
+  struct perfmod_kernel k;
+  tw_gpu_of (&r->gpu->gpu, &g);
+  krow_kernel (r, &k);
+  if (r->kclass == PERFMOD_KERNEL_BMM || r->kclass == PERFMOD_KERNEL_LINEAR)
+    return tw_matrix (&g, (double) k.b, (double) k.m, (double) k.n, (double) k.k, r->tile[0],
+                      r->tile[1], c);
+  return tw_vector (&g, (double) k.b, (double) k.h, k.mem_per_output, k.ops_per_output,
+                    r->tile[0], c);
+}
+
+struct tw_ctx {
+  const struct tw_case *cases;
+};
+
+static void
+tw_head (void *ctx, size_t row, const double *out, int nout, double *pred, double *dpred)
+{
+  const struct tw_ctx *t = ctx;
+  (void) nout;
+  *pred = tw_time (&t->cases[row], out, dpred);
+}
+
+/* NeuSight's tile table, thinned: measured tiles with the features its
+ * nearest-neighbour lookup compares (shape, GPU, and for vector kernels
+ * bytes and operations per output). */
+static void
+tile_table (const struct kset *ks, const size_t *idx, size_t n, const char *key, struct params *p)
+{
+  bool matrix = strcmp (key, "bmm") == 0 || strcmp (key, "linear") == 0;
+  size_t stride = n > TILE_TABLE_ROWS ? (n + TILE_TABLE_ROWS - 1) / TILE_TABLE_ROWS : 1;
+  size_t rows = (n + stride - 1) / stride, cols = matrix ? 11 : 10, j = 0;
+  char name[64];
+  double *t;
+  snprintf (name, sizeof name, "%s.tiles", key);
+  t = params_add_tensor (p, name, rows, cols);
+  for (size_t i = 0; i < n; i += stride, j++) {
+    const struct krow *r = &ks->v[idx[i]];
+    const struct perfmod_gpu *g = &r->gpu->gpu;
+    struct perfmod_kernel k;
+    double *o = t + j * cols;
+    krow_kernel (r, &k);
+    if (matrix) {
+      double f[11] = { (double) k.b, (double) k.m, (double) k.n, (double) k.k, g->sms,
+                       g->fp32_gflops, g->mem_gb, g->mem_bw_gbps, g->l2_mb, r->tile[0], r->tile[1] };
+      memcpy (o, f, sizeof f);
+    }
+    else {
+      double f[10] = { (double) k.b, (double) k.h, g->sms, g->fp32_gflops, g->mem_gb,
+                       g->mem_bw_gbps, g->l2_mb, k.mem_per_output, k.ops_per_output, r->tile[0] };
+      memcpy (o, f, sizeof f);
+    }
+  }
+  snprintf (name, sizeof name, "%s.tiles_columns", key);
+  params_set (p, name, matrix ? "B,M,N,K,sms,fp32_gflops,mem_gb,mem_bw_gbps,l2_mb,tile1,tile2"
+                              : "B,H,sms,fp32_gflops,mem_gb,mem_bw_gbps,l2_mb,mem_per_output,"
+                                "ops_per_output,tile");
+}
+
+static int
+train_tilemlp (const struct kset *ks, const struct gpu_entry *const *train, size_t ntrain,
+               const struct train_options *o, struct params *p)
+{
+  static const int widths[] = { TW_NFEAT, 128, 128, 128, 128, TW_NOUT };
+  const int nl = (int) (sizeof widths / sizeof widths[0]) - 1;
+  size_t *rows, nrows, dropped;
+  char **names = xcalloc (ntrain + 1, sizeof *names);
+  int rc = 0;
+
+  nrows = select_rows (ks, train, &rows, &dropped);
+  for (size_t g = 0; g < ntrain; g++)
+    names[g] = (char *) train[g]->name;
+  for (size_t c = 0; c < NFIT && rc == 0; c++) {
+    const char *key = fit_classes[c].key;
+    size_t n = 0, skipped = 0, *idx = xmalloc ((nrows ? nrows : 1) * sizeof *idx);
+    double *x = xmalloc ((nrows ? nrows : 1) * TW_NFEAT * sizeof *x);
+    double *y = xmalloc ((nrows ? nrows : 1) * sizeof *y);
+    struct tw_case *cases = xmalloc ((nrows ? nrows : 1) * sizeof *cases);
+    struct tw_ctx ctx = { cases };
+    struct mlp m;
+    struct nn_fit f = { 0 };
+    struct nn_fit_result res;
+    char label[64], k2[80];
+
+    for (size_t i = 0; i < nrows; i++) {
+      const struct krow *r = &ks->v[rows[i]];
+      if (r->kclass != fit_classes[c].kclass)
+        continue;
+      if (tilemlp_case (r, &cases[n]) < 0) {
+        skipped++;
+        continue;
+      }
+      memcpy (x + n * TW_NFEAT, cases[n].x, sizeof cases[n].x);
+      y[n] = r->latency_s;
+      idx[n++] = rows[i];
+    }
+    snprintf (label, sizeof label, "tile-mlp/%s", key);
+    f.label = label;
+    f.epochs = o->epochs ? o->epochs : 60;
+    f.batch = 256;
+    f.patience = 15;
+    f.lr = 1e-3;
+    f.weight_decay = 1e-4;
+    f.val_frac = 0.1;
+    f.seed = o->seed + (uint64_t) c;
+    f.loss = NN_LOSS_SMAPE;
+    f.head = tw_head;
+    f.ctx = &ctx;
+    f.progress = true;
+    mlp_create (&m, widths, nl, NN_RELU, NN_NONE);
+    rc = nn_train (&m, &(struct nn_data) { n, x, y }, &f, &res);
+    if (rc == 0) {
+      mlp_to_params (&m, p, key);
+      snprintf (k2, sizeof k2, "%s.features", key);
+      params_set (p, k2, "log2 of tile GFLOP / per-SM TFLOP/s, tile MB / per-SM GB/s, waves x "
+                  "tile MB / per-SM memory MB, waves x tile MB / per-SM L2 KB");
+      snprintf (k2, sizeof k2, "%s.training", key);
+      params_set (p, k2, "%zu rows (%zu without a tile left out), SMAPE loss on latency, AdamW "
+                  "lr %g wd %g, batch %d, %d of %d epochs (best %d), validation MAPE %.2f%% on a "
+                  "%.0f%% split of the training GPUs' rows, %.1f s", n, skipped, f.lr,
+                  f.weight_decay, f.batch, res.epochs_run, f.epochs, res.best_epoch, res.val_mape,
+                  f.val_frac * 100, res.seconds);
+      /* The feature range seen in training, for predictors that stay inside it. */
+      snprintf (k2, sizeof k2, "%s.range", key);
+      double *rg = params_add_tensor (p, k2, 2, TW_NFEAT);
+      for (int j = 0; j < TW_NFEAT; j++) {
+        rg[j] = INFINITY;
+        rg[TW_NFEAT + j] = -INFINITY;
+        for (size_t i = 0; i < n; i++) {
+          rg[j] = fmin (rg[j], x[i * TW_NFEAT + j]);
+          rg[TW_NFEAT + j] = fmax (rg[TW_NFEAT + j], x[i * TW_NFEAT + j]);
+        }
+      }
+      if (fit_classes[c].kclass != PERFMOD_KERNEL_SOFTMAX &&
+          fit_classes[c].kclass != PERFMOD_KERNEL_LAYERNORM)
+        tile_table (ks, idx, n, key, p);
+      fprintf (stderr, "perfmod: %s: %zu rows, %d epochs (best %d), validation MAPE %.2f%%, %.1f s\n",
+               label, n, res.epochs_run, res.best_epoch, res.val_mape, res.seconds);
+    }
+    mlp_free (&m);
+    free (idx);
+    free (x);
+    free (y);
+    free (cases);
+  }
+  if (rc == 0) {
+    record_common (p, o, ks, names, ntrain, nrows);
+    params_set (p, "model", "NeuSight's tile/wave model: utilisation = sigmoid(o2) - "
+                "sigmoid(o0)/waves from an MLP per class; time = waves x tile work x SMs / "
+                "(min(peak, intensity x bandwidth) x utilisation)");
+    if (dropped)
+      params_set (p, "rows_left_out", "%zu (GPUs outside the training set)", dropped);
+  }
+  free (rows);
+  free (names);
+  return rc;
+}
+
 int
 train_run (const struct gpu_db *gpus, const struct tile_rules *tiles, const struct train_options *o)
 {
@@ -357,8 +534,9 @@ train_run (const struct gpu_db *gpus, const struct tile_rules *tiles, const stru
   double t0 = now_s ();
   int rc;
 
-  if (strcmp (o->predictor, "linreg") != 0 && strcmp (o->predictor, "habitat") != 0) {
-    pm_error ("--predictor '%s': perfmod train fits linreg and habitat", o->predictor);
+  if (strcmp (o->predictor, "linreg") != 0 && strcmp (o->predictor, "habitat") != 0 &&
+      strcmp (o->predictor, "tile-mlp") != 0) {
+    pm_error ("--predictor '%s': perfmod train fits linreg, habitat and tile-mlp", o->predictor);
     return EXIT_USAGE;
   }
   if (ntrain < 2 || ntrain > 16) {
@@ -378,7 +556,8 @@ train_run (const struct gpu_db *gpus, const struct tile_rules *tiles, const stru
   }
   params_init (&p);
   rc = strcmp (o->predictor, "linreg") == 0 ? train_linreg (&ks, train, ntrain, o, &p)
-     : train_habitat (&ks, train, ntrain, gpus, o, &p);
+     : strcmp (o->predictor, "habitat") == 0 ? train_habitat (&ks, train, ntrain, gpus, o, &p)
+     : train_tilemlp (&ks, train, ntrain, o, &p);
   if (rc == 0) {
     params_set (&p, "trained_seconds", "%.1f", now_s () - t0);
     rc = params_save (&p, o->out);

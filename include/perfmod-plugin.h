@@ -57,6 +57,10 @@ struct perfmod_kernel {
   int dtype;                /* enum perfmod_dtype */
   double elem_bytes;        /* bytes per element for dtype */
   const char *library_name; /* library kernel name if known (e.g. "ampere_sgemm_128x64_tn"), else NULL */
+  /* Since perfmod 0.2 (check struct_size): the library tile if known, from
+   * tiles.d (matrix: rows x columns as named; vector: outputs per block),
+   * else 0. */
+  double tile[2];
 };
 
 /* One GPU, from gpus.d.  Units are in the field names. 0 means unknown/absent. */

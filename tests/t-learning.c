@@ -11,6 +11,7 @@
 
 #include "internal.h"
 #include "tap.h"
+#include "tilemlp-model.h"
 
 static char tmpdir[] = "/tmp/perfmod-learning.XXXXXX";
 
@@ -454,6 +455,47 @@ test_fit_line (void)
   ok (fit_line (x, y, 50, &a, &b) < 0, "linreg fit: no spread in x is refused");
 }
 
+/* ---- tile-mlp's formulation, by hand ---- */
+
+static void
+test_tilemlp (void)
+{
+  /* A V100 (NeuSight's numbers) and a Linear 1000 x 512 -> 300 on a 128x64 tile. */
+  struct tw_gpu g = { 80, 14029, 32, 900, 6 };
+  struct tw_case c;
+  double out[3] = { -50, 0, 50 }, d[3], t, num;
+  ok (tw_matrix (&g, 1, 1000, 512, 300, 128, 64, &c) == 0, "tile-mlp: matrix case");
+  /* M in tiles of 64 (16), K in tiles of 128 (3): 48 tiles, one wave of 80 SMs. */
+  ok (c.waves == 1, "tile-mlp: ceil(16 x 3 / 80) = 1 wave");
+  /* Padded work 2*1024*512*384 GFLOP over 4*(1000*512+512*300+1000*300) GiB is
+   * 111.9 FLOP/byte: compute-bound, the roofline is the FP32 peak. */
+  ok (c.roof_gflops == 14029, "tile-mlp: roofline bound = min(peak, intensity x bandwidth)");
+  is_double (c.wave_gflop, 2.0 * 64 * 512 * 128 / 1e9 * 80, 1e-12, "tile-mlp: wave work = tile FLOPs x SMs");
+  is_double (c.x[0], log2 ((2.0 * 64 * 512 * 128 / 1e9) / (14029.0 / 1000 / 80)), 1e-12,
+             "tile-mlp: feature 1 = log2(tile GFLOP / per-SM TFLOP/s)");
+  is_double (c.x[3], log2 (4.0 * (64 * 512 + 512 * 128 + 64 * 128) / 1048576.0 / (6.0 * 1024 / 80)),
+             1e-12, "tile-mlp: feature 4 = log2(waves x tile MB / per-SM L2 KB)");
+  t = tw_time (&c, out, d);
+  is_double (t, c.wave_gflop / 14029, 1e-9, "tile-mlp: alpha 0, gamma 1: time = waves x wave work / roofline");
+  out[0] = 0.3;
+  out[2] = 1.7;
+  t = tw_time (&c, out, d);
+  is_double (t, c.wave_gflop / (14029 * (tw_sigmoid (1.7) - tw_sigmoid (0.3))), 1e-12,
+             "tile-mlp: time = waves x wave work / (roofline x (gamma - alpha / waves))");
+  out[0] += 1e-6;
+  num = (tw_time (&c, out, NULL) - t) / 1e-6;
+  out[0] -= 1e-6;
+  is_double (d[0], num, 1e-4, "tile-mlp: d time / d alpha-logit matches a finite difference");
+  out[2] += 1e-6;
+  num = (tw_time (&c, out, NULL) - t) / 1e-6;
+  is_double (d[2], num, 1e-4, "tile-mlp: d time / d gamma-logit matches a finite difference");
+  /* A vector kernel: 4096 rows of 1024, tile 512, 12 bytes and 1 op per output. */
+  ok (tw_vector (&g, 4096, 1024, 12, 1, 512, &c) == 0 && c.waves == ceil (4096.0 * 2 / 80) &&
+      c.roof_gflops == fmin (14029, (1024 / 1e9) / (12 * 1024 / 1073741824.0) * 900),
+      "tile-mlp: vector tiles, waves and memory-bound roofline");
+  ok (tw_matrix (&g, 1, 10, 10, 10, 0, 64, &c) < 0, "tile-mlp: no tile, no case");
+}
+
 int
 main (void)
 {
@@ -466,6 +508,7 @@ main (void)
   test_tiles (srcdir ? srcdir : ".");
   test_kdata (srcdir ? srcdir : ".");
   test_fit_line ();
+  test_tilemlp ();
   done_testing ();
   char *cmd = xasprintf ("rm -rf '%s'", tmpdir);
   if (system (cmd) != 0)

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0700-learned.sh: perfmod train and eval on synthetic kernels with known answers, parameter files, bad input.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 24
+plan 28
 
 # Kernels whose latency is exactly coef * work + intercept, with the
 # training GPUs' throughput 1/coef = 1e10 * bandwidth + 1e12 (a line in
@@ -77,10 +77,28 @@ ok $([ $rc -eq 0 ] && grep -q 'habitat/bmm: 100 rows, 3 epochs' "$TMP/err" && ec
 run_pm eval --data "$TMP/test" --predictor habitat --plugin-opt "habitat:params=$TMP/habitat.params" --format csv --neusight "$TMP/none"
 ok $([ $rc -eq 0 ] && grep -q '^habitat,BMM,out,20,' "$TMP/out" && echo 0 || echo 1) "eval runs the freshly trained habitat"
 
+# tile-mlp: a short training run, reproducible for a seed, and usable.
+tensors () {  # the bytes after the header's "data" line
+  off=$(grep -abo '^data$' "$1" | head -1 | cut -d: -f1)
+  tail -c +$((off + 6)) "$1"
+}
+run_pm train --predictor tile-mlp --data "$TMP/train" --out "$TMP/tm1.params" --epochs 2 --seed 3
+ok $([ $rc -eq 0 ] && head -c 4000 "$TMP/tm1.params" | grep -aq '^rows_left_out: 100 ' && echo 0 || echo 1) \
+  "train tile-mlp (2 epochs); the out-of-distribution H100 rows are left out by construction"
+run_pm train --predictor tile-mlp --data "$TMP/train" --out "$TMP/tm2.params" --epochs 2 --seed 3
+tensors "$TMP/tm1.params" >"$TMP/t1"; tensors "$TMP/tm2.params" >"$TMP/t2"
+ok $([ -s "$TMP/t1" ] && cmp -s "$TMP/t1" "$TMP/t2" && echo 0 || echo 1) "the same seed gives bit-identical tile-mlp parameters"
+run_pm train --predictor tile-mlp --data "$TMP/train" --out "$TMP/tm3.params" --epochs 2 --seed 4
+tensors "$TMP/tm3.params" >"$TMP/t3"
+ok $(cmp -s "$TMP/t1" "$TMP/t3"; [ $? -ne 0 ]; echo $?) "another seed gives other parameters"
+run_pm eval --data "$TMP/test" --predictor tile-mlp --plugin-opt "tile-mlp:params=$TMP/tm1.params" --format csv --neusight "$TMP/none"
+ok $([ $rc -eq 0 ] && grep -q '^tile-mlp,BMM,out,20,' "$TMP/out" && grep -q '^tile-mlp,LN,out,20,' "$TMP/out" && echo 0 || echo 1) \
+  "eval runs the freshly trained tile-mlp on every class"
+
 # Bad input.
 expect_fail 2 "train needs --predictor NAME \(one\), --data DIR and --out FILE" "train without --out" -- \
   train --predictor linreg --data "$TMP/train"
-expect_fail 2 "perfmod train fits linreg and habitat" "train refuses a predictor it cannot fit" -- \
+expect_fail 2 "perfmod train fits linreg, habitat and tile-mlp" "train refuses a predictor it cannot fit" -- \
   train --predictor roofline --data "$TMP/train" --out "$TMP/x.params"
 expect_fail 1 "habitat needs --reference FILE" "habitat without reference kernels" -- \
   train --predictor habitat --data "$TMP/train" --out "$TMP/h2.params" --epochs 1

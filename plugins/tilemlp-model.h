@@ -1,0 +1,110 @@
+/* tilemlp-model.h: NeuSight's tile/wave formulation, shared by perfmod train and the tile-mlp plugin so both compute it one way. */
+#ifndef PERFMOD_TILEMLP_MODEL_H
+#define PERFMOD_TILEMLP_MODEL_H
+
+#include <math.h>
+
+/* Units follow NeuSight (Model/mlp_wave*.py): FLOPs in 1e9, operator bytes
+ * in 2^30, tile bytes in 2^20 (MB), peaks in GFLOP/s and GB/s; the network
+ * sees log2 of four tile quantities per SM.  Elements are 4 bytes. */
+#define TW_NFEAT 4
+#define TW_NOUT 3
+
+struct tw_gpu {
+  double sms, gflops, mem_gb, bw_gbps, l2_mb;
+};
+
+struct tw_case {
+  double x[TW_NFEAT];   /* network inputs */
+  double waves;         /* ceil(tiles / SMs) */
+  double roof_gflops;   /* min(peak, intensity x bandwidth) */
+  double wave_gflop;    /* work of one wave: tile FLOPs x SMs */
+};
+
+static inline double
+tw_ceil_multiple (double x, double y)
+{
+  return ceil (x / y) * y;
+}
+
+/* Inputs: tile work and bytes against per-SM compute, bandwidth, L2 and
+ * memory, with the wave count scaling the bytes that stream through. */
+static inline int
+tw_finish (const struct tw_gpu *g, double tile_gflop, double tile_mb, double tiles,
+           double op_intensity, struct tw_case *c)
+{
+  double per_sm[TW_NFEAT] = { g->gflops / 1000 / g->sms, g->bw_gbps / g->sms,
+                              g->mem_gb * 1024 / g->sms, g->l2_mb * 1024 / g->sms };
+  double v[TW_NFEAT];
+  c->waves = ceil (tiles / g->sms);
+  v[0] = tile_gflop;
+  v[1] = tile_mb;
+  v[2] = c->waves * tile_mb;
+  v[3] = c->waves * tile_mb;
+  for (int i = 0; i < TW_NFEAT; i++) {
+    if (!(v[i] > 0) || !(per_sm[i] > 0))
+      return -1;
+    c->x[i] = log2 (v[i] / per_sm[i]);
+  }
+  c->roof_gflops = fmin (g->gflops, op_intensity * g->bw_gbps);
+  c->wave_gflop = tile_gflop * g->sms;
+  return c->roof_gflops > 0 && c->waves > 0 ? 0 : -1;
+}
+
+/* Matrix kernels: (B,M,N) x (B,N,K).  tile1 x tile2 is the library tile as
+ * named (e.g. 128x64); NeuSight tiles M by tile2 and K by tile1 and keeps N
+ * whole in a tile. */
+static inline int
+tw_matrix (const struct tw_gpu *g, double b, double m, double n, double k, double tile1,
+           double tile2, struct tw_case *c)
+{
+  double tm = tile2, tk = tile1, tn = n;
+  double op_gflop, op_gib, tiles;
+  if (!(tm > 0 && tk > 0 && m > 0 && n > 0 && k > 0 && b > 0))
+    return -1;
+  op_gflop = 2.0 * tw_ceil_multiple (m, tm) * n * tw_ceil_multiple (k, tk) / 1e9;
+  op_gib = 4.0 * (m * n + n * k + m * k) / 1073741824.0;
+  tiles = b * ceil (m / tm) * ceil (k / tk);
+  return tw_finish (g, 2.0 * tm * tn * tk / 1e9, 4.0 * (tm * tn + tn * tk + tm * tk) / 1048576.0,
+                    tiles, op_gflop / op_gib, c);
+}
+
+/* Vector kernels: B rows of H outputs, tile outputs per block. */
+static inline int
+tw_vector (const struct tw_gpu *g, double b, double h, double mem_per_output,
+           double ops_per_output, double tile, struct tw_case *c)
+{
+  double op_gflop, op_gib;
+  if (!(tile > 0 && b > 0 && h > 0 && mem_per_output > 0 && ops_per_output > 0))
+    return -1;
+  op_gflop = ops_per_output * tw_ceil_multiple (h, tile) / 1e9;
+  op_gib = mem_per_output * h / 1073741824.0;
+  return tw_finish (g, ops_per_output * tile / 1e9, mem_per_output * tile / 1073741824.0 * 1024,
+                    b * ceil (h / tile), op_gflop / op_gib, c);
+}
+
+static inline double
+tw_sigmoid (double z)
+{
+  return 1.0 / (1.0 + exp (-z));
+}
+
+/* Seconds from the network's outputs: alpha = sigmoid(out0), gamma =
+ * sigmoid(out2), utilisation = gamma - alpha / waves, time = waves * wave
+ * work / (roofline x utilisation).  out1 is NeuSight's unused beta.  With
+ * dpred, also d(time)/d(out). */
+static inline double
+tw_time (const struct tw_case *c, const double *out, double *dpred)
+{
+  double alpha = tw_sigmoid (out[0]), gamma = tw_sigmoid (out[2]);
+  double util = gamma - alpha / c->waves;
+  double t = c->waves * c->wave_gflop / (c->roof_gflops * util);
+  if (dpred) {
+    dpred[0] = t / util * alpha * (1 - alpha) / c->waves;
+    dpred[1] = 0;
+    dpred[2] = -t / util * gamma * (1 - gamma);
+  }
+  return t;
+}
+
+#endif /* PERFMOD_TILEMLP_MODEL_H */
