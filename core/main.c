@@ -54,13 +54,11 @@ usage (FILE *fp)
          "With no arguments: GPT-2 Large inference, batch 4 x 1024 tokens, fp32, on one\n"
          "H100 (NeuSight's H100 80GB HBM3), with the roofline predictor.\n"
          "Environment: PERFMOD_PLUGIN_DIR replaces the installed plugin directory,\n"
-         "PERFMOD_DATADIR the data directory (gpus.d, strategies.d, models),\n"
+         "PERFMOD_DATADIR the data directory (gpus.d, strategies.d, tiles.d, models, params),\n"
          "PERFMOD_NEUSIGHT gives reproduce's and eval's default --neusight.\n"
          "--in-dist defaults to NeuSight's training GPUs: " DEFAULT_IN_DIST ".\n"
          "Exit status: 0 success, 1 runtime failure, 2 bad usage or bad input.\n", fp);
 }
-
-
 
 static char **
 plugin_dirs (const struct cli *c)
