@@ -87,25 +87,6 @@ setup (struct state *s)
   return 0;
 }
 
-/* Index of op in the file's reference_ops list, or -1. */
-static int
-op_index (struct state *s, const char *op)
-{
-  const char *list = s->l.host->params_get (s->l.params, "reference_ops");
-  size_t len = strlen (op);
-  int i = 0;
-  for (const char *p = list; p && *p; i++) {
-    const char *e = strchr (p, ',');
-    size_t n = e ? (size_t) (e - p) : strlen (p);
-    if (n == len && strncmp (p, op, len) == 0)
-      return i;
-    if (e == NULL)
-      break;
-    p = e + 1;
-  }
-  return -1;
-}
-
 /* The reference table is sorted by (gpu, op, b, h): binary search. */
 static const double *
 lookup (const struct state *s, double gpu, double op, double b, double h)
@@ -153,7 +134,7 @@ habitat_predict (void *state, const struct perfmod_kernel *k, const struct perfm
   if (k->kclass >= PERFMOD_KERNEL_ELEMENTWISE && k->kclass <= PERFMOD_KERNEL_LAYERNORM) {
     /* The first reference GPU, or the second when predicting the first. */
     int which = strcmp (gpu->name, s->ref_name[0]) == 0;
-    int op = op_index (s, k->op);
+    int op = learned_list_index (&s->l, "reference_ops", k->op);
     const double *r = op < 0 ? NULL
                         : lookup (s, which, op, (double) k->b, (double) k->h);
     if (r)

@@ -78,17 +78,17 @@ learned_params (struct learned *l)
   return l->params;
 }
 
-/* Index of a GPU (gpus.d section name) in the file's "gpus" list, or -1. */
+/* Position of name in the comma-separated list under key, or -1. */
 static inline int
-learned_gpu_index (struct learned *l, const char *gpu)
+learned_list_index (struct learned *l, const char *key, const char *name)
 {
-  const char *list = l->host->params_get (l->params, "gpus");
-  size_t len = strlen (gpu);
+  const char *list = l->host->params_get (l->params, key);
+  size_t len = strlen (name);
   int i = 0;
   for (const char *p = list; p && *p; i++) {
     const char *e = strchr (p, ',');
     size_t n = e ? (size_t) (e - p) : strlen (p);
-    if (n == len && strncmp (p, gpu, len) == 0)
+    if (n == len && strncmp (p, name, len) == 0)
       return i;
     if (e == NULL)
       break;

@@ -66,7 +66,7 @@ linreg_predict (void *state, const struct perfmod_kernel *k, const struct perfmo
     host->error ("%s: no %s fit", l->path, class_keys[k->kclass]);
     return -1;
   }
-  g = learned_gpu_index (l, gpu->name);
+  g = learned_list_index (l, "gpus", gpu->name);
   if (g >= 0 && (size_t) g < rows) {
     coef = fit[2 * g];
     intercept = fit[2 * g + 1];
