@@ -224,6 +224,9 @@ perop_row (struct plugin **preds, size_t npred, const struct graph *g,
                    (double) graph_weight (g, i);
     }
     prediction_free (&pr);
+    for (int c = 0; c < 5; c++)
+      pm_debug ("perop %s %s %s: measured %.4f ms, predicted %.4f ms", label_csv,
+                preds[p]->p.name, perop_labels[c], meas[c], pred[c]);
     for (int c = 0; c < 5; c++) {
       /* summarize.py: 0/0 is no data; x/0 counts as 0 (it replaces inf by 0). */
       double paper;
