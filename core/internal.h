@@ -14,6 +14,8 @@
 #define EXIT_USAGE   2
 
 /* ---- util.c ---- */
+/* Monotonic seconds, for timings. */
+double pm_now (void);
 /* The data directory: $PERFMOD_DATADIR, else the installed one. */
 const char *pm_datadir (void);
 void pm_error (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));

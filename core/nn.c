@@ -5,7 +5,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -334,14 +333,6 @@ copy_weights (struct mlp *dst, const struct mlp *src)
   }
 }
 
-static double
-now_s (void)
-{
-  struct timespec t;
-  clock_gettime (CLOCK_MONOTONIC, &t);
-  return (double) t.tv_sec + (double) t.tv_nsec / 1e9;
-}
-
 int
 nn_train (struct mlp *m, const struct nn_data *d, const struct nn_fit *f, struct nn_fit_result *res)
 {
@@ -351,7 +342,7 @@ nn_train (struct mlp *m, const struct nn_data *d, const struct nn_fit *f, struct
   struct mlp best;
   struct mlp_ws ws;
   struct adamw opt;
-  double *gw[NN_MAX_LAYERS], *gb[NN_MAX_LAYERS], t0 = now_s (), best_val = INFINITY;
+  double *gw[NN_MAX_LAYERS], *gb[NN_MAX_LAYERS], t0 = pm_now (), best_val = INFINITY;
   bool tty = f->progress && isatty (STDERR_FILENO);
 
   memset (res, 0, sizeof *res);
@@ -426,7 +417,7 @@ nn_train (struct mlp *m, const struct nn_data *d, const struct nn_fit *f, struct
     if (tty)
       fprintf (stderr, "\r%s: epoch %d/%d  loss %.4f  val %.2f%%  best %.2f%% (epoch %d)  %.1f s ",
                f->label, e, f->epochs, res->train_loss, val, best_val, res->best_epoch,
-               now_s () - t0);
+               pm_now () - t0);
     if (f->patience > 0 && stall >= f->patience)
       break;
   }
@@ -434,7 +425,7 @@ nn_train (struct mlp *m, const struct nn_data *d, const struct nn_fit *f, struct
     fputc ('\n', stderr);
   copy_weights (m, &best);
   res->val_mape = nval ? best_val : NAN;
-  res->seconds = now_s () - t0;
+  res->seconds = pm_now () - t0;
 
   for (int l = 0; l < m->nl; l++) {
     free (gw[l]);

@@ -4,7 +4,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "internal.h"
 #include "tilemlp-model.h"
@@ -16,12 +15,53 @@ static const struct { int kclass; const char *key; } fit_classes[] = {
 };
 #define NFIT (sizeof fit_classes / sizeof fit_classes[0])
 
-static double
-now_s (void)
+/* The settings every network perfmod trains shares; epochs, patience and
+ * loss are the predictor's. */
+static void
+fit_setup (struct nn_fit *f, char *label, size_t len, const char *key,
+           const struct train_options *o, int epochs, int patience, int loss, uint64_t salt)
 {
-  struct timespec t;
-  clock_gettime (CLOCK_MONOTONIC, &t);
-  return (double) t.tv_sec + (double) t.tv_nsec / 1e9;
+  snprintf (label, len, "%s/%s", o->predictor, key);
+  memset (f, 0, sizeof *f);
+  f->label = label;
+  f->epochs = o->epochs ? o->epochs : epochs;
+  f->batch = 256;
+  f->patience = patience;
+  f->lr = 1e-3;
+  f->weight_decay = 1e-4;
+  f->val_frac = 0.1;
+  f->seed = o->seed + salt;
+  f->loss = loss;
+  f->progress = true;
+}
+
+/* Train one network on d and store it under key, with its features and a
+ * summary of the training. */
+static int
+fit_network (struct params *p, const char *key, const int *widths, int nl, int out_act,
+             const struct nn_fit *f, const struct nn_data *d, const char *features)
+{
+  struct mlp m;
+  struct nn_fit_result res;
+  char k2[80];
+  int rc;
+  mlp_create (&m, widths, nl, NN_RELU, out_act);
+  rc = nn_train (&m, d, f, &res);
+  if (rc == 0) {
+    mlp_to_params (&m, p, key);
+    snprintf (k2, sizeof k2, "%s.features", key);
+    params_set (p, k2, "%s", features);
+    snprintf (k2, sizeof k2, "%s.training", key);
+    params_set (p, k2, "%zu rows, %s loss, AdamW lr %g wd %g, batch %d, %d of %d epochs (best %d), "
+                "validation MAPE %.2f%% on a random %.0f%% of the training GPUs' rows, %.1f s",
+                d->n, f->loss == NN_LOSS_SMAPE ? "SMAPE" : "MAPE", f->lr, f->weight_decay,
+                f->batch, res.epochs_run, f->epochs, res.best_epoch, res.val_mape,
+                f->val_frac * 100, res.seconds);
+    fprintf (stderr, "perfmod: %s: %zu rows, %d epochs (best %d), validation MAPE %.2f%%, %.1f s\n",
+             f->label, d->n, res.epochs_run, res.best_epoch, res.val_mape, res.seconds);
+  }
+  mlp_free (&m);
+  return rc;
 }
 
 /* Least squares y = a x + b.  -1 if x has no spread. */
@@ -292,10 +332,8 @@ train_habitat (const struct kset *ks, const struct gpu_entry *const *train, size
     double *x = xmalloc ((nrows ? nrows : 1) * HABITAT_NFEAT * sizeof *x);
     double *y = xmalloc ((nrows ? nrows : 1) * sizeof *y);
     size_t n = 0;
-    struct mlp m;
-    struct nn_fit f = { 0 };
-    struct nn_fit_result res;
-    char label[64], k2[80];
+    struct nn_fit f;
+    char label[64];
 
     for (size_t i = 0; i < nrows; i++) {
       const struct krow *r = &ks->v[rows[i]];
@@ -304,32 +342,9 @@ train_habitat (const struct kset *ks, const struct gpu_entry *const *train, size
       habitat_features (r, x + n * HABITAT_NFEAT);
       y[n++] = r->latency_s / HABITAT_SCALE;
     }
-    snprintf (label, sizeof label, "habitat/%s", key);
-    f.label = label;
-    f.epochs = o->epochs ? o->epochs : 100;
-    f.batch = 256;
-    f.patience = 20;
-    f.lr = 1e-3;
-    f.weight_decay = 1e-4;
-    f.val_frac = 0.1;
-    f.seed = o->seed + (uint64_t) c;
-    f.loss = NN_LOSS_MAPE;
-    f.progress = true;
-    mlp_create (&m, widths, nl, NN_RELU, NN_NONE);
-    rc = nn_train (&m, &(struct nn_data) { n, x, y }, &f, &res);
-    if (rc == 0) {
-      mlp_to_params (&m, p, key);
-      snprintf (k2, sizeof k2, "%s.features", key);
-      params_set (p, k2, "B,M,N,K,mem_bw_gbps,mem_gb,sms,fp32_gflops");
-      snprintf (k2, sizeof k2, "%s.training", key);
-      params_set (p, k2, "%zu rows, MAPE loss, AdamW lr %g wd %g, batch %d, %d of %d epochs "
-                  "(best %d), validation MAPE %.2f%% on a %.0f%% split, %.1f s", n, f.lr,
-                  f.weight_decay, f.batch, res.epochs_run, f.epochs, res.best_epoch,
-                  res.val_mape, f.val_frac * 100, res.seconds);
-      fprintf (stderr, "perfmod: %s: %zu rows, %d epochs (best %d), validation MAPE %.2f%%, %.1f s\n",
-               label, n, res.epochs_run, res.best_epoch, res.val_mape, res.seconds);
-    }
-    mlp_free (&m);
+    fit_setup (&f, label, sizeof label, key, o, 100, 20, NN_LOSS_MAPE, (uint64_t) c);
+    rc = fit_network (p, key, widths, nl, NN_NONE, &f, &(struct nn_data) { n, x, y },
+                      "B,M,N,K,mem_bw_gbps,mem_gb,sms,fp32_gflops");
     free (x);
     free (y);
   }
@@ -445,9 +460,7 @@ train_tilemlp (const struct kset *ks, const struct gpu_entry *const *train, size
     double *y = xmalloc ((nrows ? nrows : 1) * sizeof *y);
     struct tw_case *cases = xmalloc ((nrows ? nrows : 1) * sizeof *cases);
     struct tw_ctx ctx = { cases };
-    struct mlp m;
-    struct nn_fit f = { 0 };
-    struct nn_fit_result res;
+    struct nn_fit f;
     char label[64], k2[80];
 
     for (size_t i = 0; i < nrows; i++) {
@@ -462,32 +475,15 @@ train_tilemlp (const struct kset *ks, const struct gpu_entry *const *train, size
       y[n] = r->latency_s;
       idx[n++] = rows[i];
     }
-    snprintf (label, sizeof label, "tile-mlp/%s", key);
-    f.label = label;
-    f.epochs = o->epochs ? o->epochs : 60;
-    f.batch = 256;
-    f.patience = 15;
-    f.lr = 1e-3;
-    f.weight_decay = 1e-4;
-    f.val_frac = 0.1;
-    f.seed = o->seed + (uint64_t) c;
-    f.loss = NN_LOSS_SMAPE;
+    fit_setup (&f, label, sizeof label, key, o, 60, 15, NN_LOSS_SMAPE, (uint64_t) c);
     f.head = tw_head;
     f.ctx = &ctx;
-    f.progress = true;
-    mlp_create (&m, widths, nl, NN_RELU, NN_NONE);
-    rc = nn_train (&m, &(struct nn_data) { n, x, y }, &f, &res);
+    rc = fit_network (p, key, widths, nl, NN_NONE, &f, &(struct nn_data) { n, x, y },
+                      "log2 of tile GFLOP / per-SM TFLOP/s, tile MB / per-SM GB/s, waves x "
+                      "tile MB / per-SM memory MB, waves x tile MB / per-SM L2 KB");
     if (rc == 0) {
-      mlp_to_params (&m, p, key);
-      snprintf (k2, sizeof k2, "%s.features", key);
-      params_set (p, k2, "log2 of tile GFLOP / per-SM TFLOP/s, tile MB / per-SM GB/s, waves x "
-                  "tile MB / per-SM memory MB, waves x tile MB / per-SM L2 KB");
-      snprintf (k2, sizeof k2, "%s.training", key);
-      params_set (p, k2, "%zu rows (%zu without a tile left out), SMAPE loss on latency, AdamW "
-                  "lr %g wd %g, batch %d, %d of %d epochs (best %d), validation MAPE %.2f%% on a "
-                  "%.0f%% split of the training GPUs' rows, %.1f s", n, skipped, f.lr,
-                  f.weight_decay, f.batch, res.epochs_run, f.epochs, res.best_epoch, res.val_mape,
-                  f.val_frac * 100, res.seconds);
+      snprintf (k2, sizeof k2, "%s.rows_without_tile", key);
+      params_set (p, k2, "%zu (left out)", skipped);
       /* The feature range seen in training, for predictors that stay inside it. */
       snprintf (k2, sizeof k2, "%s.range", key);
       double *rg = params_add_tensor (p, k2, 2, TW_NFEAT);
@@ -502,10 +498,7 @@ train_tilemlp (const struct kset *ks, const struct gpu_entry *const *train, size
       if (fit_classes[c].kclass != PERFMOD_KERNEL_SOFTMAX &&
           fit_classes[c].kclass != PERFMOD_KERNEL_LAYERNORM)
         tile_table (ks, idx, n, key, p);
-      fprintf (stderr, "perfmod: %s: %zu rows, %d epochs (best %d), validation MAPE %.2f%%, %.1f s\n",
-               label, n, res.epochs_run, res.best_epoch, res.val_mape, res.seconds);
     }
-    mlp_free (&m);
     free (idx);
     free (x);
     free (y);
@@ -531,7 +524,7 @@ train_run (const struct gpu_db *gpus, const struct tile_rules *tiles, const stru
   size_t ntrain = strv_len (o->in_dist);
   struct kset ks;
   struct params p;
-  double t0 = now_s ();
+  double t0 = pm_now ();
   int rc;
 
   if (strcmp (o->predictor, "linreg") != 0 && strcmp (o->predictor, "habitat") != 0 &&
@@ -559,11 +552,11 @@ train_run (const struct gpu_db *gpus, const struct tile_rules *tiles, const stru
      : strcmp (o->predictor, "habitat") == 0 ? train_habitat (&ks, train, ntrain, gpus, o, &p)
      : train_tilemlp (&ks, train, ntrain, o, &p);
   if (rc == 0) {
-    params_set (&p, "trained_seconds", "%.1f", now_s () - t0);
+    params_set (&p, "trained_seconds", "%.1f", pm_now () - t0);
     rc = params_save (&p, o->out);
     if (rc == 0)
       fprintf (stderr, "perfmod: wrote %s (%s, %zu kernels, %.1f s)\n", o->out, o->predictor,
-               ks.n, now_s () - t0);
+               ks.n, pm_now () - t0);
   }
   params_free (&p);
   kset_free (&ks);

@@ -10,10 +10,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "internal.h"
 
 int pm_verbose;
+
+double
+pm_now (void)
+{
+  struct timespec t;
+  clock_gettime (CLOCK_MONOTONIC, &t);
+  return (double) t.tv_sec + (double) t.tv_nsec / 1e9;
+}
 
 const char *
 pm_datadir (void)
