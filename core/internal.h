@@ -2,6 +2,7 @@
 #ifndef PERFMOD_INTERNAL_H
 #define PERFMOD_INTERNAL_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -26,6 +27,7 @@ void *xcalloc (size_t n, size_t size);
 void *xrealloc (void *p, size_t n);
 char *xstrdup (const char *s);
 char *xasprintf (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+char *xvasprintf (const char *fmt, va_list ap) __attribute__ ((format (printf, 1, 0)));
 bool parse_int64 (const char *s, int64_t *out);
 bool parse_double (const char *s, double *out);
 char *trim (char *s);

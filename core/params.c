@@ -70,11 +70,8 @@ params_set (struct params *p, const char *key, const char *fmt, ...)
   va_list ap;
   char *v;
   va_start (ap, fmt);
-  if (vasprintf (&v, fmt, ap) < 0)
-    v = NULL;
+  v = xvasprintf (fmt, ap);
   va_end (ap);
-  if (v == NULL)
-    v = xstrdup ("");
   for (char *c = v; *c; c++)   /* one line per key */
     if (*c == '\n')
       *c = ' ';

@@ -86,10 +86,11 @@ fit_line (const double *x, const double *y, size_t n, double *a, double *b)
   return 0;
 }
 
-/* Header keys every parameter file carries. */
+/* Header keys every parameter file carries: provenance, the training GPUs
+ * and how many rows of other GPUs were left out. */
 static void
 record_common (struct params *p, const struct train_options *o, const struct kset *ks,
-               char **gpus, size_t ngpus, size_t rows)
+               const struct gpu_entry *const *train, size_t rows, size_t dropped)
 {
   char *files = NULL, *list = NULL;
   for (char **f = ks->files; f && *f; f++) {
@@ -97,8 +98,8 @@ record_common (struct params *p, const struct train_options *o, const struct kse
     free (files);
     files = t;
   }
-  for (size_t i = 0; i < ngpus; i++) {
-    char *t = list ? xasprintf ("%s,%s", list, gpus[i]) : xstrdup (gpus[i]);
+  for (size_t i = 0; train[i]; i++) {
+    char *t = list ? xasprintf ("%s,%s", list, train[i]->name) : xstrdup (train[i]->name);
     free (list);
     list = t;
   }
@@ -109,6 +110,8 @@ record_common (struct params *p, const struct train_options *o, const struct kse
   params_set (p, "data", "%s", files ? files : "");
   params_set (p, "gpus", "%s", list ? list : "");
   params_set (p, "rows", "%zu", rows);
+  if (dropped)
+    params_set (p, "rows_left_out", "%zu (GPUs outside the training set)", dropped);
   free (files);
   free (list);
 }
@@ -143,17 +146,12 @@ linreg_work (const struct perfmod_kernel *k)
 }
 
 static int
-train_linreg (const struct kset *ks, const struct gpu_entry *const *train, size_t ntrain,
-              const struct train_options *o, struct params *p)
+train_linreg (const struct kset *ks, const size_t *rows, size_t nrows,
+              const struct gpu_entry *const *train, size_t ntrain, struct params *p)
 {
-  size_t *rows, nrows, dropped;
   double *x = xmalloc ((ks->n ? ks->n : 1) * sizeof *x), *y = xmalloc ((ks->n ? ks->n : 1) * sizeof *y);
-  char **names = xcalloc (ntrain + 1, sizeof *names);
   int rc = 0;
 
-  nrows = select_rows (ks, train, &rows, &dropped);
-  for (size_t g = 0; g < ntrain; g++)
-    names[g] = (char *) train[g]->name;
   for (size_t c = 0; c < NFIT && rc == 0; c++) {
     char key[64];
     double *fit, inv[16], bw[16];
@@ -195,18 +193,12 @@ train_linreg (const struct kset *ks, const struct gpu_entry *const *train, size_
                   ext[0], ext[1]);
     }
   }
-  if (rc == 0) {
-    record_common (p, o, ks, names, ntrain, nrows);
+  if (rc == 0)
     params_set (p, "model", "t = coef * work + intercept per GPU and class; work = 2BMNK FLOPs "
                 "(matrix) or B*H*MemPerO bytes (vector); other GPUs: coef = 1/(a*bandwidth_GBps + b),"
                 " intercept 0 (the .extrapolate line)");
-    if (dropped)
-      params_set (p, "rows_left_out", "%zu (GPUs outside the training set)", dropped);
-  }
-  free (rows);
   free (x);
   free (y);
-  free (names);
   return rc;
 }
 
@@ -314,18 +306,13 @@ habitat_reference (const struct train_options *o, const struct gpu_db *gpus, str
 }
 
 static int
-train_habitat (const struct kset *ks, const struct gpu_entry *const *train, size_t ntrain,
+train_habitat (const struct kset *ks, const size_t *rows, size_t nrows,
                const struct gpu_db *gpus, const struct train_options *o, struct params *p)
 {
   static const int widths[] = { HABITAT_NFEAT, 128, 128, 128, 128, 128, 1 };
   const int nl = (int) (sizeof widths / sizeof widths[0]) - 1;
-  size_t *rows, nrows, dropped;
-  char **names = xcalloc (ntrain + 1, sizeof *names);
   int rc = 0;
 
-  nrows = select_rows (ks, train, &rows, &dropped);
-  for (size_t g = 0; g < ntrain; g++)
-    names[g] = (char *) train[g]->name;
   for (int c = 0; c < 2 && rc == 0; c++) {
     int kclass = c ? PERFMOD_KERNEL_LINEAR : PERFMOD_KERNEL_BMM;
     const char *key = c ? "linear" : "bmm";
@@ -351,15 +338,10 @@ train_habitat (const struct kset *ks, const struct gpu_entry *const *train, size
   if (rc == 0)
     rc = habitat_reference (o, gpus, p);
   if (rc == 0) {
-    record_common (p, o, ks, names, ntrain, nrows);
     params_set (p, "output_scale_s", "%g", HABITAT_SCALE);
     params_set (p, "model", "bmm, linear: MLP(B,M,N,K,bandwidth,memory,SMs,FP32 peak) -> ms; "
                 "vector: reference latency x reference bandwidth / bandwidth, else 2*B*H/(bandwidth*2^30)");
-    if (dropped)
-      params_set (p, "rows_left_out", "%zu (GPUs outside the training set)", dropped);
   }
-  free (rows);
-  free (names);
   return rc;
 }
 
@@ -441,18 +423,13 @@ tile_table (const struct kset *ks, const size_t *idx, size_t n, const char *key,
 }
 
 static int
-train_tilemlp (const struct kset *ks, const struct gpu_entry *const *train, size_t ntrain,
+train_tilemlp (const struct kset *ks, const size_t *rows, size_t nrows,
                const struct train_options *o, struct params *p)
 {
   static const int widths[] = { TW_NFEAT, 128, 128, 128, 128, TW_NOUT };
   const int nl = (int) (sizeof widths / sizeof widths[0]) - 1;
-  size_t *rows, nrows, dropped;
-  char **names = xcalloc (ntrain + 1, sizeof *names);
   int rc = 0;
 
-  nrows = select_rows (ks, train, &rows, &dropped);
-  for (size_t g = 0; g < ntrain; g++)
-    names[g] = (char *) train[g]->name;
   for (size_t c = 0; c < NFIT && rc == 0; c++) {
     const char *key = fit_classes[c].key;
     size_t n = 0, skipped = 0, *idx = xmalloc ((nrows ? nrows : 1) * sizeof *idx);
@@ -504,16 +481,10 @@ train_tilemlp (const struct kset *ks, const struct gpu_entry *const *train, size
     free (y);
     free (cases);
   }
-  if (rc == 0) {
-    record_common (p, o, ks, names, ntrain, nrows);
+  if (rc == 0)
     params_set (p, "model", "NeuSight's tile/wave model: utilisation = sigmoid(o2) - "
                 "sigmoid(o0)/waves from an MLP per class; time = waves x tile work x SMs / "
                 "(min(peak, intensity x bandwidth) x utilisation)");
-    if (dropped)
-      params_set (p, "rows_left_out", "%zu (GPUs outside the training set)", dropped);
-  }
-  free (rows);
-  free (names);
   return rc;
 }
 
@@ -524,6 +495,7 @@ train_run (const struct gpu_db *gpus, const struct tile_rules *tiles, const stru
   size_t ntrain = strv_len (o->in_dist);
   struct kset ks;
   struct params p;
+  size_t *rows, nrows, dropped;
   double t0 = pm_now ();
   int rc;
 
@@ -548,9 +520,11 @@ train_run (const struct gpu_db *gpus, const struct tile_rules *tiles, const stru
     return EXIT_USAGE;
   }
   params_init (&p);
-  rc = strcmp (o->predictor, "linreg") == 0 ? train_linreg (&ks, train, ntrain, o, &p)
-     : strcmp (o->predictor, "habitat") == 0 ? train_habitat (&ks, train, ntrain, gpus, o, &p)
-     : train_tilemlp (&ks, train, ntrain, o, &p);
+  nrows = select_rows (&ks, train, &rows, &dropped);
+  record_common (&p, o, &ks, train, nrows, dropped);
+  rc = strcmp (o->predictor, "linreg") == 0 ? train_linreg (&ks, rows, nrows, train, ntrain, &p)
+     : strcmp (o->predictor, "habitat") == 0 ? train_habitat (&ks, rows, nrows, gpus, o, &p)
+     : train_tilemlp (&ks, rows, nrows, o, &p);
   if (rc == 0) {
     params_set (&p, "trained_seconds", "%.1f", pm_now () - t0);
     rc = params_save (&p, o->out);
@@ -560,6 +534,7 @@ train_run (const struct gpu_db *gpus, const struct tile_rules *tiles, const stru
   }
   params_free (&p);
   kset_free (&ks);
+  free (rows);
   free (train);
   return rc == 0 ? 0 : EXIT_RUNTIME;
 }

@@ -75,15 +75,23 @@ void *xrealloc (void *p, size_t n) { return check_alloc (realloc (p, n ? n : 1))
 char *xstrdup (const char *s) { return check_alloc (strdup (s)); }
 
 char *
+xvasprintf (const char *fmt, va_list ap)
+{
+  char *s;
+  if (vasprintf (&s, fmt, ap) < 0)
+    s = NULL;
+  return check_alloc (s);
+}
+
+char *
 xasprintf (const char *fmt, ...)
 {
   va_list ap;
   char *s;
   va_start (ap, fmt);
-  if (vasprintf (&s, fmt, ap) < 0)
-    s = NULL;
+  s = xvasprintf (fmt, ap);
   va_end (ap);
-  return check_alloc (s);
+  return s;
 }
 
 bool

@@ -175,13 +175,7 @@ tm_predict (void *state, const struct perfmod_kernel *k, const struct perfmod_gp
     for (int j = 0; j < TW_NFEAT; j++)
       tc.x[j] = fmin (fmax (tc.x[j], s->range[c][j]), s->range[c][TW_NFEAT + j]);
   host->mlp_eval (s->net[c], tc.x, out);
-  {
-    double alpha = tw_sigmoid (out[0]), gamma = tw_sigmoid (out[2]);
-    double util = gamma - alpha / tc.waves;
-    if (util < MIN_UTIL)
-      util = MIN_UTIL;
-    *seconds = tc.waves * tc.wave_gflop / (tc.roof_gflops * util);
-  }
+  *seconds = tw_seconds (&tc, fmax (tw_util (&tc, out), MIN_UTIL));
   return 0;
 }
 

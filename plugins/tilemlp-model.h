@@ -89,16 +89,28 @@ tw_sigmoid (double z)
   return 1.0 / (1.0 + exp (-z));
 }
 
-/* Seconds from the network's outputs: alpha = sigmoid(out0), gamma =
- * sigmoid(out2), utilisation = gamma - alpha / waves, time = waves * wave
- * work / (roofline x utilisation).  out1 is NeuSight's unused beta.  With
- * dpred, also d(time)/d(out). */
+/* Utilisation from the network's outputs: alpha = sigmoid(out0), gamma =
+ * sigmoid(out2), gamma - alpha / waves.  out1 is NeuSight's unused beta. */
+static inline double
+tw_util (const struct tw_case *c, const double *out)
+{
+  return tw_sigmoid (out[2]) - tw_sigmoid (out[0]) / c->waves;
+}
+
+/* Seconds at a utilisation: waves x wave work / (roofline x utilisation). */
+static inline double
+tw_seconds (const struct tw_case *c, double util)
+{
+  return c->waves * c->wave_gflop / (c->roof_gflops * util);
+}
+
+/* Seconds from the network's outputs; with dpred, also d(time)/d(out). */
 static inline double
 tw_time (const struct tw_case *c, const double *out, double *dpred)
 {
   double alpha = tw_sigmoid (out[0]), gamma = tw_sigmoid (out[2]);
-  double util = gamma - alpha / c->waves;
-  double t = c->waves * c->wave_gflop / (c->roof_gflops * util);
+  double util = tw_util (c, out);
+  double t = tw_seconds (c, util);
   if (dpred) {
     dpred[0] = t / util * alpha * (1 - alpha) / c->waves;
     dpred[1] = 0;
