@@ -9,25 +9,31 @@
 
 #include "internal.h"
 
-/* The summary's column prefix holding the paper's error for a predictor. */
-static const char *
-paper_prefix (const char *predictor)
+/* How the artifact names each perfmod predictor: the column prefix of
+ * summary.csv and the row of perop.csv. */
+static const struct paper_method {
+  const char *predictor, *prefix, *name;
+} paper_methods[] = {
+  { "roofline", "roofline", "Roofline" },
+  { "habitat", "habitat", "Habitat" },
+  { "linreg", "micro", "Li et al." },
+  { "tile-mlp", "neusight", "NeuSight" },
+};
+
+static const struct paper_method *
+paper_method (const char *predictor)
 {
-  if (strcmp (predictor, "roofline") == 0) return "roofline";
-  if (strcmp (predictor, "habitat") == 0) return "habitat";
-  if (strcmp (predictor, "linreg") == 0) return "micro";
-  if (strcmp (predictor, "tile-mlp") == 0) return "neusight";
+  for (size_t i = 0; i < sizeof paper_methods / sizeof paper_methods[0]; i++)
+    if (strcmp (predictor, paper_methods[i].predictor) == 0)
+      return &paper_methods[i];
   return NULL;
 }
 
 const char *
 paper_method_name (const char *predictor)
 {
-  if (strcmp (predictor, "roofline") == 0) return "Roofline";
-  if (strcmp (predictor, "habitat") == 0) return "Habitat";
-  if (strcmp (predictor, "linreg") == 0) return "Li et al.";
-  if (strcmp (predictor, "tile-mlp") == 0) return "NeuSight";
-  return NULL;
+  const struct paper_method *m = paper_method (predictor);
+  return m ? m->name : NULL;
 }
 
 static int
@@ -325,7 +331,8 @@ reproduce (struct plugin_set *set, const struct gpu_db *gpus, const struct repro
       goto close;
     }
   for (size_t p = 0; p < npred; p++) {
-    const char *pre = paper_prefix (o->predictors[p]);
+    const struct paper_method *pm = paper_method (o->predictors[p]);
+    const char *pre = pm ? pm->prefix : NULL;
     char *name = pre ? xasprintf ("%s_all_e2e_err", pre) : NULL;
     paper_col[p] = name ? csv_column (header, nheader, name) : -1;
     free (name);
