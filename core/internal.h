@@ -209,7 +209,10 @@ extern const struct perfmod_host pm_host;
 int plugins_load (struct plugin_set *set, char *const *dirs);
 struct plugin *plugins_find (struct plugin_set *set, const char *name, int kind);
 int plugin_start (struct plugin *pl);
-/* Call a predictor; -1 with the reason in pm_plugin_errmsg. */
+/* Call a predictor: its estimate (predict when it has no estimate
+ * callback), checked; -1 with the reason in pm_plugin_errmsg. */
+int plugin_estimate (struct plugin *pl, const struct perfmod_kernel *k,
+                     const struct perfmod_gpu *gpu, struct perfmod_estimate *e);
 int plugin_predict (struct plugin *pl, const struct perfmod_kernel *k,
                     const struct perfmod_gpu *gpu, double *seconds);
 /* --plugin-opt NAME:KEY=VALUE. */
@@ -222,11 +225,17 @@ extern const char *pm_current_plugin;
 extern char pm_plugin_errmsg[512];
 
 /* ---- predict.c ---- */
-struct phase_times { double t[NPHASES]; };
+struct phase_times {
+  double t[NPHASES];               /* ms */
+  double spread[NPHASES];          /* ms: sum of the kernels' spreads (an upper bound) */
+  const char *basis;               /* a kernel's estimate basis ("memory-bound"), or NULL */
+};
 struct prediction {
   const char *predictor;
   double fw_ms, bw_ms, acc_ms;     /* bw excludes acc; e2e = fw+bw+acc */
   double e2e_ms;
+  double spread_ms;                /* sum of the kernels' spreads: at most this far off the
+                                      ensemble's e2e spread; 0 without one */
   struct phase_times *per_node;    /* ms per node, one layer copy */
   size_t kernels, unique_kernels;
 };
@@ -433,6 +442,7 @@ struct train_options {
   const char *reference;      /* habitat: reference-GPU vector kernels */
   uint64_t seed;
   int epochs;                 /* 0: the predictor's default */
+  int members;                /* tile-mlp: networks per class; 0: the default */
   char **in_dist;             /* the training GPUs; rows of others are left out */
   const char *command;        /* recorded in the file */
 };
@@ -440,7 +450,7 @@ int train_run (const struct gpu_db *gpus, const struct tile_rules *tiles,
                const struct train_options *o);
 struct tw_case;
 /* tile-mlp's formulation of a measured kernel; -1 if it has none. */
-int tilemlp_case (const struct krow *r, struct tw_case *c);
+int tilemlp_case (const struct krow *r, int features, struct tw_case *c);
 /* Least squares y = a x + b; -1 if x has no spread. */
 int fit_line (const double *x, const double *y, size_t n, double *a, double *b);
 

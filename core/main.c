@@ -21,7 +21,7 @@ struct cli {
   const char *model, *opgraph, *gpu, *mode, *dtype, *predictors, *strategy, *format;
   const char *neusight, *table;
   const char *data, *out, *reference, *in_dist;
-  int64_t batch, seq, nodes, gpus_per_node, layers, seed, epochs;
+  int64_t batch, seq, nodes, gpus_per_node, layers, seed, epochs, members;
   bool seed_given;
   char **plugin_opts;
   size_t nopts;
@@ -47,7 +47,7 @@ usage (FILE *fp)
          "       perfmod eval --data DIR [--predictor LIST] [--format table|csv]\n"
          "               [--in-dist GPU,...] [--neusight DIR]\n"
          "       perfmod train --predictor NAME --data DIR --out FILE [--seed S]\n"
-         "               [--epochs N] [--in-dist GPU,...] [--reference FILE]\n"
+         "               [--epochs N] [--members N] [--in-dist GPU,...] [--reference FILE]\n"
          "       (any command) [--plugin-opt NAME:KEY=VALUE]...\n"
          "       perfmod --help | --version\n"
          "\n"
@@ -184,9 +184,10 @@ resolve_model (struct cli *c, struct model_cfg *m)
 static void
 json_prediction (json_t *arr, const struct prediction *p, const struct graph *g, bool per_op)
 {
-  json_t *o = json_pack ("{s:s, s:f, s:f, s:f, s:f, s:I, s:I}", "predictor", p->predictor,
+  json_t *o = json_pack ("{s:s, s:f, s:f, s:f, s:f, s:f, s:I, s:I}", "predictor", p->predictor,
                          "e2e_ms", p->e2e_ms, "fw_ms", p->fw_ms, "bw_ms", p->bw_ms + p->acc_ms,
-                         "acc_ms", p->acc_ms, "kernels", (json_int_t) p->kernels,
+                         "acc_ms", p->acc_ms, "spread_ms", p->spread_ms,
+                         "kernels", (json_int_t) p->kernels,
                          "unique_kernels", (json_int_t) p->unique_kernels);
   if (per_op) {
     json_t *ops = json_array ();
@@ -194,11 +195,13 @@ json_prediction (json_t *arr, const struct prediction *p, const struct graph *g,
       const struct phase_times *t = &p->per_node[i];
       if (t->t[0] + t->t[1] + t->t[2] == 0)
         continue;
-      json_array_append_new (ops, json_pack ("{s:s, s:s, s:i, s:I, s:f, s:f, s:f}",
+      json_array_append_new (ops, json_pack ("{s:s, s:s, s:i, s:I, s:f, s:f, s:f, s:f, s:s?}",
                                              "node", g->nodes[i].name, "op", g->nodes[i].opname,
                                              "layer", graph_layer (g, i), "count",
                                              (json_int_t) graph_weight (g, i), "fw_ms", t->t[0],
-                                             "bw_ms", t->t[1], "acc_ms", t->t[2]));
+                                             "bw_ms", t->t[1], "acc_ms", t->t[2], "spread_ms",
+                                             t->spread[0] + t->spread[1] + t->spread[2],
+                                             "basis", t->basis));
     }
     json_object_set_new (o, "per_op", ops);
   }
@@ -210,19 +213,23 @@ print_per_op (const struct cli *c, const struct graph *g, const struct predictio
 {
   bool csv = strcmp (c->format, "csv") == 0;
   if (csv)
-    printf ("predictor,node,op,layer,count,fw_ms,bw_ms,acc_ms\n");
+    printf ("predictor,node,op,layer,count,fw_ms,bw_ms,acc_ms,spread_ms,basis\n");
   else
-    printf ("\n%-10s %-40s %-12s %5s %5s %12s %12s %12s\n", "predictor", "node", "op", "layer",
-            "count", "fw_ms", "bw_ms", "acc_ms");
+    printf ("\n%-10s %-40s %-12s %5s %5s %12s %12s %12s %10s  %s\n", "predictor", "node", "op",
+            "layer", "count", "fw_ms", "bw_ms", "acc_ms", "spread_ms", "basis");
   for (size_t p = 0; p < npred; p++)
     for (size_t i = 0; i < g->n; i++) {
       const struct phase_times *t = &pr[p].per_node[i];
       if (t->t[0] + t->t[1] + t->t[2] == 0 && !csv)
         continue;
-      printf (csv ? "%s,%s,%s,%d,%lld,%.9g,%.9g,%.9g\n"
-                  : "%-10s %-40.40s %-12s %5d %5lld %12.6f %12.6f %12.6f\n",
+      /* basis: "memory-bound" and the like when the predictor fell back
+       * from its own model for a kernel of this node. */
+      printf (csv ? "%s,%s,%s,%d,%lld,%.9g,%.9g,%.9g,%.9g,%s\n"
+                  : "%-10s %-40.40s %-12s %5d %5lld %12.6f %12.6f %12.6f %10.6f  %s\n",
               pr[p].predictor, g->nodes[i].name, g->nodes[i].opname, graph_layer (g, i),
-              (long long) graph_weight (g, i), t->t[0], t->t[1], t->t[2]);
+              (long long) graph_weight (g, i), t->t[0], t->t[1], t->t[2],
+              t->spread[0] + t->spread[1] + t->spread[2],
+              t->basis ? t->basis : (csv ? "" : "-"));
     }
 }
 
@@ -387,10 +394,10 @@ cmd_predict (struct cli *c, struct plugin_set *set)
     if (c->per_op)
       print_per_op (c, &g, pr, npred);
     else {
-      printf ("predictor,e2e_ms,fw_ms,bw_ms,acc_ms\n");
+      printf ("predictor,e2e_ms,fw_ms,bw_ms,acc_ms,spread_ms\n");
       for (size_t p = 0; p < npred; p++)
-        printf ("%s,%.9g,%.9g,%.9g,%.9g\n", pr[p].predictor, pr[p].e2e_ms, pr[p].fw_ms,
-                pr[p].bw_ms + pr[p].acc_ms, pr[p].acc_ms);
+        printf ("%s,%.9g,%.9g,%.9g,%.9g,%.9g\n", pr[p].predictor, pr[p].e2e_ms, pr[p].fw_ms,
+                pr[p].bw_ms + pr[p].acc_ms, pr[p].acc_ms, pr[p].spread_ms);
     }
     if (c->assumed)
       fprintf (stderr, "perfmod: assumed %s\n", c->assumed);
@@ -421,10 +428,17 @@ cmd_predict (struct cli *c, struct plugin_set *set)
         printf (" %14.3f", v);
       }
     }
+    printf ("\n%-10s", "spread_ms");
+    for (size_t p = 0; p < npred; p++)
+      if (pr[p].spread_ms > 0)
+        printf (" %14.3f", pr[p].spread_ms);
+      else
+        printf (" %14s", "-");
     printf ("\n%-10s", "kernels");
     for (size_t p = 0; p < npred; p++)
       printf (" %14zu", pr[p].kernels);
-    printf ("\n\n(bw_ms includes acc_ms, the gradient accumulation; predicted in %.2f ms)\n",
+    printf ("\n\n(bw_ms includes acc_ms, the gradient accumulation; spread_ms: the sum of the "
+            "kernels' ensemble spreads, at least the spread of e2e_ms; predicted in %.2f ms)\n",
             ((double) (t1.tv_sec - t0.tv_sec) * 1e3 + (double) (t1.tv_nsec - t0.tv_nsec) / 1e6));
     if (c->per_op)
       print_per_op (c, &g, pr, npred);
@@ -505,6 +519,7 @@ cmd_train (struct cli *c)
   o.reference = c->reference;
   o.seed = c->seed_given ? (uint64_t) c->seed : 1;
   o.epochs = (int) c->epochs;
+  o.members = (int) c->members;
   o.in_dist = strv_split (c->in_dist ? c->in_dist : DEFAULT_IN_DIST, ',');
   o.command = c->command;
   rc = train_run (&gpus, &tiles, &o);
@@ -564,7 +579,7 @@ main (int argc, char **argv)
 {
   enum { O_MODEL = 256, O_OPGRAPH, O_GPU, O_BATCH, O_SEQ, O_MODE, O_DTYPE, O_PRED, O_STRAT,
          O_NODES, O_GPN, O_PEROP, O_FORMAT, O_PPATH, O_EXPLAIN, O_NEUSIGHT, O_TABLE, O_LAYERS,
-         O_DATA, O_OUT, O_SEED, O_EPOCHS, O_REFERENCE, O_INDIST, O_POPT };
+         O_DATA, O_OUT, O_SEED, O_EPOCHS, O_MEMBERS, O_REFERENCE, O_INDIST, O_POPT };
   static const struct option opts[] = {
     { "model", required_argument, NULL, O_MODEL },
     { "opgraph", required_argument, NULL, O_OPGRAPH },
@@ -588,6 +603,7 @@ main (int argc, char **argv)
     { "out", required_argument, NULL, O_OUT },
     { "seed", required_argument, NULL, O_SEED },
     { "epochs", required_argument, NULL, O_EPOCHS },
+    { "members", required_argument, NULL, O_MEMBERS },
     { "reference", required_argument, NULL, O_REFERENCE },
     { "in-dist", required_argument, NULL, O_INDIST },
     { "plugin-opt", required_argument, NULL, O_POPT },
@@ -616,6 +632,14 @@ main (int argc, char **argv)
     case O_GPN: if (!positive ("--gpus-per-node", optarg, &c.gpus_per_node)) goto usage; break;
     case O_LAYERS: if (!positive ("--layers", optarg, &c.layers)) goto usage; break;
     case O_EPOCHS: if (!positive ("--epochs", optarg, &c.epochs)) goto usage; break;
+    case O_MEMBERS:
+      if (!positive ("--members", optarg, &c.members))
+        goto usage;
+      if (c.members > 16) {
+        pm_error ("--members '%s': at most 16", optarg);
+        goto usage;
+      }
+      break;
     case O_SEED:
       if (!parse_int64 (optarg, &c.seed) || c.seed < 0) {
         pm_error ("--seed '%s': expected a non-negative integer", optarg);

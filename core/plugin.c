@@ -308,26 +308,42 @@ plugin_start (struct plugin *pl)
 }
 
 int
-plugin_predict (struct plugin *pl, const struct perfmod_kernel *k, const struct perfmod_gpu *gpu,
-                double *seconds)
+plugin_estimate (struct plugin *pl, const struct perfmod_kernel *k, const struct perfmod_gpu *gpu,
+                 struct perfmod_estimate *e)
 {
   int rc;
   pm_current_plugin = pl->p.name;
   pm_plugin_errmsg[0] = '\0';
-  *seconds = 0;
-  rc = pl->p.predict (pl->state, k, gpu, seconds);
+  memset (e, 0, sizeof *e);
+  rc = pl->p.estimate ? pl->p.estimate (pl->state, k, gpu, e)
+     : pl->p.predict (pl->state, k, gpu, &e->seconds);
   pm_current_plugin = NULL;
   if (rc < 0) {
     if (pm_plugin_errmsg[0] == '\0')
       snprintf (pm_plugin_errmsg, sizeof pm_plugin_errmsg, "no reason given");
     return -1;
   }
-  if (!isfinite (*seconds) || *seconds < 0) {
+  if (!isfinite (e->seconds) || e->seconds < 0) {
     snprintf (pm_plugin_errmsg, sizeof pm_plugin_errmsg, "returned an invalid time (%g s)",
-              *seconds);
+              e->seconds);
+    return -1;
+  }
+  if (!isfinite (e->spread) || e->spread < 0) {
+    snprintf (pm_plugin_errmsg, sizeof pm_plugin_errmsg, "returned an invalid spread (%g s)",
+              e->spread);
     return -1;
   }
   return 0;
+}
+
+int
+plugin_predict (struct plugin *pl, const struct perfmod_kernel *k, const struct perfmod_gpu *gpu,
+                double *seconds)
+{
+  struct perfmod_estimate e;
+  int rc = plugin_estimate (pl, k, gpu, &e);
+  *seconds = rc == 0 ? e.seconds : 0;
+  return rc;
 }
 
 int

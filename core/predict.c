@@ -111,7 +111,7 @@ fused_kernel (const struct node *nd, int phase, int dtype, struct perfmod_kernel
 struct memo_slot {
   bool used;
   struct perfmod_kernel key;
-  double seconds;
+  struct perfmod_estimate est;
 };
 struct memo {
   struct memo_slot *slots;
@@ -203,19 +203,19 @@ describe (const struct perfmod_kernel *k, char *buf, size_t len)
 }
 
 static int
-kernel_seconds (struct plugin *pred, struct memo *memo, const struct perfmod_kernel *k,
-                const struct perfmod_gpu *gpu, const struct run_options *o, double *out,
-                size_t *unique)
+kernel_estimate (struct plugin *pred, struct memo *memo, const struct perfmod_kernel *k,
+                 const struct perfmod_gpu *gpu, const struct run_options *o,
+                 struct perfmod_estimate *out, size_t *unique)
 {
   struct memo_slot *s;
   if (k->kclass == PERFMOD_KERNEL_COMM) {
-    *out = comm_seconds (k, gpu, o->comm_group);
+    memset (out, 0, sizeof *out);
+    out->seconds = comm_seconds (k, gpu, o->comm_group);
     return 0;
   }
   s = memo_slot (memo, k);
   if (!s->used) {
-    double sec;
-    if (plugin_predict (pred, k, gpu, &sec) < 0) {
+    if (plugin_estimate (pred, k, gpu, &s->est) < 0) {
       char d[160];
       describe (k, d, sizeof d);
       pm_error ("%s: cannot predict %s on %s: %s", pred->p.name, d, gpu->name, pm_plugin_errmsg);
@@ -223,12 +223,21 @@ kernel_seconds (struct plugin *pred, struct memo *memo, const struct perfmod_ker
     }
     s->used = true;
     s->key = *k;
-    s->seconds = sec;
     memo->n++;
     (*unique)++;
   }
-  *out = s->seconds;
+  *out = s->est;
   return 0;
+}
+
+/* Add one kernel's estimate to a node's phase. */
+static void
+node_add (struct phase_times *t, int phase, const struct perfmod_estimate *e)
+{
+  t->t[phase] += e->seconds * 1e3;
+  t->spread[phase] += e->spread * 1e3;
+  if (e->basis && t->basis == NULL)
+    t->basis = e->basis;
 }
 
 int
@@ -245,27 +254,30 @@ predict_graph (struct plugin *pred, const struct graph *g, const struct perfmod_
   for (size_t i = 0; i < g->n && rc == 0; i++) {
     const struct node *nd = &g->nodes[i];
     double w = (double) graph_weight (g, i);
+    struct phase_times *t = &out->per_node[i];
     for (int p = 0; p < NPHASES && rc == 0; p++) {
-      double t = 0, sec;
+      struct perfmod_estimate e;
       struct perfmod_kernel k;
       if (!o->train && p != PHASE_FW)
         continue;
       if (nd->fused) {
         if (fused_kernel (nd, p, o->dtype, &k)) {
-          rc = kernel_seconds (pred, &memo, &k, gpu, o, &sec, &out->unique_kernels);
-          t += sec;
+          rc = kernel_estimate (pred, &memo, &k, gpu, o, &e, &out->unique_kernels);
+          if (rc == 0)
+            node_add (t, p, &e);
           out->kernels += (size_t) w;
         }
       }
       else
         for (size_t j = 0; j < nd->nops[p] && rc == 0; j++) {
           kop_to_kernel (&nd->ops[p][j], nd, o->dtype, &k);
-          rc = kernel_seconds (pred, &memo, &k, gpu, o, &sec, &out->unique_kernels);
-          t += sec;
+          rc = kernel_estimate (pred, &memo, &k, gpu, o, &e, &out->unique_kernels);
+          if (rc == 0)
+            node_add (t, p, &e);
           out->kernels += (size_t) w;
         }
-      out->per_node[i].t[p] = t * 1e3;
-      sum[p] += w * t * 1e3;
+      sum[p] += w * t->t[p];
+      out->spread_ms += w * t->spread[p];
     }
   }
   free (memo.slots);

@@ -359,20 +359,28 @@ tw_gpu_of (const struct perfmod_gpu *g, struct tw_gpu *t)
   t->l2_mb = g->l2_mb;
 }
 
-/* The formulation of one measured kernel; -1 if it has none (no tile). */
+/* The formulation of one measured kernel with the given inputs; -1 if it
+ * has none (no tile). */
 int
-tilemlp_case (const struct krow *r, struct tw_case *c)
+tilemlp_case (const struct krow *r, int features, struct tw_case *c)
 {
   struct tw_gpu g;
   struct perfmod_kernel k;
   tw_gpu_of (&r->gpu->gpu, &g);
   krow_kernel (r, &k);
   if (r->kclass == PERFMOD_KERNEL_BMM || r->kclass == PERFMOD_KERNEL_LINEAR)
-    return tw_matrix (&g, (double) k.b, (double) k.m, (double) k.n, (double) k.k, r->tile[0],
-                      r->tile[1], c);
-  return tw_vector (&g, (double) k.b, (double) k.h, k.mem_per_output, k.ops_per_output,
-                    r->tile[0], c);
+    return tw_matrix (&g, features, (double) k.b, (double) k.m, (double) k.n, (double) k.k,
+                      r->tile[0], r->tile[1], c);
+  return tw_vector (&g, features, (double) k.b, (double) k.h, k.mem_per_output,
+                    k.ops_per_output, r->tile[0], c);
 }
+
+/* Which tile-mlp: its network inputs and how many networks per class. */
+struct tilemlp_variant {
+  int features;                 /* enum tw_features */
+  int members;
+};
+#define TILEMLP_MEMBERS 5
 
 struct tw_ctx {
   const struct tw_case *cases;
@@ -422,69 +430,91 @@ tile_table (const struct kset *ks, const size_t *idx, size_t n, const char *key,
                                 "ops_per_output,tile");
 }
 
+/* One class's networks: an ensemble of members differing in their seed
+ * (initial weights, batches and validation rows). */
 static int
-train_tilemlp (const struct kset *ks, const size_t *rows, size_t nrows,
-               const struct train_options *o, struct params *p)
+train_tilemlp_class (size_t c, const struct tilemlp_variant *v, const struct kset *ks,
+                     const size_t *rows, size_t nrows, const struct train_options *o,
+                     struct params *p)
 {
-  static const int widths[] = { TW_NFEAT, 128, 128, 128, 128, TW_NOUT };
+  const char *key = fit_classes[c].key;
+  int nf = tw_nfeat (v->features), rc = 0;
+  const int widths[] = { nf, 128, 128, 128, 128, TW_NOUT };
   const int nl = (int) (sizeof widths / sizeof widths[0]) - 1;
-  int rc = 0;
+  size_t n = 0, skipped = 0, *idx = xmalloc ((nrows ? nrows : 1) * sizeof *idx);
+  double *x = xmalloc ((nrows ? nrows : 1) * TW_NFEAT_MAX * sizeof *x);
+  double *y = xmalloc ((nrows ? nrows : 1) * sizeof *y);
+  struct tw_case *cases = xmalloc ((nrows ? nrows : 1) * sizeof *cases);
+  struct tw_ctx ctx = { cases };
+  char label[96], k2[80];
 
-  for (size_t c = 0; c < NFIT && rc == 0; c++) {
-    const char *key = fit_classes[c].key;
-    size_t n = 0, skipped = 0, *idx = xmalloc ((nrows ? nrows : 1) * sizeof *idx);
-    double *x = xmalloc ((nrows ? nrows : 1) * TW_NFEAT * sizeof *x);
-    double *y = xmalloc ((nrows ? nrows : 1) * sizeof *y);
-    struct tw_case *cases = xmalloc ((nrows ? nrows : 1) * sizeof *cases);
-    struct tw_ctx ctx = { cases };
-    struct nn_fit f;
-    char label[64], k2[80];
-
-    for (size_t i = 0; i < nrows; i++) {
-      const struct krow *r = &ks->v[rows[i]];
-      if (r->kclass != fit_classes[c].kclass)
-        continue;
-      if (tilemlp_case (r, &cases[n]) < 0) {
-        skipped++;
-        continue;
-      }
-      memcpy (x + n * TW_NFEAT, cases[n].x, sizeof cases[n].x);
-      y[n] = r->latency_s;
-      idx[n++] = rows[i];
+  for (size_t i = 0; i < nrows; i++) {
+    const struct krow *r = &ks->v[rows[i]];
+    if (r->kclass != fit_classes[c].kclass)
+      continue;
+    if (tilemlp_case (r, v->features, &cases[n]) < 0) {
+      skipped++;
+      continue;
     }
-    fit_setup (&f, label, sizeof label, key, o, 60, 15, NN_LOSS_SMAPE, (uint64_t) c);
+    memcpy (x + n * nf, cases[n].x, (size_t) nf * sizeof *x);
+    y[n] = r->latency_s;
+    idx[n++] = rows[i];
+  }
+  for (int e = 1; e <= v->members && rc == 0; e++) {
+    struct nn_fit f;
+    char mkey[64];
+    snprintf (mkey, sizeof mkey, "%s.%d", key, e);
+    /* Members differ in their seed only. */
+    fit_setup (&f, label, sizeof label, mkey, o, 60, 15, NN_LOSS_SMAPE,
+               (uint64_t) c + 1000u * (uint64_t) e);
     f.head = tw_head;
     f.ctx = &ctx;
-    rc = fit_network (p, key, widths, nl, NN_NONE, &f, &(struct nn_data) { n, x, y },
-                      "log2 of tile GFLOP / per-SM TFLOP/s, tile MB / per-SM GB/s, waves x "
-                      "tile MB / per-SM memory MB, waves x tile MB / per-SM L2 KB");
-    if (rc == 0) {
-      snprintf (k2, sizeof k2, "%s.rows_without_tile", key);
-      params_set (p, k2, "%zu (left out)", skipped);
-      /* The feature range seen in training, for predictors that stay inside it. */
-      snprintf (k2, sizeof k2, "%s.range", key);
-      double *rg = params_add_tensor (p, k2, 2, TW_NFEAT);
-      for (int j = 0; j < TW_NFEAT; j++) {
-        rg[j] = INFINITY;
-        rg[TW_NFEAT + j] = -INFINITY;
-        for (size_t i = 0; i < n; i++) {
-          rg[j] = fmin (rg[j], x[i * TW_NFEAT + j]);
-          rg[TW_NFEAT + j] = fmax (rg[TW_NFEAT + j], x[i * TW_NFEAT + j]);
-        }
-      }
-      if (fit_classes[c].kclass != PERFMOD_KERNEL_SOFTMAX &&
-          fit_classes[c].kclass != PERFMOD_KERNEL_LAYERNORM)
-        tile_table (ks, idx, n, key, p);
-    }
-    free (idx);
-    free (x);
-    free (y);
-    free (cases);
+    rc = fit_network (p, mkey, widths, nl, NN_NONE, &f, &(struct nn_data) { n, x, y },
+                      v->features == TW_FEAT_EXTENDED
+                      ? "log2 of tile GFLOP / per-SM TFLOP/s, tile MB / per-SM GB/s, waves x "
+                        "tile MB / per-SM memory MB, waves x tile MB / per-SM L2 KB; useful "
+                        "share of the padded tiles; tiles / (waves x SMs)"
+                      : "log2 of tile GFLOP / per-SM TFLOP/s, tile MB / per-SM GB/s, waves x "
+                        "tile MB / per-SM memory MB, waves x tile MB / per-SM L2 KB");
   }
+  if (rc == 0) {
+    snprintf (k2, sizeof k2, "%s.rows_without_tile", key);
+    params_set (p, k2, "%zu (left out)", skipped);
+    /* The feature range seen in training, for predictors that stay inside it. */
+    snprintf (k2, sizeof k2, "%s.range", key);
+    double *rg = params_add_tensor (p, k2, 2, (size_t) nf);
+    for (int j = 0; j < nf; j++) {
+      rg[j] = INFINITY;
+      rg[nf + j] = -INFINITY;
+      for (size_t i = 0; i < n; i++) {
+        rg[j] = fmin (rg[j], x[i * (size_t) nf + j]);
+        rg[nf + j] = fmax (rg[nf + j], x[i * (size_t) nf + j]);
+      }
+    }
+    if (fit_classes[c].kclass != PERFMOD_KERNEL_SOFTMAX &&
+        fit_classes[c].kclass != PERFMOD_KERNEL_LAYERNORM)
+      tile_table (ks, idx, n, key, p);
+  }
+  free (idx);
+  free (x);
+  free (y);
+  free (cases);
+  return rc;
+}
+
+static int
+train_tilemlp (const struct kset *ks, const size_t *rows, size_t nrows,
+               const struct train_options *o, const struct tilemlp_variant *v, struct params *p)
+{
+  int rc = 0;
+  params_set (p, "features", "%s", v->features == TW_FEAT_EXTENDED ? "extended" : "neusight");
+  params_set (p, "members", "%d", v->members);
+  for (size_t c = 0; c < NFIT && rc == 0; c++)
+    rc = train_tilemlp_class (c, v, ks, rows, nrows, o, p);
   if (rc == 0)
     params_set (p, "model", "NeuSight's tile/wave model: utilisation = sigmoid(o2) - "
-                "sigmoid(o0)/waves from an MLP per class; time = waves x tile work x SMs / "
-                "(min(peak, intensity x bandwidth) x utilisation)");
+                "sigmoid(o0)/waves from an MLP per class (the mean over its members); time = "
+                "waves x tile work x SMs / (min(peak, intensity x bandwidth) x utilisation)");
   return rc;
 }
 
@@ -499,9 +529,18 @@ train_run (const struct gpu_db *gpus, const struct tile_rules *tiles, const stru
   double t0 = pm_now ();
   int rc;
 
+  static const struct tilemlp_variant neusight = { TW_FEAT_NEUSIGHT, 1 };
+  struct tilemlp_variant ours = { TW_FEAT_EXTENDED, o->members ? o->members : TILEMLP_MEMBERS };
+  bool faithful = strcmp (o->predictor, "tile-mlp-neusight") == 0;
+
+  if (o->members && strcmp (o->predictor, "tile-mlp") != 0) {
+    pm_error ("--members: only tile-mlp trains an ensemble");
+    return EXIT_USAGE;
+  }
   if (strcmp (o->predictor, "linreg") != 0 && strcmp (o->predictor, "habitat") != 0 &&
-      strcmp (o->predictor, "tile-mlp") != 0) {
-    pm_error ("--predictor '%s': perfmod train fits linreg, habitat and tile-mlp", o->predictor);
+      strcmp (o->predictor, "tile-mlp") != 0 && !faithful) {
+    pm_error ("--predictor '%s': perfmod train fits linreg, habitat, tile-mlp and "
+              "tile-mlp-neusight", o->predictor);
     return EXIT_USAGE;
   }
   if (ntrain < 2 || ntrain > 16) {
@@ -524,7 +563,7 @@ train_run (const struct gpu_db *gpus, const struct tile_rules *tiles, const stru
   record_common (&p, o, &ks, train, nrows, dropped);
   rc = strcmp (o->predictor, "linreg") == 0 ? train_linreg (&ks, rows, nrows, train, ntrain, &p)
      : strcmp (o->predictor, "habitat") == 0 ? train_habitat (&ks, rows, nrows, gpus, o, &p)
-     : train_tilemlp (&ks, rows, nrows, o, &p);
+     : train_tilemlp (&ks, rows, nrows, o, faithful ? &neusight : &ours, &p);
   if (rc == 0) {
     params_set (&p, "trained_seconds", "%.1f", pm_now () - t0);
     rc = params_save (&p, o->out);

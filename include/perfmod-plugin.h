@@ -124,6 +124,15 @@ struct perfmod_graph;       /* opaque per-device op graph */
 struct perfmod_params;      /* opaque parameter file */
 struct perfmod_mlp;         /* opaque trained network */
 
+/* A predictor's fuller answer for one kernel (see estimate below). */
+struct perfmod_estimate {
+  double seconds;           /* the prediction */
+  double spread;            /* one standard deviation of it, seconds (e.g. over an
+                               ensemble); 0 when the predictor has none */
+  const char *basis;        /* NULL: the predictor's own model; else a short static
+                               phrase saying what was used instead, e.g. "memory-bound" */
+};
+
 /* Services the core offers every plugin; passed to init(). */
 struct perfmod_host {
   uint32_t struct_size;     /* sizeof (struct perfmod_host) of the core */
@@ -195,6 +204,12 @@ struct perfmod_plugin {
    * (perfmod --plugin-opt NAME:KEY=VALUE), and the callback receiving them. */
   const char *const *config_keys;
   int (*config) (void *state, const char *key, const char *value);
+
+  /* Since perfmod 0.2.  Predictors, optional: like predict, with the
+   * spread of the prediction and its basis.  The core zeroes *out before
+   * the call and uses this instead of predict when it is set. */
+  int (*estimate) (void *state, const struct perfmod_kernel *kernel,
+                   const struct perfmod_gpu *gpu, struct perfmod_estimate *out);
 };
 
 /* The single exported symbol of a plugin. */

@@ -1,4 +1,4 @@
-/* tile-mlp.c: NeuSight's predictor: tiles and waves from the kernel's tile size, utilisation from one MLP per kernel class. */
+/* tile-mlp.c: NeuSight's predictor: tiles and waves from the kernel's tile size, utilisation from MLPs per kernel class. */
 #include <config.h>
 
 #include <float.h>
@@ -14,12 +14,22 @@ static const char *const class_keys[NCLASS] = { "bmm", "linear", "elementwise", 
 /* Utilisation below this is taken as this: a network can put gamma under
  * alpha/waves, which would mean a negative time. */
 #define MIN_UTIL 0.01
+#define MAX_MEMBERS 16
+
+/* Built twice: as tile-mlp (perfmod's inputs, an ensemble) and, with
+ * TILEMLP_NAME defined, as tile-mlp-neusight (the faithful variant); the
+ * parameter file says which inputs and how many networks. */
+#ifndef TILEMLP_NAME
+#define TILEMLP_NAME "tile-mlp"
+#define TILEMLP_DESCRIPTION "tiles and waves, utilisation from an ensemble of MLPs per kernel class"
+#endif
 
 static struct state {
   struct learned l;
   int clamp;                    /* keep the network's inputs inside the training range */
-  struct perfmod_mlp *net[NCLASS];
-  const double *range[NCLASS];  /* 2 x TW_NFEAT: min, max seen in training */
+  int features, members, nfeat;
+  struct perfmod_mlp *net[NCLASS][MAX_MEMBERS];
+  const double *range[NCLASS];  /* 2 x nfeat: min, max seen in training */
   const double *tiles[NCLASS];  /* measured tiles, for kernels that bring none */
   size_t ntiles[NCLASS], tcols[NCLASS];
   int ready;
@@ -29,7 +39,7 @@ static int
 tm_init (const struct perfmod_host *h, void **state)
 {
   *state = &S;
-  return learned_init (&S.l, h, "tile-mlp");
+  return learned_init (&S.l, h, TILEMLP_NAME);
 }
 
 static void
@@ -37,8 +47,9 @@ tm_fini (void *state)
 {
   struct state *s = state;
   for (int c = 0; c < NCLASS; c++)
-    if (s->net[c])
-      s->l.host->mlp_free (s->net[c]);
+    for (int e = 0; e < MAX_MEMBERS; e++)
+      if (s->net[c][e])
+        s->l.host->mlp_free (s->net[c][e]);
   learned_fini (&s->l);
 }
 
@@ -63,18 +74,37 @@ static int
 setup (struct state *s)
 {
   const struct perfmod_host *host = s->l.host;
+  const char *v;
   char name[64];
   if (s->ready)
     return 0;
   if (learned_params (&s->l) == NULL)
     return -1;
+  v = host->params_get (s->l.params, "features");
+  if (v == NULL || (strcmp (v, "neusight") && strcmp (v, "extended"))) {
+    host->error ("%s: features: expected neusight or extended, not '%s'", s->l.path,
+                 v ? v : "(missing)");
+    return -1;
+  }
+  s->features = strcmp (v, "extended") == 0 ? TW_FEAT_EXTENDED : TW_FEAT_NEUSIGHT;
+  s->nfeat = tw_nfeat (s->features);
+  v = host->params_get (s->l.params, "members");
+  s->members = v ? atoi (v) : 0;
+  if (s->members < 1 || s->members > MAX_MEMBERS) {
+    host->error ("%s: members: expected 1 to %d, not '%s'", s->l.path, MAX_MEMBERS,
+                 v ? v : "(missing)");
+    return -1;
+  }
   for (int c = 0; c < NCLASS; c++) {
-    if ((s->net[c] = host->mlp_load (s->l.params, class_keys[c], TW_NFEAT, TW_NOUT)) == NULL)
-      return -1;
+    for (int e = 0; e < s->members; e++) {
+      snprintf (name, sizeof name, "%s.%d", class_keys[c], e + 1);
+      if ((s->net[c][e] = host->mlp_load (s->l.params, name, s->nfeat, TW_NOUT)) == NULL)
+        return -1;
+    }
     snprintf (name, sizeof name, "%s.range", class_keys[c]);
     size_t rr, rc;
     s->range[c] = host->params_tensor (s->l.params, name, &rr, &rc);
-    if (s->clamp && (s->range[c] == NULL || rr * rc != 2 * TW_NFEAT)) {
+    if (s->clamp && (s->range[c] == NULL || rr * rc != 2 * (size_t) s->nfeat)) {
       host->error ("%s: no feature range %s for clamp=on", s->l.path, name);
       return -1;
     }
@@ -92,7 +122,8 @@ setup (struct state *s)
 }
 
 /* NeuSight's tile table lookup: the measured kernel nearest in raw
- * (shape, GPU) features gives its tile. */
+ * (shape, GPU) features gives its tile.  perfmod's variant compares
+ * log2 of the features, so the largest dimension does not decide alone. */
 static const double *
 nearest_tile (const struct state *s, int c, const double *f, size_t nf)
 {
@@ -100,8 +131,10 @@ nearest_tile (const struct state *s, int c, const double *f, size_t nf)
   double bd = DBL_MAX;
   for (size_t i = 0; i < s->ntiles[c]; i++, t += s->tcols[c]) {
     double d = 0;
-    for (size_t j = 0; j < nf; j++)
-      d += (t[j] - f[j]) * (t[j] - f[j]);
+    for (size_t j = 0; j < nf; j++) {
+      double e = s->features == TW_FEAT_EXTENDED ? log2 (t[j] + 1) - log2 (f[j] + 1) : t[j] - f[j];
+      d += e * e;
+    }
     if (d < bd) {
       bd = d;
       best = t;
@@ -123,19 +156,23 @@ class_of (int kclass)
   }
 }
 
+/* Seconds for one kernel: the median over the members, and their standard
+ * deviation (0 with one member). */
 static int
-tm_predict (void *state, const struct perfmod_kernel *k, const struct perfmod_gpu *gpu,
-            double *seconds)
+tm_estimate (void *state, const struct perfmod_kernel *k, const struct perfmod_gpu *gpu,
+             struct perfmod_estimate *est)
 {
   struct state *s = state;
   const struct perfmod_host *host = s->l.host;
   struct tw_gpu g = { gpu->sms, gpu->fp32_gflops, gpu->mem_gb, gpu->mem_bw_gbps, gpu->l2_mb };
   struct tw_case tc;
-  double tile[2] = { 0, 0 }, out[TW_NOUT], b = (double) k->b;
+  double tile[2] = { 0, 0 }, out[TW_NOUT], b = (double) k->b, sum = 0, sum2 = 0;
+  double member_s[MAX_MEMBERS];
   int c = class_of (k->kclass), rc;
 
   if (c < 0) {                          /* no class: memory-bound */
-    *seconds = k->bytes / (gpu->mem_bw_gbps * 1073741824.0);
+    est->seconds = k->bytes / (gpu->mem_bw_gbps * 1073741824.0);
+    est->basis = "memory-bound";
     return 0;
   }
   if (setup (s) < 0)
@@ -163,30 +200,56 @@ tm_predict (void *state, const struct perfmod_kernel *k, const struct perfmod_gp
     }
     tile[0] = t[0];
   }
-  rc = c <= C_LINEAR ? tw_matrix (&g, b, (double) k->m, (double) k->n, (double) k->k, tile[0],
-                                  tile[1], &tc)
-     : tw_vector (&g, b, (double) k->h, k->mem_per_output, k->ops_per_output, tile[0], &tc);
+  rc = c <= C_LINEAR ? tw_matrix (&g, s->features, b, (double) k->m, (double) k->n,
+                                  (double) k->k, tile[0], tile[1], &tc)
+     : tw_vector (&g, s->features, b, (double) k->h, k->mem_per_output, k->ops_per_output,
+                  tile[0], &tc);
   if (rc < 0) {
     host->error ("no tile formulation for this kernel (tile %gx%g on %s)", tile[0], tile[1],
                  gpu->name);
     return -1;
   }
   if (s->clamp)
-    for (int j = 0; j < TW_NFEAT; j++)
-      tc.x[j] = fmin (fmax (tc.x[j], s->range[c][j]), s->range[c][TW_NFEAT + j]);
-  host->mlp_eval (s->net[c], tc.x, out);
-  *seconds = tw_seconds (&tc, fmax (tw_util (&tc, out), MIN_UTIL));
+    for (int j = 0; j < s->nfeat; j++)
+      tc.x[j] = fmin (fmax (tc.x[j], s->range[c][j]), s->range[c][s->nfeat + j]);
+  for (int e = 0; e < s->members; e++) {
+    double t;
+    int j;
+    host->mlp_eval (s->net[c][e], tc.x, out);
+    t = tw_seconds (&tc, fmax (tw_util (&tc, out), MIN_UTIL));
+    sum += t;
+    sum2 += t * t;
+    for (j = e; j > 0 && member_s[j - 1] > t; j--)     /* keep them sorted */
+      member_s[j] = member_s[j - 1];
+    member_s[j] = t;
+  }
+  /* The median: one member extrapolating wildly does not move it. */
+  est->seconds = s->members % 2 ? member_s[s->members / 2]
+               : (member_s[s->members / 2 - 1] + member_s[s->members / 2]) / 2;
+  if (s->members > 1)
+    est->spread = sqrt (fmax (0, (sum2 - sum * sum / s->members) / (s->members - 1)));
   return 0;
 }
 
+static int
+tm_predict (void *state, const struct perfmod_kernel *k, const struct perfmod_gpu *gpu,
+            double *seconds)
+{
+  struct perfmod_estimate est = { 0, 0, NULL };
+  int rc = tm_estimate (state, k, gpu, &est);
+  *seconds = est.seconds;
+  return rc;
+}
+
 static struct perfmod_plugin plugin = {
-  .name = "tile-mlp",
+  .name = TILEMLP_NAME,
   .version = PACKAGE_VERSION,
-  .description = "NeuSight: tiles and waves, utilisation from an MLP per kernel class",
+  .description = TILEMLP_DESCRIPTION,
   .kind = PERFMOD_PLUGIN_PREDICTOR,
   .init = tm_init,
   .fini = tm_fini,
   .predict = tm_predict,
+  .estimate = tm_estimate,
   .config_keys = tm_keys,
   .config = tm_config,
 };

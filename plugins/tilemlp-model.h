@@ -5,9 +5,14 @@
 #include <math.h>
 
 /* Units follow NeuSight (Model/mlp_wave*.py): FLOPs in 1e9, operator bytes
- * in 2^30, tile bytes in 2^20 (MB), peaks in GFLOP/s and GB/s; the network
- * sees log2 of four tile quantities per SM.  Elements are 4 bytes. */
-#define TW_NFEAT 4
+ * in 2^30, tile bytes in 2^20 (MB), peaks in GFLOP/s and GB/s.  Elements are
+ * 4 bytes.  Two input sets: NeuSight's four (log2 of tile quantities per SM)
+ * and perfmod's six, which add how much of the padded tiles is useful work
+ * and how full the waves are on average. */
+enum tw_features { TW_FEAT_NEUSIGHT, TW_FEAT_EXTENDED };
+#define TW_NFEAT_NEUSIGHT 4
+#define TW_NFEAT_EXTENDED 6
+#define TW_NFEAT_MAX 6
 #define TW_NOUT 3
 
 struct tw_gpu {
@@ -15,7 +20,8 @@ struct tw_gpu {
 };
 
 struct tw_case {
-  double x[TW_NFEAT];   /* network inputs */
+  double x[TW_NFEAT_MAX]; /* network inputs */
+  int nfeat;
   double waves;         /* ceil(tiles / SMs) */
   double roof_gflops;   /* min(peak, intensity x bandwidth) */
   double wave_gflop;    /* work of one wave: tile FLOPs x SMs */
@@ -27,24 +33,39 @@ tw_ceil_multiple (double x, double y)
   return ceil (x / y) * y;
 }
 
-/* Inputs: tile work and bytes against per-SM compute, bandwidth, L2 and
- * memory, with the wave count scaling the bytes that stream through. */
 static inline int
-tw_finish (const struct tw_gpu *g, double tile_gflop, double tile_mb, double tiles,
-           double op_intensity, struct tw_case *c)
+tw_nfeat (int features)
 {
-  double per_sm[TW_NFEAT] = { g->gflops / 1000 / g->sms, g->bw_gbps / g->sms,
-                              g->mem_gb * 1024 / g->sms, g->l2_mb * 1024 / g->sms };
-  double v[TW_NFEAT];
+  return features == TW_FEAT_EXTENDED ? TW_NFEAT_EXTENDED : TW_NFEAT_NEUSIGHT;
+}
+
+/* Inputs: tile work and bytes against per-SM compute, bandwidth, memory
+ * and L2, the wave count scaling the bytes that stream through; extended
+ * adds the useful share of the padded tiles (edge efficiency) and the mean
+ * occupancy of the SMs over the waves (the tail wave). */
+static inline int
+tw_finish (const struct tw_gpu *g, int features, double tile_gflop, double tile_mb, double tiles,
+           double op_intensity, double edge, struct tw_case *c)
+{
+  double per_sm[TW_NFEAT_NEUSIGHT] = { g->gflops / 1000 / g->sms, g->bw_gbps / g->sms,
+                                       g->mem_gb * 1024 / g->sms, g->l2_mb * 1024 / g->sms };
+  double v[TW_NFEAT_NEUSIGHT];
   c->waves = ceil (tiles / g->sms);
+  c->nfeat = tw_nfeat (features);
   v[0] = tile_gflop;
   v[1] = tile_mb;
   v[2] = c->waves * tile_mb;
   v[3] = c->waves * tile_mb;
-  for (int i = 0; i < TW_NFEAT; i++) {
+  for (int i = 0; i < TW_NFEAT_NEUSIGHT; i++) {
     if (!(v[i] > 0) || !(per_sm[i] > 0))
       return -1;
     c->x[i] = log2 (v[i] / per_sm[i]);
+  }
+  if (features == TW_FEAT_EXTENDED) {
+    if (!(edge > 0))
+      return -1;
+    c->x[4] = edge;
+    c->x[5] = tiles / (c->waves * g->sms);
   }
   c->roof_gflops = fmin (g->gflops, op_intensity * g->bw_gbps);
   c->wave_gflop = tile_gflop * g->sms;
@@ -55,8 +76,8 @@ tw_finish (const struct tw_gpu *g, double tile_gflop, double tile_mb, double til
  * named (e.g. 128x64); NeuSight tiles M by tile2 and K by tile1 and keeps N
  * whole in a tile. */
 static inline int
-tw_matrix (const struct tw_gpu *g, double b, double m, double n, double k, double tile1,
-           double tile2, struct tw_case *c)
+tw_matrix (const struct tw_gpu *g, int features, double b, double m, double n, double k,
+           double tile1, double tile2, struct tw_case *c)
 {
   double tm = tile2, tk = tile1, tn = n;
   double op_gflop, op_gib, tiles;
@@ -65,13 +86,14 @@ tw_matrix (const struct tw_gpu *g, double b, double m, double n, double k, doubl
   op_gflop = 2.0 * tw_ceil_multiple (m, tm) * n * tw_ceil_multiple (k, tk) / 1e9;
   op_gib = 4.0 * (m * n + n * k + m * k) / 1073741824.0;
   tiles = b * ceil (m / tm) * ceil (k / tk);
-  return tw_finish (g, 2.0 * tm * tn * tk / 1e9, 4.0 * (tm * tn + tn * tk + tm * tk) / 1048576.0,
-                    tiles, op_gflop / op_gib, c);
+  return tw_finish (g, features, 2.0 * tm * tn * tk / 1e9,
+                    4.0 * (tm * tn + tn * tk + tm * tk) / 1048576.0, tiles, op_gflop / op_gib,
+                    m * k / (tw_ceil_multiple (m, tm) * tw_ceil_multiple (k, tk)), c);
 }
 
 /* Vector kernels: B rows of H outputs, tile outputs per block. */
 static inline int
-tw_vector (const struct tw_gpu *g, double b, double h, double mem_per_output,
+tw_vector (const struct tw_gpu *g, int features, double b, double h, double mem_per_output,
            double ops_per_output, double tile, struct tw_case *c)
 {
   double op_gflop, op_gib;
@@ -79,8 +101,9 @@ tw_vector (const struct tw_gpu *g, double b, double h, double mem_per_output,
     return -1;
   op_gflop = ops_per_output * tw_ceil_multiple (h, tile) / 1e9;
   op_gib = mem_per_output * h / 1073741824.0;
-  return tw_finish (g, ops_per_output * tile / 1e9, mem_per_output * tile / 1073741824.0 * 1024,
-                    b * ceil (h / tile), op_gflop / op_gib, c);
+  return tw_finish (g, features, ops_per_output * tile / 1e9,
+                    mem_per_output * tile / 1073741824.0 * 1024, b * ceil (h / tile),
+                    op_gflop / op_gib, h / tw_ceil_multiple (h, tile), c);
 }
 
 static inline double

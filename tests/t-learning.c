@@ -464,7 +464,8 @@ test_tilemlp (void)
   struct tw_gpu g = { 80, 14029, 32, 900, 6 };
   struct tw_case c;
   double out[3] = { -50, 0, 50 }, d[3], t, num;
-  ok (tw_matrix (&g, 1, 1000, 512, 300, 128, 64, &c) == 0, "tile-mlp: matrix case");
+  ok (tw_matrix (&g, TW_FEAT_NEUSIGHT, 1, 1000, 512, 300, 128, 64, &c) == 0 && c.nfeat == 4,
+      "tile-mlp: matrix case, NeuSight's four inputs");
   /* M in tiles of 64 (16), K in tiles of 128 (3): 48 tiles, one wave of 80 SMs. */
   ok (c.waves == 1, "tile-mlp: ceil(16 x 3 / 80) = 1 wave");
   /* Padded work 2*1024*512*384 GFLOP over 4*(1000*512+512*300+1000*300) GiB is
@@ -490,10 +491,25 @@ test_tilemlp (void)
   num = (tw_time (&c, out, NULL) - t) / 1e-6;
   is_double (d[2], num, 1e-4, "tile-mlp: d time / d gamma-logit matches a finite difference");
   /* A vector kernel: 4096 rows of 1024, tile 512, 12 bytes and 1 op per output. */
-  ok (tw_vector (&g, 4096, 1024, 12, 1, 512, &c) == 0 && c.waves == ceil (4096.0 * 2 / 80) &&
+  ok (tw_vector (&g, TW_FEAT_NEUSIGHT, 4096, 1024, 12, 1, 512, &c) == 0 &&
+      c.waves == ceil (4096.0 * 2 / 80) &&
       c.roof_gflops == fmin (14029, (1024 / 1e9) / (12 * 1024 / 1073741824.0) * 900),
       "tile-mlp: vector tiles, waves and memory-bound roofline");
-  ok (tw_matrix (&g, 1, 10, 10, 10, 0, 64, &c) < 0, "tile-mlp: no tile, no case");
+  ok (tw_matrix (&g, TW_FEAT_NEUSIGHT, 1, 10, 10, 10, 0, 64, &c) < 0, "tile-mlp: no tile, no case");
+  /* perfmod's inputs: the same four, then 1000 x 300 useful of 1024 x 384
+   * padded, and 48 tiles over one wave of 80 SMs. */
+  ok (tw_matrix (&g, TW_FEAT_EXTENDED, 1, 1000, 512, 300, 128, 64, &c) == 0 && c.nfeat == 6,
+      "tile-mlp: matrix case, perfmod's six inputs");
+  is_double (c.x[0], log2 ((2.0 * 64 * 512 * 128 / 1e9) / (14029.0 / 1000 / 80)), 1e-12,
+             "tile-mlp extended: the per-tile inputs are NeuSight's");
+  is_double (c.x[4], 1000.0 * 300 / (1024.0 * 384), 1e-12,
+             "tile-mlp extended: edge efficiency = useful / padded tile work");
+  is_double (c.x[5], 48.0 / 80, 1e-12, "tile-mlp extended: occupancy = tiles / (waves x SMs)");
+  /* 4096 rows of 1000 in tiles of 512: 8192 tiles, 103 waves. */
+  ok (tw_vector (&g, TW_FEAT_EXTENDED, 4096, 1000, 12, 1, 512, &c) == 0 && c.waves == 103,
+      "tile-mlp extended: vector case");
+  is_double (c.x[4], 1000.0 / 1024, 1e-12, "tile-mlp extended: vector edge efficiency");
+  is_double (c.x[5], 8192.0 / (103 * 80), 1e-12, "tile-mlp extended: vector occupancy");
 }
 
 int

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0700-learned.sh: perfmod train and eval on synthetic kernels with known answers, parameter files, bad input.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 28
+plan 38
 
 # Kernels whose latency is exactly coef * work + intercept, with the
 # training GPUs' throughput 1/coef = 1e10 * bandwidth + 1e12 (a line in
@@ -94,12 +94,58 @@ ok $(cmp -s "$TMP/t1" "$TMP/t3"; [ $? -ne 0 ]; echo $?) "another seed gives othe
 run_pm eval --data "$TMP/test" --predictor tile-mlp --plugin-opt "tile-mlp:params=$TMP/tm1.params" --format csv --neusight "$TMP/none"
 ok $([ $rc -eq 0 ] && grep -q '^tile-mlp,BMM,out,20,' "$TMP/out" && grep -q '^tile-mlp,LN,out,20,' "$TMP/out" && echo 0 || echo 1) \
   "eval runs the freshly trained tile-mlp on every class"
+header () { sed -n '1,/^data$/p' "$1"; }
+header "$TMP/tm1.params" >"$TMP/h1"
+ok $(grep -q '^features: extended$' "$TMP/h1" && grep -q '^members: 5$' "$TMP/h1" &&
+     grep -q '^tensor bmm.5.w0 128 6$' "$TMP/h1" && ! grep -q '^tensor bmm.6.w0 ' "$TMP/h1"; echo $?) \
+  "tile-mlp: perfmod's inputs and an ensemble of 5 networks per class"
+
+# The faithful variant, side by side with ours.
+run_pm train --predictor tile-mlp-neusight --data "$TMP/train" --out "$TMP/tmn.params" --epochs 2 --seed 3
+header "$TMP/tmn.params" >"$TMP/hn"
+ok $([ $rc -eq 0 ] && grep -q '^features: neusight$' "$TMP/hn" && grep -q '^members: 1$' "$TMP/hn" &&
+     grep -q '^tensor bmm.1.w0 128 4$' "$TMP/hn" && echo 0 || echo 1) \
+  "tile-mlp-neusight: NeuSight's four inputs, one network per class"
+run_pm eval --data "$TMP/test" --predictor tile-mlp-neusight,tile-mlp \
+  --plugin-opt "tile-mlp-neusight:params=$TMP/tmn.params" --plugin-opt "tile-mlp:params=$TMP/tm1.params" \
+  --format csv --neusight "$TMP/none"
+ok $([ $rc -eq 0 ] && grep -q '^tile-mlp-neusight,BMM,out,20,' "$TMP/out" && grep -q '^tile-mlp,BMM,out,20,' "$TMP/out" &&
+     echo 0 || echo 1) "eval compares the faithful variant and ours in one run"
+
+# A graph with a kernel of no class: tile-mlp says it is memory-bound; the
+# ensemble gives a spread, the single network none.
+cat >"$TMP/g.csv" <<'EOF'
+Name,OpName,FwOps,BwOps,AccOps,Prev,Next,InputShapes,OutputShape
+x,misc,[],[],[],set(),{'lin'},[],"(64, 256)"
+lin,Linear,"[['Linear', (64, 256, 512)]]",[],[],{'x'},{'cp'},"[(64, 256)]","(64, 512)"
+cp,contiguous,"[['MEM', ((64, 512), (64, 512))]]",[],[],{'lin'},set(),"[(64, 512)]","(64, 512)"
+EOF
+run_pm --opgraph "$TMP/g.csv" --gpu h100 --predictor tile-mlp,tile-mlp-neusight --per-op --format csv \
+  --plugin-opt "tile-mlp-neusight:params=$TMP/tmn.params" --plugin-opt "tile-mlp:params=$TMP/tm1.params"
+ok $([ $rc -eq 0 ] && grep -q '^tile-mlp,cp,contiguous,.*,memory-bound$' "$TMP/out" &&
+     grep -q '^tile-mlp-neusight,cp,contiguous,.*,memory-bound$' "$TMP/out" && echo 0 || echo 1) \
+  "--per-op: a kernel of no class is predicted memory-bound, and the output says so"
+ok $(awk -F, '$1 == "tile-mlp" && $2 == "lin" { exit !($9 > 0 && $10 == "") }' "$TMP/out"; echo $?) \
+  "--per-op: the ensemble's spread for a Linear kernel, no fallback basis"
+ok $(awk -F, '$1 == "tile-mlp-neusight" && $2 == "lin" { exit !($9 == 0) }' "$TMP/out"; echo $?) \
+  "--per-op: one network, no spread"
+run_pm --opgraph "$TMP/g.csv" --gpu h100 --predictor tile-mlp --format json \
+  --plugin-opt "tile-mlp:params=$TMP/tm1.params"
+ok $([ $rc -eq 0 ] && grep -Eq '"spread_ms": [0-9.e-]+[1-9]' "$TMP/out" && echo 0 || echo 1) "JSON: spread_ms for the ensemble"
 
 # Bad input.
 expect_fail 2 "train needs --predictor NAME \(one\), --data DIR and --out FILE" "train without --out" -- \
   train --predictor linreg --data "$TMP/train"
-expect_fail 2 "perfmod train fits linreg, habitat and tile-mlp" "train refuses a predictor it cannot fit" -- \
-  train --predictor roofline --data "$TMP/train" --out "$TMP/x.params"
+expect_fail 2 "perfmod train fits linreg, habitat, tile-mlp and tile-mlp-neusight" \
+  "train refuses a predictor it cannot fit" -- train --predictor roofline --data "$TMP/train" --out "$TMP/x.params"
+expect_fail 2 "--members: only tile-mlp trains an ensemble" "--members for another predictor" -- \
+  train --predictor tile-mlp-neusight --data "$TMP/train" --out "$TMP/x.params" --members 3
+expect_fail 2 "--members '17': at most 16" "--members beyond the plugin's limit" -- \
+  train --predictor tile-mlp --data "$TMP/train" --out "$TMP/x.params" --members 17
+sed 's/^features: extended$/features: wavelets/' "$TMP/tm1.params" >"$TMP/bad.params"
+expect_fail 1 "bad.params: features: expected neusight or extended, not 'wavelets'" \
+  "tile-mlp refuses a parameter file with unknown inputs" -- \
+  --predictor tile-mlp --plugin-opt "tile-mlp:params=$TMP/bad.params"
 expect_fail 1 "habitat needs --reference FILE" "habitat without reference kernels" -- \
   train --predictor habitat --data "$TMP/train" --out "$TMP/h2.params" --epochs 1
 ok $([ ! -e "$TMP/h2.params" ] && ! ls "$TMP"/h2.params.tmp* >/dev/null 2>&1 && echo 0 || echo 1) \
