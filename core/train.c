@@ -349,16 +349,6 @@ train_habitat (const struct kset *ks, const size_t *rows, size_t nrows,
 
 #define TILE_TABLE_ROWS 1500     /* measured tiles kept per class for unseen shapes */
 
-static void
-tw_gpu_of (const struct perfmod_gpu *g, struct tw_gpu *t)
-{
-  t->sms = g->sms;
-  t->gflops = g->fp32_gflops;
-  t->mem_gb = g->mem_gb;
-  t->bw_gbps = g->mem_bw_gbps;
-  t->l2_mb = g->l2_mb;
-}
-
 /* The formulation of one measured kernel with the given inputs; -1 if it
  * has none (no tile). */
 int
@@ -394,35 +384,27 @@ tw_head (void *ctx, size_t row, const double *out, int nout, double *pred, doubl
   *pred = tw_time (&t->cases[row], out, dpred);
 }
 
-/* NeuSight's tile table, thinned: measured tiles with the features its
- * nearest-neighbour lookup compares (shape, GPU, and for vector kernels
- * bytes and operations per output). */
+/* NeuSight's tile table, thinned: each measured kernel's tw_tile_key, then
+ * its tile. */
 static void
 tile_table (const struct kset *ks, const size_t *idx, size_t n, const char *key, struct params *p)
 {
   bool matrix = strcmp (key, "bmm") == 0 || strcmp (key, "linear") == 0;
   size_t stride = n > TILE_TABLE_ROWS ? (n + TILE_TABLE_ROWS - 1) / TILE_TABLE_ROWS : 1;
-  size_t rows = (n + stride - 1) / stride, cols = matrix ? 11 : 10, j = 0;
+  size_t rows = (n + stride - 1) / stride, cols = TW_TILE_KEY + (matrix ? 2 : 1), j = 0;
   char name[64];
   double *t;
   snprintf (name, sizeof name, "%s.tiles", key);
   t = params_add_tensor (p, name, rows, cols);
   for (size_t i = 0; i < n; i += stride, j++) {
     const struct krow *r = &ks->v[idx[i]];
-    const struct perfmod_gpu *g = &r->gpu->gpu;
     struct perfmod_kernel k;
     double *o = t + j * cols;
     krow_kernel (r, &k);
-    if (matrix) {
-      double f[11] = { (double) k.b, (double) k.m, (double) k.n, (double) k.k, g->sms,
-                       g->fp32_gflops, g->mem_gb, g->mem_bw_gbps, g->l2_mb, r->tile[0], r->tile[1] };
-      memcpy (o, f, sizeof f);
-    }
-    else {
-      double f[10] = { (double) k.b, (double) k.h, g->sms, g->fp32_gflops, g->mem_gb,
-                       g->mem_bw_gbps, g->l2_mb, k.mem_per_output, k.ops_per_output, r->tile[0] };
-      memcpy (o, f, sizeof f);
-    }
+    tw_tile_key (&k, &r->gpu->gpu, o);
+    o[TW_TILE_KEY] = r->tile[0];
+    if (matrix)
+      o[TW_TILE_KEY + 1] = r->tile[1];
   }
   snprintf (name, sizeof name, "%s.tiles_columns", key);
   params_set (p, name, matrix ? "B,M,N,K,sms,fp32_gflops,mem_gb,mem_bw_gbps,l2_mb,tile1,tile2"

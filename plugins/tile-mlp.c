@@ -32,6 +32,7 @@ static struct state {
   const double *range[NCLASS];  /* 2 x nfeat: min, max seen in training */
   const double *tiles[NCLASS];  /* measured tiles, for kernels that bring none */
   size_t ntiles[NCLASS], tcols[NCLASS];
+  double *keys[NCLASS];         /* the tables' keys as compared: ntiles x TW_TILE_KEY */
   int ready;
 } S;
 
@@ -46,10 +47,12 @@ static void
 tm_fini (void *state)
 {
   struct state *s = state;
-  for (int c = 0; c < NCLASS; c++)
+  for (int c = 0; c < NCLASS; c++) {
     for (int e = 0; e < MAX_MEMBERS; e++)
       if (s->net[c][e])
         s->l.host->mlp_free (s->net[c][e]);
+    s->l.host->free (s->keys[c]);
+  }
   learned_fini (&s->l);
 }
 
@@ -68,6 +71,13 @@ tm_config (void *state, const char *key, const char *value)
     return 0;
   }
   return learned_config (&s->l, key, value);
+}
+
+/* One feature of the tile lookup as compared (see nearest_tile). */
+static double
+tile_key (const struct state *s, double v)
+{
+  return s->features == TW_FEAT_EXTENDED ? log2 (v + 1) : v;
 }
 
 static int
@@ -112,10 +122,14 @@ setup (struct state *s)
       continue;                         /* their tile is the row */
     snprintf (name, sizeof name, "%s.tiles", class_keys[c]);
     s->tiles[c] = host->params_tensor (s->l.params, name, &s->ntiles[c], &s->tcols[c]);
-    if (s->tiles[c] == NULL || s->tcols[c] != (c <= C_LINEAR ? 11u : 10u)) {
+    if (s->tiles[c] == NULL || s->tcols[c] != TW_TILE_KEY + (c <= C_LINEAR ? 2u : 1u)) {
       host->error ("%s: no tile table %s", s->l.path, name);
       return -1;
     }
+    s->keys[c] = host->alloc (s->ntiles[c] * TW_TILE_KEY * sizeof (double));
+    for (size_t i = 0; i < s->ntiles[c]; i++)
+      for (size_t j = 0; j < TW_TILE_KEY; j++)
+        s->keys[c][i * TW_TILE_KEY + j] = tile_key (s, s->tiles[c][i * s->tcols[c] + j]);
   }
   s->ready = 1;
   return 0;
@@ -125,22 +139,23 @@ setup (struct state *s)
  * (shape, GPU) features gives its tile.  perfmod's variant compares
  * log2 of the features, so the largest dimension does not decide alone. */
 static const double *
-nearest_tile (const struct state *s, int c, const double *f, size_t nf)
+nearest_tile (const struct state *s, int c, const double *f)
 {
-  const double *best = NULL, *t = s->tiles[c];
-  double bd = DBL_MAX;
-  for (size_t i = 0; i < s->ntiles[c]; i++, t += s->tcols[c]) {
+  const double *k = s->keys[c];
+  double q[TW_TILE_KEY], bd = DBL_MAX;
+  size_t best = 0;
+  for (size_t j = 0; j < TW_TILE_KEY; j++)
+    q[j] = tile_key (s, f[j]);
+  for (size_t i = 0; i < s->ntiles[c]; i++, k += TW_TILE_KEY) {
     double d = 0;
-    for (size_t j = 0; j < nf; j++) {
-      double e = s->features == TW_FEAT_EXTENDED ? log2 (t[j] + 1) - log2 (f[j] + 1) : t[j] - f[j];
-      d += e * e;
-    }
+    for (size_t j = 0; j < TW_TILE_KEY; j++)
+      d += (k[j] - q[j]) * (k[j] - q[j]);
     if (d < bd) {
       bd = d;
-      best = t;
+      best = i;
     }
   }
-  return best + nf;
+  return s->tiles[c] + best * s->tcols[c] + TW_TILE_KEY;
 }
 
 static int
@@ -164,7 +179,7 @@ tm_estimate (void *state, const struct perfmod_kernel *k, const struct perfmod_g
 {
   struct state *s = state;
   const struct perfmod_host *host = s->l.host;
-  struct tw_gpu g = { gpu->sms, gpu->fp32_gflops, gpu->mem_gb, gpu->mem_bw_gbps, gpu->l2_mb };
+  struct tw_gpu g;
   struct tw_case tc;
   double tile[2] = { 0, 0 }, out[TW_NOUT], b = (double) k->b, sum = 0, sum2 = 0;
   double member_s[MAX_MEMBERS];
@@ -177,6 +192,7 @@ tm_estimate (void *state, const struct perfmod_kernel *k, const struct perfmod_g
   }
   if (setup (s) < 0)
     return -1;
+  tw_gpu_of (gpu, &g);
   if (k->struct_size >= offsetof (struct perfmod_kernel, tile) + sizeof k->tile) {
     tile[0] = k->tile[0];
     tile[1] = k->tile[1];
@@ -186,19 +202,13 @@ tm_estimate (void *state, const struct perfmod_kernel *k, const struct perfmod_g
   if (c == C_SOFTMAX || c == C_LN)
     tile[0] = (double) k->h;
   else if (tile[0] <= 0) {
+    double f[TW_TILE_KEY];
     const double *t;
-    if (c <= C_LINEAR) {
-      double f[9] = { b, (double) k->m, (double) k->n, (double) k->k, g.sms, g.gflops, g.mem_gb,
-                      g.bw_gbps, g.l2_mb };
-      t = nearest_tile (s, c, f, 9);
-      tile[1] = t[1];
-    }
-    else {
-      double f[9] = { b, (double) k->h, g.sms, g.gflops, g.mem_gb, g.bw_gbps, g.l2_mb,
-                      k->mem_per_output, k->ops_per_output };
-      t = nearest_tile (s, c, f, 9);
-    }
+    tw_tile_key (k, gpu, f);
+    t = nearest_tile (s, c, f);
     tile[0] = t[0];
+    if (c <= C_LINEAR)
+      tile[1] = t[1];
   }
   rc = c <= C_LINEAR ? tw_matrix (&g, s->features, b, (double) k->m, (double) k->n,
                                   (double) k->k, tile[0], tile[1], &tc)

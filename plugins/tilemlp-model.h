@@ -4,6 +4,8 @@
 
 #include <math.h>
 
+#include "perfmod-plugin.h"
+
 /* Units follow NeuSight (Model/mlp_wave*.py): FLOPs in 1e9, operator bytes
  * in 2^30, tile bytes in 2^20 (MB), peaks in GFLOP/s and GB/s.  Elements are
  * 4 bytes.  Two input sets: NeuSight's four (log2 of tile quantities per SM)
@@ -18,6 +20,45 @@ enum tw_features { TW_FEAT_NEUSIGHT, TW_FEAT_EXTENDED };
 struct tw_gpu {
   double sms, gflops, mem_gb, bw_gbps, l2_mb;
 };
+
+static inline void
+tw_gpu_of (const struct perfmod_gpu *g, struct tw_gpu *t)
+{
+  t->sms = g->sms;
+  t->gflops = g->fp32_gflops;
+  t->mem_gb = g->mem_gb;
+  t->bw_gbps = g->mem_bw_gbps;
+  t->l2_mb = g->l2_mb;
+}
+
+/* The features NeuSight's tile table compares to find the measured kernel
+ * nearest to one without a tile (its MetaTable): shape and GPU, and for
+ * vector kernels bytes and operations per output.  The trainer writes the
+ * table's rows with this key, the plugin looks kernels up with it. */
+#define TW_TILE_KEY 9
+static inline void
+tw_tile_key (const struct perfmod_kernel *k, const struct perfmod_gpu *g, double *f)
+{
+  if (k->kclass == PERFMOD_KERNEL_BMM || k->kclass == PERFMOD_KERNEL_LINEAR) {
+    f[0] = k->kclass == PERFMOD_KERNEL_LINEAR ? 1 : (double) k->b;
+    f[1] = (double) k->m;
+    f[2] = (double) k->n;
+    f[3] = (double) k->k;
+    f += 4;
+  }
+  else {
+    f[0] = (double) k->b;
+    f[1] = (double) k->h;
+    f[7] = k->mem_per_output;
+    f[8] = k->ops_per_output;
+    f += 2;
+  }
+  f[0] = g->sms;
+  f[1] = g->fp32_gflops;
+  f[2] = g->mem_gb;
+  f[3] = g->mem_bw_gbps;
+  f[4] = g->l2_mb;
+}
 
 struct tw_case {
   double x[TW_NFEAT_MAX]; /* network inputs */
