@@ -1,65 +1,171 @@
-/* builder.c: a first native transformer graph (GPT-style decoder or BERT-style encoder) from a model config. */
+/* builder.c: native kernel graphs from model configs: GPT-2/3, OPT, BERT, Llama, Mixtral and Switch, for training, prefill and decode. */
 #include <config.h>
 
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 
-/* Shapes are in elements.  The kernels follow what NeuSight's traces of
- * Hugging Face models record, so that the two graphs can be compared. */
+/* The kernels are those Hugging Face's eager PyTorch models launch, with
+ * the backward and gradient-accumulation kernels NeuSight's tracer assigns
+ * to each operator, so that a built graph and a traced one can be compared
+ * kernel for kernel (doc/graph-builder.md lists where they differ and why).
+ * Shapes are in elements; rows x cols for vector kernels. */
 struct bctx {
   struct graph *g;
+  const struct model_cfg *m;
+  const struct build_options *o;
   bool train;
+  int64_t b;             /* sequences */
+  int64_t s;             /* query tokens per sequence (1 in a decode step) */
+  int64_t kv;            /* key/value tokens per sequence attended to */
+  int64_t t;             /* b x s: rows of the token-wise kernels */
+  char prefix[48];       /* node name prefix of the layer being built */
 };
 
 static struct node *
-add (struct bctx *c, const char *name, const char *opname, double in, double out)
+add_node (struct bctx *c, const char *name, const char *opname, double in, double out)
 {
-  struct node *nd = graph_add_node (c->g, name, opname);
+  char full[128];
+  struct node *nd;
+  snprintf (full, sizeof full, "%s%s", c->prefix, name);
+  nd = graph_add_node (c->g, full, opname);
   nd->in_elems = in;
   nd->out_elems = out;
   return nd;
 }
 
-static void
-vec (struct node *nd, int phase, const char *op, int64_t b, int64_t h)
+static int
+vec_class (const char *op)
 {
-  int kc = strcmp (op, "softmax") == 0 ? PERFMOD_KERNEL_SOFTMAX
-         : strcmp (op, "ln") == 0 ? PERFMOD_KERNEL_LAYERNORM : PERFMOD_KERNEL_ELEMENTWISE;
-  struct kop *o = node_add_op (nd, phase, kc, op);
-  o->b = b;
-  o->h = h;
+  return strcmp (op, "softmax") == 0 ? PERFMOD_KERNEL_SOFTMAX
+       : strcmp (op, "ln") == 0 ? PERFMOD_KERNEL_LAYERNORM : PERFMOD_KERNEL_ELEMENTWISE;
 }
 
 static void
-mem (struct node *nd, int phase, double elems)
+vec_op (struct node *nd, int phase, const char *op, int64_t rows, int64_t cols)
+{
+  struct kop *o = node_add_op (nd, phase, vec_class (op), op);
+  o->b = rows;
+  o->h = cols;
+  /* Accumulating a weight's gradient reads it and the sum and writes the
+   * sum, whatever the node's activations are (a small-batch expert's
+   * would otherwise count its weight many times over). */
+  if (phase == PHASE_ACC)
+    o->traffic = 3;
+}
+
+static void
+mem_op (struct node *nd, int phase, double elems)
 {
   node_add_op (nd, phase, PERFMOD_KERNEL_MEMORY, "copy")->elems = elems;
 }
 
-/* Linear (M,N,K) with its data and weight gradients and bias accumulation. */
+/* A vector operator over rows x cols: `in` input elements, and the
+ * backward kernels bw names, space-separated ("MEM" copies the output's
+ * elements; "ln" adds the two affine-gradient accumulations). */
+static struct node *
+ew (struct bctx *c, const char *name, const char *op, int64_t rows, int64_t cols, double in,
+    const char *bw)
+{
+  char opname[32], buf[64];
+  double out = (double) rows * (double) cols;
+  struct node *nd;
+  snprintf (opname, sizeof opname, "VEC%s", op);
+  nd = add_node (c, name, opname, in, out);
+  vec_op (nd, PHASE_FW, op, rows, cols);
+  if (!c->train)
+    return nd;
+  snprintf (buf, sizeof buf, "%s", bw);
+  for (char *save = NULL, *w = strtok_r (buf, " ", &save); w; w = strtok_r (NULL, " ", &save)) {
+    if (strcmp (w, "MEM") == 0)
+      mem_op (nd, PHASE_BW, out);
+    else
+      vec_op (nd, PHASE_BW, w, rows, cols);
+  }
+  if (strcmp (op, "ln") == 0) {
+    vec_op (nd, PHASE_ACC, "add", 1, cols);
+    vec_op (nd, PHASE_ACC, "add", 1, cols);
+  }
+  return nd;
+}
+
+/* Common vector operators, by their PyTorch spelling. */
+static void
+add2 (struct bctx *c, const char *name, int64_t rows, int64_t cols, double other)
+{
+  ew (c, name, "add", rows, cols, (double) rows * (double) cols + other, "MEM MEM");
+}
+
+static void
+mul2 (struct bctx *c, const char *name, int64_t rows, int64_t cols, double other)
+{
+  ew (c, name, "mul", rows, cols, (double) rows * (double) cols + other, "mul mul");
+}
+
+static void
+unary (struct bctx *c, const char *name, const char *op, int64_t rows, int64_t cols)
+{
+  static const struct { const char *op, *bw; } rules[] = {
+    { "mulu", "mulu" }, { "divu", "divu" }, { "addu", "MEM" }, { "powu", "powu mul mulu" },
+    { "tanh", "mulu addu" }, { "gelu", "gelu" }, { "relu", "relu" }, { "silu", "silu" },
+    { "neg", "neg" }, { "softmax", "mul softmax" }, { "ln", "mul" },
+  };
+  const char *bw = "";
+  for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
+    if (strcmp (rules[i].op, op) == 0)
+      bw = rules[i].bw;
+  ew (c, name, op, rows, cols, (double) rows * (double) cols, bw);
+}
+
+/* A tensor copy (contiguous, gather, slicing that materialises): forward
+ * reads and writes `elems`; the gradient is copied back twice. */
+static void
+copy (struct bctx *c, const char *name, const char *opname, double read, double written)
+{
+  struct node *nd = add_node (c, name, opname, read, written);
+  mem_op (nd, PHASE_FW, read + written);
+  if (c->train) {
+    mem_op (nd, PHASE_BW, read);
+    mem_op (nd, PHASE_BW, read);
+  }
+}
+
+static void
+dropout (struct bctx *c, const char *name, double elems)
+{
+  if (c->train)
+    copy (c, name, "dropout", elems, elems);
+}
+
+/* Linear (m,n,k): an (m,n) input through Linear(n->k).  The node's tensors
+ * are the input, the weight and the bias, as an addmm's. */
 static void
 linear (struct bctx *c, const char *name, int64_t m, int64_t n, int64_t k, bool bias)
 {
-  struct node *nd = add (c, name, "Linear", (double) (m * n + n * k + (bias ? k : 0)),
-                         (double) (m * k));
+  double w = (double) n * (double) k;
+  struct node *nd = add_node (c, name, "Linear", (double) m * (double) n + w + (bias ? k : 0),
+                              (double) m * (double) k);
   struct kop *o = node_add_op (nd, PHASE_FW, PERFMOD_KERNEL_LINEAR, "linear");
   o->m = m; o->n = n; o->k = k;
   if (!c->train)
     return;
-  o = node_add_op (nd, PHASE_BW, PERFMOD_KERNEL_LINEAR, "linear");
+  o = node_add_op (nd, PHASE_BW, PERFMOD_KERNEL_LINEAR, "linear");   /* data gradient */
   o->m = m; o->n = k; o->k = n;
-  o = node_add_op (nd, PHASE_BW, PERFMOD_KERNEL_LINEAR, "linear");
+  o = node_add_op (nd, PHASE_BW, PERFMOD_KERNEL_LINEAR, "linear");   /* weight gradient */
   o->m = k; o->n = m; o->k = n;
-  vec (nd, PHASE_ACC, "add", 1, n * k);
+  vec_op (nd, PHASE_ACC, "add", 1, n * k);
   if (bias)
-    vec (nd, PHASE_ACC, "add", 1, k);
+    vec_op (nd, PHASE_ACC, "add", 1, k);
 }
 
+/* BMM (b,m,n,k) = (b,m,n) x (b,n,k); its gradients (b,m,k,n) and (b,n,m,k). */
 static void
 bmm (struct bctx *c, const char *name, int64_t b, int64_t m, int64_t n, int64_t k)
 {
-  struct node *nd = add (c, name, "BMM", (double) (b * (m * n + n * k)), (double) (b * m * k));
+  struct node *nd = add_node (c, name, "BMM", (double) b * (double) (m * n + n * k),
+                              (double) b * (double) (m * k));
   struct kop *o = node_add_op (nd, PHASE_FW, PERFMOD_KERNEL_BMM, "bmm");
   o->b = b; o->m = m; o->n = n; o->k = k;
   if (!c->train)
@@ -70,111 +176,592 @@ bmm (struct bctx *c, const char *name, int64_t b, int64_t m, int64_t n, int64_t 
   o->b = b; o->m = n; o->n = m; o->k = k;
 }
 
-/* An element-wise op over rows x cols with `inputs` equal-sized inputs. */
+/* An embedding lookup of c->t tokens into rows of width d from a table of
+ * rows x d; its gradient is a scatter into a zeroed table. */
 static void
-ew (struct bctx *c, const char *name, const char *op, int64_t rows, int64_t cols, int inputs)
+embedding (struct bctx *c, const char *name, int64_t rows, int64_t d)
 {
-  const char *opname = strcmp (op, "softmax") == 0 ? "VECsoftmax"
-                     : strcmp (op, "ln") == 0 ? "VECln" : strcmp (op, "add") == 0 ? "VECadd"
-                     : "VECmul";
-  double e = (double) rows * (double) cols;
-  struct node *nd = add (c, name, opname, e * inputs, e);
-  vec (nd, PHASE_FW, op, rows, cols);
-  if (!c->train)
-    return;
-  if (strcmp (op, "add") == 0) {
-    mem (nd, PHASE_BW, e);
-    mem (nd, PHASE_BW, e);
+  double t = (double) c->t, table = (double) rows * (double) d;
+  struct node *nd = add_node (c, name, "EMBEDDING", t, t * (double) d);
+  mem_op (nd, PHASE_FW, t + t * (double) d);
+  if (c->train) {
+    mem_op (nd, PHASE_BW, table);
+    mem_op (nd, PHASE_BW, table);
+    vec_op (nd, PHASE_ACC, "add", 1, rows * d);
   }
-  else if (strcmp (op, "ln") == 0) {
-    vec (nd, PHASE_BW, "mul", rows, cols);
-    vec (nd, PHASE_ACC, "add", 1, cols);
-    vec (nd, PHASE_ACC, "add", 1, cols);
+}
+
+/* One fused element-wise chain (--fusion, inference): one kernel per
+ * phase; its traffic is the chain's outside inputs and its output. */
+static void
+fused (struct bctx *c, const char *name, double in, int64_t rows, int64_t cols, const char *ops)
+{
+  char buf[96];
+  struct node *nd = add_node (c, name, "fused", in, (double) rows * (double) cols);
+  nd->fused = true;
+  snprintf (buf, sizeof buf, "%s", ops);
+  for (char *save = NULL, *w = strtok_r (buf, " ", &save); w; w = strtok_r (NULL, " ", &save))
+    vec_op (nd, PHASE_FW, w, rows, cols);
+}
+
+/* The training loss of a language model: log-softmax and NLL over the
+ * vocabulary (the traces stop at the logits). */
+static void
+lm_loss (struct bctx *c, int64_t v)
+{
+  if (c->train)
+    unary (c, "loss", "softmax", c->t, v);
+}
+
+static void
+set_prefix (struct bctx *c, const char *stem, int i)
+{
+  snprintf (c->prefix, sizeof c->prefix, "%s_%d_", stem, i);
+}
+
+/* ---- attention ---- */
+
+/* Scores and context for heads h of width dh over c->kv keys; kvh < h
+ * repeats each key/value head (grouped-query attention). */
+static void
+attention_core (struct bctx *c, int64_t h, int64_t dh, const char *scale, const char *mask,
+                double mask_elems, bool drop)
+{
+  int64_t bh = c->b * h, rows = bh * c->s;
+  double scores = (double) rows * (double) c->kv;
+  bmm (c, "scores", bh, c->s, dh, c->kv);
+  if (c->o->fusion && !c->train && mask && strcmp (mask, "where") != 0) {
+    char ops[48];
+    snprintf (ops, sizeof ops, "%s%s%s softmax", scale ? scale : "", scale ? " " : "", mask);
+    fused (c, "scale_mask_softmax", scores + mask_elems, rows, c->kv, ops);
   }
   else {
-    vec (nd, PHASE_BW, "mul", rows, cols);
-    vec (nd, PHASE_BW, op, rows, cols);
+    bool fuse = c->o->fusion && !c->train;
+    if (scale && fuse)                   /* GPT-2: the select breaks the chain in two */
+      fused (c, "scale", scores + 1, rows, c->kv, scale);
+    else if (scale && strcmp (scale, "div") == 0)   /* by a tensor: both operands' gradients */
+      ew (c, "scale", "div", rows, c->kv, scores + 1, "div div");
+    else if (scale)
+      unary (c, "scale", scale, rows, c->kv);
+    if (mask && strcmp (mask, "where") == 0) {
+      /* GPT-2 slices its causal buffer and selects: two copies */
+      double causal = (double) c->s * (double) c->kv;
+      copy (c, "mask_slice", "getitem", causal, causal);
+      struct node *nd = add_node (c, "mask", "where", causal + scores + 1, scores);
+      mem_op (nd, PHASE_FW, causal + 2 * scores + 1);
+      if (c->train) {
+        mem_op (nd, PHASE_BW, causal + scores + 1);
+        mem_op (nd, PHASE_BW, causal + scores + 1);
+      }
+    }
+    else if (mask)
+      add2 (c, "mask", rows, c->kv, mask_elems);
+    if (fuse)
+      fused (c, "softmax", scores, rows, c->kv, "softmax");
+    else
+      unary (c, "softmax", "softmax", rows, c->kv);
+  }
+  if (drop)
+    dropout (c, "attn_dropout", scores);
+  bmm (c, "context", bh, c->s, c->kv, dh);
+}
+
+/* ---- GPT-2 / GPT-3 ---- */
+
+static void
+gpt2_layer (struct bctx *c)
+{
+  const struct model_cfg *m = c->m;
+  int64_t t = c->t, d = m->hidden, f = m->ffn, h = m->heads, dh = m->head_dim;
+  double td = (double) t * (double) d, tf = (double) t * (double) f;
+  bool fuse = c->o->fusion && !c->train;
+
+  unary (c, "ln_1", "ln", t, d);
+  linear (c, "attn_c_attn", t, d, 3 * d, true);
+  for (int i = 0; i < 3; i++) {          /* split into q, k, v */
+    char name[16];
+    snprintf (name, sizeof name, "split_%d", i);
+    struct node *nd = add_node (c, name, "getitem", 1, td);
+    mem_op (nd, PHASE_FW, 1 + td);
+  }
+  attention_core (c, h, dh, "div", "where", 0, true);
+  copy (c, "merge_heads", "contiguous", td, td);
+  linear (c, "attn_c_proj", t, d, d, true);
+  if (fuse)
+    fused (c, "resid_add_1", 2 * td + 1, t, d, "add");
+  else {
+    dropout (c, "resid_dropout", td);
+    add2 (c, "add_1", t, d, td);
+  }
+  unary (c, "ln_2", "ln", t, d);
+  linear (c, "mlp_c_fc", t, d, f, true);
+  if (fuse)
+    fused (c, "gelu_new", tf, t, f, "powu mulu add mulu tanh addu mulu mul");
+  else {                                 /* gelu_new as eager PyTorch runs it */
+    unary (c, "gelu_half", "mulu", t, f);
+    unary (c, "gelu_pow", "powu", t, f);
+    unary (c, "gelu_cube", "mulu", t, f);
+    add2 (c, "gelu_inner", t, f, tf);
+    unary (c, "gelu_scale", "mulu", t, f);
+    unary (c, "gelu_tanh", "tanh", t, f);
+    unary (c, "gelu_one", "addu", t, f);
+    mul2 (c, "gelu_out", t, f, tf);
+  }
+  linear (c, "mlp_c_proj", t, f, d, true);
+  if (fuse)
+    fused (c, "resid_add_2", 2 * td + 1, t, d, "add");
+  else {
+    dropout (c, "mlp_dropout", td);
+    add2 (c, "add_2", t, d, td);
   }
 }
 
 static void
-dropout (struct bctx *c, const char *name, double elems)
+gpt2_graph (struct bctx *c)
 {
+  const struct model_cfg *m = c->m;
+  int64_t t = c->t, d = m->hidden, v = m->vocab;
+  double td = (double) t * (double) d;
+
+  if (c->o->fusion && !c->train) {
+    struct node *nd = add_node (c, "embeddings", "fused", (double) t + 1, td);
+    nd->fused = true;
+    mem_op (nd, PHASE_FW, (double) t + td);
+    vec_op (nd, PHASE_FW, "add", t, d);
+  }
+  else {
+    embedding (c, "wte", v, d);
+    add2 (c, "wpe_add", t, d, (double) c->s * (double) d);
+    dropout (c, "drop", td);
+  }
+  c->g->layer_begin = c->g->n;
+  set_prefix (c, "h", 0);
+  gpt2_layer (c);
+  c->prefix[0] = '\0';
+  c->g->layer_end = c->g->n;
+  c->g->repeat = m->layers;
+  unary (c, "ln_f", "ln", t, d);
+  linear (c, "lm_head", t, d, v, false);
+  lm_loss (c, v);
+}
+
+/* ---- OPT ---- */
+
+static void
+opt_graph (struct bctx *c)
+{
+  const struct model_cfg *m = c->m;
+  int64_t t = c->t, b = c->b, s = c->s, d = m->hidden, f = m->ffn, v = m->vocab;
+  int64_t h = m->heads, dh = m->head_dim;
+  double td = (double) t * (double) d, bs = (double) b * (double) s;
+  double causal = (double) s * (double) c->kv;
+
+  embedding (c, "embed_tokens", v, d);
+  /* the causal mask and the position ids from the attention mask */
+  unary (c, "mask_range", "addu", 1, s);
+  copy (c, "causal_mask", "getitem", causal, causal);
+  copy (c, "attention_mask", "getitem", bs, bs);
+  copy (c, "positions_cumsum", "cumsum", bs, bs);
+  mul2 (c, "positions_mul", b, s, bs);
+  copy (c, "positions_slice", "getitem", bs, bs);
+  unary (c, "positions_offset", "addu", b, s);
+  add2 (c, "embed_positions_add", t, d, td);
+  dropout (c, "dropout", td);
+
+  c->g->layer_begin = c->g->n;
+  set_prefix (c, "layers", 0);
+  unary (c, "self_attn_layer_norm", "ln", t, d);
+  linear (c, "self_attn_q_proj", t, d, d, true);
+  unary (c, "q_scale", "mulu", t, d);
+  linear (c, "self_attn_k_proj", t, d, d, true);
+  copy (c, "k_heads", "contiguous", td, td);
+  linear (c, "self_attn_v_proj", t, d, d, true);
+  copy (c, "v_heads", "contiguous", td, td);
+  copy (c, "q_heads", "contiguous", td, td);
+  attention_core (c, h, dh, NULL, "add", (double) b * causal, true);
+  linear (c, "self_attn_out_proj", t, d, d, true);
+  dropout (c, "attn_resid_dropout", td);
+  add2 (c, "add_1", t, d, td);
+  unary (c, "final_layer_norm", "ln", t, d);
+  linear (c, "fc1", t, d, f, true);
+  unary (c, "activation_fn", "relu", t, f);
+  linear (c, "fc2", t, f, d, true);
+  dropout (c, "mlp_dropout", td);
+  add2 (c, "add_2", t, d, td);
+  c->prefix[0] = '\0';
+  c->g->layer_end = c->g->n;
+  c->g->repeat = m->layers;
+
+  unary (c, "final_layer_norm", "ln", t, d);
+  linear (c, "lm_head", t, d, v, false);
+  copy (c, "logits_contiguous", "contiguous", (double) t * (double) v, (double) t * (double) v);
+  lm_loss (c, v);
+}
+
+/* ---- BERT ---- */
+
+static void
+bert_graph (struct bctx *c)
+{
+  const struct model_cfg *m = c->m;
+  int64_t t = c->t, b = c->b, s = c->s, d = m->hidden, f = m->ffn, v = m->vocab;
+  int64_t h = m->heads, dh = m->head_dim;
+  double td = (double) t * (double) d, bs = (double) b * (double) s, bd = (double) (b * d);
+  bool fuse = c->o->fusion && !c->train;
+
+  copy (c, "position_ids", "getitem", (double) s + 1, (double) s);
+  copy (c, "extended_mask", "getitem", bs, bs);
+  unary (c, "mask_scale", "mulu", b, s);
+  copy (c, "token_type_ids", "getitem", (double) s + 1, (double) s);
+  if (fuse) {
+    struct node *nd = add_node (c, "embeddings", "fused", (double) t, td);
+    nd->fused = true;
+    mem_op (nd, PHASE_FW, (double) t + td);
+    vec_op (nd, PHASE_FW, "add", t, d);
+    vec_op (nd, PHASE_FW, "add", t, d);
+    vec_op (nd, PHASE_FW, "ln", t, d);
+  }
+  else {
+    embedding (c, "word_embeddings", v, d);
+    add2 (c, "token_type_add", t, d, td);
+    add2 (c, "position_add", t, d, (double) s * (double) d);
+    unary (c, "embeddings_layer_norm", "ln", t, d);
+    dropout (c, "embeddings_dropout", td);
+  }
+
+  c->g->layer_begin = c->g->n;
+  set_prefix (c, "layer", 0);
+  linear (c, "attention_self_query", t, d, d, true);
+  linear (c, "attention_self_key", t, d, d, true);
+  linear (c, "attention_self_value", t, d, d, true);
+  attention_core (c, h, dh, "divu", "add", bs, true);
+  copy (c, "merge_heads", "contiguous", td, td);
+  linear (c, "attention_output_dense", t, d, d, true);
+  if (fuse)
+    fused (c, "attention_output_add_ln", 2 * td, t, d, "add ln");
+  else {
+    dropout (c, "attention_output_dropout", td);
+    add2 (c, "attention_add", t, d, td);
+    unary (c, "attention_output_layer_norm", "ln", t, d);
+  }
+  linear (c, "intermediate_dense", t, d, f, true);
+  unary (c, "intermediate_act", "gelu", t, f);
+  linear (c, "output_dense", t, f, d, true);
+  if (fuse)
+    fused (c, "output_add_ln", 2 * td, t, d, "add ln");
+  else {
+    dropout (c, "output_dropout", td);
+    add2 (c, "output_add", t, d, td);
+    unary (c, "output_layer_norm", "ln", t, d);
+  }
+  c->prefix[0] = '\0';
+  c->g->layer_end = c->g->n;
+  c->g->repeat = m->layers;
+
+  /* The pooled first token; training adds the pre-training heads (masked
+   * LM and next sentence), inference a two-way classifier, as NeuSight's
+   * runs of BERT do. */
+  copy (c, "pooler_first_token", "getitem", td, bd);
+  linear (c, "pooler_dense", b, d, d, true);
+  unary (c, "pooler_activation", "tanh", b, d);
+  if (c->train) {
+    linear (c, "cls_transform_dense", t, d, d, true);
+    unary (c, "cls_transform_act", "gelu", t, d);
+    unary (c, "cls_transform_layer_norm", "ln", t, d);
+    linear (c, "cls_decoder", t, d, v, true);
+    linear (c, "cls_seq_relationship", b, d, 2, true);
+    lm_loss (c, v);
+  }
+  else
+    linear (c, "classifier", b, d, 2, true);
+}
+
+/* ---- Llama and Mixtral ---- */
+
+/* RMSNorm as eager PyTorch runs it: x * rsqrt(mean(x^2) + eps) * w. */
+static void
+rmsnorm (struct bctx *c, const char *name, int64_t rows, int64_t cols)
+{
+  char buf[64];
+  double e = (double) rows * (double) cols;
   struct node *nd;
-  if (!c->train)
-    return;
-  nd = add (c, name, "dropout", elems, elems);
-  mem (nd, PHASE_FW, 2 * elems);
-  mem (nd, PHASE_BW, elems);
-  mem (nd, PHASE_BW, elems);
+  snprintf (buf, sizeof buf, "%s_pow", name);
+  unary (c, buf, "powu", rows, cols);
+  snprintf (buf, sizeof buf, "%s_mean", name);
+  nd = add_node (c, buf, "mean", e, (double) rows);
+  mem_op (nd, PHASE_FW, e + (double) rows);
+  if (c->train) {
+    mem_op (nd, PHASE_BW, e);
+    mem_op (nd, PHASE_BW, e);
+  }
+  snprintf (buf, sizeof buf, "%s_eps", name);
+  unary (c, buf, "addu", rows, 1);
+  snprintf (buf, sizeof buf, "%s_rsqrt", name);
+  copy (c, buf, "rsqrt", (double) rows, (double) rows);
+  snprintf (buf, sizeof buf, "%s_mul", name);
+  mul2 (c, buf, rows, cols, (double) rows);
+  snprintf (buf, sizeof buf, "%s_weight", name);
+  struct node *w = add_node (c, buf, "VECmul", e + (double) cols, e);
+  vec_op (w, PHASE_FW, "mul", rows, cols);
+  if (c->train) {
+    vec_op (w, PHASE_BW, "mul", rows, cols);
+    vec_op (w, PHASE_BW, "mul", rows, cols);
+    vec_op (w, PHASE_ACC, "add", 1, cols);
+  }
+}
+
+/* Rotary embeddings on rows x cols: x*cos + rotate_half(x)*sin. */
+static void
+rotary (struct bctx *c, const char *name, int64_t rows, int64_t cols)
+{
+  char buf[64];
+  double e = (double) rows * (double) cols;
+  snprintf (buf, sizeof buf, "%s_cos", name);
+  mul2 (c, buf, rows, cols, e);
+  snprintf (buf, sizeof buf, "%s_neg", name);
+  unary (c, buf, "neg", rows, cols / 2);
+  snprintf (buf, sizeof buf, "%s_cat", name);
+  copy (c, buf, "cat", e, e);
+  snprintf (buf, sizeof buf, "%s_sin", name);
+  mul2 (c, buf, rows, cols, e);
+  snprintf (buf, sizeof buf, "%s_add", name);
+  add2 (c, buf, rows, cols, e);
+}
+
+static void
+swiglu (struct bctx *c, const char *prefix, int64_t rows, int64_t d, int64_t f)
+{
+  char buf[64];
+  double rf = (double) rows * (double) f;
+  snprintf (buf, sizeof buf, "%sgate_proj", prefix);
+  linear (c, buf, rows, d, f, false);
+  snprintf (buf, sizeof buf, "%sup_proj", prefix);
+  linear (c, buf, rows, d, f, false);
+  snprintf (buf, sizeof buf, "%sact", prefix);
+  unary (c, buf, "silu", rows, f);
+  snprintf (buf, sizeof buf, "%sgate_mul", prefix);
+  mul2 (c, buf, rows, f, rf);
+  snprintf (buf, sizeof buf, "%sdown_proj", prefix);
+  linear (c, buf, rows, f, d, false);
+}
+
+/* Tokens an expert processes: the routed assignments spread evenly over
+ * the experts, capped by the capacity where the model has one. */
+static int64_t
+expert_tokens (const struct model_cfg *m, int64_t t)
+{
+  int64_t e = (t * m->top_k + m->experts - 1) / m->experts;
+  return m->capacity > 0 && e > m->capacity ? m->capacity : e;
+}
+
+static void
+moe_block (struct bctx *c, int64_t f, const char *act)
+{
+  const struct model_cfg *m = c->m;
+  int64_t t = c->t, d = m->hidden, te = expert_tokens (m, t);
+  double td = (double) t * (double) d, ted = (double) te * (double) d;
+  linear (c, "router", t, d, m->experts, false);
+  unary (c, "router_softmax", "softmax", t, m->experts);
+  copy (c, "router_topk", "topk", (double) (t * m->experts), (double) (t * m->top_k));
+  /* Every expert's work is the same under even routing: build one and
+   * let the graph count it experts times. */
+  for (int64_t e = 0; e < m->experts; e++) {
+    char p[48], buf[64];
+    snprintf (p, sizeof p, "expert_%lld_", (long long) e);
+    snprintf (buf, sizeof buf, "%sgather", p);
+    copy (c, buf, "getitem", ted, ted);
+    if (strcmp (act, "silu") == 0)
+      swiglu (c, p, te, d, f);
+    else {
+      snprintf (buf, sizeof buf, "%swi", p);
+      linear (c, buf, te, d, f, false);
+      snprintf (buf, sizeof buf, "%sact", p);
+      unary (c, buf, act, te, f);
+      snprintf (buf, sizeof buf, "%sdropout", p);
+      dropout (c, buf, (double) te * (double) f);
+      snprintf (buf, sizeof buf, "%swo", p);
+      linear (c, buf, te, f, d, false);
+    }
+    snprintf (buf, sizeof buf, "%sweight", p);
+    mul2 (c, buf, te, d, (double) te);
+    snprintf (buf, sizeof buf, "%sscatter", p);
+    copy (c, buf, "index_add", ted, ted);
+  }
+  (void) td;
+}
+
+static void
+llama_graph (struct bctx *c)
+{
+  const struct model_cfg *m = c->m;
+  int64_t t = c->t, d = m->hidden, v = m->vocab, h = m->heads, kvh = m->kv_heads;
+  int64_t dh = m->head_dim;
+  double td = (double) t * (double) d, tq = (double) t * (double) (h * dh);
+  double causal = (double) c->s * (double) c->kv;
+
+  embedding (c, "embed_tokens", v, d);
+  c->g->layer_begin = c->g->n;
+  set_prefix (c, "layers", 0);
+  rmsnorm (c, "input_layernorm", t, d);
+  linear (c, "self_attn_q_proj", t, d, h * dh, false);
+  linear (c, "self_attn_k_proj", t, d, kvh * dh, false);
+  linear (c, "self_attn_v_proj", t, d, kvh * dh, false);
+  rotary (c, "rope_q", t * h, dh);
+  rotary (c, "rope_k", t * kvh, dh);
+  if (c->kv > c->s) {                    /* decode: append to the cache, preallocated */
+    double kvnew = 2.0 * (double) t * (double) (kvh * dh);
+    copy (c, "kv_cache_write", "copy", kvnew, 0);
+  }
+  if (kvh < h) {                         /* repeat_kv: materialise h heads of k and v */
+    double rep = (double) c->b * (double) h * (double) c->kv * (double) dh;
+    copy (c, "repeat_k", "expand", rep / (double) (h / kvh), rep);
+    copy (c, "repeat_v", "expand", rep / (double) (h / kvh), rep);
+  }
+  attention_core (c, h, dh, "divu", "add", (double) c->b * causal, false);
+  copy (c, "merge_heads", "contiguous", tq, tq);
+  linear (c, "self_attn_o_proj", t, h * dh, d, false);
+  add2 (c, "add_1", t, d, td);
+  rmsnorm (c, "post_attention_layernorm", t, d);
+  if (m->family == FAM_MIXTRAL)
+    moe_block (c, m->ffn, "silu");
+  else
+    swiglu (c, "mlp_", t, d, m->ffn);
+  add2 (c, "add_2", t, d, td);
+  c->prefix[0] = '\0';
+  c->g->layer_end = c->g->n;
+  c->g->repeat = m->layers;
+  rmsnorm (c, "norm", t, d);
+  linear (c, "lm_head", t, d, v, false);
+  lm_loss (c, v);
+}
+
+/* ---- Switch Transformer (T5 encoder-decoder) ---- */
+
+static void
+t5_attention (struct bctx *c, const char *name, bool causal_bias)
+{
+  const struct model_cfg *m = c->m;
+  int64_t t = c->t, d = m->hidden, h = m->heads, dh = m->head_dim;
+  double tq = (double) t * (double) (h * dh), scores = (double) (c->b * h * c->s) * (double) c->kv;
+  char buf[64];
+  snprintf (buf, sizeof buf, "%s_q", name);
+  linear (c, buf, t, d, h * dh, false);
+  snprintf (buf, sizeof buf, "%s_k", name);
+  linear (c, buf, t, d, h * dh, false);
+  snprintf (buf, sizeof buf, "%s_v", name);
+  linear (c, buf, t, d, h * dh, false);
+  /* T5 adds a position bias (and mask) to unscaled scores */
+  (void) causal_bias;
+  attention_core (c, h, dh, NULL, "add", scores, true);
+  copy (c, "merge_heads", "contiguous", tq, tq);
+  snprintf (buf, sizeof buf, "%s_o", name);
+  linear (c, buf, t, h * dh, d, false);
+}
+
+static void
+t5_ffn (struct bctx *c, bool sparse)
+{
+  const struct model_cfg *m = c->m;
+  int64_t t = c->t, d = m->hidden, f = m->ffn;
+  if (sparse)
+    moe_block (c, f, "relu");
+  else {
+    linear (c, "mlp_wi", t, d, f, false);
+    unary (c, "mlp_act", "relu", t, f);
+    dropout (c, "mlp_dropout", (double) t * (double) f);
+    linear (c, "mlp_wo", t, f, d, false);
+  }
+}
+
+static void
+switch_graph (struct bctx *c)
+{
+  const struct model_cfg *m = c->m;
+  int64_t t = c->t, d = m->hidden, v = m->vocab;
+  double td = (double) t * (double) d;
+  int64_t step = m->sparse_step;
+
+  /* Every layer is built (no repeated span): the stacks alternate dense
+   * and routed feed-forward layers and the decoder differs. */
+  for (int stack = 0; stack < 2; stack++) {
+    int64_t layers = stack == 0 ? m->layers : m->dec_layers;
+    const char *stem = stack == 0 ? "encoder_block" : "decoder_block";
+    c->prefix[0] = '\0';
+    embedding (c, stack == 0 ? "encoder_embed_tokens" : "decoder_embed_tokens", v, d);
+    dropout (c, stack == 0 ? "encoder_dropout" : "decoder_dropout", td);
+    for (int i = 0; i < layers; i++) {
+      set_prefix (c, stem, i);
+      rmsnorm (c, "self_attention_norm", t, d);
+      t5_attention (c, "self_attention", stack == 1);
+      dropout (c, "self_attention_dropout", td);
+      add2 (c, "self_attention_add", t, d, td);
+      if (stack == 1) {
+        rmsnorm (c, "cross_attention_norm", t, d);
+        t5_attention (c, "enc_dec_attention", false);
+        dropout (c, "cross_attention_dropout", td);
+        add2 (c, "cross_attention_add", t, d, td);
+      }
+      rmsnorm (c, "ffn_norm", t, d);
+      t5_ffn (c, i % step == step - 1);
+      dropout (c, "ffn_dropout", td);
+      add2 (c, "ffn_add", t, d, td);
+    }
+    c->prefix[0] = '\0';
+    rmsnorm (c, stack == 0 ? "encoder_final_norm" : "decoder_final_norm", t, d);
+    dropout (c, stack == 0 ? "encoder_final_dropout" : "decoder_final_dropout", td);
+  }
+  unary (c, "lm_head_scale", "mulu", t, d);
+  linear (c, "lm_head", t, d, v, false);
+  lm_loss (c, v);
+  c->g->repeat = 1;
 }
 
 int
-graph_build (struct graph *g, const struct model_cfg *m, int64_t batch, int64_t seq, bool train)
+graph_build (struct graph *g, const struct model_cfg *m, const struct build_options *o)
 {
-  struct bctx c = { g, train };
-  int64_t t = batch * seq, d = m->hidden, h = m->heads, dh = d / h, f = m->ffn, v = m->vocab;
-  int64_t bh = batch * h;
-  double td = (double) (t * d), scores = (double) bh * (double) seq * (double) seq;
-  struct node *nd;
+  struct bctx c;
 
   memset (g, 0, sizeof *g);
+  memset (&c, 0, sizeof c);
+  if (o->fusion && o->train) {
+    pm_error ("--fusion: fused element-wise chains are modelled for inference only");
+    return -1;
+  }
+  if (o->kv_len > 0 && (m->family == FAM_BERT || m->family == FAM_SWITCH)) {
+    pm_error ("%s: a decode step is modelled for decoder-only models (model_type %s is not)",
+              m->name, m->arch);
+    return -1;
+  }
+  if (o->kv_len > 0 && o->train) {
+    pm_error ("a decode step is an inference phase (--mode inf)");
+    return -1;
+  }
+  c.g = g;
+  c.m = m;
+  c.o = o;
+  c.train = o->train;
+  c.b = o->batch;
+  c.s = o->kv_len > 0 ? 1 : o->seq;
+  c.kv = o->kv_len > 0 ? o->kv_len + 1 : o->seq;
+  c.t = c.b * c.s;
   g->source = xstrdup ("builder");
-  g->batch = batch;
-  g->seq = seq;
-  g->train = train;
-
-  nd = add (&c, "embedding", "EMBEDDING", (double) t, td);
-  mem (nd, PHASE_FW, (double) t + td);
-  if (train) {
-    mem (nd, PHASE_BW, (double) (v * d));
-    mem (nd, PHASE_BW, (double) (v * d));
-    vec (nd, PHASE_ACC, "add", 1, v * d);
+  g->batch = o->batch;
+  g->seq = o->seq;
+  g->train = o->train;
+  g->repeat = 1;
+  switch (m->family) {
+  case FAM_GPT2: gpt2_graph (&c); break;
+  case FAM_OPT: opt_graph (&c); break;
+  case FAM_BERT: bert_graph (&c); break;
+  case FAM_LLAMA:
+  case FAM_MIXTRAL: llama_graph (&c); break;
+  case FAM_SWITCH: switch_graph (&c); break;
+  default:
+    pm_error ("%s: no graph builder for family %d", m->name, m->family);
+    graph_free (g);
+    return -1;
   }
-  ew (&c, "embedding_add", "add", t, d, 2);
-  dropout (&c, "embedding_dropout", td);
-
-  g->layer_begin = g->n;
-  if (!m->encoder)
-    ew (&c, "layer_ln_1", "ln", t, d, 1);
-  linear (&c, "layer_qkv", t, d, 3 * d, true);
-  bmm (&c, "layer_scores", bh, seq, dh, seq);
-  ew (&c, "layer_scale", "div", bh * seq, seq, 1);
-  nd = add (&c, "layer_mask", "where", 2 * scores, scores);
-  mem (nd, PHASE_FW, 2 * scores + (double) (seq * seq));
-  if (train) {
-    mem (nd, PHASE_BW, scores + (double) (seq * seq));
-    mem (nd, PHASE_BW, scores + (double) (seq * seq));
-  }
-  ew (&c, "layer_softmax", "softmax", bh * seq, seq, 1);
-  dropout (&c, "layer_attn_dropout", scores);
-  bmm (&c, "layer_context", bh, seq, seq, dh);
-  nd = add (&c, "layer_contiguous", "contiguous", td, td);
-  mem (nd, PHASE_FW, 2 * td);
-  if (train) {
-    mem (nd, PHASE_BW, td);
-    mem (nd, PHASE_BW, td);
-  }
-  linear (&c, "layer_proj", t, d, d, true);
-  dropout (&c, "layer_resid_dropout", td);
-  ew (&c, "layer_add_1", "add", t, d, 2);
-  if (m->encoder)
-    ew (&c, "layer_ln_1", "ln", t, d, 1);
-  else
-    ew (&c, "layer_ln_2", "ln", t, d, 1);
-  linear (&c, "layer_fc1", t, d, f, true);
-  ew (&c, "layer_act", "gelu", t, f, 1);
-  linear (&c, "layer_fc2", t, f, d, true);
-  dropout (&c, "layer_mlp_dropout", td);
-  ew (&c, "layer_add_2", "add", t, d, 2);
-  if (m->encoder)
-    ew (&c, "layer_ln_2", "ln", t, d, 1);
-  g->layer_end = g->n;
-  g->repeat = m->layers;
-
-  if (!m->encoder) {
-    ew (&c, "final_ln", "ln", t, d, 1);
-    linear (&c, "lm_head", t, d, v, false);
-  }
+  if (g->layer_end == 0)
+    g->repeat = 1;
   return 0;
 }

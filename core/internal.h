@@ -139,15 +139,50 @@ const char *recompute_name (enum pm_recompute r);
 int strategy_resolve (struct strategy *s, int64_t gpus, bool gpus_given, int64_t batch);
 
 /* ---- modelcfg.c ---- */
+enum model_family {
+  FAM_GPT2,              /* GPT-2 and GPT-3 (Hugging Face gpt2): Conv1D, gelu_new, learned positions */
+  FAM_OPT,               /* OPT: pre-LN, separate q/k/v, ReLU */
+  FAM_BERT,              /* BERT: post-LN encoder */
+  FAM_LLAMA,             /* Llama 2/3: RMSNorm, rotary, grouped-query attention, SwiGLU */
+  FAM_MIXTRAL,           /* Mixtral: Llama attention, top-k routed SwiGLU experts */
+  FAM_SWITCH             /* Switch Transformer: T5 encoder-decoder, every other FFN routed */
+};
 struct model_cfg {
   char *name;            /* file stem or built-in name */
   char *path;
   char *arch;            /* model_type */
+  int family;            /* enum model_family */
   int64_t layers, hidden, heads, ffn, vocab, experts, top_k, max_pos;
+  int64_t kv_heads;      /* key/value heads (grouped-query attention); = heads otherwise */
+  int64_t head_dim;      /* per-head width (T5's d_kv may differ from hidden / heads) */
+  int64_t dec_layers;    /* encoder-decoder: decoder layers (layers counts the encoder's) */
+  int64_t sparse_step;   /* Switch: every sparse_step-th FFN is routed */
+  int64_t capacity;      /* Switch: tokens per expert (expert_capacity), 0: unbounded */
   bool encoder;          /* bidirectional (BERT) */
+  bool tied;             /* output layer shares the embedding's weights */
 };
 int model_cfg_load (struct model_cfg *m, const char *path);
 void model_cfg_free (struct model_cfg *m);
+/* Parameters of the model (weights, counting tied ones once). */
+double model_params (const struct model_cfg *m);
+const char *family_name (int family);
+
+/* ---- memory.c ---- */
+struct memory_options {
+  int dtype;
+  int64_t batch, seq;    /* micro-batch sequences and tokens */
+  bool train;
+  enum pm_recompute recompute;
+  int64_t kv_len;        /* decode step: cached tokens (0: prefill) */
+  int64_t gen;           /* inference: tokens generated after the prompt */
+};
+struct memory_estimate { /* bytes */
+  double weights, gradients, optimizer, activations, kv_cache, reserve, total;
+  double capacity;       /* the GPU's */
+  bool oom;
+};
+void memory_estimate (const struct model_cfg *m, const struct memory_options *o,
+                      const struct perfmod_gpu *gpu, struct memory_estimate *out);
 
 /* ---- graph.c: the per-device op graph ---- */
 enum phase { PHASE_FW = 0, PHASE_BW = 1, PHASE_ACC = 2 };
@@ -157,6 +192,8 @@ struct kop {             /* one kernel of a node */
   const char *op;        /* interned */
   int64_t b, m, n, k, h;
   double elems;          /* MEMORY/COMM: elements moved */
+  double traffic;        /* vector kernels: elements read+written per output element;
+                            0: the node's tensors' (NeuSight's convention) */
 };
 struct node {
   char *name;
@@ -188,8 +225,13 @@ int graph_layer (const struct graph *g, size_t i);
 /* opgraph.c: NeuSight's traced operator graphs. */
 int opgraph_import (struct graph *g, const char *path, int64_t n_layer);
 /* builder.c: a transformer graph from a model config. */
-int graph_build (struct graph *g, const struct model_cfg *m, int64_t batch,
-                 int64_t seq, bool train);
+struct build_options {
+  int64_t batch, seq;    /* sequences and tokens per sequence */
+  bool train;
+  bool fusion;           /* element-wise chains fused (inference) */
+  int64_t kv_len;        /* > 0: one decode step over a cache of kv_len tokens */
+};
+int graph_build (struct graph *g, const struct model_cfg *m, const struct build_options *o);
 
 /* ---- plugin.c ---- */
 struct plugin {
@@ -254,6 +296,23 @@ double dtype_bytes (int dtype);
 const char *dtype_name (int dtype);
 int dtype_parse (const char *s);
 const char *kclass_name (int kclass);
+/* A fused node's one kernel of phase; false if the phase has none. */
+bool fused_kernel (const struct node *nd, int phase, int dtype, struct perfmod_kernel *k);
+
+/* ---- report.c ---- */
+/* FLOPs and bytes a kernel moves, in plain units (not NeuSight's GiB). */
+void kernel_cost (const struct perfmod_kernel *k, double *flops, double *bytes);
+/* "compute", "memory" or "latency" (both roofs under a few microseconds). */
+const char *kernel_regime (double flops, double bytes, const struct perfmod_gpu *gpu, int dtype);
+typedef void (*graph_kernel_fn) (void *ctx, size_t node, int phase, const struct perfmod_kernel *k);
+/* Every kernel of the graph (one layer copy; weight with graph_weight). */
+void graph_kernels (const struct graph *g, int dtype, bool train, graph_kernel_fn fn, void *ctx);
+const char *phase_name (int phase);
+/* FLOPs of the whole graph (every layer copy). */
+double graph_flops (const struct graph *g, int dtype, bool train);
+/* perfmod graph: the kernels as CSV, or per-class totals as a table. */
+int graph_report (const struct graph *g, const struct perfmod_gpu *gpu, int dtype, bool train,
+                  bool csv, FILE *out);
 
 /* ---- explain.c ---- */
 struct workload;
@@ -268,6 +327,7 @@ struct reproduce_options {
   const char *table;          /* inf, train, all */
   char **predictors;
   const char *format;         /* table, csv */
+  bool build;                 /* perfmod's built graphs instead of NeuSight's traces */
 };
 int reproduce (struct plugin_set *set, const struct gpu_db *gpus,
                const struct reproduce_options *o);

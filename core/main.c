@@ -1,4 +1,4 @@
-/* main.c: the perfmod command line: predict (default), plugins, gpus, strategies, reproduce, train, eval. */
+/* main.c: the perfmod command line: predict (default), graph, plugins, gpus, strategies, models, reproduce, train, eval. */
 #include <config.h>
 
 #include <getopt.h>
@@ -19,14 +19,14 @@
 
 struct cli {
   const char *model, *opgraph, *gpu, *mode, *dtype, *predictors, *strategy, *format;
-  const char *neusight, *table;
+  const char *neusight, *table, *graph;
   const char *data, *out, *reference, *in_dist;
-  int64_t batch, seq, nodes, gpus_per_node, layers, seed, epochs, members;
+  int64_t batch, seq, nodes, gpus_per_node, layers, seed, epochs, members, gen;
   bool seed_given;
   char **plugin_opts;
   size_t nopts;
   char *command;           /* the command line as typed */
-  bool per_op, explain;
+  bool per_op, explain, fusion;
   char **plugin_paths;
   size_t npaths;
   char *assumed;           /* what the run filled in by default */
@@ -40,9 +40,11 @@ usage (FILE *fp)
          "               [--dtype fp32|tf32|fp16|bf16|fp8] [--predictor NAME[,NAME...]]\n"
          "               [--strategy SPEC|PRESET] [--nodes N] [--gpus-per-node N] [--explain]\n"
          "               [--per-op] [--format table|csv|json] [--plugin-path DIR]...\n"
-         "               [--layers N] [--verbose]\n"
-         "       perfmod plugins | gpus | strategies [--plugin-path DIR]...\n"
+         "               [--layers N] [--fusion] [--gen N] [--verbose]\n"
+         "       perfmod plugins | gpus | strategies | models [--plugin-path DIR]...\n"
+         "       perfmod graph [--model ...|--opgraph ...] [--format table|csv]: the kernels\n"
          "       perfmod reproduce [--neusight DIR] [--table inf|train|perop|all]\n"
+         "               [--graph opgraph|builder]\n"
          "               [--predictor LIST] [--format table|csv]\n"
          "       perfmod eval --data DIR [--predictor LIST] [--format table|csv]\n"
          "               [--in-dist GPU,...] [--neusight DIR]\n"
@@ -151,6 +153,36 @@ cmd_strategies (void)
   return 0;
 }
 
+static int
+cmd_models (void)
+{
+  char *dir = xasprintf ("%s/models", pm_datadir ());
+  char **files = list_dir (dir, ".json");
+  int rc = 0;
+  if (files == NULL) {
+    pm_error ("%s: no built-in models", dir);
+    free (dir);
+    return EXIT_RUNTIME;
+  }
+  printf ("%-14s %-20s %6s %6s %6s %6s %7s %7s %14s\n", "model", "model_type", "layers", "hidden",
+          "heads", "kv", "ffn", "experts", "params");
+  for (char **f = files; *f; f++) {
+    struct model_cfg m;
+    if (model_cfg_load (&m, *f) < 0)
+      rc = EXIT_USAGE;
+    else {
+      printf ("%-14s %-20s %6lld %6lld %6lld %6lld %7lld %7lld %14.0f\n", m.name, m.arch,
+              (long long) (m.layers + m.dec_layers), (long long) m.hidden, (long long) m.heads,
+              (long long) m.kv_heads, (long long) m.ffn, (long long) m.experts,
+              model_params (&m));
+      model_cfg_free (&m);
+    }
+  }
+  strv_free (files);
+  free (dir);
+  return rc;
+}
+
 /* ---- predict ---- */
 
 static int
@@ -181,14 +213,47 @@ resolve_model (struct cli *c, struct model_cfg *m)
   return rc;
 }
 
+/* What a run adds to each predictor's entry beyond the graph's times. */
+struct extras {
+  const struct memory_estimate *mem;
+  double mfu;                    /* achieved / peak FLOP/s, 0 if unknown */
+  double decode_ms;              /* one decode step (time per output token), 0 without --gen */
+  int64_t batch, gen;
+};
+
+static json_t *
+json_memory (const struct memory_estimate *mem)
+{
+  return json_pack ("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:b}", "weights", mem->weights / 1e9,
+                    "gradients", mem->gradients / 1e9, "optimizer", mem->optimizer / 1e9,
+                    "activations", mem->activations / 1e9, "kv_cache", mem->kv_cache / 1e9,
+                    "reserve", mem->reserve / 1e9, "total", mem->total / 1e9,
+                    "capacity", mem->capacity / 1e9, "oom", mem->oom);
+}
+
+static double
+tokens_per_s (const struct prediction *p, const struct extras *x)
+{
+  double ms = p->e2e_ms + (double) x->gen * x->decode_ms;
+  return ms > 0 ? (double) (x->batch * x->gen) / (ms / 1e3) : 0;
+}
+
 static void
-json_prediction (json_t *arr, const struct prediction *p, const struct graph *g, bool per_op)
+json_prediction (json_t *arr, const struct prediction *p, const struct graph *g, bool per_op,
+                 const struct extras *x)
 {
   json_t *o = json_pack ("{s:s, s:f, s:f, s:f, s:f, s:f, s:I, s:I}", "predictor", p->predictor,
                          "e2e_ms", p->e2e_ms, "fw_ms", p->fw_ms, "bw_ms", p->bw_ms + p->acc_ms,
                          "acc_ms", p->acc_ms, "spread_ms", p->spread_ms,
                          "kernels", (json_int_t) p->kernels,
                          "unique_kernels", (json_int_t) p->unique_kernels);
+  json_object_set_new (o, "mfu", json_real (x->mfu));
+  if (x->gen > 0) {
+    json_object_set_new (o, "ttft_ms", json_real (p->e2e_ms));
+    json_object_set_new (o, "tpot_ms", json_real (x->decode_ms));
+    json_object_set_new (o, "tokens_per_s", json_real (tokens_per_s (p, x)));
+  }
+  json_object_set_new (o, "memory", x->mem ? json_memory (x->mem) : json_null ());
   if (per_op) {
     json_t *ops = json_array ();
     for (size_t i = 0; i < g->n; i++) {
@@ -233,24 +298,32 @@ print_per_op (const struct cli *c, const struct graph *g, const struct predictio
     }
 }
 
-static int
-cmd_predict (struct cli *c, struct plugin_set *set)
-{
+/* What predict and graph work on: the GPU, the model and the per-device graph. */
+struct workload {
   struct gpu_db gpus;
   const struct gpu_entry *ge;
   struct model_cfg m;
   struct graph g;
-  struct strategy s;
-  struct run_options ro;
-  struct prediction *pr = NULL;
-  char **names = NULL;
-  size_t npred = 0;
-  int rc = EXIT_USAGE, dtype, gpn;
+  int dtype;
   int64_t batch, seq;            /* the run's: given, or the imported graph's */
-  bool train, have_model = false, have_graph = false, gpus_given;
-  struct timespec t0, t1;
+  bool train, have_model, have_graph;
+};
 
-  memset (&m, 0, sizeof m);
+static void
+workload_free (struct workload *w)
+{
+  if (w->have_graph)
+    graph_free (&w->g);
+  model_cfg_free (&w->m);
+  gpu_db_free (&w->gpus);
+}
+
+/* Resolve the options into a workload; an exit status on failure (the
+ * workload is then freed). */
+static int
+workload_load (struct cli *c, struct workload *w)
+{
+  memset (w, 0, sizeof *w);
   if (c->mode == NULL) {
     c->mode = "inf";
     assume (c, "--mode inf");
@@ -259,10 +332,10 @@ cmd_predict (struct cli *c, struct plugin_set *set)
     pm_error ("--mode '%s': expected inf or train", c->mode);
     return EXIT_USAGE;
   }
-  train = strcmp (c->mode, "train") == 0;
+  w->train = strcmp (c->mode, "train") == 0;
   if (c->dtype == NULL)
     c->dtype = "fp32";
-  if ((dtype = dtype_parse (c->dtype)) < 0) {
+  if ((w->dtype = dtype_parse (c->dtype)) < 0) {
     pm_error ("--dtype '%s': expected fp32, tf32, fp16, bf16 or fp8", c->dtype);
     return EXIT_USAGE;
   }
@@ -270,34 +343,31 @@ cmd_predict (struct cli *c, struct plugin_set *set)
     pm_error ("--format '%s': expected table, csv or json", c->format);
     return EXIT_USAGE;
   }
-  if (load_gpus (&gpus) < 0)
+  if (load_gpus (&w->gpus) < 0)
     return EXIT_USAGE;
   if (c->gpu == NULL) {
     c->gpu = DEFAULT_GPU;
     assume (c, "--gpu " DEFAULT_GPU);
   }
-  ge = gpu_db_find (&gpus, c->gpu);
-  if (ge == NULL) {
+  w->ge = gpu_db_find (&w->gpus, c->gpu);
+  if (w->ge == NULL) {
     pm_error ("--gpu '%s': no such GPU (see perfmod gpus)", c->gpu);
-    goto out;
+    goto fail;
   }
-  if (dtype != PERFMOD_DTYPE_FP32 && ge->gpu.tensor_tflops[dtype] <= 0) {
-    pm_error ("--dtype %s: %s has no %s matrix units in gpus.d", c->dtype, ge->name, c->dtype);
-    goto out;
+  if (w->dtype != PERFMOD_DTYPE_FP32 && w->ge->gpu.tensor_tflops[w->dtype] <= 0) {
+    pm_error ("--dtype %s: %s has no %s matrix units in gpus.d", c->dtype, w->ge->name, c->dtype);
+    goto fail;
   }
-
   if (c->opgraph == NULL || c->model != NULL || c->explain) {
-    if (resolve_model (c, &m) < 0)
-      goto out;
-    have_model = true;
+    if (resolve_model (c, &w->m) < 0)
+      goto fail;
+    w->have_model = true;
   }
   if (c->opgraph) {
-    int64_t layers = c->layers ? c->layers : have_model ? m.layers : 1;
-    if (opgraph_import (&g, c->opgraph, layers) < 0) {
-      rc = EXIT_USAGE;
-      goto out;
-    }
-    if (!have_model && c->layers == 0 && g.repeat == 1 && g.layer_end == 0)
+    int64_t layers = c->layers ? c->layers : w->have_model ? w->m.layers : 1;
+    if (opgraph_import (&w->g, c->opgraph, layers) < 0)
+      goto fail;
+    if (!w->have_model && c->layers == 0 && w->g.repeat == 1 && w->g.layer_end == 0)
       pm_debug ("%s: no --model or --layers: the graph is taken as complete", c->opgraph);
   }
   else {
@@ -309,11 +379,72 @@ cmd_predict (struct cli *c, struct plugin_set *set)
       c->seq = DEFAULT_SEQ;
       assume (c, "--seq 1024");
     }
-    graph_build (&g, &m, c->batch, c->seq, train);
+    struct build_options bo = { c->batch, c->seq, w->train, c->fusion, 0 };
+    if (graph_build (&w->g, &w->m, &bo) < 0)
+      goto fail;
   }
-  have_graph = true;
-  batch = c->batch ? c->batch : g.batch;
-  seq = c->seq ? c->seq : g.seq;
+  w->have_graph = true;
+  w->batch = c->batch ? c->batch : w->g.batch;
+  w->seq = c->seq ? c->seq : w->g.seq;
+  return 0;
+fail:
+  workload_free (w);
+  return EXIT_USAGE;
+}
+
+static int
+cmd_graph (struct cli *c)
+{
+  struct workload w;
+  int rc = workload_load (c, &w);
+  if (rc)
+    return rc;
+  if (strcmp (c->format, "json") == 0) {
+    pm_error ("--format json: graph prints table or csv");
+    rc = EXIT_USAGE;
+  }
+  else {
+    if (strcmp (c->format, "table") == 0)
+      printf ("%s: %s, batch %lld x seq %lld, %s, %s graph, %lld layers\n",
+              w.have_model ? w.m.name : c->opgraph, w.train ? "training step" : "inference",
+              (long long) w.batch, (long long) w.seq, c->dtype,
+              c->opgraph ? "imported" : "built", (long long) w.g.repeat);
+    graph_report (&w.g, &w.ge->gpu, w.dtype, w.train, strcmp (c->format, "csv") == 0, stdout);
+  }
+  workload_free (&w);
+  return rc;
+}
+
+static int
+cmd_predict (struct cli *c, struct plugin_set *set)
+{
+  struct workload w;
+  const struct gpu_entry *ge;
+  struct graph *gp;
+  struct strategy s;
+  struct run_options ro;
+  struct prediction *pr = NULL;
+  char **names = NULL;
+  size_t npred = 0;
+  int rc, dtype, gpn;
+  int64_t batch, seq;
+  bool train, gpus_given;
+  struct timespec t0, t1;
+  struct memory_estimate mem;
+  struct extras *x = NULL;
+  struct graph dg;               /* the decode step's graph with --gen */
+  bool have_decode = false;
+  double flops;
+
+  if ((rc = workload_load (c, &w)) != 0)
+    return rc;
+  rc = EXIT_USAGE;
+  ge = w.ge;
+  gp = &w.g;
+  dtype = w.dtype;
+  train = w.train;
+  batch = w.batch;
+  seq = w.seq;
   gpn = c->gpus_per_node ? (int) c->gpus_per_node : ge->gpu.gpus_per_node;
 
   strategy_init (&s);
@@ -347,11 +478,30 @@ cmd_predict (struct cli *c, struct plugin_set *set)
   if (strategy_resolve (&s, (c->nodes ? c->nodes : 1) * gpn, gpus_given, batch ? batch : 1) < 0)
     goto out;
 
+  if (c->gen > 0) {
+    /* The mean decode step: attention grows linearly with the cache, so
+     * the step at the middle of the generation is the average one. */
+    struct build_options bo = { batch, seq, false, c->fusion, seq + c->gen / 2 };
+    if (train || !w.have_model || c->opgraph) {
+      pm_error ("--gen: decode steps are predicted for inference of a --model (built graph)");
+      goto out;
+    }
+    if (graph_build (&dg, &w.m, &bo) < 0)
+      goto out;
+    have_decode = true;
+  }
+  if (w.have_model) {
+    struct memory_options mo = { dtype, batch, seq, train, s.recompute, 0, c->gen };
+    memory_estimate (&w.m, &mo, &ge->gpu, &mem);
+  }
+  flops = graph_flops (gp, dtype, train);
+
   names = strv_split (c->predictors ? c->predictors : "roofline", ',');
   if (c->predictors == NULL)
     assume (c, "--predictor roofline");
   npred = strv_len (names);
   pr = xcalloc (npred, sizeof *pr);
+  x = xcalloc (npred, sizeof *x);
   ro.dtype = dtype;
   ro.train = train;
   ro.comm_group = s.tp * s.dp * s.pp;
@@ -364,27 +514,47 @@ cmd_predict (struct cli *c, struct plugin_set *set)
       npred = p;
       goto out;
     }
-    if (predict_graph (pl, &g, &ge->gpu, &ro, &pr[p]) < 0) {
+    if (dtype != PERFMOD_DTYPE_FP32 && strcmp (names[p], "roofline") != 0 &&
+        paper_method_name (names[p]) != NULL)
+      fprintf (stderr, "perfmod: note: %s was trained on fp32 kernel measurements only; at %s it "
+               "predicts each kernel's fp32 equivalent (fp32 peak and bandwidth inputs), an "
+               "upper bound where matrix units are faster\n", names[p], c->dtype);
+    if (predict_graph (pl, gp, &ge->gpu, &ro, &pr[p]) < 0) {
       rc = EXIT_RUNTIME;
       npred = p;
       goto out;
+    }
+    x[p].mem = w.have_model ? &mem : NULL;
+    x[p].batch = batch;
+    x[p].gen = c->gen;
+    x[p].mfu = pr[p].e2e_ms > 0 ? flops / (pr[p].e2e_ms / 1e3)
+                                  / perfmod_gpu_peak_flops (&ge->gpu, dtype) : 0;
+    if (have_decode) {
+      struct prediction dp;
+      if (predict_graph (pl, &dg, &ge->gpu, &ro, &dp) < 0) {
+        rc = EXIT_RUNTIME;
+        npred = p + 1;
+        goto out;
+      }
+      x[p].decode_ms = dp.e2e_ms;
+      prediction_free (&dp);
     }
   }
   clock_gettime (CLOCK_MONOTONIC, &t1);
 
   if (strcmp (c->format, "json") == 0) {
     json_t *root = json_object (), *arr = json_array ();
-    json_object_set_new (root, "model", json_string (have_model ? m.name : c->opgraph));
-    json_object_set_new (root, "graph", json_string (g.source));
+    json_object_set_new (root, "model", json_string (w.have_model ? w.m.name : c->opgraph));
+    json_object_set_new (root, "graph", json_string (gp->source));
     json_object_set_new (root, "gpu", json_string (ge->name));
     json_object_set_new (root, "mode", json_string (c->mode));
     json_object_set_new (root, "dtype", json_string (c->dtype));
     json_object_set_new (root, "batch", json_integer (batch));
     json_object_set_new (root, "seq", json_integer (seq));
-    json_object_set_new (root, "layers", json_integer (g.repeat));
+    json_object_set_new (root, "layers", json_integer (gp->repeat));
     json_object_set_new (root, "assumed", json_string (c->assumed ? c->assumed : ""));
     for (size_t p = 0; p < npred; p++)
-      json_prediction (arr, &pr[p], &g, c->per_op);
+      json_prediction (arr, &pr[p], gp, c->per_op, &x[p]);
     json_object_set_new (root, "predictions", arr);
     json_dumpf (root, stdout, JSON_INDENT (2) | JSON_REAL_PRECISION (10));
     putchar ('\n');
@@ -392,22 +562,28 @@ cmd_predict (struct cli *c, struct plugin_set *set)
   }
   else if (strcmp (c->format, "csv") == 0) {
     if (c->per_op)
-      print_per_op (c, &g, pr, npred);
+      print_per_op (c, gp, pr, npred);
     else {
-      printf ("predictor,e2e_ms,fw_ms,bw_ms,acc_ms,spread_ms\n");
-      for (size_t p = 0; p < npred; p++)
-        printf ("%s,%.9g,%.9g,%.9g,%.9g,%.9g\n", pr[p].predictor, pr[p].e2e_ms, pr[p].fw_ms,
+      printf ("predictor,e2e_ms,fw_ms,bw_ms,acc_ms,spread_ms%s\n",
+              c->gen > 0 ? ",ttft_ms,tpot_ms,tokens_per_s" : "");
+      for (size_t p = 0; p < npred; p++) {
+        printf ("%s,%.9g,%.9g,%.9g,%.9g,%.9g", pr[p].predictor, pr[p].e2e_ms, pr[p].fw_ms,
                 pr[p].bw_ms + pr[p].acc_ms, pr[p].acc_ms, pr[p].spread_ms);
+        if (c->gen > 0)
+          printf (",%.9g,%.9g,%.9g", pr[p].e2e_ms, x[p].decode_ms, tokens_per_s (&pr[p], &x[p]));
+        putchar ('\n');
+      }
     }
     if (c->assumed)
       fprintf (stderr, "perfmod: assumed %s\n", c->assumed);
   }
   else {
     printf ("perfmod %s: %s, %s, batch %lld x seq %lld, %s, on %s (%s graph, %lld layers)\n",
-            PACKAGE_VERSION, have_model ? m.name : c->opgraph,
-            train ? "training step" : "inference (prefill)", (long long) batch,
+            PACKAGE_VERSION, w.have_model ? w.m.name : c->opgraph,
+            train ? "training step" : c->gen > 0 ? "inference (prefill, then decode)"
+            : "inference (prefill)", (long long) batch,
             (long long) seq, c->dtype, ge->name,
-            c->opgraph ? "imported" : "built", (long long) g.repeat);
+            c->opgraph ? "imported" : "built", (long long) gp->repeat);
     if (c->assumed)
       printf ("assumed: %s\n", c->assumed);
     if (c->strategy)
@@ -437,14 +613,32 @@ cmd_predict (struct cli *c, struct plugin_set *set)
     printf ("\n%-10s", "kernels");
     for (size_t p = 0; p < npred; p++)
       printf (" %14zu", pr[p].kernels);
+    printf ("\n%-10s", "mfu");
+    for (size_t p = 0; p < npred; p++)
+      printf (" %13.1f%%", 100 * x[p].mfu);
+    if (c->gen > 0) {
+      static const char *const drows[] = { "ttft_ms", "tpot_ms", "tokens/s" };
+      for (int r = 0; r < 3; r++) {
+        printf ("\n%-10s", drows[r]);
+        for (size_t p = 0; p < npred; p++)
+          printf (" %14.3f", r == 0 ? pr[p].e2e_ms : r == 1 ? x[p].decode_ms
+                                    : tokens_per_s (&pr[p], &x[p]));
+      }
+    }
+    if (w.have_model)
+      printf ("\n\nmemory per device (GB): weights %.2f, gradients %.2f, optimizer %.2f, "
+              "activations %.2f, kv_cache %.2f, reserve %.2f; total %.2f of %.2f%s",
+              mem.weights / 1e9, mem.gradients / 1e9, mem.optimizer / 1e9, mem.activations / 1e9,
+              mem.kv_cache / 1e9, mem.reserve / 1e9, mem.total / 1e9, mem.capacity / 1e9,
+              mem.oom ? "  OOM: does not fit" : "");
     printf ("\n\n(bw_ms includes acc_ms, the gradient accumulation; spread_ms: the sum of the "
             "kernels' ensemble spreads, at least the spread of e2e_ms; predicted in %.2f ms)\n",
             ((double) (t1.tv_sec - t0.tv_sec) * 1e3 + (double) (t1.tv_nsec - t0.tv_nsec) / 1e6));
     if (c->per_op)
-      print_per_op (c, &g, pr, npred);
+      print_per_op (c, gp, pr, npred);
   }
   if (c->explain) {
-    if (explain_strategy (set, &s, &m, &ge->gpu, batch, seq, dtype, gpn, stdout) < 0) {
+    if (explain_strategy (set, &s, &w.m, &ge->gpu, batch, seq, dtype, gpn, stdout) < 0) {
       rc = EXIT_RUNTIME;
       goto out;
     }
@@ -454,11 +648,11 @@ out:
   for (size_t p = 0; p < npred; p++)
     prediction_free (&pr[p]);
   free (pr);
+  free (x);
   strv_free (names);
-  if (have_graph)
-    graph_free (&g);
-  model_cfg_free (&m);
-  gpu_db_free (&gpus);
+  if (have_decode)
+    graph_free (&dg);
+  workload_free (&w);
   return rc;
 }
 
@@ -579,7 +773,7 @@ main (int argc, char **argv)
 {
   enum { O_MODEL = 256, O_OPGRAPH, O_GPU, O_BATCH, O_SEQ, O_MODE, O_DTYPE, O_PRED, O_STRAT,
          O_NODES, O_GPN, O_PEROP, O_FORMAT, O_PPATH, O_EXPLAIN, O_NEUSIGHT, O_TABLE, O_LAYERS,
-         O_DATA, O_OUT, O_SEED, O_EPOCHS, O_MEMBERS, O_REFERENCE, O_INDIST, O_POPT };
+         O_DATA, O_OUT, O_SEED, O_EPOCHS, O_MEMBERS, O_REFERENCE, O_INDIST, O_POPT, O_FUSION, O_GEN, O_GRAPH };
   static const struct option opts[] = {
     { "model", required_argument, NULL, O_MODEL },
     { "opgraph", required_argument, NULL, O_OPGRAPH },
@@ -607,6 +801,9 @@ main (int argc, char **argv)
     { "reference", required_argument, NULL, O_REFERENCE },
     { "in-dist", required_argument, NULL, O_INDIST },
     { "plugin-opt", required_argument, NULL, O_POPT },
+    { "fusion", no_argument, NULL, O_FUSION },
+    { "gen", required_argument, NULL, O_GEN },
+    { "graph", required_argument, NULL, O_GRAPH },
     { "verbose", no_argument, NULL, 'v' },
     { "help", no_argument, NULL, 'h' },
     { "version", no_argument, NULL, 'V' },
@@ -631,6 +828,7 @@ main (int argc, char **argv)
     case O_NODES: if (!positive ("--nodes", optarg, &c.nodes)) goto usage; break;
     case O_GPN: if (!positive ("--gpus-per-node", optarg, &c.gpus_per_node)) goto usage; break;
     case O_LAYERS: if (!positive ("--layers", optarg, &c.layers)) goto usage; break;
+    case O_GEN: if (!positive ("--gen", optarg, &c.gen)) goto usage; break;
     case O_EPOCHS: if (!positive ("--epochs", optarg, &c.epochs)) goto usage; break;
     case O_MEMBERS:
       if (!positive ("--members", optarg, &c.members))
@@ -660,6 +858,8 @@ main (int argc, char **argv)
     case O_PRED: c.predictors = optarg; break;
     case O_STRAT: c.strategy = optarg; break;
     case O_PEROP: c.per_op = true; break;
+    case O_FUSION: c.fusion = true; break;
+    case O_GRAPH: c.graph = optarg; break;
     case O_FORMAT: c.format = optarg; break;
     case O_EXPLAIN: c.explain = true; break;
     case O_NEUSIGHT: c.neusight = optarg; break;
@@ -683,7 +883,7 @@ main (int argc, char **argv)
     cmd = argv[optind++];
   if (strcmp (cmd, "predict") && strcmp (cmd, "plugins") && strcmp (cmd, "gpus") &&
       strcmp (cmd, "strategies") && strcmp (cmd, "reproduce") && strcmp (cmd, "train") &&
-      strcmp (cmd, "eval")) {
+      strcmp (cmd, "eval") && strcmp (cmd, "graph") && strcmp (cmd, "models")) {
     pm_error ("unknown command '%s' (try perfmod --help)", cmd);
     cli_free (&c);
     return EXIT_USAGE;
@@ -693,12 +893,13 @@ main (int argc, char **argv)
     goto usage;
   }
 
-  if (strcmp (cmd, "gpus") == 0 || strcmp (cmd, "strategies") == 0) {
+  if (strcmp (cmd, "gpus") == 0 || strcmp (cmd, "strategies") == 0 || strcmp (cmd, "models") == 0) {
     cli_free (&c);
-    return strcmp (cmd, "gpus") == 0 ? cmd_gpus () : cmd_strategies ();
+    return strcmp (cmd, "gpus") == 0 ? cmd_gpus ()
+         : strcmp (cmd, "models") == 0 ? cmd_models () : cmd_strategies ();
   }
-  if (strcmp (cmd, "train") == 0) {
-    rc = cmd_train (&c);
+  if (strcmp (cmd, "train") == 0 || strcmp (cmd, "graph") == 0) {
+    rc = strcmp (cmd, "train") == 0 ? cmd_train (&c) : cmd_graph (&c);
     cli_free (&c);
     return rc;
   }
@@ -720,7 +921,17 @@ main (int argc, char **argv)
     ro.neusight = c.neusight ? c.neusight : env && *env ? env : NULL;
     ro.table = c.table ? c.table : "all";
     ro.format = c.format;
-    if (ro.neusight == NULL) {
+    ro.build = c.graph && strcmp (c.graph, "builder") == 0;
+    if (c.graph && !ro.build && strcmp (c.graph, "opgraph") != 0) {
+      pm_error ("--graph '%s': expected builder or opgraph", c.graph);
+      rc = EXIT_USAGE;
+    }
+    else if (ro.build && strcmp (ro.table, "perop") == 0) {
+      pm_error ("--table perop needs NeuSight's traced graphs (--graph opgraph): its measured "
+                "per-node latencies are joined by the traces' node names");
+      rc = EXIT_USAGE;
+    }
+    else if (ro.neusight == NULL) {
       pm_error ("reproduce needs --neusight DIR (or PERFMOD_NEUSIGHT): the NeuSight artifact folder");
       rc = EXIT_USAGE;
     }

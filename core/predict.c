@@ -71,7 +71,8 @@ kop_to_kernel (const struct kop *o, const struct node *nd, int dtype, struct per
   case PERFMOD_KERNEL_LAYERNORM:
     /* NeuSight takes the bytes per output from the node's tensors, not the
      * kernel's own arguments (so a bias-gradient add inherits the node's). */
-    k->mem_per_output = (nd->in_elems + nd->out_elems) * eb / nd->out_elems;
+    k->mem_per_output = o->traffic > 0 ? o->traffic * eb
+                      : (nd->in_elems + nd->out_elems) * eb / nd->out_elems;
     k->ops_per_output = ops_per_output (o->op);
     break;
   case PERFMOD_KERNEL_MEMORY:
@@ -85,7 +86,7 @@ kop_to_kernel (const struct kop *o, const struct node *nd, int dtype, struct per
 
 /* A fused element-wise chain is one kernel: the last op's shape, the
  * node's inputs and output as its traffic, every op's arithmetic. */
-static bool
+bool
 fused_kernel (const struct node *nd, int phase, int dtype, struct perfmod_kernel *k)
 {
   const struct kop *rep;

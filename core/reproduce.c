@@ -64,29 +64,52 @@ struct gcache {
   size_t n;
 };
 
-static struct graph *
-graph_for (struct gcache *gc, const char *dir, const char *model, const char *tag)
+/* The graph of a run: NeuSight's trace, or perfmod's own built from the
+ * model config and the tag's mode, sequence, batch and fusion. */
+static int
+load_graph (struct graph *g, const char *dir, const char *model, const char *tag, bool build)
 {
   struct model_cfg m;
+  char *path = xasprintf ("%s/DLmodel_configs/%s.json", dir, model);
+  int rc;
+  if (model_cfg_load (&m, path) < 0) {
+    free (path);
+    return -1;
+  }
+  free (path);
+  if (build) {
+    char **f = strv_split (tag, '-');
+    struct build_options bo = { 0, 0, false, false, 0 };
+    size_t n = strv_len (f);
+    rc = -1;
+    if (n >= 4 && parse_int64 (f[2], &bo.seq) && parse_int64 (f[3], &bo.batch)) {
+      bo.train = strcmp (f[1], "train") == 0;
+      bo.fusion = n == 5 && strcmp (f[4], "fusion") == 0;
+      if (n == 4 || bo.fusion)
+        rc = graph_build (g, &m, &bo);
+    }
+    if (rc < 0)
+      pm_error ("%s: no built graph for this run's tag", tag);
+    strv_free (f);
+  }
+  else {
+    path = xasprintf ("%s/results/opgraph/%s.csv", dir, tag);
+    rc = opgraph_import (g, path, m.layers);
+    free (path);
+  }
+  model_cfg_free (&m);
+  return rc;
+}
+
+static struct graph *
+graph_for (struct gcache *gc, const char *dir, const char *model, const char *tag, bool build)
+{
   struct graph g;
-  char *path;
   for (size_t i = 0; i < gc->n; i++)
     if (strcmp (gc->tags[i], tag) == 0)
       return &gc->graphs[i];
-  path = xasprintf ("%s/DLmodel_configs/%s.json", dir, model);
-  if (model_cfg_load (&m, path) < 0) {
-    free (path);
+  if (load_graph (&g, dir, model, tag, build) < 0)
     return NULL;
-  }
-  free (path);
-  path = xasprintf ("%s/results/opgraph/%s.csv", dir, tag);
-  if (opgraph_import (&g, path, m.layers) < 0) {
-    free (path);
-    model_cfg_free (&m);
-    return NULL;
-  }
-  free (path);
-  model_cfg_free (&m);
   gc->tags = xrealloc (gc->tags, (gc->n + 1) * sizeof *gc->tags);
   gc->graphs = xrealloc (gc->graphs, (gc->n + 1) * sizeof *gc->graphs);
   gc->tags[gc->n] = xstrdup (tag);
@@ -300,7 +323,10 @@ reproduce (struct plugin_set *set, const struct gpu_db *gpus, const struct repro
   int col[6], rc = 0;
   bool csv = strcmp (o->format, "csv") == 0;
   bool want_e2e = strcmp (o->table, "perop") != 0;
-  bool want_perop = strcmp (o->table, "perop") == 0 || (strcmp (o->table, "all") == 0 && !csv);
+  /* The per-op table joins measured per-node latencies to the traced
+   * graphs' node names: it needs the traces. */
+  bool want_perop = (strcmp (o->table, "perop") == 0 || (strcmp (o->table, "all") == 0 && !csv))
+                    && !o->build;
   struct perop_tally *ptally = xcalloc (npred, sizeof *ptally);
 
   for (size_t p = 0; p < npred; p++) {
@@ -379,7 +405,7 @@ reproduce (struct plugin_set *set, const struct gpu_db *gpus, const struct repro
     }
     tag = xasprintf ("%s-%s-%s-%s", model, mode, seq, batch);
     lpath = xasprintf ("%s/label/%s/%s.json", o->neusight, device, tag);
-    g = graph_for (&gc, o->neusight, model, tag);
+    g = graph_for (&gc, o->neusight, model, tag, o->build);
     if (g == NULL || label_ms (lpath, &measured) < 0) {
       free (tag);
       free (lpath);

@@ -20,7 +20,7 @@ ok $(awk -F, 'NR == 2 { exit !($2 > $3 && $4 > 0 && ($3 + $4 - $2) < 1e-6 * $2) 
   "training: e2e = fw + bw (bw includes accumulation), bw > 0"
 
 run_pm --mode train --per-op --format csv
-ok $([ $rc -eq 0 ] && grep -q '^roofline,layer_qkv,Linear,0,36,' "$TMP/out" && echo 0 || echo 1) \
+ok $([ $rc -eq 0 ] && grep -q '^roofline,h_0_attn_c_attn,Linear,0,36,' "$TMP/out" && echo 0 || echo 1) \
   "--per-op lists layer kernels with their count (36 layers)"
 
 run_pm --help
@@ -40,11 +40,11 @@ expect_fail 2 "--dtype fp8: NVIDIA_A100-PCIE-40GB has no fp8" "fp8 on A100 refus
 expect_fail 2 "--predictor 'oracle'" "unknown predictor named" -- --predictor oracle
 expect_fail 2 "--model 'nosuchmodel'" "unknown model named" -- --model nosuchmodel
 
-printf '{"n_layer": 2, "n_embd": 64,\n "n_head": 3, "vocab_size": 100}\n' > "$TMP/heads.json"
+printf '{"model_type": "gpt2", "n_layer": 2, "n_embd": 64,\n "n_head": 3, "vocab_size": 100}\n' > "$TMP/heads.json"
 expect_fail 2 "heads.json: hidden size 64 is not a multiple of 3 heads" "inconsistent config refused" -- --model "$TMP/heads.json"
 printf '{"n_layer": 2,\n "n_embd": 64 "n_head": 4}\n' > "$TMP/syntax.json"
 expect_fail 2 "syntax.json:2: " "JSON syntax error cites file:line" -- --model "$TMP/syntax.json"
-printf '{"n_layer": 2, "n_embd": 64, "n_head": 4}\n' > "$TMP/novocab.json"
+printf '{"model_type": "gpt2", "n_layer": 2, "n_embd": 64, "n_head": 4}\n' > "$TMP/novocab.json"
 expect_fail 2 "missing key vocab_size" "missing key named" -- --model "$TMP/novocab.json"
 
 run_pm --dtype bf16 --format csv

@@ -1,0 +1,85 @@
+/* memory.c: device memory of a training step or an inference run: weights, gradients, optimizer, activations, KV cache, reserve. */
+#include <config.h>
+
+#include <math.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* What the framework and allocator keep beyond the tensors: the CUDA
+ * context and library workspaces, and fragmentation of the caching
+ * allocator.  A documented estimate (doc/memory.md), not a measurement. */
+#define RESERVE_FIXED_BYTES 1.0e9
+#define RESERVE_FRACTION 0.05
+
+/* Activation bytes one layer keeps for the backward pass, per Korthikanti
+ * et al. 2022 (table 2), generalised to a feed-forward width f, grouped
+ * key/value heads and routed experts; `eb` scales the 2-byte activations
+ * of the paper, masks stay one byte. */
+static double
+layer_activations (const struct model_cfg *m, double b, double s, double eb,
+                   enum pm_recompute rc)
+{
+  double h = (double) m->hidden, a = (double) m->heads, f = (double) m->ffn;
+  double r = (double) m->kv_heads / (double) m->heads, sbh = s * b * h, k = 1;
+  bool gated = m->family == FAM_LLAMA || m->family == FAM_MIXTRAL;
+  bool attn_dropout = !gated;
+  double attn, mlp, norms, scores;
+  if (m->experts > 0 && (m->family == FAM_MIXTRAL || m->family == FAM_SWITCH))
+    k = (double) m->top_k;   /* each token's activations in k experts */
+  if (rc == RECOMPUTE_FULL)
+    return 2 * sbh * eb / 2;                  /* the layer's input only */
+  /* qkv input, q, k, v, projection input (2 bytes each), dropout mask */
+  attn = sbh * (eb * (3 + 2 * r) + (attn_dropout ? 1 : 0));
+  /* fc1 input, mask; fc1 and activation outputs (gated: gate, up, act) */
+  mlp = sbh * (eb + (gated ? 0 : 1)) + k * s * b * f * eb * (gated ? 3 : 2);
+  norms = 2 * sbh * eb;
+  /* softmax output, and with dropout its mask and output */
+  scores = a * s * s * b * (attn_dropout ? 2 * eb + 1 : eb);
+  return attn + mlp + norms + (rc == RECOMPUTE_SELECTIVE ? 0 : scores);
+}
+
+void
+memory_estimate (const struct model_cfg *m, const struct memory_options *o,
+                 const struct perfmod_gpu *gpu, struct memory_estimate *out)
+{
+  double p = model_params (m), eb = dtype_bytes (o->dtype);
+  double b = (double) o->batch, s = (double) o->seq, l = (double) m->layers;
+  double h = (double) m->hidden, v = (double) m->vocab;
+  bool mixed = o->dtype == PERFMOD_DTYPE_FP16 || o->dtype == PERFMOD_DTYPE_BF16 ||
+               o->dtype == PERFMOD_DTYPE_FP8;
+  double sum;
+
+  memset (out, 0, sizeof *out);
+  if (m->family == FAM_SWITCH)
+    l += (double) m->dec_layers;
+  if (o->train) {
+    /* Mixed precision keeps 2-byte weights, fp32 gradients and Adam's
+     * fp32 master weights and two moments (Megatron's 18 bytes per
+     * parameter); fp32 training has no master copy (16). */
+    out->weights = p * (mixed ? 2 : 4);
+    out->gradients = p * 4;
+    out->optimizer = p * (mixed ? 12 : 8);
+    out->activations = l * layer_activations (m, b, s, mixed ? 2 : eb, o->recompute)
+                       /* logits and their gradient in fp32 for the loss */
+                       + 2 * 4 * b * s * v + s * b * h * 2;
+  }
+  else {
+    out->weights = p * eb;
+    /* One layer's working set at a time (the residual stream, the
+     * feed-forward intermediate, the scores) and the logits. */
+    double q = o->kv_len > 0 ? 1 : s, kv = o->kv_len > 0 ? (double) o->kv_len + 1 : s;
+    double f = (double) m->ffn * (m->experts ? (double) m->top_k : 1);
+    out->activations = eb * (b * q * (2 * h + 2 * f) + 2 * b * (double) m->heads * q * kv
+                             + b * q * v);
+    double cached = o->kv_len > 0 ? (double) o->kv_len + 1 : s + (double) o->gen;
+    if (m->family != FAM_BERT)
+      out->kv_cache = 2 * l * b * cached * (double) (m->kv_heads * m->head_dim) * eb;
+  }
+  sum = out->weights + out->gradients + out->optimizer + out->activations + out->kv_cache;
+  out->reserve = RESERVE_FIXED_BYTES + RESERVE_FRACTION * sum;
+  out->total = sum + out->reserve;
+  /* HBM capacities are binary: an "80 GB" H100 holds 80 GiB. */
+  out->capacity = gpu->mem_gb * 1073741824.0;
+  out->oom = out->capacity > 0 && out->total > out->capacity;
+}
