@@ -559,12 +559,12 @@ moe_block (struct bctx *c, int64_t f, const char *act)
 {
   const struct model_cfg *m = c->m;
   int64_t t = c->t, d = m->hidden, te = expert_tokens (m, t);
-  double td = (double) t * (double) d, ted = (double) te * (double) d;
+  double ted = (double) te * (double) d;
   linear (c, "router", t, d, m->experts, false);
   unary (c, "router_softmax", "softmax", t, m->experts);
   copy (c, "router_topk", "topk", (double) (t * m->experts), (double) (t * m->top_k));
-  /* Every expert's work is the same under even routing: build one and
-   * let the graph count it experts times. */
+  /* Under even routing every expert gets the same tokens; each is built
+   * so that --per-op shows them one by one. */
   for (int64_t e = 0; e < m->experts; e++) {
     char p[48], buf[64];
     snprintf (p, sizeof p, "expert_%lld_", (long long) e);
@@ -587,7 +587,6 @@ moe_block (struct bctx *c, int64_t f, const char *act)
     snprintf (buf, sizeof buf, "%sscatter", p);
     copy (c, buf, "index_add", ted, ted);
   }
-  (void) td;
 }
 
 static void
@@ -638,7 +637,7 @@ llama_graph (struct bctx *c)
 /* ---- Switch Transformer (T5 encoder-decoder) ---- */
 
 static void
-t5_attention (struct bctx *c, const char *name, bool causal_bias)
+t5_attention (struct bctx *c, const char *name)
 {
   const struct model_cfg *m = c->m;
   int64_t t = c->t, d = m->hidden, h = m->heads, dh = m->head_dim;
@@ -651,7 +650,6 @@ t5_attention (struct bctx *c, const char *name, bool causal_bias)
   snprintf (buf, sizeof buf, "%s_v", name);
   linear (c, buf, t, d, h * dh, false);
   /* T5 adds a position bias (and mask) to unscaled scores */
-  (void) causal_bias;
   attention_core (c, h, dh, NULL, "add", scores, true);
   copy (c, "merge_heads", "contiguous", tq, tq);
   snprintf (buf, sizeof buf, "%s_o", name);
@@ -692,12 +690,12 @@ switch_graph (struct bctx *c)
     for (int i = 0; i < layers; i++) {
       set_prefix (c, stem, i);
       rmsnorm (c, "self_attention_norm", t, d);
-      t5_attention (c, "self_attention", stack == 1);
+      t5_attention (c, "self_attention");
       dropout (c, "self_attention_dropout", td);
       add2 (c, "self_attention_add", t, d, td);
       if (stack == 1) {
         rmsnorm (c, "cross_attention_norm", t, d);
-        t5_attention (c, "enc_dec_attention", false);
+        t5_attention (c, "enc_dec_attention");
         dropout (c, "cross_attention_dropout", td);
         add2 (c, "cross_attention_add", t, d, td);
       }

@@ -307,7 +307,6 @@ const char *kernel_regime (double flops, double bytes, const struct perfmod_gpu 
 typedef void (*graph_kernel_fn) (void *ctx, size_t node, int phase, const struct perfmod_kernel *k);
 /* Every kernel of the graph (one layer copy; weight with graph_weight). */
 void graph_kernels (const struct graph *g, int dtype, bool train, graph_kernel_fn fn, void *ctx);
-const char *phase_name (int phase);
 /* FLOPs of the whole graph (every layer copy). */
 double graph_flops (const struct graph *g, int dtype, bool train);
 /* perfmod graph: the kernels as CSV, or per-class totals as a table. */

@@ -90,12 +90,6 @@ graph_flops (const struct graph *g, int dtype, bool train)
 
 static const char *const phase_names[NPHASES] = { "fw", "bw", "acc" };
 
-const char *
-phase_name (int phase)
-{
-  return phase_names[phase];
-}
-
 /* ---- perfmod graph ---- */
 
 struct listing {
