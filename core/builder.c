@@ -22,6 +22,12 @@ struct bctx {
   int64_t kv;            /* key/value tokens per sequence attended to */
   int64_t t;             /* b x s: rows of the token-wise kernels */
   char prefix[48];       /* node name prefix of the layer being built */
+  /* this rank's share under graph-level parallelism */
+  const struct shard *sh;
+  int64_t tn;            /* rows of the norm, dropout and residual regions */
+  int64_t hp, kvp;       /* attention heads and key/value heads */
+  int64_t fp;            /* feed-forward width */
+  int64_t vp;            /* vocabulary rows */
 };
 
 static struct node *
@@ -34,6 +40,27 @@ add_node (struct bctx *c, const char *name, const char *opname, double in, doubl
   nd->in_elems = in;
   nd->out_elems = out;
   return nd;
+}
+
+/* The collectives the plan puts at a site (enum perfmod_site). */
+static void
+site (struct bctx *c, int where)
+{
+  const struct shard *sh = c->sh;
+  for (size_t i = 0; sh && i < sh->ncomms; i++) {
+    const struct comm_site *cs = &sh->comms[i];
+    char name[64];
+    int phase = cs->phase ? PHASE_BW : PHASE_FW;
+    if (cs->site != where || (phase == PHASE_BW && !c->train))
+      continue;
+    snprintf (name, sizeof name, "%s_%s_%s", dim_name (cs->dim), collective_name (cs->collective),
+              phase == PHASE_FW ? "fw" : "bw");
+    struct node *nd = add_node (c, name, "comm", 0, 1);
+    struct kop *o = node_add_op (nd, phase, PERFMOD_KERNEL_COMM, collective_name (cs->collective));
+    o->bytes = cs->bytes;
+    o->dim = cs->dim;
+    o->overlap = cs->overlap;
+  }
 }
 
 static int
@@ -266,34 +293,52 @@ attention_core (struct bctx *c, int64_t h, int64_t dh, const char *scale, const 
   bmm (c, "context", bh, c->s, c->kv, dh);
 }
 
+/* The repeated layer: built once, run the stage's number of layers. */
+static void
+layer_span (struct bctx *c, const char *stem, void (*layer) (struct bctx *c))
+{
+  c->g->layer_begin = c->g->n;
+  set_prefix (c, stem, 0);
+  layer (c);
+  c->prefix[0] = '\0';
+  c->g->layer_end = c->g->n;
+  c->g->repeat = c->sh->layers ? c->sh->layers : c->m->layers;
+}
+
 /* ---- GPT-2 / GPT-3 ---- */
 
 static void
 gpt2_layer (struct bctx *c)
 {
   const struct model_cfg *m = c->m;
-  int64_t t = c->t, d = m->hidden, f = m->ffn, h = m->heads, dh = m->head_dim;
-  double td = (double) t * (double) d, tf = (double) t * (double) f;
+  int64_t t = c->t, tn = c->tn, d = m->hidden, f = c->fp, h = c->hp, dh = m->head_dim;
+  int64_t dq = h * dh;                   /* this rank's share of the width (tensor parallel) */
+  double tdq = (double) t * (double) dq, tf = (double) t * (double) f;
+  double tnd = (double) tn * (double) d;
   bool fuse = c->o->fusion && !c->train;
 
-  unary (c, "ln_1", "ln", t, d);
-  linear (c, "attn_c_attn", t, d, 3 * d, true);
+  site (c, PERFMOD_SITE_PARAMS);
+  unary (c, "ln_1", "ln", tn, d);
+  site (c, PERFMOD_SITE_ATTN_IN);
+  linear (c, "attn_c_attn", t, d, 3 * dq, true);
   for (int i = 0; i < 3; i++) {          /* split into q, k, v */
     char name[16];
     snprintf (name, sizeof name, "split_%d", i);
-    struct node *nd = add_node (c, name, "getitem", 1, td);
-    mem_op (nd, PHASE_FW, 1 + td);
+    struct node *nd = add_node (c, name, "getitem", 1, tdq);
+    mem_op (nd, PHASE_FW, 1 + tdq);
   }
   attention_core (c, h, dh, "div", "where", 0, true);
-  copy (c, "merge_heads", "contiguous", td, td);
-  linear (c, "attn_c_proj", t, d, d, true);
+  copy (c, "merge_heads", "contiguous", tdq, tdq);
+  linear (c, "attn_c_proj", t, dq, d, true);
+  site (c, PERFMOD_SITE_ATTN_OUT);
   if (fuse)
-    fused (c, "resid_add_1", 2 * td + 1, t, d, "add");
+    fused (c, "resid_add_1", 2 * tnd + 1, tn, d, "add");
   else {
-    dropout (c, "resid_dropout", td);
-    add2 (c, "add_1", t, d, td);
+    dropout (c, "resid_dropout", tnd);
+    add2 (c, "add_1", tn, d, tnd);
   }
-  unary (c, "ln_2", "ln", t, d);
+  unary (c, "ln_2", "ln", tn, d);
+  site (c, PERFMOD_SITE_MLP_IN);
   linear (c, "mlp_c_fc", t, d, f, true);
   if (fuse)
     fused (c, "gelu_new", tf, t, f, "powu mulu add mulu tanh addu mulu mul");
@@ -308,11 +353,12 @@ gpt2_layer (struct bctx *c)
     mul2 (c, "gelu_out", t, f, tf);
   }
   linear (c, "mlp_c_proj", t, f, d, true);
+  site (c, PERFMOD_SITE_MLP_OUT);
   if (fuse)
-    fused (c, "resid_add_2", 2 * td + 1, t, d, "add");
+    fused (c, "resid_add_2", 2 * tnd + 1, tn, d, "add");
   else {
-    dropout (c, "mlp_dropout", td);
-    add2 (c, "add_2", t, d, td);
+    dropout (c, "mlp_dropout", tnd);
+    add2 (c, "add_2", tn, d, tnd);
   }
 }
 
@@ -320,144 +366,174 @@ static void
 gpt2_graph (struct bctx *c)
 {
   const struct model_cfg *m = c->m;
-  int64_t t = c->t, d = m->hidden, v = m->vocab;
-  double td = (double) t * (double) d;
+  int64_t t = c->t, tn = c->tn, d = m->hidden, v = c->vp;
+  double td = (double) t * (double) d, tnd = (double) tn * (double) d;
 
-  if (c->o->fusion && !c->train) {
+  if (c->sh->embed && c->o->fusion && !c->train) {
     struct node *nd = add_node (c, "embeddings", "fused", (double) t + 1, td);
     nd->fused = true;
     mem_op (nd, PHASE_FW, (double) t + td);
     vec_op (nd, PHASE_FW, "add", t, d);
   }
-  else {
+  else if (c->sh->embed) {
     embedding (c, "wte", v, d);
-    add2 (c, "wpe_add", t, d, (double) c->s * (double) d);
-    dropout (c, "drop", td);
+    site (c, PERFMOD_SITE_EMBED);
+    add2 (c, "wpe_add", tn, d, (double) c->s * (double) d);
+    dropout (c, "drop", tnd);
   }
-  c->g->layer_begin = c->g->n;
-  set_prefix (c, "h", 0);
-  gpt2_layer (c);
-  c->prefix[0] = '\0';
-  c->g->layer_end = c->g->n;
-  c->g->repeat = m->layers;
-  unary (c, "ln_f", "ln", t, d);
-  linear (c, "lm_head", t, d, v, false);
-  lm_loss (c, v);
+  layer_span (c, "h", gpt2_layer);
+  if (c->sh->head) {
+    unary (c, "ln_f", "ln", tn, d);
+    site (c, PERFMOD_SITE_LOGITS);
+    linear (c, "lm_head", t, d, v, false);
+    lm_loss (c, v);
+  }
 }
 
 /* ---- OPT ---- */
 
 static void
-opt_graph (struct bctx *c)
+opt_layer (struct bctx *c)
 {
   const struct model_cfg *m = c->m;
-  int64_t t = c->t, b = c->b, s = c->s, d = m->hidden, f = m->ffn, v = m->vocab;
-  int64_t h = m->heads, dh = m->head_dim;
-  double td = (double) t * (double) d, bs = (double) b * (double) s;
+  int64_t t = c->t, tn = c->tn, b = c->b, s = c->s, d = m->hidden, f = c->fp;
+  int64_t h = c->hp, dh = m->head_dim, dq = h * dh;
+  double tdq = (double) t * (double) dq, tnd = (double) tn * (double) d;
   double causal = (double) s * (double) c->kv;
 
-  embedding (c, "embed_tokens", v, d);
-  /* the causal mask and the position ids from the attention mask */
-  unary (c, "mask_range", "addu", 1, s);
-  copy (c, "causal_mask", "getitem", causal, causal);
-  copy (c, "attention_mask", "getitem", bs, bs);
-  copy (c, "positions_cumsum", "cumsum", bs, bs);
-  mul2 (c, "positions_mul", b, s, bs);
-  copy (c, "positions_slice", "getitem", bs, bs);
-  unary (c, "positions_offset", "addu", b, s);
-  add2 (c, "embed_positions_add", t, d, td);
-  dropout (c, "dropout", td);
-
-  c->g->layer_begin = c->g->n;
-  set_prefix (c, "layers", 0);
-  unary (c, "self_attn_layer_norm", "ln", t, d);
-  linear (c, "self_attn_q_proj", t, d, d, true);
-  unary (c, "q_scale", "mulu", t, d);
-  linear (c, "self_attn_k_proj", t, d, d, true);
-  copy (c, "k_heads", "contiguous", td, td);
-  linear (c, "self_attn_v_proj", t, d, d, true);
-  copy (c, "v_heads", "contiguous", td, td);
-  copy (c, "q_heads", "contiguous", td, td);
+  site (c, PERFMOD_SITE_PARAMS);
+  unary (c, "self_attn_layer_norm", "ln", tn, d);
+  site (c, PERFMOD_SITE_ATTN_IN);
+  linear (c, "self_attn_q_proj", t, d, dq, true);
+  unary (c, "q_scale", "mulu", t, dq);
+  linear (c, "self_attn_k_proj", t, d, dq, true);
+  copy (c, "k_heads", "contiguous", tdq, tdq);
+  linear (c, "self_attn_v_proj", t, d, dq, true);
+  copy (c, "v_heads", "contiguous", tdq, tdq);
+  copy (c, "q_heads", "contiguous", tdq, tdq);
   attention_core (c, h, dh, NULL, "add", (double) b * causal, true);
-  linear (c, "self_attn_out_proj", t, d, d, true);
-  dropout (c, "attn_resid_dropout", td);
-  add2 (c, "add_1", t, d, td);
-  unary (c, "final_layer_norm", "ln", t, d);
+  linear (c, "self_attn_out_proj", t, dq, d, true);
+  site (c, PERFMOD_SITE_ATTN_OUT);
+  dropout (c, "attn_resid_dropout", tnd);
+  add2 (c, "add_1", tn, d, tnd);
+  unary (c, "final_layer_norm", "ln", tn, d);
+  site (c, PERFMOD_SITE_MLP_IN);
   linear (c, "fc1", t, d, f, true);
   unary (c, "activation_fn", "relu", t, f);
   linear (c, "fc2", t, f, d, true);
-  dropout (c, "mlp_dropout", td);
-  add2 (c, "add_2", t, d, td);
-  c->prefix[0] = '\0';
-  c->g->layer_end = c->g->n;
-  c->g->repeat = m->layers;
+  site (c, PERFMOD_SITE_MLP_OUT);
+  dropout (c, "mlp_dropout", tnd);
+  add2 (c, "add_2", tn, d, tnd);
+}
 
-  unary (c, "final_layer_norm", "ln", t, d);
-  linear (c, "lm_head", t, d, v, false);
-  copy (c, "logits_contiguous", "contiguous", (double) t * (double) v, (double) t * (double) v);
-  lm_loss (c, v);
+static void
+opt_graph (struct bctx *c)
+{
+  const struct model_cfg *m = c->m;
+  int64_t t = c->t, tn = c->tn, b = c->b, s = c->s, d = m->hidden, v = c->vp;
+  double tnd = (double) tn * (double) d, bs = (double) b * (double) s;
+  double causal = (double) s * (double) c->kv;
+
+  if (c->sh->embed) {
+    embedding (c, "embed_tokens", v, d);
+    site (c, PERFMOD_SITE_EMBED);
+    /* the causal mask and the position ids from the attention mask */
+    unary (c, "mask_range", "addu", 1, s);
+    copy (c, "causal_mask", "getitem", causal, causal);
+    copy (c, "attention_mask", "getitem", bs, bs);
+    copy (c, "positions_cumsum", "cumsum", bs, bs);
+    mul2 (c, "positions_mul", b, s, bs);
+    copy (c, "positions_slice", "getitem", bs, bs);
+    unary (c, "positions_offset", "addu", b, s);
+    add2 (c, "embed_positions_add", tn, d, tnd);
+    dropout (c, "dropout", tnd);
+  }
+  layer_span (c, "layers", opt_layer);
+  if (c->sh->head) {
+    unary (c, "final_layer_norm", "ln", tn, d);
+    site (c, PERFMOD_SITE_LOGITS);
+    linear (c, "lm_head", t, d, v, false);
+    copy (c, "logits_contiguous", "contiguous", (double) t * (double) v, (double) t * (double) v);
+    lm_loss (c, v);
+  }
 }
 
 /* ---- BERT ---- */
 
 static void
-bert_graph (struct bctx *c)
+bert_layer (struct bctx *c)
 {
   const struct model_cfg *m = c->m;
-  int64_t t = c->t, b = c->b, s = c->s, d = m->hidden, f = m->ffn, v = m->vocab;
-  int64_t h = m->heads, dh = m->head_dim;
-  double td = (double) t * (double) d, bs = (double) b * (double) s, bd = (double) (b * d);
+  int64_t t = c->t, tn = c->tn, b = c->b, s = c->s, d = m->hidden, f = c->fp;
+  int64_t h = c->hp, dh = m->head_dim, dq = h * dh;
+  double tdq = (double) t * (double) dq, tnd = (double) tn * (double) d;
+  double bs = (double) b * (double) s;
   bool fuse = c->o->fusion && !c->train;
 
-  copy (c, "position_ids", "getitem", (double) s + 1, (double) s);
-  copy (c, "extended_mask", "getitem", bs, bs);
-  unary (c, "mask_scale", "mulu", b, s);
-  copy (c, "token_type_ids", "getitem", (double) s + 1, (double) s);
-  if (fuse) {
-    struct node *nd = add_node (c, "embeddings", "fused", (double) t, td);
-    nd->fused = true;
-    mem_op (nd, PHASE_FW, (double) t + td);
-    vec_op (nd, PHASE_FW, "add", t, d);
-    vec_op (nd, PHASE_FW, "add", t, d);
-    vec_op (nd, PHASE_FW, "ln", t, d);
-  }
-  else {
-    embedding (c, "word_embeddings", v, d);
-    add2 (c, "token_type_add", t, d, td);
-    add2 (c, "position_add", t, d, (double) s * (double) d);
-    unary (c, "embeddings_layer_norm", "ln", t, d);
-    dropout (c, "embeddings_dropout", td);
-  }
-
-  c->g->layer_begin = c->g->n;
-  set_prefix (c, "layer", 0);
-  linear (c, "attention_self_query", t, d, d, true);
-  linear (c, "attention_self_key", t, d, d, true);
-  linear (c, "attention_self_value", t, d, d, true);
+  site (c, PERFMOD_SITE_PARAMS);
+  site (c, PERFMOD_SITE_ATTN_IN);
+  linear (c, "attention_self_query", t, d, dq, true);
+  linear (c, "attention_self_key", t, d, dq, true);
+  linear (c, "attention_self_value", t, d, dq, true);
   attention_core (c, h, dh, "divu", "add", bs, true);
-  copy (c, "merge_heads", "contiguous", td, td);
-  linear (c, "attention_output_dense", t, d, d, true);
+  copy (c, "merge_heads", "contiguous", tdq, tdq);
+  linear (c, "attention_output_dense", t, dq, d, true);
+  site (c, PERFMOD_SITE_ATTN_OUT);
   if (fuse)
-    fused (c, "attention_output_add_ln", 2 * td, t, d, "add ln");
+    fused (c, "attention_output_add_ln", 2 * tnd, tn, d, "add ln");
   else {
-    dropout (c, "attention_output_dropout", td);
-    add2 (c, "attention_add", t, d, td);
-    unary (c, "attention_output_layer_norm", "ln", t, d);
+    dropout (c, "attention_output_dropout", tnd);
+    add2 (c, "attention_add", tn, d, tnd);
+    unary (c, "attention_output_layer_norm", "ln", tn, d);
   }
+  site (c, PERFMOD_SITE_MLP_IN);
   linear (c, "intermediate_dense", t, d, f, true);
   unary (c, "intermediate_act", "gelu", t, f);
   linear (c, "output_dense", t, f, d, true);
+  site (c, PERFMOD_SITE_MLP_OUT);
   if (fuse)
-    fused (c, "output_add_ln", 2 * td, t, d, "add ln");
+    fused (c, "output_add_ln", 2 * tnd, tn, d, "add ln");
   else {
-    dropout (c, "output_dropout", td);
-    add2 (c, "output_add", t, d, td);
-    unary (c, "output_layer_norm", "ln", t, d);
+    dropout (c, "output_dropout", tnd);
+    add2 (c, "output_add", tn, d, tnd);
+    unary (c, "output_layer_norm", "ln", tn, d);
   }
-  c->prefix[0] = '\0';
-  c->g->layer_end = c->g->n;
-  c->g->repeat = m->layers;
+}
 
+static void
+bert_graph (struct bctx *c)
+{
+  const struct model_cfg *m = c->m;
+  int64_t t = c->t, tn = c->tn, b = c->b, s = c->s, d = m->hidden, v = c->vp;
+  double td = (double) t * (double) d, tnd = (double) tn * (double) d;
+  double bs = (double) b * (double) s, bd = (double) (b * d);
+  bool fuse = c->o->fusion && !c->train;
+
+  if (c->sh->embed) {
+    copy (c, "position_ids", "getitem", (double) s + 1, (double) s);
+    copy (c, "extended_mask", "getitem", bs, bs);
+    unary (c, "mask_scale", "mulu", b, s);
+    copy (c, "token_type_ids", "getitem", (double) s + 1, (double) s);
+    if (fuse) {
+      struct node *nd = add_node (c, "embeddings", "fused", (double) t, td);
+      nd->fused = true;
+      mem_op (nd, PHASE_FW, (double) t + td);
+      vec_op (nd, PHASE_FW, "add", t, d);
+      vec_op (nd, PHASE_FW, "add", t, d);
+      vec_op (nd, PHASE_FW, "ln", t, d);
+    }
+    else {
+      embedding (c, "word_embeddings", v, d);
+      site (c, PERFMOD_SITE_EMBED);
+      add2 (c, "token_type_add", tn, d, tnd);
+      add2 (c, "position_add", tn, d, (double) s * (double) d);
+      unary (c, "embeddings_layer_norm", "ln", tn, d);
+      dropout (c, "embeddings_dropout", tnd);
+    }
+  }
+  layer_span (c, "layer", bert_layer);
+  if (!c->sh->head)
+    return;
   /* The pooled first token; training adds the pre-training heads (masked
    * LM and next sentence), inference a two-way classifier, as NeuSight's
    * runs of BERT do. */
@@ -468,6 +544,7 @@ bert_graph (struct bctx *c)
     linear (c, "cls_transform_dense", t, d, d, true);
     unary (c, "cls_transform_act", "gelu", t, d);
     unary (c, "cls_transform_layer_norm", "ln", t, d);
+    site (c, PERFMOD_SITE_LOGITS);
     linear (c, "cls_decoder", t, d, v, true);
     linear (c, "cls_seq_relationship", b, d, 2, true);
     lm_loss (c, v);
@@ -558,14 +635,23 @@ static void
 moe_block (struct bctx *c, int64_t f, const char *act)
 {
   const struct model_cfg *m = c->m;
-  int64_t t = c->t, d = m->hidden, te = expert_tokens (m, t);
-  double ted = (double) te * (double) d;
+  const struct shard *sh = c->sh;
+  /* Expert parallelism: this rank holds experts/ep experts, each fed by
+   * the tokens of all ep ranks; the busiest rank gets expert_load times
+   * the even share. */
+  int64_t local = m->experts / sh->experts;
+  int64_t t = c->t, d = m->hidden, te = expert_tokens (m, t * sh->experts);
+  double ted;
+  if (sh->expert_load > 1)
+    te = (int64_t) ceil ((double) te * sh->expert_load);
+  ted = (double) te * (double) d;
   linear (c, "router", t, d, m->experts, false);
   unary (c, "router_softmax", "softmax", t, m->experts);
   copy (c, "router_topk", "topk", (double) (t * m->experts), (double) (t * m->top_k));
+  site (c, PERFMOD_SITE_MOE_DISPATCH);
   /* Under even routing every expert gets the same tokens; each is built
    * so that --per-op shows them one by one. */
-  for (int64_t e = 0; e < m->experts; e++) {
+  for (int64_t e = 0; e < local; e++) {
     char p[48], buf[64];
     snprintf (p, sizeof p, "expert_%lld_", (long long) e);
     snprintf (buf, sizeof buf, "%sgather", p);
@@ -587,21 +673,21 @@ moe_block (struct bctx *c, int64_t f, const char *act)
     snprintf (buf, sizeof buf, "%sscatter", p);
     copy (c, buf, "index_add", ted, ted);
   }
+  site (c, PERFMOD_SITE_MOE_COMBINE);
 }
 
 static void
-llama_graph (struct bctx *c)
+llama_layer (struct bctx *c)
 {
   const struct model_cfg *m = c->m;
-  int64_t t = c->t, d = m->hidden, v = m->vocab, h = m->heads, kvh = m->kv_heads;
+  int64_t t = c->t, tn = c->tn, d = m->hidden, h = c->hp, kvh = c->kvp;
   int64_t dh = m->head_dim;
-  double td = (double) t * (double) d, tq = (double) t * (double) (h * dh);
+  double tnd = (double) tn * (double) d, tq = (double) t * (double) (h * dh);
   double causal = (double) c->s * (double) c->kv;
 
-  embedding (c, "embed_tokens", v, d);
-  c->g->layer_begin = c->g->n;
-  set_prefix (c, "layers", 0);
-  rmsnorm (c, "input_layernorm", t, d);
+  site (c, PERFMOD_SITE_PARAMS);
+  rmsnorm (c, "input_layernorm", tn, d);
+  site (c, PERFMOD_SITE_ATTN_IN);
   linear (c, "self_attn_q_proj", t, d, h * dh, false);
   linear (c, "self_attn_k_proj", t, d, kvh * dh, false);
   linear (c, "self_attn_v_proj", t, d, kvh * dh, false);
@@ -619,19 +705,33 @@ llama_graph (struct bctx *c)
   attention_core (c, h, dh, "divu", "add", (double) c->b * causal, false);
   copy (c, "merge_heads", "contiguous", tq, tq);
   linear (c, "self_attn_o_proj", t, h * dh, d, false);
-  add2 (c, "add_1", t, d, td);
-  rmsnorm (c, "post_attention_layernorm", t, d);
+  site (c, PERFMOD_SITE_ATTN_OUT);
+  add2 (c, "add_1", tn, d, tnd);
+  rmsnorm (c, "post_attention_layernorm", tn, d);
+  site (c, PERFMOD_SITE_MLP_IN);
   if (m->family == FAM_MIXTRAL)
-    moe_block (c, m->ffn, "silu");
+    moe_block (c, c->fp, "silu");
   else
-    swiglu (c, "mlp_", t, d, m->ffn);
-  add2 (c, "add_2", t, d, td);
-  c->prefix[0] = '\0';
-  c->g->layer_end = c->g->n;
-  c->g->repeat = m->layers;
-  rmsnorm (c, "norm", t, d);
-  linear (c, "lm_head", t, d, v, false);
-  lm_loss (c, v);
+    swiglu (c, "mlp_", t, d, c->fp);
+  site (c, PERFMOD_SITE_MLP_OUT);
+  add2 (c, "add_2", tn, d, tnd);
+}
+
+static void
+llama_graph (struct bctx *c)
+{
+  int64_t t = c->t, d = c->m->hidden, v = c->vp;
+  if (c->sh->embed) {
+    embedding (c, "embed_tokens", v, d);
+    site (c, PERFMOD_SITE_EMBED);
+  }
+  layer_span (c, "layers", llama_layer);
+  if (c->sh->head) {
+    rmsnorm (c, "norm", c->tn, d);
+    site (c, PERFMOD_SITE_LOGITS);
+    linear (c, "lm_head", t, d, v, false);
+    lm_loss (c, v);
+  }
 }
 
 /* ---- Switch Transformer (T5 encoder-decoder) ---- */
@@ -640,9 +740,10 @@ static void
 t5_attention (struct bctx *c, const char *name)
 {
   const struct model_cfg *m = c->m;
-  int64_t t = c->t, d = m->hidden, h = m->heads, dh = m->head_dim;
+  int64_t t = c->t, d = m->hidden, h = c->hp, dh = m->head_dim;
   double tq = (double) t * (double) (h * dh), scores = (double) (c->b * h * c->s) * (double) c->kv;
   char buf[64];
+  site (c, PERFMOD_SITE_ATTN_IN);
   snprintf (buf, sizeof buf, "%s_q", name);
   linear (c, buf, t, d, h * dh, false);
   snprintf (buf, sizeof buf, "%s_k", name);
@@ -654,13 +755,14 @@ t5_attention (struct bctx *c, const char *name)
   copy (c, "merge_heads", "contiguous", tq, tq);
   snprintf (buf, sizeof buf, "%s_o", name);
   linear (c, buf, t, h * dh, d, false);
+  site (c, PERFMOD_SITE_ATTN_OUT);
 }
 
 static void
 t5_ffn (struct bctx *c, bool sparse)
 {
-  const struct model_cfg *m = c->m;
-  int64_t t = c->t, d = m->hidden, f = m->ffn;
+  int64_t t = c->t, d = c->m->hidden, f = c->fp;
+  site (c, PERFMOD_SITE_MLP_IN);
   if (sparse)
     moe_block (c, f, "relu");
   else {
@@ -669,14 +771,15 @@ t5_ffn (struct bctx *c, bool sparse)
     dropout (c, "mlp_dropout", (double) t * (double) f);
     linear (c, "mlp_wo", t, f, d, false);
   }
+  site (c, PERFMOD_SITE_MLP_OUT);
 }
 
 static void
 switch_graph (struct bctx *c)
 {
   const struct model_cfg *m = c->m;
-  int64_t t = c->t, d = m->hidden, v = m->vocab;
-  double td = (double) t * (double) d;
+  int64_t t = c->t, tn = c->tn, d = m->hidden, v = c->vp;
+  double tnd = (double) tn * (double) d;
   int64_t step = m->sparse_step;
 
   /* Every layer is built (no repeated span): the stacks alternate dense
@@ -686,32 +789,62 @@ switch_graph (struct bctx *c)
     const char *stem = stack == 0 ? "encoder_block" : "decoder_block";
     c->prefix[0] = '\0';
     embedding (c, stack == 0 ? "encoder_embed_tokens" : "decoder_embed_tokens", v, d);
-    dropout (c, stack == 0 ? "encoder_dropout" : "decoder_dropout", td);
+    site (c, PERFMOD_SITE_EMBED);
+    dropout (c, stack == 0 ? "encoder_dropout" : "decoder_dropout", tnd);
     for (int i = 0; i < layers; i++) {
       set_prefix (c, stem, i);
-      rmsnorm (c, "self_attention_norm", t, d);
+      rmsnorm (c, "self_attention_norm", tn, d);
       t5_attention (c, "self_attention");
-      dropout (c, "self_attention_dropout", td);
-      add2 (c, "self_attention_add", t, d, td);
+      dropout (c, "self_attention_dropout", tnd);
+      add2 (c, "self_attention_add", t, d, tnd);
       if (stack == 1) {
-        rmsnorm (c, "cross_attention_norm", t, d);
+        rmsnorm (c, "cross_attention_norm", tn, d);
         t5_attention (c, "enc_dec_attention");
-        dropout (c, "cross_attention_dropout", td);
-        add2 (c, "cross_attention_add", t, d, td);
+        dropout (c, "cross_attention_dropout", tnd);
+        add2 (c, "cross_attention_add", t, d, tnd);
       }
-      rmsnorm (c, "ffn_norm", t, d);
+      rmsnorm (c, "ffn_norm", tn, d);
       t5_ffn (c, i % step == step - 1);
-      dropout (c, "ffn_dropout", td);
-      add2 (c, "ffn_add", t, d, td);
+      dropout (c, "ffn_dropout", tnd);
+      add2 (c, "ffn_add", t, d, tnd);
     }
     c->prefix[0] = '\0';
-    rmsnorm (c, stack == 0 ? "encoder_final_norm" : "decoder_final_norm", t, d);
-    dropout (c, stack == 0 ? "encoder_final_dropout" : "decoder_final_dropout", td);
+    rmsnorm (c, stack == 0 ? "encoder_final_norm" : "decoder_final_norm", tn, d);
+    dropout (c, stack == 0 ? "encoder_final_dropout" : "decoder_final_dropout", tnd);
   }
-  unary (c, "lm_head_scale", "mulu", t, d);
+  unary (c, "lm_head_scale", "mulu", tn, d);
+  site (c, PERFMOD_SITE_LOGITS);
   linear (c, "lm_head", t, d, v, false);
   lm_loss (c, v);
   c->g->repeat = 1;
+}
+
+static const struct shard no_shard = { 1, 1, 1, 1, 1, 1.0, 0, true, true, NULL, 0 };
+
+/* Degrees the model's shapes cannot take are refused, naming both. */
+static int
+shard_check (const struct model_cfg *m, const struct shard *sh)
+{
+  if (m->heads % sh->heads != 0 || m->kv_heads % sh->heads != 0) {
+    pm_error ("%s: tp=%d does not divide the %lld attention heads%s", m->name, sh->heads,
+              (long long) (m->heads % sh->heads ? m->heads : m->kv_heads),
+              m->heads % sh->heads ? "" : " of key/value");
+    return -1;
+  }
+  if (m->ffn % sh->ffn != 0) {
+    pm_error ("%s: tp=%d does not divide the feed-forward width %lld", m->name, sh->ffn,
+              (long long) m->ffn);
+    return -1;
+  }
+  if (sh->experts > 1 && (m->experts == 0 || m->experts % sh->experts != 0)) {
+    if (m->experts == 0)
+      pm_error ("%s: ep=%d: the model has no experts", m->name, sh->experts);
+    else
+      pm_error ("%s: ep=%d does not divide the %lld experts", m->name, sh->experts,
+                (long long) m->experts);
+    return -1;
+  }
+  return 0;
 }
 
 int
@@ -742,6 +875,19 @@ graph_build (struct graph *g, const struct model_cfg *m, const struct build_opti
   c.s = o->kv_len > 0 ? 1 : o->seq;
   c.kv = o->kv_len > 0 ? o->kv_len + 1 : o->seq;
   c.t = c.b * c.s;
+  c.sh = o->shard ? o->shard : &no_shard;
+  if (shard_check (m, c.sh) < 0)
+    return -1;
+  if (c.t % c.sh->tokens != 0) {
+    pm_error ("sequence parallelism: tp=%d does not divide the %lld tokens of a micro-batch",
+              c.sh->tokens, (long long) c.t);
+    return -1;
+  }
+  c.tn = c.t / c.sh->tokens;
+  c.hp = m->heads / c.sh->heads;
+  c.kvp = m->kv_heads / c.sh->heads;
+  c.fp = m->ffn / c.sh->ffn;
+  c.vp = (m->vocab + c.sh->vocab - 1) / c.sh->vocab;
   g->source = xstrdup ("builder");
   g->batch = o->batch;
   g->seq = o->seq;

@@ -29,6 +29,11 @@ static const struct gpu_key gpu_keys[] = {
   { "gpus_per_node", F (gpus_per_node), true },
   { "link_gbps", F (link_gbps), false },
   { "nic_gbps", F (nic_gbps), false },
+  { "link_efficiency", F (link_efficiency), false },
+  { "link_latency_us", F (link_latency_us), false },
+  { "nic_efficiency", F (nic_efficiency), false },
+  { "nic_latency_us", F (nic_latency_us), false },
+  { "oversubscription", F (oversubscription), false },
 };
 #undef F
 #define NKEYS (sizeof gpu_keys / sizeof gpu_keys[0])
@@ -223,6 +228,8 @@ finish (struct gpu_parse *ps)
     e->gpu.vendor = e->vendor;
     if (e->gpu.gpus_per_node == 0)
       e->gpu.gpus_per_node = 1;
+    if (e->gpu.oversubscription < 1)
+      e->gpu.oversubscription = 1;
   }
   /* Every name and alias means one section. */
   for (size_t i = 0; i < db->n; i++)

@@ -113,6 +113,7 @@ enum pm_schedule { SCHED_1F1B, SCHED_GPIPE, SCHED_INTERLEAVED };
 enum pm_recompute { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL };
 struct strategy {
   int tp, pp, dp, ep, mbs, vp, zero;
+  bool sp;               /* sequence parallelism with tp */
   enum pm_schedule schedule;
   enum pm_recompute recompute;
   bool dp_set;
@@ -165,6 +166,9 @@ int model_cfg_load (struct model_cfg *m, const char *path);
 void model_cfg_free (struct model_cfg *m);
 /* Parameters of the model (weights, counting tied ones once). */
 double model_params (const struct model_cfg *m);
+/* Of those: the input embeddings (with positions), the untied output
+ * layer, and the routed experts' weights. */
+void model_param_parts (const struct model_cfg *m, double *embed, double *head, double *experts);
 const char *family_name (int family);
 
 /* ---- memory.c ---- */
@@ -175,6 +179,17 @@ struct memory_options {
   enum pm_recompute recompute;
   int64_t kv_len;        /* decode step: cached tokens (0: prefill) */
   int64_t gen;           /* inference: tokens generated after the prompt */
+  const struct mem_shard *shard; /* NULL: the whole model on one device */
+};
+struct mem_shard {       /* one device's share under graph-level parallelism */
+  int tp;                /* activations split over tensor-parallel ranks */
+  bool sp;               /* and the norm/dropout regions too (sequence parallel) */
+  double params;         /* parameters held */
+  double layer_copies;   /* layers' activations kept: layers x micro-batches in flight */
+  bool embed, head;      /* first stage's embedding output, last stage's logits */
+  int vocab;             /* logits split over this many ranks */
+  double weights, gradients, optimizer; /* ZeRO divisors */
+  double gradient_buffers; /* extra unsharded gradient copies (data-parallel buckets) */
 };
 struct memory_estimate { /* bytes */
   double weights, gradients, optimizer, activations, kv_cache, reserve, total;
@@ -183,6 +198,35 @@ struct memory_estimate { /* bytes */
 };
 void memory_estimate (const struct model_cfg *m, const struct memory_options *o,
                       const struct perfmod_gpu *gpu, struct memory_estimate *out);
+
+/* ---- collective.c ---- */
+/* The strategy dimensions, in Megatron's placement order (tp innermost). */
+enum pdim { DIM_NONE = 0, DIM_TP = 1, DIM_EP = 2, DIM_PP = 3, DIM_DP = 4 };
+#define NDIMS 5
+const char *dim_name (int dim);
+enum coll_algo { COLL_ALGO_AUTO = 0, COLL_ALGO_RING = 1, COLL_ALGO_TREE = 2 };
+const char *collective_name (int coll);
+/* A group of `size` ranks `stride` apart: members per node and nodes. */
+void group_layout (int size, int64_t stride, int gpus_per_node, int *per_node, int *nodes);
+/* Seconds of one collective (enum perfmod_collective) on a buffer of
+ * `bytes` over such a group, on gpu's two fabric levels. */
+double collective_seconds (int coll, double bytes, int size, int64_t stride, int gpus_per_node,
+                           const struct perfmod_gpu *gpu, int algo);
+
+/* ---- pipeline.c ---- */
+struct pipe_input {
+  int stages, vp, microbatches;
+  enum pm_schedule schedule;
+  bool backward;         /* training: each micro-batch's backward too */
+  const double *fw_ms, *bw_ms; /* per model chunk (stages x vp, in model order;
+                                  chunk c runs on rank c mod stages) */
+  double p2p_ms;         /* one activation (or gradient) transfer between chunks */
+};
+struct pipe_result {
+  double step_ms;        /* first forward to last backward */
+  double bubble;         /* idle fraction of the ranks over the step */
+};
+int pipeline_simulate (const struct pipe_input *in, struct pipe_result *out);
 
 /* ---- graph.c: the per-device op graph ---- */
 enum phase { PHASE_FW = 0, PHASE_BW = 1, PHASE_ACC = 2 };
@@ -194,6 +238,12 @@ struct kop {             /* one kernel of a node */
   double elems;          /* MEMORY/COMM: elements moved */
   double traffic;        /* vector kernels: elements read+written per output element;
                             0: the node's tensors' (NeuSight's convention) */
+  /* COMM kernels of a built graph: the buffer, the strategy dimension whose
+   * group runs it (enum pdim; 0: an imported trace's, over the run's GPUs),
+   * and whether it may hide behind computation. */
+  double bytes;
+  int dim;
+  bool overlap;
 };
 struct node {
   char *name;
@@ -225,11 +275,25 @@ int graph_layer (const struct graph *g, size_t i);
 /* opgraph.c: NeuSight's traced operator graphs. */
 int opgraph_import (struct graph *g, const char *path, int64_t n_layer);
 /* builder.c: a transformer graph from a model config. */
+struct comm_site {       /* a collective the plan puts at a site of the model */
+  int collective, site, phase, dim;
+  double bytes;
+  bool overlap;
+};
+struct shard {           /* one rank's share of the model (divisors 1: none) */
+  int heads, ffn, vocab, tokens, experts;
+  double expert_load;
+  int64_t layers;        /* layers of this pipeline stage; 0: all */
+  bool embed, head;      /* the stage has the input embedding, the output layer and loss */
+  const struct comm_site *comms;
+  size_t ncomms;
+};
 struct build_options {
   int64_t batch, seq;    /* sequences and tokens per sequence */
   bool train;
   bool fusion;           /* element-wise chains fused (inference) */
   int64_t kv_len;        /* > 0: one decode step over a cache of kv_len tokens */
+  const struct shard *shard; /* NULL: the whole model on one device */
 };
 int graph_build (struct graph *g, const struct model_cfg *m, const struct build_options *o);
 
@@ -274,6 +338,10 @@ struct phase_times {
 };
 struct prediction {
   const char *predictor;
+  /* collectives inside the graph (ms, every layer copy) by dimension and
+   * phase, and the part of them marked as able to overlap computation */
+  double comm_ms[NDIMS][NPHASES];
+  double overlap_ms[NPHASES];
   double fw_ms, bw_ms, acc_ms;     /* bw excludes acc; e2e = fw+bw+acc */
   double e2e_ms;
   double spread_ms;                /* sum of the kernels' spreads: at most this far off the
@@ -281,10 +349,16 @@ struct prediction {
   struct phase_times *per_node;    /* ms per node, one layer copy */
   size_t kernels, unique_kernels;
 };
+struct comm_groups {     /* where each dimension's ranks lie (enum pdim) */
+  int size[NDIMS];
+  int64_t stride[NDIMS];
+  int gpus_per_node;
+};
 struct run_options {
   int dtype;
   bool train;
   int comm_group;        /* ranks in an imported graph's collectives */
+  const struct comm_groups *groups; /* a built graph's collectives; NULL: none */
 };
 int predict_graph (struct plugin *pred, const struct graph *g,
                    const struct perfmod_gpu *gpu, const struct run_options *o,
@@ -298,6 +372,46 @@ int dtype_parse (const char *s);
 const char *kclass_name (int kclass);
 /* A fused node's one kernel of phase; false if the phase has none. */
 bool fused_kernel (const struct node *nd, int phase, int dtype, struct perfmod_kernel *k);
+
+/* ---- parallel.c: graph-level parallelism ---- */
+struct dist_options {
+  const struct strategy *s;
+  int dtype;
+  bool train, fusion;
+  int64_t batch, seq;    /* global batch (sequences) and tokens per sequence */
+  int64_t gen;
+  int gpus_per_node;
+};
+struct dist_plan {       /* the plugins' plans composed */
+  struct perfmod_plan plan;
+  struct comm_site comms[4 * PERFMOD_MAX_COMMS];
+  size_t ncomms;
+};
+struct dist_result {
+  double step_ms;        /* pipeline + exposed gradient sync + optimizer */
+  double pipeline_ms;    /* the micro-batches' forwards and backwards, with tp/ep/pp comms */
+  double bubble;         /* idle fraction of the pipeline ranks */
+  double bubble_ms;
+  double grads_ms;       /* exposed gradient synchronisation */
+  double optimizer_ms;
+  double comm_ms[NDIMS]; /* rank 0's collectives per step by dimension (exposed or not) */
+  double hidden_ms[NDIMS]; /* of which overlapped with computation */
+  double flops;          /* rank 0's FLOPs per step */
+  int microbatches;
+  size_t kernels, unique_kernels;
+  struct memory_estimate mem;   /* the pipeline rank with the most */
+  int mem_rank;
+  struct perfmod_plan plan;
+};
+void comm_groups_init (struct comm_groups *g, const struct strategy *s, int gpus_per_node);
+/* Refuse a strategy the model cannot take (layers, experts, batch). */
+int dist_check (const struct model_cfg *m, const struct strategy *s, int64_t batch);
+int dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cfg *m,
+                  const struct perfmod_gpu *gpu, const struct dist_options *o,
+                  struct dist_result *r);
+/* The first pipeline chunk's graph on rank 0 (perfmod graph --strategy). */
+int dist_graph (struct plugin_set *set, const struct model_cfg *m, const struct perfmod_gpu *gpu,
+                const struct dist_options *o, struct graph *g);
 
 /* ---- report.c ---- */
 /* FLOPs and bytes a kernel moves, in plain units (not NeuSight's GiB). */
@@ -330,6 +444,9 @@ struct reproduce_options {
 };
 int reproduce (struct plugin_set *set, const struct gpu_db *gpus,
                const struct reproduce_options *o);
+/* distributed.c: --table distributed. */
+int reproduce_distributed (struct plugin_set *set, const struct gpu_db *gpus,
+                           const struct reproduce_options *o);
 /* The paper's name of a perfmod predictor (perop.csv rows), or NULL. */
 const char *paper_method_name (const char *predictor);
 

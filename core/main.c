@@ -43,7 +43,7 @@ usage (FILE *fp)
          "               [--layers N] [--fusion] [--gen N] [--verbose]\n"
          "       perfmod plugins | gpus | strategies | models [--plugin-path DIR]...\n"
          "       perfmod graph [--model ...|--opgraph ...] [--format table|csv]: the kernels\n"
-         "       perfmod reproduce [--neusight DIR] [--table inf|train|perop|all]\n"
+         "       perfmod reproduce [--neusight DIR] [--table inf|train|perop|distributed|all]\n"
          "               [--graph opgraph|builder]\n"
          "               [--predictor LIST] [--format table|csv]\n"
          "       perfmod eval --data DIR [--predictor LIST] [--format table|csv]\n"
@@ -298,6 +298,39 @@ print_per_op (const struct cli *c, const struct graph *g, const struct predictio
     }
 }
 
+/* --strategy SPEC or PRESET, fitted to --nodes x --gpus-per-node and the batch. */
+static int
+strategy_load (const struct cli *c, struct strategy *s, int gpn, int64_t batch)
+{
+  bool gpus_given = c->nodes > 0 || c->gpus_per_node > 0;
+  strategy_init (s);
+  if (c->strategy && strchr (c->strategy, '=') == NULL) {
+    struct preset_db pdb;
+    const struct preset *p;
+    char *dir = xasprintf ("%s/strategies.d", pm_datadir ()), *where;
+    int rc = preset_db_load (&pdb, dir);
+    free (dir);
+    if (rc < 0)
+      return -1;
+    p = preset_db_find (&pdb, c->strategy);
+    if (p == NULL) {
+      pm_error ("--strategy '%s': no such preset (see perfmod strategies) and not KEY=VALUE",
+                c->strategy);
+      preset_db_free (&pdb);
+      return -1;
+    }
+    where = xasprintf ("%s:%d", p->file, p->line);
+    rc = strategy_parse (s, p->spec, where);
+    free (where);
+    preset_db_free (&pdb);
+    if (rc < 0)
+      return -1;
+  }
+  else if (c->strategy && strategy_parse (s, c->strategy, "--strategy") < 0)
+    return -1;
+  return strategy_resolve (s, (c->nodes ? c->nodes : 1) * gpn, gpus_given, batch ? batch : 1);
+}
+
 /* What predict and graph work on: the GPU, the model and the per-device graph. */
 struct workload {
   struct gpu_db gpus;
@@ -379,7 +412,7 @@ workload_load (struct cli *c, struct workload *w)
       c->seq = DEFAULT_SEQ;
       assume (c, "--seq 1024");
     }
-    struct build_options bo = { c->batch, c->seq, w->train, c->fusion, 0 };
+    struct build_options bo = { c->batch, c->seq, w->train, c->fusion, 0, NULL };
     if (graph_build (&w->g, &w->m, &bo) < 0)
       goto fail;
   }
@@ -393,7 +426,7 @@ fail:
 }
 
 static int
-cmd_graph (struct cli *c)
+cmd_graph (struct cli *c, struct plugin_set *set)
 {
   struct workload w;
   int rc = workload_load (c, &w);
@@ -403,7 +436,37 @@ cmd_graph (struct cli *c)
     pm_error ("--format json: graph prints table or csv");
     rc = EXIT_USAGE;
   }
+  else if (c->strategy && (c->opgraph || !w.have_model)) {
+    pm_error ("--strategy: graph shards built graphs (--model), not imported ones");
+    rc = EXIT_USAGE;
+  }
   else {
+    if (c->strategy) {
+      /* rank 0's share: its first pipeline chunk, one micro-batch */
+      struct strategy s;
+      struct dist_options o;
+      int gpn = c->gpus_per_node ? (int) c->gpus_per_node : w.ge->gpu.gpus_per_node;
+      if (strategy_load (c, &s, gpn, w.batch) < 0) {
+        workload_free (&w);
+        return EXIT_USAGE;
+      }
+      memset (&o, 0, sizeof o);
+      o.s = &s;
+      o.dtype = w.dtype;
+      o.train = w.train;
+      o.fusion = c->fusion;
+      o.batch = w.batch;
+      o.seq = w.seq;
+      o.gpus_per_node = gpn;
+      graph_free (&w.g);
+      w.have_graph = false;
+      if (dist_graph (set, &w.m, &w.ge->gpu, &o, &w.g) < 0) {
+        workload_free (&w);
+        return EXIT_USAGE;
+      }
+      w.have_graph = true;
+      w.batch = s.mbs;
+    }
     if (strcmp (c->format, "table") == 0)
       printf ("%s: %s, batch %lld x seq %lld, %s, %s graph, %lld layers\n",
               w.have_model ? w.m.name : c->opgraph, w.train ? "training step" : "inference",
@@ -412,6 +475,145 @@ cmd_graph (struct cli *c)
     graph_report (&w.g, &w.ge->gpu, w.dtype, w.train, strcmp (c->format, "csv") == 0, stdout);
   }
   workload_free (&w);
+  return rc;
+}
+
+/* A step under a strategy: the plugins' plans, the stage graphs, the
+ * pipeline, the gradient synchronisation and the optimizer, per predictor. */
+static int
+predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
+                     const struct strategy *s, int gpn, char **names, size_t npred)
+{
+  struct dist_options o;
+  struct dist_result *r = xcalloc (npred, sizeof *r);
+  struct timespec t0, t1;
+  int gpus = s->tp * s->pp * s->dp, nodes = (gpus + gpn - 1) / gpn;
+  double peak = perfmod_gpu_peak_flops (&w->ge->gpu, w->dtype);
+  int rc = EXIT_RUNTIME;
+
+  memset (&o, 0, sizeof o);
+  o.s = s;
+  o.dtype = w->dtype;
+  o.train = w->train;
+  o.fusion = c->fusion;
+  o.batch = w->batch;
+  o.seq = w->seq;
+  o.gpus_per_node = gpn;
+  clock_gettime (CLOCK_MONOTONIC, &t0);
+  for (size_t p = 0; p < npred; p++) {
+    struct plugin *pl = plugins_find (set, names[p], PERFMOD_PLUGIN_PREDICTOR);
+    if (pl == NULL) {
+      pm_error ("--predictor '%s': no such predictor plugin (see perfmod plugins)", names[p]);
+      rc = EXIT_USAGE;
+      goto out;
+    }
+    if (dist_predict (set, pl, &w->m, &w->ge->gpu, &o, &r[p]) < 0) {
+      rc = dist_check (&w->m, s, w->batch) < 0 ? EXIT_USAGE : EXIT_RUNTIME;
+      goto out;
+    }
+  }
+  clock_gettime (CLOCK_MONOTONIC, &t1);
+
+  if (strcmp (c->format, "json") == 0) {
+    json_t *root = json_object (), *arr = json_array ();
+    json_object_set_new (root, "model", json_string (w->m.name));
+    json_object_set_new (root, "graph", json_string ("builder"));
+    json_object_set_new (root, "gpu", json_string (w->ge->name));
+    json_object_set_new (root, "mode", json_string (c->mode));
+    json_object_set_new (root, "dtype", json_string (c->dtype));
+    json_object_set_new (root, "batch", json_integer (w->batch));
+    json_object_set_new (root, "seq", json_integer (w->seq));
+    json_object_set_new (root, "layers", json_integer (w->m.layers));
+    json_object_set_new (root, "strategy",
+                         json_pack ("{s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:i, s:s, s:b, s:i, s:i, s:i}",
+                                    "tp", s->tp, "pp", s->pp, "dp", s->dp, "ep", s->ep, "mbs",
+                                    s->mbs, "vp", s->vp, "schedule", schedule_name (s->schedule),
+                                    "zero", s->zero, "recompute", recompute_name (s->recompute),
+                                    "sp", s->sp, "gpus", gpus, "nodes", nodes, "microbatches",
+                                    r[0].microbatches));
+    json_object_set_new (root, "assumed", json_string (c->assumed ? c->assumed : ""));
+    for (size_t p = 0; p < npred; p++) {
+      json_t *comm = json_object (), *hidden = json_object ();
+      for (int d = DIM_TP; d < NDIMS; d++) {
+        json_object_set_new (comm, dim_name (d), json_real (r[p].comm_ms[d]));
+        json_object_set_new (hidden, dim_name (d), json_real (r[p].hidden_ms[d]));
+      }
+      json_t *e = json_pack ("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:o, s:o, s:f, s:I, s:I}",
+                             "predictor", names[p], "e2e_ms", r[p].step_ms, "pipeline_ms",
+                             r[p].pipeline_ms, "bubble", r[p].bubble, "bubble_ms", r[p].bubble_ms,
+                             "grads_ms", r[p].grads_ms, "optimizer_ms", r[p].optimizer_ms,
+                             "comm_ms", comm, "overlapped_ms", hidden, "mfu",
+                             r[p].step_ms > 0 ? r[p].flops / (r[p].step_ms / 1e3) / peak : 0,
+                             "kernels", (json_int_t) r[p].kernels, "unique_kernels",
+                             (json_int_t) r[p].unique_kernels);
+      json_object_set_new (e, "memory", json_memory (&r[p].mem));
+      json_array_append_new (arr, e);
+    }
+    json_object_set_new (root, "predictions", arr);
+    json_dumpf (root, stdout, JSON_INDENT (2) | JSON_REAL_PRECISION (10));
+    putchar ('\n');
+    json_decref (root);
+  }
+  else if (strcmp (c->format, "csv") == 0) {
+    printf ("predictor,e2e_ms,pipeline_ms,bubble,grads_ms,optimizer_ms,tp_comm_ms,ep_comm_ms,"
+            "pp_comm_ms,dp_comm_ms,dp_overlapped_ms,mfu,memory_gb,oom\n");
+    for (size_t p = 0; p < npred; p++)
+      printf ("%s,%.9g,%.9g,%.6f,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.6f,%.6g,%s\n", names[p],
+              r[p].step_ms, r[p].pipeline_ms, r[p].bubble, r[p].grads_ms, r[p].optimizer_ms,
+              r[p].comm_ms[DIM_TP], r[p].comm_ms[DIM_EP], r[p].comm_ms[DIM_PP],
+              r[p].comm_ms[DIM_DP], r[p].hidden_ms[DIM_DP],
+              r[p].step_ms > 0 ? r[p].flops / (r[p].step_ms / 1e3) / peak : 0,
+              r[p].mem.total / 1e9, r[p].mem.oom ? "true" : "false");
+    if (c->assumed)
+      fprintf (stderr, "perfmod: assumed %s\n", c->assumed);
+  }
+  else {
+    static const char *const rows[] = { "step_ms", "pipeline_ms", "bubble_ms", "bubble_%",
+                                        "grads_ms", "optim_ms", "tp_comm_ms", "ep_comm_ms",
+                                        "pp_comm_ms", "dp_comm_ms", "dp_hidden_ms", "mfu_%" };
+    printf ("perfmod %s: %s, %s, global batch %lld x seq %lld, %s, on %s (built graph, %lld "
+            "layers)\n", PACKAGE_VERSION, w->m.name, w->train ? "training step" : "inference",
+            (long long) w->batch, (long long) w->seq, c->dtype, w->ge->name,
+            (long long) w->m.layers);
+    if (c->assumed)
+      printf ("assumed: %s\n", c->assumed);
+    printf ("strategy: tp=%d pp=%d dp=%d ep=%d mbs=%d vp=%d schedule=%s zero=%d recompute=%s "
+            "sp=%d: %d GPUs on %d node%s of %d, %d micro-batch%s per replica\n", s->tp, s->pp,
+            s->dp, s->ep, s->mbs, s->vp, schedule_name (s->schedule), s->zero,
+            recompute_name (s->recompute), s->sp, gpus, nodes, nodes == 1 ? "" : "s", gpn,
+            r[0].microbatches, r[0].microbatches == 1 ? "" : "es");
+    printf ("\n%-12s", "");
+    for (size_t p = 0; p < npred; p++)
+      printf (" %14s", names[p]);
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+      printf ("\n%-12s", rows[i]);
+      for (size_t p = 0; p < npred; p++) {
+        const struct dist_result *x = &r[p];
+        double v[] = { x->step_ms, x->pipeline_ms, x->bubble_ms, 100 * x->bubble, x->grads_ms,
+                       x->optimizer_ms, x->comm_ms[DIM_TP], x->comm_ms[DIM_EP],
+                       x->comm_ms[DIM_PP], x->comm_ms[DIM_DP], x->hidden_ms[DIM_DP],
+                       x->step_ms > 0 ? 100 * x->flops / (x->step_ms / 1e3) / peak : 0 };
+        printf (" %14.3f", v[i]);
+      }
+    }
+    const struct memory_estimate *mem = &r[0].mem;
+    printf ("\n\nmemory per device (GB, pipeline rank %d, the fullest): weights %.2f, gradients "
+            "%.2f, optimizer %.2f, activations %.2f, kv_cache %.2f, reserve %.2f; total %.2f of "
+            "%.2f%s", r[0].mem_rank, mem->weights / 1e9, mem->gradients / 1e9,
+            mem->optimizer / 1e9, mem->activations / 1e9, mem->kv_cache / 1e9,
+            mem->reserve / 1e9, mem->total / 1e9, mem->capacity / 1e9,
+            mem->oom ? "  OOM: does not fit" : "");
+    printf ("\n\n(step = pipeline + grads + optim; *_comm_ms: rank 0's collectives per step, "
+            "tp/ep/pp ones inside pipeline_ms; grads_ms: the exposed part of dp's; predicted in "
+            "%.2f ms)\n",
+            ((double) (t1.tv_sec - t0.tv_sec) * 1e3 + (double) (t1.tv_nsec - t0.tv_nsec) / 1e6));
+  }
+  if (c->explain &&
+      explain_strategy (set, s, &w->m, &w->ge->gpu, w->batch, w->seq, w->dtype, gpn, stdout) < 0)
+    goto out;
+  rc = 0;
+out:
+  free (r);
   return rc;
 }
 
@@ -428,7 +630,7 @@ cmd_predict (struct cli *c, struct plugin_set *set)
   size_t npred = 0;
   int rc, dtype, gpn;
   int64_t batch, seq;
-  bool train, gpus_given;
+  bool train;
   struct timespec t0, t1;
   struct memory_estimate mem;
   struct extras *x = NULL;
@@ -447,41 +649,25 @@ cmd_predict (struct cli *c, struct plugin_set *set)
   seq = w.seq;
   gpn = c->gpus_per_node ? (int) c->gpus_per_node : ge->gpu.gpus_per_node;
 
-  strategy_init (&s);
-  if (c->strategy) {
-    if (strchr (c->strategy, '=') == NULL) {
-      struct preset_db pdb;
-      const struct preset *p;
-      char *dir = xasprintf ("%s/strategies.d", pm_datadir ());
-      int prc = preset_db_load (&pdb, dir);
-      free (dir);
-      if (prc < 0)
-        goto out;
-      p = preset_db_find (&pdb, c->strategy);
-      if (p == NULL) {
-        pm_error ("--strategy '%s': no such preset (see perfmod strategies) and not KEY=VALUE",
-                  c->strategy);
-        preset_db_free (&pdb);
-        goto out;
-      }
-      char *where = xasprintf ("%s:%d", p->file, p->line);
-      prc = strategy_parse (&s, p->spec, where);
-      free (where);
-      preset_db_free (&pdb);
-      if (prc < 0)
-        goto out;
-    }
-    else if (strategy_parse (&s, c->strategy, "--strategy") < 0)
-      goto out;
-  }
-  gpus_given = c->nodes > 0 || c->gpus_per_node > 0;
-  if (strategy_resolve (&s, (c->nodes ? c->nodes : 1) * gpn, gpus_given, batch ? batch : 1) < 0)
+  if (strategy_load (c, &s, gpn, batch) < 0)
     goto out;
 
+  if (c->strategy && w.have_model && c->opgraph == NULL) {
+    if (c->gen > 0 || c->per_op) {
+      pm_error ("--strategy: %s is not modelled with a strategy yet",
+                c->gen > 0 ? "--gen" : "--per-op");
+      goto out;
+    }
+    names = strv_split (c->predictors ? c->predictors : "roofline", ',');
+    if (c->predictors == NULL)
+      assume (c, "--predictor roofline");
+    rc = predict_distributed (c, set, &w, &s, gpn, names, strv_len (names));
+    goto out;
+  }
   if (c->gen > 0) {
     /* The mean decode step: attention grows linearly with the cache, so
      * the step at the middle of the generation is the average one. */
-    struct build_options bo = { batch, seq, false, c->fusion, seq + c->gen / 2 };
+    struct build_options bo = { batch, seq, false, c->fusion, seq + c->gen / 2, NULL };
     if (train || !w.have_model || c->opgraph) {
       pm_error ("--gen: decode steps are predicted for inference of a --model (built graph)");
       goto out;
@@ -491,7 +677,7 @@ cmd_predict (struct cli *c, struct plugin_set *set)
     have_decode = true;
   }
   if (w.have_model) {
-    struct memory_options mo = { dtype, batch, seq, train, s.recompute, 0, c->gen };
+    struct memory_options mo = { dtype, batch, seq, train, s.recompute, 0, c->gen, NULL };
     memory_estimate (&w.m, &mo, &ge->gpu, &mem);
   }
   flops = graph_flops (gp, dtype, train);
@@ -587,11 +773,9 @@ cmd_predict (struct cli *c, struct plugin_set *set)
     if (c->assumed)
       printf ("assumed: %s\n", c->assumed);
     if (c->strategy)
-      printf ("strategy: tp=%d pp=%d dp=%d ep=%d mbs=%d vp=%d schedule=%s zero=%d recompute=%s"
-              " (%d GPUs); times below are one device running the unsharded graph:"
-              " graph-level parallelism is not modelled yet\n", s.tp, s.pp, s.dp, s.ep, s.mbs,
-              s.vp, schedule_name (s.schedule), s.zero, recompute_name (s.recompute),
-              s.tp * s.pp * s.dp);
+      printf ("strategy: tp=%d pp=%d dp=%d ep=%d (%d GPUs): an imported graph is one device's "
+              "trace, predicted as it is; its collectives run over all %d GPUs\n", s.tp, s.pp,
+              s.dp, s.ep, s.tp * s.pp * s.dp, s.tp * s.pp * s.dp);
     printf ("\n%-10s", "");
     for (size_t p = 0; p < npred; p++)
       printf (" %14s", pr[p].predictor);
@@ -898,8 +1082,8 @@ main (int argc, char **argv)
     return strcmp (cmd, "gpus") == 0 ? cmd_gpus ()
          : strcmp (cmd, "models") == 0 ? cmd_models () : cmd_strategies ();
   }
-  if (strcmp (cmd, "train") == 0 || strcmp (cmd, "graph") == 0) {
-    rc = strcmp (cmd, "train") == 0 ? cmd_train (&c) : cmd_graph (&c);
+  if (strcmp (cmd, "train") == 0) {
+    rc = cmd_train (&c);
     cli_free (&c);
     return rc;
   }
@@ -936,8 +1120,8 @@ main (int argc, char **argv)
       rc = EXIT_USAGE;
     }
     else if (strcmp (ro.table, "inf") && strcmp (ro.table, "train") && strcmp (ro.table, "perop") &&
-             strcmp (ro.table, "all")) {
-      pm_error ("--table '%s': expected inf, train, perop or all (distributed comes later)", ro.table);
+             strcmp (ro.table, "distributed") && strcmp (ro.table, "all")) {
+      pm_error ("--table '%s': expected inf, train, perop, distributed or all", ro.table);
       rc = EXIT_USAGE;
     }
     else if (strcmp (ro.format, "table") && strcmp (ro.format, "csv")) {
@@ -948,13 +1132,24 @@ main (int argc, char **argv)
       rc = EXIT_USAGE;
     else {
       ro.predictors = strv_split (c.predictors ? c.predictors : "roofline", ',');
-      rc = reproduce (&set, &gpus, &ro);
+      if (strcmp (ro.table, "distributed") == 0)
+        rc = reproduce_distributed (&set, &gpus, &ro);
+      else {
+        rc = reproduce (&set, &gpus, &ro);
+        /* all: the distributed table too, in table form (its CSV has its own rows) */
+        if (rc == 0 && strcmp (ro.table, "all") == 0 && strcmp (ro.format, "table") == 0) {
+          printf ("\n");
+          rc = reproduce_distributed (&set, &gpus, &ro);
+        }
+      }
       strv_free (ro.predictors);
       gpu_db_free (&gpus);
     }
   }
   else if (strcmp (cmd, "eval") == 0)
     rc = cmd_eval (&c, &set);
+  else if (strcmp (cmd, "graph") == 0)
+    rc = cmd_graph (&c, &set);
   else
     rc = cmd_predict (&c, &set);
   plugins_unload (&set);

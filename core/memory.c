@@ -13,30 +13,33 @@
 #define RESERVE_FRACTION 0.05
 
 /* Activation bytes one layer keeps for the backward pass, per Korthikanti
- * et al. 2022 (table 2), generalised to a feed-forward width f, grouped
- * key/value heads and routed experts; `eb` scales the 2-byte activations
- * of the paper, masks stay one byte. */
+ * et al. 2022 (tables 2 and 3), generalised to a feed-forward width f,
+ * grouped key/value heads and routed experts; `eb` scales the 2-byte
+ * activations of the paper, masks stay one byte.  Tensor parallelism over
+ * tp ranks splits the GEMM-side terms (the paper's 24/t and 5as/ht); the
+ * norm, dropout and residual terms (its 10) only with sequence parallelism. */
 static double
 layer_activations (const struct model_cfg *m, double b, double s, double eb,
-                   enum pm_recompute rc)
+                   enum pm_recompute rc, double tp, bool sp)
 {
   double h = (double) m->hidden, a = (double) m->heads, f = (double) m->ffn;
   double r = (double) m->kv_heads / (double) m->heads, sbh = s * b * h, k = 1;
   bool gated = m->family == FAM_LLAMA || m->family == FAM_MIXTRAL;
   bool attn_dropout = !gated;
-  double attn, mlp, norms, scores;
+  double replicated, split, scores;
   if (m->experts > 0 && (m->family == FAM_MIXTRAL || m->family == FAM_SWITCH))
     k = (double) m->top_k;   /* each token's activations in k experts */
   if (rc == RECOMPUTE_FULL)
-    return 2 * sbh * eb / 2;                  /* the layer's input only */
-  /* qkv input, q, k, v, projection input (2 bytes each), dropout mask */
-  attn = sbh * (eb * (3 + 2 * r) + (attn_dropout ? 1 : 0));
-  /* fc1 input, mask; fc1 and activation outputs (gated: gate, up, act) */
-  mlp = sbh * (eb + (gated ? 0 : 1)) + k * s * b * f * eb * (gated ? 3 : 2);
-  norms = 2 * sbh * eb;
+    return sbh * eb / (sp ? tp : 1);         /* the layer's input only */
+  /* the attention and MLP inputs (norm outputs), the two dropout masks,
+   * the two norms' inputs */
+  replicated = sbh * (2 * eb + (attn_dropout ? 1 : 0) + (gated ? 0 : 1)) + 2 * sbh * eb;
+  /* q, k, v, the projection input; fc1 and activation outputs (gated:
+   * gate, up, act) */
+  split = sbh * eb * (2 + 2 * r) + k * s * b * f * eb * (gated ? 3 : 2);
   /* softmax output, and with dropout its mask and output */
   scores = a * s * s * b * (attn_dropout ? 2 * eb + 1 : eb);
-  return attn + mlp + norms + (rc == RECOMPUTE_SELECTIVE ? 0 : scores);
+  return replicated / (sp ? tp : 1) + split / tp + (rc == RECOMPUTE_SELECTIVE ? 0 : scores / tp);
 }
 
 void
@@ -50,22 +53,33 @@ memory_estimate (const struct model_cfg *m, const struct memory_options *o,
                o->dtype == PERFMOD_DTYPE_FP8;
   double sum;
 
+  const struct mem_shard *sh = o->shard;
   memset (out, 0, sizeof *out);
   if (m->family == FAM_SWITCH)
     l += (double) m->dec_layers;
+  if (sh)
+    p = sh->params;
   if (o->train) {
+    double tp = sh ? sh->tp : 1, copies = sh ? sh->layer_copies : l;
+    bool sp = sh && sh->sp;
     /* Mixed precision keeps 2-byte weights, fp32 gradients and Adam's
      * fp32 master weights and two moments (Megatron's 18 bytes per
      * parameter); fp32 training has no master copy (16). */
-    out->weights = p * (mixed ? 2 : 4);
-    out->gradients = p * 4;
-    out->optimizer = p * (mixed ? 12 : 8);
-    out->activations = l * layer_activations (m, b, s, mixed ? 2 : eb, o->recompute)
-                       /* logits and their gradient in fp32 for the loss */
-                       + 2 * 4 * b * s * v + s * b * h * 2;
+    out->weights = p * (mixed ? 2 : 4) / (sh ? sh->weights : 1);
+    out->gradients = p * 4 / (sh ? sh->gradients : 1) + (sh ? p * 4 * sh->gradient_buffers : 0);
+    out->optimizer = p * (mixed ? 12 : 8) / (sh ? sh->optimizer : 1);
+    out->activations = copies * layer_activations (m, b, s, mixed ? 2 : eb, o->recompute, tp, sp);
+    /* logits and their gradient in fp32 for the loss (the last stage),
+     * the embedding's output (the first) */
+    if (!sh || sh->head)
+      out->activations += 2 * 4 * b * s * v / (sh ? sh->vocab : 1);
+    if (!sh || sh->embed)
+      out->activations += s * b * h * 2;
   }
   else {
     out->weights = p * eb;
+    if (sh)
+      l = sh->layer_copies;
     /* One layer's working set at a time (the residual stream, the
      * feed-forward intermediate, the scores) and the logits. */
     double q = o->kv_len > 0 ? 1 : s, kv = o->kv_len > 0 ? (double) o->kv_len + 1 : s;
@@ -75,6 +89,10 @@ memory_estimate (const struct model_cfg *m, const struct memory_options *o,
     double cached = o->kv_len > 0 ? (double) o->kv_len + 1 : s + (double) o->gen;
     if (m->family != FAM_BERT)
       out->kv_cache = 2 * l * b * cached * (double) (m->kv_heads * m->head_dim) * eb;
+    if (sh) {                  /* heads and widths split over the tensor-parallel ranks */
+      out->activations /= sh->tp;
+      out->kv_cache /= sh->tp;
+    }
   }
   sum = out->weights + out->gradients + out->optimizer + out->activations + out->kv_cache;
   out->reserve = RESERVE_FIXED_BYTES + RESERVE_FRACTION * sum;

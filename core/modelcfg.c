@@ -222,6 +222,22 @@ model_params (const struct model_cfg *m)
 }
 
 void
+model_param_parts (const struct model_cfg *m, double *embed, double *head, double *experts)
+{
+  double d = (double) m->hidden, f = (double) m->ffn, v = (double) m->vocab;
+  double e = (double) m->experts, pos = (double) m->max_pos;
+  *embed = v * d + (m->family == FAM_GPT2 || m->family == FAM_OPT || m->family == FAM_BERT
+                    ? pos * d : 0);
+  *head = m->tied ? 0 : v * d;
+  *experts = 0;
+  if (m->family == FAM_MIXTRAL)
+    *experts = (double) m->layers * e * 3 * d * f;
+  else if (m->family == FAM_SWITCH)
+    *experts = (floor ((double) m->layers / (double) m->sparse_step)
+                + floor ((double) m->dec_layers / (double) m->sparse_step)) * e * 2 * d * f;
+}
+
+void
 model_cfg_free (struct model_cfg *m)
 {
   free (m->name);

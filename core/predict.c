@@ -77,7 +77,7 @@ kop_to_kernel (const struct kop *o, const struct node *nd, int dtype, struct per
     break;
   case PERFMOD_KERNEL_MEMORY:
   case PERFMOD_KERNEL_COMM:
-    k->bytes = o->elems * eb;
+    k->bytes = o->bytes > 0 ? o->bytes : o->elems * eb;
     break;
   default:
     break;
@@ -203,6 +203,23 @@ describe (const struct perfmod_kernel *k, char *buf, size_t len)
             (long long) k->h);
 }
 
+/* A built graph's collective over its dimension's group. */
+static double
+group_comm_seconds (const struct kop *op, const struct perfmod_gpu *gpu,
+                    const struct comm_groups *gr)
+{
+  static const struct { const char *name; int coll; } colls[] = {
+    { "allreduce", PERFMOD_COLL_ALLREDUCE }, { "reduce_scatter", PERFMOD_COLL_REDUCE_SCATTER },
+    { "allgather", PERFMOD_COLL_ALLGATHER }, { "alltoall", PERFMOD_COLL_ALLTOALL },
+    { "sendrecv", PERFMOD_COLL_SENDRECV },
+  };
+  for (size_t i = 0; i < sizeof colls / sizeof colls[0]; i++)
+    if (strcmp (op->op, colls[i].name) == 0)
+      return collective_seconds (colls[i].coll, op->bytes, gr->size[op->dim], gr->stride[op->dim],
+                                 gr->gpus_per_node, gpu, COLL_ALGO_AUTO);
+  return 0;
+}
+
 static int
 kernel_estimate (struct plugin *pred, struct memo *memo, const struct perfmod_kernel *k,
                  const struct perfmod_gpu *gpu, const struct run_options *o,
@@ -271,7 +288,19 @@ predict_graph (struct plugin *pred, const struct graph *g, const struct perfmod_
       }
       else
         for (size_t j = 0; j < nd->nops[p] && rc == 0; j++) {
-          kop_to_kernel (&nd->ops[p][j], nd, o->dtype, &k);
+          const struct kop *op = &nd->ops[p][j];
+          if (op->kclass == PERFMOD_KERNEL_COMM && op->dim != DIM_NONE) {
+            double ms = o->groups ? group_comm_seconds (op, gpu, o->groups) * 1e3 : 0;
+            memset (&e, 0, sizeof e);
+            e.seconds = ms / 1e3;
+            node_add (t, p, &e);
+            out->comm_ms[op->dim][p] += w * ms;
+            if (op->overlap)
+              out->overlap_ms[p] += w * ms;
+            out->kernels += (size_t) w;
+            continue;
+          }
+          kop_to_kernel (op, nd, o->dtype, &k);
           rc = kernel_estimate (pred, &memo, &k, gpu, o, &e, &out->unique_kernels);
           if (rc == 0)
             node_add (t, p, &e);

@@ -79,7 +79,7 @@ load_graph (struct graph *g, const char *dir, const char *model, const char *tag
   free (path);
   if (build) {
     char **f = strv_split (tag, '-');
-    struct build_options bo = { 0, 0, false, false, 0 };
+    struct build_options bo = { 0, 0, false, false, 0, NULL };
     size_t n = strv_len (f);
     rc = -1;
     if (n >= 4 && parse_int64 (f[2], &bo.seq) && parse_int64 (f[3], &bo.batch)) {
@@ -243,7 +243,7 @@ perop_row (struct plugin **preds, size_t npred, const struct graph *g,
     return rc < 0 ? -1 : 0;
   for (size_t p = 0; p < npred; p++) {
     struct prediction pr;
-    struct run_options ro = { PERFMOD_DTYPE_FP32, train, 1 };
+    struct run_options ro = { PERFMOD_DTYPE_FP32, train, 1, NULL };
     double pred[5] = { 0, 0, 0, 0, 0 };
     if (predict_graph (preds[p], g, &ge->gpu, &ro, &pr) < 0)
       return -1;
@@ -425,7 +425,7 @@ reproduce (struct plugin_set *set, const struct gpu_db *gpus, const struct repro
     }
     for (size_t p = 0; p < npred && want_e2e; p++) {
       struct prediction pr;
-      struct run_options ro = { PERFMOD_DTYPE_FP32, mi == 1, 1 };
+      struct run_options ro = { PERFMOD_DTYPE_FP32, mi == 1, 1, NULL };
       double err, paper = NAN;
       if (predict_graph (preds[p], g, &ge->gpu, &ro, &pr) < 0) {
         rc = -1;

@@ -36,12 +36,12 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
          unsigned *seen)
 {
   static const char *const keys[] = { "tp", "pp", "dp", "ep", "mbs", "vp", "zero",
-                                      "schedule", "recompute" };
+                                      "schedule", "recompute", "sp" };
   int idx = enum_index (key, keys, sizeof keys / sizeof keys[0]);
   int64_t v;
 
   if (idx < 0) {
-    pm_error ("%s: unknown strategy key '%s' (known: tp, pp, dp, ep, mbs, vp, zero, schedule, recompute)",
+    pm_error ("%s: unknown strategy key '%s' (known: tp, pp, dp, ep, mbs, vp, zero, schedule, recompute, sp)",
               where, key);
     return -1;
   }
@@ -66,6 +66,14 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
       return -1;
     }
     s->recompute = (enum pm_recompute) e;
+    return 0;
+  }
+  if (idx == 9) {
+    if (strcmp (val, "0") && strcmp (val, "1")) {
+      pm_error ("%s: sp=%s: expected 0 or 1 (sequence parallelism with tp)", where, val);
+      return -1;
+    }
+    s->sp = val[0] == '1';
     return 0;
   }
   if (!parse_int64 (val, &v) || (idx == 6 ? (v < 0 || v > 3) : (v < 1 || v > 1 << 20))) {

@@ -79,6 +79,14 @@ struct perfmod_gpu {
   int gpus_per_node;        /* GPUs sharing the intra-node fabric */
   double link_gbps;         /* intra-node GPU-to-GPU bandwidth per GPU per direction, GB/s */
   double nic_gbps;          /* inter-node bandwidth per GPU per direction, GB/s */
+  /* Since perfmod 0.3 (check struct_size): the alpha-beta model of the two
+   * fabric levels.  Efficiency is the fraction of the nominal bandwidth a
+   * collective's bus achieves; latency is per step of an algorithm. */
+  double link_efficiency;   /* intra-node, 0..1 */
+  double link_latency_us;
+  double nic_efficiency;    /* inter-node, 0..1 */
+  double nic_latency_us;
+  double oversubscription;  /* network oversubscription ratio (1: non-blocking) */
 };
 
 /* Peak FLOP/s a kernel of the given dtype can reach on gpu: FP32 uses the
@@ -109,7 +117,84 @@ struct perfmod_parallel_case {
   double chip_flops;        /* C: FLOP/s per chip at the run's dtype */
   double link_bytes_per_s;  /* W: bandwidth of the link this dimension's group uses */
   const char *link_name;    /* "intra-node" or "inter-node" */
+  /* Since perfmod 0.3 (check struct_size): what plan() needs. */
+  double mb_tokens;         /* tokens of one micro-batch on one rank */
+  double elem_bytes;        /* bytes per activation element */
+  double heads, kv_heads;   /* attention heads and key/value heads */
+  double vocab;             /* vocabulary rows */
+  double grad_bytes;        /* gradient bytes of one device before data-parallel sharding */
+  double layer_param_bytes; /* parameter bytes of one layer on one device (ZeRO-3 gathers) */
+  int zero;                 /* ZeRO stage 0..3 */
+  int sequence_parallel;    /* tp: the sequence-parallel variant */
 };
+
+/* Since perfmod 0.3: graph-level parallelism.  A parallelism plugin's
+ * plan() says how its dimension shards the per-device graph and which
+ * collectives it adds where; the core builds the sharded graph, costs the
+ * collectives over the fabric and runs the pipeline schedule. */
+enum perfmod_collective {
+  PERFMOD_COLL_ALLREDUCE = 1,
+  PERFMOD_COLL_REDUCE_SCATTER = 2,
+  PERFMOD_COLL_ALLGATHER = 3,
+  PERFMOD_COLL_ALLTOALL = 4,
+  PERFMOD_COLL_SENDRECV = 5
+};
+
+/* Where a collective runs: per layer and micro-batch, unless noted. */
+enum perfmod_site {
+  PERFMOD_SITE_ATTN_IN = 1,  /* the attention block's input (before its column-parallel GEMMs) */
+  PERFMOD_SITE_ATTN_OUT = 2, /* its output (after the row-parallel GEMM) */
+  PERFMOD_SITE_MLP_IN = 3,   /* the feed-forward block's input */
+  PERFMOD_SITE_MLP_OUT = 4,  /* its output */
+  PERFMOD_SITE_MOE_DISPATCH = 5, /* tokens to their experts' ranks (routed layers) */
+  PERFMOD_SITE_MOE_COMBINE = 6,  /* expert outputs back */
+  PERFMOD_SITE_EMBED = 7,    /* the input embedding's output: once per micro-batch */
+  PERFMOD_SITE_LOGITS = 8,   /* the output layer's input: once per micro-batch */
+  PERFMOD_SITE_STAGE = 9,    /* a pipeline stage boundary: once per micro-batch */
+  PERFMOD_SITE_GRADS = 10,   /* the gradients: once per step, after the last backward */
+  PERFMOD_SITE_PARAMS = 11   /* a layer's parameters before use (ZeRO-3) */
+};
+
+#define PERFMOD_MAX_COMMS 16
+struct perfmod_comm {
+  int collective;           /* enum perfmod_collective */
+  int site;                 /* enum perfmod_site */
+  int phase;                /* 0 forward, 1 backward */
+  double bytes;             /* the whole buffer (all ranks' shares for gather and scatter) */
+  int overlap;              /* 1: may run behind backward computation */
+};
+
+/* Filled by plan(); the core starts it at divisors 1 and no collectives. */
+struct perfmod_plan {
+  uint32_t struct_size;
+  int heads;                /* attention (and key/value) heads split over this many ranks */
+  int ffn;                  /* feed-forward width, dense and expert */
+  int vocab;                /* embedding and output-layer rows */
+  int tokens;               /* tokens of the norm, dropout and residual regions */
+  int experts;              /* experts of a routed layer */
+  double expert_load;       /* the busiest rank's routed tokens over the even share */
+  double weights, gradients, optimizer; /* further divisors of these memory terms */
+  struct perfmod_comm comm[PERFMOD_MAX_COMMS];
+  int ncomm;
+  double gradient_buffers;  /* extra copies of the gradients kept (communication buckets) */
+};
+
+/* Append a collective to a plan; -1 when it is full. */
+static inline int
+perfmod_plan_comm (struct perfmod_plan *p, int collective, int site, int phase, double bytes,
+                   int overlap)
+{
+  struct perfmod_comm *c;
+  if (p->ncomm >= PERFMOD_MAX_COMMS)
+    return -1;
+  c = &p->comm[p->ncomm++];
+  c->collective = collective;
+  c->site = site;
+  c->phase = phase;
+  c->bytes = bytes;
+  c->overlap = overlap;
+  return 0;
+}
 
 /* What explain() returns: per-layer times of the seeds' closed forms. */
 struct perfmod_roofline {
@@ -210,6 +295,11 @@ struct perfmod_plugin {
    * the call and uses this instead of predict when it is set. */
   int (*estimate) (void *state, const struct perfmod_kernel *kernel,
                    const struct perfmod_gpu *gpu, struct perfmod_estimate *out);
+
+  /* Since perfmod 0.3.  Parallelism plugins, optional: this dimension's
+   * sharding and collectives (see struct perfmod_plan).  Without it the
+   * dimension is refused for graph-level prediction. */
+  int (*plan) (void *state, const struct perfmod_parallel_case *c, struct perfmod_plan *p);
 };
 
 /* The single exported symbol of a plugin. */

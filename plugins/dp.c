@@ -1,7 +1,8 @@
-/* dp.c: data parallelism, first version: the seeds' closed-form roofline per layer. */
+/* dp.c: data parallelism: gradient all-reduce or ZeRO-1/2/3 sharding and its collectives; and the seeds' closed form. */
 #include <config.h>
 
 #include <stdio.h>
+#include <string.h>
 
 #include "perfmod-plugin.h"
 
@@ -20,13 +21,79 @@ dp_explain (void *state, const struct perfmod_parallel_case *c, struct perfmod_r
   return 0;
 }
 
+static struct {
+  const struct perfmod_host *host;
+  int overlap;          /* gradient buckets reduced during the backward pass */
+  int bucket_view;      /* gradients are views of the buckets: no copy */
+} S = { NULL, 0, 0 };
+
+static int
+dp_init (const struct perfmod_host *host, void **state)
+{
+  S.host = host;
+  *state = &S;
+  return 0;
+}
+
+static const char *const dp_keys[] = { "overlap", "bucket_view", NULL };
+
+static int
+dp_config (void *state, const char *key, const char *value)
+{
+  (void) state;
+  if (strcmp (value, "0") && strcmp (value, "1")) {
+    S.host->error ("%s=%s: expected 0 or 1", key, value);
+    return -1;
+  }
+  *(strcmp (key, "overlap") == 0 ? &S.overlap : &S.bucket_view) = value[0] == '1';
+  return 0;
+}
+
+/* Over X replicas.  ZeRO-0: the gradients are all-reduced once per step.
+ * ZeRO-1 (Megatron's distributed optimizer): each replica updates 1/X of
+ * the parameters, so gradients are reduce-scattered and the updated
+ * parameters all-gathered.  ZeRO-2 also keeps 1/X of the gradients;
+ * ZeRO-3 (FSDP) 1/X of the weights too, all-gathering each layer's before
+ * its forward and its backward (prefetched, so they may overlap).
+ * Megatron reduces gradients after the backward pass unless asked to
+ * overlap them (--overlap-grad-reduce; here dp:overlap=1). */
+static int
+dp_plan (void *state, const struct perfmod_parallel_case *c, struct perfmod_plan *p)
+{
+  double x = c->degree, grads = c->grad_bytes;
+  double params = grads / 4 * (c->elem_bytes < 4 ? 2 : 4);
+  (void) state;
+  /* PyTorch's DistributedDataParallel copies the gradients into its
+   * all-reduce buckets unless gradient_as_bucket_view is set: one more
+   * copy of the unsharded gradients (dp:bucket_view=1 drops it). */
+  if (c->zero < 2 && !S.bucket_view)
+    p->gradient_buffers = 1;
+  if (c->zero == 0)
+    return perfmod_plan_comm (p, PERFMOD_COLL_ALLREDUCE, PERFMOD_SITE_GRADS, 1, grads, S.overlap);
+  p->optimizer = x;
+  if (c->zero >= 2)
+    p->gradients = x;
+  perfmod_plan_comm (p, PERFMOD_COLL_REDUCE_SCATTER, PERFMOD_SITE_GRADS, 1, grads,
+                     S.overlap || c->zero == 3);
+  if (c->zero < 3)
+    return perfmod_plan_comm (p, PERFMOD_COLL_ALLGATHER, PERFMOD_SITE_GRADS, 0, params, 0);
+  p->weights = x;
+  perfmod_plan_comm (p, PERFMOD_COLL_ALLGATHER, PERFMOD_SITE_PARAMS, 0, c->layer_param_bytes, 1);
+  return perfmod_plan_comm (p, PERFMOD_COLL_ALLGATHER, PERFMOD_SITE_PARAMS, 1,
+                            c->layer_param_bytes, 1);
+}
+
 static struct perfmod_plugin plugin = {
   .name = "dp",
   .version = PACKAGE_VERSION,
-  .description = "data parallelism: gradient all-reduce (closed form)",
+  .description = "data parallelism: gradient all-reduce, ZeRO-1/2/3 sharding",
   .kind = PERFMOD_PLUGIN_PARALLELISM,
   .dimension = "dp",
+  .init = dp_init,
   .explain = dp_explain,
+  .plan = dp_plan,
+  .config_keys = dp_keys,
+  .config = dp_config,
 };
 
 PERFMOD_REGISTER_PLUGIN (plugin)

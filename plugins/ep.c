@@ -1,7 +1,9 @@
-/* ep.c: expert parallelism, first version: the seeds' closed-form roofline per MoE layer. */
+/* ep.c: expert parallelism: experts sharded over ranks, all-to-all dispatch and combine, load imbalance; and the seeds' closed form. */
 #include <config.h>
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "perfmod-plugin.h"
 
@@ -27,13 +29,65 @@ ep_explain (void *state, const struct perfmod_parallel_case *c, struct perfmod_r
   return 0;
 }
 
+static struct {
+  const struct perfmod_host *host;
+  double imbalance;     /* the busiest rank's routed tokens over the even share */
+} S = { NULL, 1.0 };
+
+static int
+ep_init (const struct perfmod_host *host, void **state)
+{
+  S.host = host;
+  *state = &S;
+  return 0;
+}
+
+static const char *const ep_keys[] = { "imbalance", NULL };
+
+static int
+ep_config (void *state, const char *key, const char *value)
+{
+  char *end;
+  double v = strtod (value, &end);
+  (void) state;
+  (void) key;
+  if (end == value || *end != '\0' || !(v >= 1.0) || v > 1e6) {
+    S.host->error ("imbalance=%s: expected a factor of at least 1 (1: even routing)", value);
+    return -1;
+  }
+  S.imbalance = v;
+  return 0;
+}
+
+/* Each rank keeps experts/Z experts, fed with the tokens of all Z ranks:
+ * its k routed copies of every token go out in an all-to-all (dispatch)
+ * and come back in another (combine), and the backward pass does the
+ * same with their gradients.  The busiest rank waits for the others. */
+static int
+ep_plan (void *state, const struct perfmod_parallel_case *c, struct perfmod_plan *p)
+{
+  double routed = c->mb_tokens * c->experts_per_token * c->hidden * c->elem_bytes * S.imbalance;
+  (void) state;
+  p->experts = c->degree;
+  p->expert_load = S.imbalance;
+  for (int phase = 0; phase < 2; phase++) {
+    perfmod_plan_comm (p, PERFMOD_COLL_ALLTOALL, PERFMOD_SITE_MOE_DISPATCH, phase, routed, 0);
+    perfmod_plan_comm (p, PERFMOD_COLL_ALLTOALL, PERFMOD_SITE_MOE_COMBINE, phase, routed, 0);
+  }
+  return 0;
+}
+
 static struct perfmod_plugin plugin = {
   .name = "ep",
   .version = PACKAGE_VERSION,
-  .description = "expert parallelism: all-to-all dispatch and combine (closed form)",
+  .description = "expert parallelism: sharded experts, all-to-all dispatch and combine",
   .kind = PERFMOD_PLUGIN_PARALLELISM,
   .dimension = "ep",
+  .init = ep_init,
   .explain = ep_explain,
+  .plan = ep_plan,
+  .config_keys = ep_keys,
+  .config = ep_config,
 };
 
 PERFMOD_REGISTER_PLUGIN (plugin)

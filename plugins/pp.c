@@ -1,4 +1,4 @@
-/* pp.c: pipeline parallelism, first version: the seeds' closed-form p2p time and the bubble. */
+/* pp.c: pipeline parallelism: the activations sent between stages, and the seeds' closed-form bubble. */
 #include <config.h>
 
 #include <stdio.h>
@@ -26,13 +26,27 @@ pp_explain (void *state, const struct perfmod_parallel_case *c, struct perfmod_r
   return 0;
 }
 
+/* Each micro-batch's hidden state goes to the next stage in the forward
+ * pass and its gradient back in the backward; the core splits the layers
+ * into stages and simulates the schedule. */
+static int
+pp_plan (void *state, const struct perfmod_parallel_case *c, struct perfmod_plan *p)
+{
+  double act = c->mb_tokens * c->hidden * c->elem_bytes;
+  (void) state;
+  perfmod_plan_comm (p, PERFMOD_COLL_SENDRECV, PERFMOD_SITE_STAGE, 0, act, 0);
+  perfmod_plan_comm (p, PERFMOD_COLL_SENDRECV, PERFMOD_SITE_STAGE, 1, act, 0);
+  return 0;
+}
+
 static struct perfmod_plugin plugin = {
   .name = "pp",
   .version = PACKAGE_VERSION,
-  .description = "pipeline parallelism: stage p2p and bubble (closed form)",
+  .description = "pipeline parallelism: stage-to-stage transfers (the core simulates the schedule)",
   .kind = PERFMOD_PLUGIN_PARALLELISM,
   .dimension = "pp",
   .explain = pp_explain,
+  .plan = pp_plan,
 };
 
 PERFMOD_REGISTER_PLUGIN (plugin)

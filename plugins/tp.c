@@ -1,4 +1,4 @@
-/* tp.c: tensor parallelism, first version: the seeds' closed-form roofline per layer. */
+/* tp.c: tensor parallelism: Megatron's column- and row-parallel layers (optionally sequence-parallel), and the seeds' closed form. */
 #include <config.h>
 
 #include <stdio.h>
@@ -20,13 +20,60 @@ tp_explain (void *state, const struct perfmod_parallel_case *c, struct perfmod_r
   return 0;
 }
 
+/* Megatron: heads, the feed-forward width and the vocabulary split over
+ * the Y ranks.  Without sequence parallelism each block's output is
+ * all-reduced in the forward pass and its input gradient in the backward;
+ * with it, the norm/dropout regions hold 1/Y of the tokens, and an
+ * all-gather before each block and a reduce-scatter after it replace the
+ * all-reduce (the backward mirrors them and re-gathers the input for the
+ * weight gradient). */
+static int
+tp_plan (void *state, const struct perfmod_parallel_case *c, struct perfmod_plan *p)
+{
+  int y = c->degree;
+  double act = c->mb_tokens * c->hidden * c->elem_bytes;
+  static const int in[] = { PERFMOD_SITE_ATTN_IN, PERFMOD_SITE_MLP_IN };
+  static const int out[] = { PERFMOD_SITE_ATTN_OUT, PERFMOD_SITE_MLP_OUT };
+  (void) state;
+  p->heads = p->ffn = p->vocab = y;
+  if (c->sequence_parallel) {
+    p->tokens = y;
+    for (int i = 0; i < 2; i++) {
+      perfmod_plan_comm (p, PERFMOD_COLL_ALLGATHER, in[i], 0, act, 0);
+      perfmod_plan_comm (p, PERFMOD_COLL_REDUCE_SCATTER, out[i], 0, act, 0);
+      perfmod_plan_comm (p, PERFMOD_COLL_ALLGATHER, out[i], 1, act, 0);
+      perfmod_plan_comm (p, PERFMOD_COLL_ALLGATHER, in[i], 1, act, 0);
+      perfmod_plan_comm (p, PERFMOD_COLL_REDUCE_SCATTER, in[i], 1, act, 0);
+    }
+    perfmod_plan_comm (p, PERFMOD_COLL_REDUCE_SCATTER, PERFMOD_SITE_EMBED, 0, act, 0);
+    perfmod_plan_comm (p, PERFMOD_COLL_ALLGATHER, PERFMOD_SITE_EMBED, 1, act, 0);
+    perfmod_plan_comm (p, PERFMOD_COLL_ALLGATHER, PERFMOD_SITE_LOGITS, 0, act, 0);
+    perfmod_plan_comm (p, PERFMOD_COLL_REDUCE_SCATTER, PERFMOD_SITE_LOGITS, 1, act, 0);
+  }
+  else {
+    for (int i = 0; i < 2; i++) {
+      perfmod_plan_comm (p, PERFMOD_COLL_ALLREDUCE, out[i], 0, act, 0);
+      perfmod_plan_comm (p, PERFMOD_COLL_ALLREDUCE, in[i], 1, act, 0);
+    }
+    /* the vocabulary-parallel embedding sums its partial lookups; the
+     * output layer's input gradient is summed */
+    perfmod_plan_comm (p, PERFMOD_COLL_ALLREDUCE, PERFMOD_SITE_EMBED, 0, act, 0);
+    perfmod_plan_comm (p, PERFMOD_COLL_ALLREDUCE, PERFMOD_SITE_LOGITS, 1, act, 0);
+  }
+  /* the vocabulary-parallel cross entropy: max, sum of exponentials and
+   * the target's logit, one fp32 per token each */
+  perfmod_plan_comm (p, PERFMOD_COLL_ALLREDUCE, PERFMOD_SITE_LOGITS, 0, 3 * 4 * c->mb_tokens, 0);
+  return 0;
+}
+
 static struct perfmod_plugin plugin = {
   .name = "tp",
   .version = PACKAGE_VERSION,
-  .description = "tensor parallelism: activation all-reduces (closed form)",
+  .description = "tensor parallelism: Megatron column/row-parallel layers, sequence parallelism",
   .kind = PERFMOD_PLUGIN_PARALLELISM,
   .dimension = "tp",
   .explain = tp_explain,
+  .plan = tp_plan,
 };
 
 PERFMOD_REGISTER_PLUGIN (plugin)

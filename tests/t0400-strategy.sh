@@ -3,16 +3,16 @@
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 plan 17
 
-run_pm --mode train --strategy tp=8,pp=4 --nodes 4 --explain
+run_pm --model gpt3-2.7b --mode train --strategy tp=8,pp=4 --nodes 4 --explain
 ok $([ $rc -eq 0 ] && grep -Eq '^tp +8 +intra-node .* compute +degree Y = 8 < F\*W/C' "$TMP/out" && echo 0 || echo 1) \
   "--explain shows tp's closed form on the intra-node link"
 ok $(grep -Eq '^pp +4 +inter-node .*bubble \(p-1\)/\(m\+p-1\) = 0.429 with m = 4' "$TMP/out"; echo $?) \
   "--explain shows pp across nodes with its bubble (3/7 for 4 stages, 4 micro-batches)"
 
-# The seeds' closed forms by hand for gpt2-large on h100 (fp32 C = 66.908e12,
-# NVLink W = 450e9): tp=8, B = 4*1024 tokens, D = 1280, F = 5120.
-tm=$(awk 'BEGIN { printf "%.4f", 4*4096*1280*5120/(8*66.908e12)*1e3 }')
-tc=$(awk 'BEGIN { printf "%.4f", 4*4096*1280/450e9*1e3 }')
+# The seeds' closed forms by hand for gpt3-2.7b on h100 (fp32 C = 66.908e12,
+# NVLink W = 450e9): tp=8, B = 4*1024 tokens, D = 2560, F = 10240.
+tm=$(awk 'BEGIN { printf "%.4f", 4*4096*2560*10240/(8*66.908e12)*1e3 }')
+tc=$(awk 'BEGIN { printf "%.4f", 4*4096*2560/450e9*1e3 }')
 ok $(awk -v tm="$tm" -v tc="$tc" '$1 == "tp" { exit !($4 == tm && $5 == tc) }' "$TMP/out"; echo $?) \
   "tp t_math and t_comms equal 4BDF/(YC) = $tm ms and 4BD/W = $tc ms"
 
@@ -22,7 +22,7 @@ dc=$(awk 'BEGIN { printf "%.4f", 8*1280*5120/50e9*1e3 }')
 ok $([ $rc -eq 0 ] && awk -v m="$dm" -v c="$dc" '$1 == "dp" { exit !($3 == "inter-node" && $4 == m && $5 == c) }' "$TMP/out" && echo 0 || echo 1) \
   "dp=16 over 2 nodes uses the NICs: 8BDF/(XC) = $dm ms, 8DF/W = $dc ms"
 
-run_pm --mode train --batch 8 --strategy tp8-pp4 --nodes 4 --explain --format csv
+run_pm --model gpt3-2.7b --mode train --batch 8 --strategy tp8-pp4 --nodes 4 --explain --format csv
 ok $([ $rc -eq 0 ] && grep -q '^tp  *8' "$TMP/out" && echo 0 || echo 1) "a preset from strategies.d"
 run_pm strategies
 ok $([ $rc -eq 0 ] && grep -Eq '^tp8-pp4 +tp=8,pp=4,schedule=1f1b +.*10-megatron.ini:[0-9]+$' "$TMP/out" && echo 0 || echo 1) \

@@ -21,7 +21,7 @@ ok $(grep -Eq '^roofline +inf +54 +31\.18 +31\.18$' "$TMP/err"; echo $?) "the su
 run_pm reproduce --neusight "$NEUSIGHT" --table train
 ok $([ $rc -eq 0 ] && grep -Eq '^roofline +train +26 ' "$TMP/out" && ! grep -q '^inf ' "$TMP/out" && echo 0 || echo 1) \
   "--table train prints only training rows and its mean"
-expect_fail 2 "--table 'distributed'" "a table not built yet is refused" -- reproduce --neusight "$NEUSIGHT" --table distributed
+expect_fail 2 "--table 'bogus': expected inf, train, perop, distributed or all" "an unknown table is refused" -- reproduce --neusight "$NEUSIGHT" --table bogus
 
 # The per-op table, the paper's way: per-class sums over each model run.
 run_pm reproduce --neusight "$NEUSIGHT" --table perop --predictor roofline,linreg --format csv

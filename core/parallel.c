@@ -1,0 +1,497 @@
+/* parallel.c: a training or inference step under tp, ep, pp and dp: the plugins' plans composed, stage graphs built and predicted, the pipeline simulated, gradients synchronised, the optimizer stepped. */
+#include <config.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* The plugins are asked in this fixed order: each sees the shares the
+ * earlier ones left (dp's gradients are those of a tp/ep/pp shard). */
+static const int plan_order[] = { DIM_TP, DIM_EP, DIM_PP, DIM_DP };
+
+/* Megatron's data-parallel gradient buckets: 40M parameters each. */
+#define DP_BUCKET_PARAMS 40e6
+
+static int
+degree_of (const struct strategy *s, int dim)
+{
+  switch (dim) {
+  case DIM_TP: return s->tp;
+  case DIM_EP: return s->ep;
+  case DIM_PP: return s->pp;
+  case DIM_DP: return s->dp;
+  default: return 1;
+  }
+}
+
+/* Megatron's placement: tp innermost, then ep (within the data-parallel
+ * ranks), then pp, dp outermost. */
+void
+comm_groups_init (struct comm_groups *g, const struct strategy *s, int gpus_per_node)
+{
+  memset (g, 0, sizeof *g);
+  g->gpus_per_node = gpus_per_node;
+  for (int d = 0; d < NDIMS; d++)
+    g->size[d] = 1;
+  g->size[DIM_NONE] = s->tp * s->pp * s->dp;
+  g->size[DIM_TP] = s->tp;
+  g->size[DIM_EP] = s->ep;
+  g->size[DIM_PP] = s->pp;
+  g->size[DIM_DP] = s->dp;
+  g->stride[DIM_NONE] = 1;
+  g->stride[DIM_TP] = 1;
+  g->stride[DIM_EP] = s->tp;
+  g->stride[DIM_PP] = (int64_t) s->tp * s->dp;
+  g->stride[DIM_DP] = s->tp;
+}
+
+/* Parameters one device holds: its share of the embedding, the output
+ * layer and of `frac` of the layers. */
+static double
+device_params (const struct model_cfg *m, const struct perfmod_plan *pl, double frac, bool embed,
+               bool head, bool tied_copy)
+{
+  double emb, out, experts, rest, p;
+  model_param_parts (m, &emb, &out, &experts);
+  rest = model_params (m) - emb - out - experts;
+  p = frac * (rest / pl->heads + experts / ((double) pl->ffn * pl->experts));
+  if (embed)
+    p += emb / pl->vocab;
+  if (head)
+    p += (tied_copy ? (double) m->vocab * (double) m->hidden : out) / pl->vocab;
+  return p;
+}
+
+static void
+plan_init (struct perfmod_plan *p)
+{
+  memset (p, 0, sizeof *p);
+  p->struct_size = sizeof *p;
+  p->heads = p->ffn = p->vocab = p->tokens = p->experts = 1;
+  p->expert_load = 1;
+  p->weights = p->gradients = p->optimizer = 1;
+}
+
+/* Ask each dimension's plugin for its plan and compose them. */
+static int
+compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod_gpu *gpu,
+         const struct dist_options *o, struct dist_plan *dp)
+{
+  const struct strategy *s = o->s;
+  bool mixed = o->dtype == PERFMOD_DTYPE_FP16 || o->dtype == PERFMOD_DTYPE_BF16 ||
+               o->dtype == PERFMOD_DTYPE_FP8;
+  plan_init (&dp->plan);
+  dp->ncomms = 0;
+  for (size_t i = 0; i < sizeof plan_order / sizeof plan_order[0]; i++) {
+    int dim = plan_order[i], degree = degree_of (s, dim);
+    struct perfmod_parallel_case c;
+    struct perfmod_plan p;
+    struct plugin *pl;
+    int rc;
+    if (degree <= 1)
+      continue;
+    pl = plugins_find (set, dim_name (dim), PERFMOD_PLUGIN_PARALLELISM);
+    if (pl == NULL) {
+      pm_error ("no parallelism plugin for '%s' is installed", dim_name (dim));
+      return -1;
+    }
+    if (pl->p.plan == NULL) {
+      pm_error ("%s: the plugin has no plan() (perfmod 0.3): it can only --explain", pl->p.name);
+      return -1;
+    }
+    memset (&c, 0, sizeof c);
+    c.struct_size = sizeof c;
+    c.degree = degree;
+    c.tokens = (double) o->batch * (double) o->seq;
+    c.hidden = (double) m->hidden;
+    c.ffn = (double) m->ffn;
+    c.layers = (double) m->layers;
+    c.experts = (double) m->experts;
+    c.experts_per_token = m->experts ? (double) m->top_k : 1;
+    c.stages = s->pp;
+    c.microbatches = (double) o->batch / ((double) s->dp * s->mbs);
+    c.chip_flops = perfmod_gpu_peak_flops (gpu, o->dtype);
+    c.mb_tokens = (double) s->mbs * (double) o->seq;
+    c.elem_bytes = dtype_bytes (o->dtype);
+    c.heads = (double) m->heads;
+    c.kv_heads = (double) m->kv_heads;
+    c.vocab = (double) m->vocab;
+    /* gradients (fp32) and one layer's weights of an average stage so far */
+    double dev = device_params (m, &dp->plan, 1.0 / s->pp, true, s->pp == 1, false);
+    c.grad_bytes = 4 * dev;
+    c.layer_param_bytes = device_params (m, &dp->plan, 1.0 / (double) m->layers, false, false,
+                                         false) * (mixed ? 2 : dtype_bytes (o->dtype));
+    c.zero = s->zero;
+    c.sequence_parallel = s->sp;
+    plan_init (&p);
+    pm_current_plugin = pl->p.name;
+    pm_plugin_errmsg[0] = '\0';
+    rc = pl->p.plan (pl->state, &c, &p);
+    pm_current_plugin = NULL;
+    if (rc < 0) {
+      pm_error ("%s: %s", pl->p.name, pm_plugin_errmsg);
+      return -1;
+    }
+    if (p.heads < 1 || p.ffn < 1 || p.vocab < 1 || p.tokens < 1 || p.experts < 1 ||
+        p.expert_load < 1 || p.weights < 1 || p.gradients < 1 || p.optimizer < 1 ||
+        p.gradient_buffers < 0 ||
+        p.ncomm < 0 || p.ncomm > PERFMOD_MAX_COMMS) {
+      pm_error ("%s: plan() returned an invalid plan (a divisor below 1 or too many collectives)",
+                pl->p.name);
+      return -1;
+    }
+    dp->plan.heads *= p.heads;
+    dp->plan.ffn *= p.ffn;
+    dp->plan.vocab *= p.vocab;
+    dp->plan.tokens *= p.tokens;
+    dp->plan.experts *= p.experts;
+    dp->plan.expert_load *= p.expert_load;
+    dp->plan.weights *= p.weights;
+    dp->plan.gradients *= p.gradients;
+    dp->plan.optimizer *= p.optimizer;
+    dp->plan.gradient_buffers += p.gradient_buffers;
+    for (int k = 0; k < p.ncomm; k++) {
+      struct comm_site *cs = &dp->comms[dp->ncomms++];
+      cs->collective = p.comm[k].collective;
+      cs->site = p.comm[k].site;
+      cs->phase = p.comm[k].phase;
+      cs->bytes = p.comm[k].bytes;
+      cs->overlap = p.comm[k].overlap != 0;
+      cs->dim = dim;
+    }
+  }
+  return 0;
+}
+
+/* Seconds of the plan's collectives at one site, split into what may
+ * overlap and what may not. */
+static void
+site_seconds (const struct dist_plan *dp, int site, const struct comm_groups *g,
+              const struct perfmod_gpu *gpu, double *plain, double *overlap, double by_dim[NDIMS])
+{
+  *plain = *overlap = 0;
+  for (size_t i = 0; i < dp->ncomms; i++) {
+    const struct comm_site *cs = &dp->comms[i];
+    double t;
+    if (cs->site != site)
+      continue;
+    t = collective_seconds (cs->collective, cs->bytes, g->size[cs->dim], g->stride[cs->dim],
+                            g->gpus_per_node, gpu, COLL_ALGO_AUTO);
+    *(cs->overlap ? overlap : plain) += t;
+    if (by_dim)
+      by_dim[cs->dim] += t;
+  }
+}
+
+/* One chunk's graph predicted: forward and backward ms of a micro-batch,
+ * the collectives inside. */
+struct chunk_times {
+  double fw, bw;
+  double comm[NDIMS];    /* ms per micro-batch */
+  double flops;          /* per micro-batch */
+  bool built;
+};
+
+/* The graph of one pipeline chunk of `layers` layers on one rank. */
+static int
+chunk_build (struct graph *gr, const struct model_cfg *m, const struct dist_options *o,
+             const struct dist_plan *dp, int64_t layers, bool embed, bool head)
+{
+  struct shard sh;
+  struct build_options bo;
+  memset (&sh, 0, sizeof sh);
+  sh.heads = dp->plan.heads;
+  sh.ffn = dp->plan.ffn;
+  sh.vocab = dp->plan.vocab;
+  sh.tokens = dp->plan.tokens;
+  sh.experts = dp->plan.experts;
+  sh.expert_load = dp->plan.expert_load;
+  sh.layers = layers;
+  sh.embed = embed;
+  sh.head = head;
+  sh.comms = dp->comms;
+  sh.ncomms = dp->ncomms;
+  memset (&bo, 0, sizeof bo);
+  bo.batch = o->s->mbs;
+  bo.seq = o->seq;
+  bo.train = o->train;
+  bo.fusion = o->fusion;
+  bo.shard = &sh;
+  return graph_build (gr, m, &bo);
+}
+
+static int
+chunk_predict (struct plugin *pred, const struct model_cfg *m, const struct perfmod_gpu *gpu,
+               const struct dist_options *o, const struct dist_plan *dp,
+               const struct comm_groups *g, int64_t layers, bool embed, bool head,
+               struct chunk_times *out, struct dist_result *r)
+{
+  struct graph gr;
+  struct prediction pr;
+  struct run_options ro;
+  double t[NPHASES];
+
+  if (chunk_build (&gr, m, o, dp, layers, embed, head) < 0)
+    return -1;
+  memset (&ro, 0, sizeof ro);
+  ro.dtype = o->dtype;
+  ro.train = o->train;
+  ro.groups = g;
+  if (predict_graph (pred, &gr, gpu, &ro, &pr) < 0) {
+    graph_free (&gr);
+    return -1;
+  }
+  r->kernels += pr.kernels;
+  r->unique_kernels += pr.unique_kernels;
+  out->flops = graph_flops (&gr, o->dtype, o->train);
+  t[PHASE_FW] = pr.fw_ms;
+  t[PHASE_BW] = pr.bw_ms;
+  t[PHASE_ACC] = pr.acc_ms;
+  /* Collectives marked to overlap (ZeRO-3's prefetched gathers) hide
+   * behind the phase's computation; the rest is on the critical path. */
+  for (int p = 0; p < NPHASES; p++) {
+    double comm = 0, compute;
+    for (int d = 0; d < NDIMS; d++)
+      comm += pr.comm_ms[d][p];
+    compute = t[p] - comm;
+    t[p] = compute + (comm - pr.overlap_ms[p]) +
+           (pr.overlap_ms[p] > compute ? pr.overlap_ms[p] - compute : 0);
+  }
+  out->fw = t[PHASE_FW];
+  out->bw = t[PHASE_BW] + t[PHASE_ACC];
+  for (int d = 0; d < NDIMS; d++)
+    out->comm[d] = pr.comm_ms[d][PHASE_FW] + pr.comm_ms[d][PHASE_BW] + pr.comm_ms[d][PHASE_ACC];
+  out->built = true;
+  prediction_free (&pr);
+  graph_free (&gr);
+  return 0;
+}
+
+/* The optimizer step over the device's parameters, as one memory-bound
+ * pass: Adam reads weights, gradients and two moments and writes weights
+ * and moments (mixed precision: the fp32 master copy, and writes the
+ * 16-bit weights), clipping reads the gradients, zeroing writes them. */
+static int
+optimizer_ms (struct plugin *pred, const struct perfmod_gpu *gpu, int dtype, double params,
+              double *ms)
+{
+  bool mixed = dtype == PERFMOD_DTYPE_FP16 || dtype == PERFMOD_DTYPE_BF16 ||
+               dtype == PERFMOD_DTYPE_FP8;
+  struct perfmod_kernel k;
+  struct perfmod_estimate e;
+  memset (&k, 0, sizeof k);
+  k.struct_size = sizeof k;
+  k.kclass = PERFMOD_KERNEL_MEMORY;
+  k.op = intern ("copy");
+  k.dtype = PERFMOD_DTYPE_FP32;
+  k.elem_bytes = 4;
+  k.bytes = params * (28 + 8 + (mixed ? 2 : 0));
+  if (plugin_estimate (pred, &k, gpu, &e) < 0) {
+    pm_error ("%s: cannot predict the optimizer step: %s", pred->p.name, pm_plugin_errmsg);
+    return -1;
+  }
+  *ms = e.seconds * 1e3;
+  return 0;
+}
+
+int
+dist_check (const struct model_cfg *m, const struct strategy *s, int64_t batch)
+{
+  int64_t chunks = (int64_t) s->pp * s->vp;
+  if (s->pp > 1 && m->family == FAM_SWITCH) {
+    pm_error ("%s: pipeline stages are modelled for decoder-only and encoder-only stacks, not "
+              "the encoder-decoder %s", m->name, m->arch);
+    return -1;
+  }
+  if (m->layers % chunks != 0) {
+    pm_error ("%s: pp=%d%s does not divide the %lld layers", m->name, s->pp,
+              s->vp > 1 ? " x vp" : "", (long long) m->layers);
+    return -1;
+  }
+  if (s->ep > 1 && m->experts == 0) {
+    pm_error ("%s: ep=%d: the model has no experts", m->name, s->ep);
+    return -1;
+  }
+  if (s->ep > 1 && m->experts % s->ep != 0) {
+    pm_error ("%s: ep=%d does not divide the %lld experts", m->name, s->ep,
+              (long long) m->experts);
+    return -1;
+  }
+  if (m->heads % s->tp != 0 || m->kv_heads % s->tp != 0 || m->ffn % s->tp != 0) {
+    pm_error ("%s: tp=%d does not divide the %lld %s", m->name, s->tp,
+              (long long) (m->heads % s->tp ? m->heads : m->kv_heads % s->tp ? m->kv_heads
+                           : m->ffn),
+              m->heads % s->tp ? "attention heads" : m->kv_heads % s->tp ? "key/value heads"
+              : "feed-forward width");
+    return -1;
+  }
+  if (batch % ((int64_t) s->dp * s->mbs) != 0) {
+    pm_error ("--batch %lld is not a multiple of dp=%d x mbs=%d", (long long) batch, s->dp, s->mbs);
+    return -1;
+  }
+  return 0;
+}
+
+/* Memory of pipeline rank r (the ranks' chunks, the micro-batches whose
+ * activations it keeps at once). */
+static void
+rank_memory (const struct model_cfg *m, const struct perfmod_gpu *gpu,
+             const struct dist_options *o, const struct dist_plan *dp, int r,
+             struct memory_estimate *mem)
+{
+  const struct strategy *s = o->s;
+  int p = s->pp, v = s->vp > 1 ? s->vp : 1;
+  double mbs = (double) o->batch / ((double) s->dp * s->mbs), inflight;
+  double lpc = (double) m->layers / (double) (p * v);  /* layers per chunk */
+  bool embed = r == 0, head = r == p - 1;
+  struct mem_shard ms;
+  struct memory_options mo;
+
+  /* chunk-micro-batches whose activations the rank keeps at its peak:
+   * GPipe all of them, 1F1B its warm-up forwards and one more */
+  if (s->schedule == SCHED_GPIPE)
+    inflight = mbs;
+  else if (s->schedule == SCHED_INTERLEAVED) {
+    double warm = (double) ((p - r - 1) * 2 + (v - 1) * p) + 1;
+    inflight = warm < mbs * v ? warm : mbs * v;
+  }
+  else
+    inflight = (double) (p - r) < mbs ? (double) (p - r) : mbs;
+  memset (&ms, 0, sizeof ms);
+  ms.tp = s->tp;
+  ms.sp = s->sp;
+  ms.params = device_params (m, &dp->plan, 1.0 / p, embed, head, m->tied && p > 1 && head);
+  ms.layer_copies = o->train ? lpc * inflight : lpc * v;
+  ms.embed = embed;
+  ms.head = head;
+  ms.vocab = dp->plan.vocab;
+  ms.weights = dp->plan.weights;
+  ms.gradients = dp->plan.gradients;
+  ms.optimizer = dp->plan.optimizer;
+  ms.gradient_buffers = dp->plan.gradient_buffers;
+  memset (&mo, 0, sizeof mo);
+  mo.dtype = o->dtype;
+  mo.batch = s->mbs;
+  mo.seq = o->seq;
+  mo.train = o->train;
+  mo.recompute = s->recompute;
+  mo.gen = o->gen;
+  mo.shard = &ms;
+  memory_estimate (m, &mo, gpu, mem);
+}
+
+int
+dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cfg *m,
+              const struct perfmod_gpu *gpu, const struct dist_options *o, struct dist_result *r)
+{
+  const struct strategy *s = o->s;
+  int p = s->pp, v = s->vp > 1 ? s->vp : 1, chunks = p * v;
+  int64_t lpc = m->layers / chunks;
+  struct dist_plan dp;
+  struct comm_groups g;
+  struct chunk_times kinds[3];   /* first, middle, last chunk */
+  double *fw = NULL, *bw = NULL, p2p = 0, plain, over;
+  struct pipe_input pin;
+  struct pipe_result pres;
+  int rc = -1;
+
+  memset (r, 0, sizeof *r);
+  memset (kinds, 0, sizeof kinds);
+  if (dist_check (m, s, o->batch) < 0)
+    return -1;
+  if (compose (set, m, gpu, o, &dp) < 0)
+    return -1;
+  comm_groups_init (&g, s, o->gpus_per_node);
+  r->microbatches = (int) (o->batch / ((int64_t) s->dp * s->mbs));
+
+  /* Chunks differ only by the embedding (first) and the output layer
+   * (last): at most three graphs, whatever the cluster's size. */
+  fw = xcalloc ((size_t) chunks, sizeof *fw);
+  bw = xcalloc ((size_t) chunks, sizeof *bw);
+  for (int c = 0; c < chunks; c++) {
+    int kind = chunks == 1 ? 0 : c == 0 ? 0 : c == chunks - 1 ? 2 : 1;
+    if (!kinds[kind].built &&
+        chunk_predict (pred, m, gpu, o, &dp, &g, lpc, c == 0, c == chunks - 1, &kinds[kind], r) < 0)
+      goto out;
+    fw[c] = kinds[kind].fw;
+    bw[c] = kinds[kind].bw;
+    /* what rank 0 runs in the step */
+    if (c % p == 0) {
+      for (int d = 0; d < NDIMS; d++)
+        r->comm_ms[d] += kinds[kind].comm[d] * r->microbatches;
+      r->flops += kinds[kind].flops * r->microbatches;
+    }
+  }
+
+  site_seconds (&dp, PERFMOD_SITE_STAGE, &g, gpu, &plain, &over, NULL);
+  p2p = (plain + over) * 1e3;
+  memset (&pin, 0, sizeof pin);
+  pin.stages = p;
+  pin.vp = v;
+  pin.microbatches = r->microbatches;
+  pin.schedule = s->schedule;
+  pin.backward = o->train;
+  pin.fw_ms = fw;
+  pin.bw_ms = bw;
+  pin.p2p_ms = p2p;
+  if (pipeline_simulate (&pin, &pres) < 0)
+    goto out;
+  r->pipeline_ms = pres.step_ms;
+  r->bubble = p > 1 ? pres.bubble : 0;
+  r->bubble_ms = r->bubble * pres.step_ms;
+  if (p > 1)
+    r->comm_ms[DIM_PP] += p2p * (o->train ? 2 : 1) * r->microbatches * v;
+
+  if (o->train) {
+    /* Gradients once per step: bucketed collectives marked to overlap may
+     * hide behind the last micro-batch's backward, all but the last
+     * bucket; the rest is exposed. */
+    double by_dim[NDIMS] = { 0 }, window = 0, params, buckets, hidden;
+    site_seconds (&dp, PERFMOD_SITE_GRADS, &g, gpu, &plain, &over, by_dim);
+    for (int c = 0; c < chunks; c += p)
+      window += bw[c];
+    params = device_params (m, &dp.plan, 1.0 / p, true, p == 1, false);
+    buckets = ceil (params / DP_BUCKET_PARAMS);
+    hidden = over * 1e3 * (1 - 1 / buckets);
+    if (hidden > window)
+      hidden = window;
+    r->grads_ms = (plain + over) * 1e3 - hidden;
+    r->hidden_ms[DIM_DP] = hidden;
+    for (int d = 0; d < NDIMS; d++)
+      r->comm_ms[d] += by_dim[d] * 1e3;
+    if (optimizer_ms (pred, gpu, o->dtype, params / dp.plan.optimizer, &r->optimizer_ms) < 0)
+      goto out;
+  }
+  r->step_ms = r->pipeline_ms + r->grads_ms + r->optimizer_ms;
+
+  /* memory: the worse of the first and the last pipeline rank */
+  rank_memory (m, gpu, o, &dp, 0, &r->mem);
+  r->mem_rank = 0;
+  if (p > 1) {
+    struct memory_estimate last;
+    rank_memory (m, gpu, o, &dp, p - 1, &last);
+    if (last.total > r->mem.total) {
+      r->mem = last;
+      r->mem_rank = p - 1;
+    }
+  }
+  r->plan = dp.plan;
+  rc = 0;
+out:
+  free (fw);
+  free (bw);
+  return rc;
+}
+
+int
+dist_graph (struct plugin_set *set, const struct model_cfg *m, const struct perfmod_gpu *gpu,
+            const struct dist_options *o, struct graph *g)
+{
+  struct dist_plan dp;
+  int chunks = o->s->pp * (o->s->vp > 1 ? o->s->vp : 1);
+  if (dist_check (m, o->s, o->batch) < 0 || compose (set, m, gpu, o, &dp) < 0)
+    return -1;
+  return chunk_build (g, m, o, &dp, m->layers / chunks, true, chunks == 1);
+}
