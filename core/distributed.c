@@ -28,9 +28,10 @@ static bool
 cell_value (const char *s, double *v, double *pct)
 {
   char *end;
-  *v = strtod (s, &end);
+  double x = strtod (s, &end);
   if (end == s)
     return false;
+  *v = x;
   if (pct) {
     const char *l = strchr (end, '(');
     *pct = l ? strtod (l + 1, NULL) : NAN;
@@ -217,7 +218,7 @@ done:
     printf ("table,model,seq,batch,device,mode,option,predictor,measured_ms,predicted_ms,"
             "error_pct,paper_error_pct,paper_ms\n");
   else
-    printf ("%-11s %5s %-22s %-4s %-10s %12s %12s %8s %12s %8s %9s\n", "model", "batch", "device",
+    printf ("%-11s %5s %-22s %-4s %-17s %12s %12s %8s %12s %8s %9s\n", "model", "batch", "device",
             "dim", "predictor", "measured_ms", "predicted_ms", "err_%", "neusight_ms", "ns_err_%",
             "memory_gb");
   for (size_t k = 0; k < ncells && rc == 0; k++) {
@@ -283,7 +284,7 @@ done:
                 (long long) c->seq, (long long) c->batch, c->device, opt, o->predictors[p], meas,
                 res.mem.oom ? "OOM" : pred, err, nserr, nsms);
       else
-        printf ("%-11s %5lld %-22s %-4s %-10s %12s %12s %8s %12s %8s %9.2f\n", c->builtin,
+        printf ("%-11s %5lld %-22s %-4s %-17s %12s %12s %8s %12s %8s %9.2f\n", c->builtin,
                 (long long) c->batch, c->device, c->dim, o->predictors[p], meas, pred,
                 err[0] ? err : "-", nsms[0] ? nsms : "-", nserr[0] ? nserr : "-",
                 res.mem.total / 1e9);
@@ -292,10 +293,10 @@ done:
   }
   if (rc == 0) {
     FILE *sum = csv ? stderr : stdout;
-    fprintf (sum, "\n%-10s %6s %10s %12s %12s %14s\n", "predictor", "cells", "mean_err_%",
+    fprintf (sum, "\n%-17s %6s %10s %12s %12s %14s\n", "predictor", "cells", "mean_err_%",
              "paper_mean_%", "oom_agreed", "fit_agreed");
     for (size_t p = 0; p < npred; p++)
-      fprintf (sum, "%-10s %6d %10.2f %12.2f %9d/%-2d %11d/%-2d\n", o->predictors[p], t[p].n,
+      fprintf (sum, "%-17s %6d %10.2f %12.2f %9d/%-2d %11d/%-2d\n", o->predictors[p], t[p].n,
                t[p].n ? t[p].err / t[p].n : 0, t[p].n ? t[p].paper / t[p].n : 0, t[p].oom_ok,
                t[p].oom_n, t[p].fit_ok, t[p].n);
     fprintf (sum, "(empty measured cells of summary/distributed.csv are the paper's OOM cells; "
