@@ -13,6 +13,25 @@ spans_nodes (int64_t stride, int degree, int gpus_per_node)
   return stride * degree > gpus_per_node;
 }
 
+void
+parallel_case_init (struct perfmod_parallel_case *c, int degree, const struct model_cfg *m,
+                    const struct strategy *s, const struct perfmod_gpu *gpu, int dtype,
+                    int64_t batch, int64_t seq)
+{
+  memset (c, 0, sizeof *c);
+  c->struct_size = sizeof *c;
+  c->degree = degree;
+  c->tokens = (double) batch * (double) seq;
+  c->hidden = (double) m->hidden;
+  c->ffn = (double) m->ffn;
+  c->layers = (double) m->layers;
+  c->experts = (double) m->experts;
+  c->experts_per_token = m->experts ? (double) m->top_k : 1;
+  c->stages = s->pp;
+  c->microbatches = (double) batch / ((double) s->dp * s->mbs);
+  c->chip_flops = perfmod_gpu_peak_flops (gpu, dtype);
+}
+
 int
 explain_strategy (struct plugin_set *set, const struct strategy *s, const struct model_cfg *m,
                   const struct perfmod_gpu *gpu, int64_t batch, int64_t seq, int dtype,
@@ -42,18 +61,7 @@ explain_strategy (struct plugin_set *set, const struct strategy *s, const struct
       return -1;
     }
     inter = spans_nodes (strides[i], degrees[i], gpus_per_node);
-    memset (&c, 0, sizeof c);
-    c.struct_size = sizeof c;
-    c.degree = degrees[i];
-    c.tokens = (double) batch * (double) seq;
-    c.hidden = (double) m->hidden;
-    c.ffn = (double) m->ffn;
-    c.layers = (double) m->layers;
-    c.experts = (double) m->experts;
-    c.experts_per_token = m->experts ? (double) m->top_k : 1;
-    c.stages = s->pp;
-    c.microbatches = (double) batch / ((double) s->dp * s->mbs);
-    c.chip_flops = perfmod_gpu_peak_flops (gpu, dtype);
+    parallel_case_init (&c, degrees[i], m, s, gpu, dtype, batch, seq);
     c.link_bytes_per_s = (inter ? gpu->nic_gbps : gpu->link_gbps) * 1e9;
     c.link_name = inter ? "inter-node" : "intra-node";
     memset (&r, 0, sizeof r);

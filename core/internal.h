@@ -429,6 +429,11 @@ int graph_report (const struct graph *g, const struct perfmod_gpu *gpu, int dtyp
 
 /* ---- explain.c ---- */
 struct workload;
+/* The case a parallelism plugin sees: the workload's widths, tokens and
+ * micro-batches, the chip's peak (the link and plan() fields are left 0). */
+void parallel_case_init (struct perfmod_parallel_case *c, int degree, const struct model_cfg *m,
+                         const struct strategy *s, const struct perfmod_gpu *gpu, int dtype,
+                         int64_t batch, int64_t seq);
 int explain_strategy (struct plugin_set *set, const struct strategy *s,
                       const struct model_cfg *m, const struct perfmod_gpu *gpu,
                       int64_t batch, int64_t seq, int dtype, int gpus_per_node,

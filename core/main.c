@@ -478,6 +478,24 @@ cmd_graph (struct cli *c, struct plugin_set *set)
   return rc;
 }
 
+/* The JSON answer's description of the run. */
+static json_t *
+json_run (const struct cli *c, const char *model, const char *graph, const char *gpu,
+          int64_t batch, int64_t seq, int64_t layers)
+{
+  json_t *root = json_object ();
+  json_object_set_new (root, "model", json_string (model));
+  json_object_set_new (root, "graph", json_string (graph));
+  json_object_set_new (root, "gpu", json_string (gpu));
+  json_object_set_new (root, "mode", json_string (c->mode));
+  json_object_set_new (root, "dtype", json_string (c->dtype));
+  json_object_set_new (root, "batch", json_integer (batch));
+  json_object_set_new (root, "seq", json_integer (seq));
+  json_object_set_new (root, "layers", json_integer (layers));
+  json_object_set_new (root, "assumed", json_string (c->assumed ? c->assumed : ""));
+  return root;
+}
+
 /* A step under a strategy: the plugins' plans, the stage graphs, the
  * pipeline, the gradient synchronisation and the optimizer, per predictor. */
 static int
@@ -515,15 +533,8 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
   clock_gettime (CLOCK_MONOTONIC, &t1);
 
   if (strcmp (c->format, "json") == 0) {
-    json_t *root = json_object (), *arr = json_array ();
-    json_object_set_new (root, "model", json_string (w->m.name));
-    json_object_set_new (root, "graph", json_string ("builder"));
-    json_object_set_new (root, "gpu", json_string (w->ge->name));
-    json_object_set_new (root, "mode", json_string (c->mode));
-    json_object_set_new (root, "dtype", json_string (c->dtype));
-    json_object_set_new (root, "batch", json_integer (w->batch));
-    json_object_set_new (root, "seq", json_integer (w->seq));
-    json_object_set_new (root, "layers", json_integer (w->m.layers));
+    json_t *root = json_run (c, w->m.name, "builder", w->ge->name, w->batch, w->seq, w->m.layers);
+    json_t *arr = json_array ();
     json_object_set_new (root, "strategy",
                          json_pack ("{s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:i, s:s, s:b, s:i, s:i, s:i}",
                                     "tp", s->tp, "pp", s->pp, "dp", s->dp, "ep", s->ep, "mbs",
@@ -531,7 +542,6 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
                                     "zero", s->zero, "recompute", recompute_name (s->recompute),
                                     "sp", s->sp, "gpus", gpus, "nodes", nodes, "microbatches",
                                     r[0].microbatches));
-    json_object_set_new (root, "assumed", json_string (c->assumed ? c->assumed : ""));
     for (size_t p = 0; p < npred; p++) {
       json_t *comm = json_object (), *hidden = json_object ();
       for (int d = DIM_TP; d < NDIMS; d++) {
@@ -729,16 +739,9 @@ cmd_predict (struct cli *c, struct plugin_set *set)
   clock_gettime (CLOCK_MONOTONIC, &t1);
 
   if (strcmp (c->format, "json") == 0) {
-    json_t *root = json_object (), *arr = json_array ();
-    json_object_set_new (root, "model", json_string (w.have_model ? w.m.name : c->opgraph));
-    json_object_set_new (root, "graph", json_string (gp->source));
-    json_object_set_new (root, "gpu", json_string (ge->name));
-    json_object_set_new (root, "mode", json_string (c->mode));
-    json_object_set_new (root, "dtype", json_string (c->dtype));
-    json_object_set_new (root, "batch", json_integer (batch));
-    json_object_set_new (root, "seq", json_integer (seq));
-    json_object_set_new (root, "layers", json_integer (gp->repeat));
-    json_object_set_new (root, "assumed", json_string (c->assumed ? c->assumed : ""));
+    json_t *root = json_run (c, w.have_model ? w.m.name : c->opgraph, gp->source, ge->name,
+                             batch, seq, gp->repeat);
+    json_t *arr = json_array ();
     for (size_t p = 0; p < npred; p++)
       json_prediction (arr, &pr[p], gp, c->per_op, &x[p]);
     json_object_set_new (root, "predictions", arr);

@@ -101,18 +101,7 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
       pm_error ("%s: the plugin has no plan() (perfmod 0.3): it can only --explain", pl->p.name);
       return -1;
     }
-    memset (&c, 0, sizeof c);
-    c.struct_size = sizeof c;
-    c.degree = degree;
-    c.tokens = (double) o->batch * (double) o->seq;
-    c.hidden = (double) m->hidden;
-    c.ffn = (double) m->ffn;
-    c.layers = (double) m->layers;
-    c.experts = (double) m->experts;
-    c.experts_per_token = m->experts ? (double) m->top_k : 1;
-    c.stages = s->pp;
-    c.microbatches = (double) o->batch / ((double) s->dp * s->mbs);
-    c.chip_flops = perfmod_gpu_peak_flops (gpu, o->dtype);
+    parallel_case_init (&c, degree, m, s, gpu, o->dtype, o->batch, o->seq);
     c.mb_tokens = (double) s->mbs * (double) o->seq;
     c.elem_bytes = dtype_bytes (o->dtype);
     c.heads = (double) m->heads;
