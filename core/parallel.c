@@ -362,7 +362,9 @@ rank_memory (const struct model_cfg *m, const struct perfmod_gpu *gpu,
   ms.gradient_buffers = dp->plan.gradient_buffers;
   memset (&mo, 0, sizeof mo);
   mo.dtype = o->dtype;
-  mo.batch = s->mbs;
+  /* inference keeps every sequence's KV cache: the replica's whole batch
+   * (its working set is then counted for all of it too: an upper bound) */
+  mo.batch = o->train ? s->mbs : o->batch / s->dp;
   mo.seq = o->seq;
   mo.train = o->train;
   mo.recompute = s->recompute;
