@@ -68,15 +68,6 @@ struct dist_cell {
   long line;
 };
 
-static int
-load_model (struct model_cfg *m, const char *name)
-{
-  char *path = xasprintf ("%s/models/%s.json", pm_datadir (), name);
-  int rc = model_cfg_load (m, path);
-  free (path);
-  return rc;
-}
-
 /* Measured latency from the label file where there is one (more digits
  * than the table), else the table's. */
 static void
@@ -232,7 +223,7 @@ done:
       rc = -1;
       break;
     }
-    if (load_model (&m, c->builtin) < 0) {
+    if (model_cfg_builtin (&m, c->builtin) < 0) {
       rc = -1;
       break;
     }

@@ -164,6 +164,8 @@ struct model_cfg {
 };
 int model_cfg_load (struct model_cfg *m, const char *path);
 void model_cfg_free (struct model_cfg *m);
+/* A built-in: DATADIR/models/NAME.json, named NAME; refused naming it. */
+int model_cfg_builtin (struct model_cfg *m, const char *name);
 /* Parameters of the model (weights, counting tied ones once). */
 double model_params (const struct model_cfg *m);
 /* Of those: the input embeddings (with positions), the untied output
@@ -367,6 +369,8 @@ void prediction_free (struct prediction *p);
 void kop_to_kernel (const struct kop *o, const struct node *nd, int dtype,
                     struct perfmod_kernel *k);
 double dtype_bytes (int dtype);
+/* Training in this dtype is mixed precision (fp32 master weights). */
+bool dtype_mixed (int dtype);
 const char *dtype_name (int dtype);
 int dtype_parse (const char *s);
 const char *kclass_name (int kclass);

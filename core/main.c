@@ -189,28 +189,13 @@ static int
 resolve_model (struct cli *c, struct model_cfg *m)
 {
   const char *name = c->model;
-  char *path;
-  int rc;
   if (name == NULL) {
     name = DEFAULT_MODEL;
     assume (c, "--model " DEFAULT_MODEL);
   }
   if (strchr (name, '/') || strstr (name, ".json"))
     return model_cfg_load (m, name);
-  path = xasprintf ("%s/models/%s.json", pm_datadir (), name);
-  if (access (path, R_OK) != 0) {
-    pm_error ("--model '%s': no such built-in model and no such file (built-ins are in %s/models)",
-              name, pm_datadir ());
-    free (path);
-    return -1;
-  }
-  rc = model_cfg_load (m, path);
-  if (rc == 0) {
-    free (m->name);
-    m->name = xstrdup (name);
-  }
-  free (path);
-  return rc;
+  return model_cfg_builtin (m, name);
 }
 
 /* What a run adds to each predictor's entry beyond the graph's times. */
@@ -425,6 +410,21 @@ fail:
   return EXIT_USAGE;
 }
 
+/* The run's options for a prediction under strategy s. */
+static void
+dist_options_init (struct dist_options *o, const struct cli *c, const struct workload *w,
+                   const struct strategy *s, int gpn)
+{
+  memset (o, 0, sizeof *o);
+  o->s = s;
+  o->dtype = w->dtype;
+  o->train = w->train;
+  o->fusion = c->fusion;
+  o->batch = w->batch;
+  o->seq = w->seq;
+  o->gpus_per_node = gpn;
+}
+
 static int
 cmd_graph (struct cli *c, struct plugin_set *set)
 {
@@ -450,14 +450,7 @@ cmd_graph (struct cli *c, struct plugin_set *set)
         workload_free (&w);
         return EXIT_USAGE;
       }
-      memset (&o, 0, sizeof o);
-      o.s = &s;
-      o.dtype = w.dtype;
-      o.train = w.train;
-      o.fusion = c->fusion;
-      o.batch = w.batch;
-      o.seq = w.seq;
-      o.gpus_per_node = gpn;
+      dist_options_init (&o, c, &w, &s, gpn);
       graph_free (&w.g);
       w.have_graph = false;
       if (dist_graph (set, &w.m, &w.ge->gpu, &o, &w.g) < 0) {
@@ -509,14 +502,7 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
   double peak = perfmod_gpu_peak_flops (&w->ge->gpu, w->dtype);
   int rc = EXIT_RUNTIME;
 
-  memset (&o, 0, sizeof o);
-  o.s = s;
-  o.dtype = w->dtype;
-  o.train = w->train;
-  o.fusion = c->fusion;
-  o.batch = w->batch;
-  o.seq = w->seq;
-  o.gpus_per_node = gpn;
+  dist_options_init (&o, c, w, s, gpn);
   clock_gettime (CLOCK_MONOTONIC, &t0);
   for (size_t p = 0; p < npred; p++) {
     struct plugin *pl = plugins_find (set, names[p], PERFMOD_PLUGIN_PREDICTOR);

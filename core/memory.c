@@ -49,8 +49,7 @@ memory_estimate (const struct model_cfg *m, const struct memory_options *o,
   double p = model_params (m), eb = dtype_bytes (o->dtype);
   double b = (double) o->batch, s = (double) o->seq, l = (double) m->layers;
   double h = (double) m->hidden, v = (double) m->vocab;
-  bool mixed = o->dtype == PERFMOD_DTYPE_FP16 || o->dtype == PERFMOD_DTYPE_BF16 ||
-               o->dtype == PERFMOD_DTYPE_FP8;
+  bool mixed = dtype_mixed (o->dtype);
   double sum;
 
   const struct mem_shard *sh = o->shard;

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -235,6 +236,26 @@ model_param_parts (const struct model_cfg *m, double *embed, double *head, doubl
   else if (m->family == FAM_SWITCH)
     *experts = (floor ((double) m->layers / (double) m->sparse_step)
                 + floor ((double) m->dec_layers / (double) m->sparse_step)) * e * 2 * d * f;
+}
+
+int
+model_cfg_builtin (struct model_cfg *m, const char *name)
+{
+  char *path = xasprintf ("%s/models/%s.json", pm_datadir (), name);
+  int rc;
+  if (access (path, R_OK) != 0) {
+    pm_error ("--model '%s': no such built-in model and no such file (built-ins are in %s/models)",
+              name, pm_datadir ());
+    free (path);
+    return -1;
+  }
+  rc = model_cfg_load (m, path);
+  if (rc == 0) {
+    free (m->name);
+    m->name = xstrdup (name);
+  }
+  free (path);
+  return rc;
 }
 
 void

@@ -80,8 +80,6 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
          const struct dist_options *o, struct dist_plan *dp)
 {
   const struct strategy *s = o->s;
-  bool mixed = o->dtype == PERFMOD_DTYPE_FP16 || o->dtype == PERFMOD_DTYPE_BF16 ||
-               o->dtype == PERFMOD_DTYPE_FP8;
   plan_init (&dp->plan);
   dp->ncomms = 0;
   for (size_t i = 0; i < sizeof plan_order / sizeof plan_order[0]; i++) {
@@ -111,7 +109,7 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
     double dev = device_params (m, &dp->plan, 1.0 / s->pp, true, s->pp == 1, false);
     c.grad_bytes = 4 * dev;
     c.layer_param_bytes = device_params (m, &dp->plan, 1.0 / (double) m->layers, false, false,
-                                         false) * (mixed ? 2 : dtype_bytes (o->dtype));
+                                         false) * (dtype_mixed (o->dtype) ? 2 : dtype_bytes (o->dtype));
     c.zero = s->zero;
     c.sequence_parallel = s->sp;
     plan_init (&p);
@@ -266,8 +264,6 @@ static int
 optimizer_ms (struct plugin *pred, const struct perfmod_gpu *gpu, int dtype, double params,
               double *ms)
 {
-  bool mixed = dtype == PERFMOD_DTYPE_FP16 || dtype == PERFMOD_DTYPE_BF16 ||
-               dtype == PERFMOD_DTYPE_FP8;
   struct perfmod_kernel k;
   struct perfmod_estimate e;
   memset (&k, 0, sizeof k);
@@ -276,7 +272,7 @@ optimizer_ms (struct plugin *pred, const struct perfmod_gpu *gpu, int dtype, dou
   k.op = intern ("copy");
   k.dtype = PERFMOD_DTYPE_FP32;
   k.elem_bytes = 4;
-  k.bytes = params * (28 + 8 + (mixed ? 2 : 0));
+  k.bytes = params * (28 + 8 + (dtype_mixed (dtype) ? 2 : 0));
   if (plugin_estimate (pred, &k, gpu, &e) < 0) {
     pm_error ("%s: cannot predict the optimizer step: %s", pred->p.name, pm_plugin_errmsg);
     return -1;

@@ -11,6 +11,12 @@ static const char *const dtype_names[PERFMOD_DTYPE_COUNT] = { "fp32", "tf32", "f
 static const double dtype_sizes[PERFMOD_DTYPE_COUNT] = { 4, 4, 2, 2, 1 };
 
 double dtype_bytes (int dtype) { return dtype_sizes[dtype]; }
+
+bool
+dtype_mixed (int dtype)
+{
+  return dtype == PERFMOD_DTYPE_FP16 || dtype == PERFMOD_DTYPE_BF16 || dtype == PERFMOD_DTYPE_FP8;
+}
 const char *dtype_name (int dtype) { return dtype_names[dtype]; }
 
 int
