@@ -622,13 +622,16 @@ swiglu (struct bctx *c, const char *prefix, int64_t rows, int64_t d, int64_t f)
   linear (c, buf, rows, f, d, false);
 }
 
-/* Tokens an expert processes: the routed assignments spread evenly over
- * the experts, capped by the capacity where the model has one. */
+/* Tokens an expert processes: the routed assignments of t tokens spread
+ * evenly over the experts, capped by the capacity where the model has one.
+ * The capacity holds per sequence (Hugging Face's Switch router counts an
+ * expert's tokens along each sequence), so nseq sequences allow nseq times it. */
 static int64_t
-expert_tokens (const struct model_cfg *m, int64_t t)
+expert_tokens (const struct model_cfg *m, int64_t t, int64_t nseq)
 {
   int64_t e = (t * m->top_k + m->experts - 1) / m->experts;
-  return m->capacity > 0 && e > m->capacity ? m->capacity : e;
+  int64_t cap = m->capacity * nseq;
+  return m->capacity > 0 && e > cap ? cap : e;
 }
 
 static void
@@ -640,7 +643,8 @@ moe_block (struct bctx *c, int64_t f, const char *act)
    * the tokens of all ep ranks; the busiest rank gets expert_load times
    * the even share. */
   int64_t local = m->experts / sh->experts;
-  int64_t t = c->t, d = m->hidden, te = expert_tokens (m, t * sh->experts);
+  int64_t t = c->t, d = m->hidden;
+  int64_t te = expert_tokens (m, t * sh->experts, c->b * sh->experts);
   double ted;
   if (sh->expert_load > 1)
     te = (int64_t) ceil ((double) te * sh->expert_load);

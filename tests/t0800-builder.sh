@@ -2,7 +2,7 @@
 # t0800-builder.sh: native graphs from model configs: built-ins, kernels and FLOPs by hand, the cross-check against NeuSight's traces, memory, decode, refusals.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 neusight_or_skip
-plan 40
+plan 41
 
 # --- built-in models and their published parameter counts ---
 run_pm models
@@ -50,20 +50,26 @@ $tag
 EOT
   extra=; [ "$fusion" = fusion ] && extra=--fusion
   a=$("$PERFMOD" --gpu h100 --predictor roofline --format csv --opgraph "$f" --model "$NEUSIGHT/DLmodel_configs/$model.json" \
-      --mode "$mode" | awk -F, 'NR==2{print $2}')
+      --mode "$mode" | awk -F, 'NR==2{print $2, $2-$5}')
   b=$("$PERFMOD" --gpu h100 --predictor roofline --format csv --model "$NEUSIGHT/DLmodel_configs/$model.json" \
-      --mode "$mode" --batch "$batch" --seq "$seq" $extra | awk -F, 'NR==2{print $2}')
+      --mode "$mode" --batch "$batch" --seq "$seq" $extra | awk -F, 'NR==2{print $2, $2-$5}')
   echo "$tag $a $b"
 done > "$TMP/cross"
 diag "$(cat "$TMP/cross")"
-ok $(awk '$1!~/^switch/{n++; d=($3-$2)/$2; if (d<0) d=-d; if (d>0.02) bad++} END{print (n==24&&!bad)?0:1}' "$TMP/cross") \
-  "24 dense traces: built roofline e2e within 2% of the traced graph's"
-# Switch: its traces recorded one draw of an untrained router (experts with 0 and 64
-# tokens); the builder spreads tokens evenly.  Known gap, see doc/graph-builder.md.
-if awk '$1~/^switch/{d=($3-$2)/$2; if (d<0) d=-d; if (d>0.02) bad++} END{exit bad?1:0}' "$TMP/cross"; then
-  ok 0 "Switch traces within 2%"
+# columns: tag, traced e2e, traced e2e without the gradient adds, built e2e, built without
+ok $(awk '$1!~/^switchxl4-train/{n++; d=($4-$2)/$2; if (d<0) d=-d; if (d>0.02) bad++}
+     END{print (n==26&&!bad)?0:1}' "$TMP/cross") \
+  "24 dense and 2 Switch inference traces: built roofline e2e within 2% of the traced graph's"
+ok $(awk '{n++; d=($5-$3)/$3; if (d<0) d=-d; if (d>0.02) bad++} END{print (n==28&&!bad)?0:1}' "$TMP/cross") \
+  "all 28 traces: built e2e less the weight-gradient adds within 2% of the traced graph's"
+# Switch training: the weight-gradient adds are costed by NeuSight's rule on the
+# trace (the node's tensors per output: 17 elements per expert wo weight) and by
+# their real traffic (3) on the built graph.  See doc/graph-builder.md.
+if awk '$1~/^switchxl4-train/{d=($4-$2)/$2; if (d<0) d=-d; if (d>0.02) bad++} END{exit bad?1:0}' "$TMP/cross"; then
+  ok 0 "Switch training traces: e2e within 2%"
 else
-  tap_n=$((tap_n + 1)); echo "not ok $tap_n - Switch traces within 2% # TODO data-dependent routing in the traces"
+  tap_n=$((tap_n + 1))
+  echo "not ok $tap_n - Switch training traces: e2e within 2% # TODO NeuSight's byte rule for the traced gradient adds"
 fi
 ok $(awk '{n++} END{print n==28?0:1}' "$TMP/cross") "28 traced graphs cross-checked"
 
