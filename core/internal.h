@@ -356,11 +356,17 @@ struct comm_groups {     /* where each dimension's ranks lie (enum pdim) */
   int64_t stride[NDIMS];
   int gpus_per_node;
 };
+/* Called for every predicted kernel (not the built graph's collectives):
+ * weight is its copies in the graph, seconds one copy's estimate. */
+typedef void (*kernel_seen_fn) (void *ctx, const struct perfmod_kernel *k, double weight,
+                                double seconds);
 struct run_options {
   int dtype;
   bool train;
   int comm_group;        /* ranks in an imported graph's collectives */
   const struct comm_groups *groups; /* a built graph's collectives; NULL: none */
+  kernel_seen_fn on_kernel;         /* optional */
+  void *on_kernel_ctx;
 };
 int predict_graph (struct plugin *pred, const struct graph *g,
                    const struct perfmod_gpu *gpu, const struct run_options *o,
@@ -416,6 +422,24 @@ int dist_predict (struct plugin_set *set, struct plugin *pred, const struct mode
 /* The first pipeline chunk's graph on rank 0 (perfmod graph --strategy). */
 int dist_graph (struct plugin_set *set, const struct model_cfg *m, const struct perfmod_gpu *gpu,
                 const struct dist_options *o, struct graph *g);
+
+/* ---- plot.c ---- */
+struct plot_kernel {
+  int kclass;
+  const char *op;
+  int64_t dims[5];                 /* b, m, n, k, h */
+  double flops, bytes, seconds, count;
+};
+struct roofline_plot {             /* zero-initialised; fed by roofline_plot_kernel */
+  struct plot_kernel *k;
+  size_t n, cap;
+};
+void roofline_plot_kernel (void *ctx, const struct perfmod_kernel *k, double weight,
+                           double seconds);
+/* Write the chart to path (aside, then renamed); -1 after an error message. */
+int roofline_plot_write (struct roofline_plot *p, const char *path, const struct perfmod_gpu *gpu,
+                         int dtype, const char *title, const char *predictor);
+void roofline_plot_free (struct roofline_plot *p);
 
 /* ---- report.c ---- */
 /* FLOPs and bytes a kernel moves, in plain units (not NeuSight's GiB). */

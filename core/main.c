@@ -19,7 +19,7 @@
 
 struct cli {
   const char *model, *opgraph, *gpu, *mode, *dtype, *predictors, *strategy, *format;
-  const char *neusight, *table, *graph;
+  const char *neusight, *table, *graph, *plot;
   const char *data, *out, *reference, *in_dist;
   int64_t batch, seq, nodes, gpus_per_node, layers, seed, epochs, members, gen;
   bool seed_given;
@@ -40,7 +40,7 @@ usage (FILE *fp)
          "               [--dtype fp32|tf32|fp16|bf16|fp8] [--predictor NAME[,NAME...]]\n"
          "               [--strategy SPEC|PRESET] [--nodes N] [--gpus-per-node N] [--explain]\n"
          "               [--per-op] [--format table|csv|json] [--plugin-path DIR]...\n"
-         "               [--layers N] [--fusion] [--gen N] [--verbose]\n"
+         "               [--layers N] [--fusion] [--gen N] [--plot FILE.svg] [--verbose]\n"
          "       perfmod plugins | gpus | strategies | models [--plugin-path DIR]...\n"
          "       perfmod graph [--model ...|--opgraph ...] [--format table|csv]: the kernels\n"
          "       perfmod reproduce [--neusight DIR] [--table inf|train|perop|distributed|all]\n"
@@ -621,6 +621,7 @@ cmd_predict (struct cli *c, struct plugin_set *set)
   struct graph *gp;
   struct strategy s;
   struct run_options ro;
+  struct roofline_plot plot = { NULL, 0, 0 };
   struct prediction *pr = NULL;
   char **names = NULL;
   size_t npred = 0;
@@ -649,9 +650,9 @@ cmd_predict (struct cli *c, struct plugin_set *set)
     goto out;
 
   if (c->strategy && w.have_model && c->opgraph == NULL) {
-    if (c->gen > 0 || c->per_op) {
+    if (c->gen > 0 || c->per_op || c->plot) {
       pm_error ("--strategy: %s is not modelled with a strategy yet",
-                c->gen > 0 ? "--gen" : "--per-op");
+                c->gen > 0 ? "--gen" : c->per_op ? "--per-op" : "--plot");
       goto out;
     }
     names = strv_split (c->predictors ? c->predictors : "roofline", ',');
@@ -684,6 +685,7 @@ cmd_predict (struct cli *c, struct plugin_set *set)
   npred = strv_len (names);
   pr = xcalloc (npred, sizeof *pr);
   x = xcalloc (npred, sizeof *x);
+  memset (&ro, 0, sizeof ro);
   ro.dtype = dtype;
   ro.train = train;
   ro.comm_group = s.tp * s.dp * s.pp;
@@ -701,6 +703,9 @@ cmd_predict (struct cli *c, struct plugin_set *set)
       fprintf (stderr, "perfmod: note: %s was trained on fp32 kernel measurements only; at %s it "
                "predicts each kernel's fp32 equivalent (fp32 peak and bandwidth inputs), an "
                "upper bound where matrix units are faster\n", names[p], c->dtype);
+    /* the chart shows the first predictor's kernels */
+    ro.on_kernel = c->plot && p == 0 ? roofline_plot_kernel : NULL;
+    ro.on_kernel_ctx = &plot;
     if (predict_graph (pl, gp, &ge->gpu, &ro, &pr[p]) < 0) {
       rc = EXIT_RUNTIME;
       npred = p;
@@ -724,6 +729,17 @@ cmd_predict (struct cli *c, struct plugin_set *set)
   }
   clock_gettime (CLOCK_MONOTONIC, &t1);
 
+  if (c->plot) {
+    char *title = xasprintf ("%s, %s, batch %lld x seq %lld", w.have_model ? w.m.name : c->opgraph,
+                             train ? "training step" : "inference (prefill)", (long long) batch,
+                             (long long) seq);
+    int prc = roofline_plot_write (&plot, c->plot, &ge->gpu, dtype, title, names[0]);
+    free (title);
+    if (prc < 0) {
+      rc = EXIT_RUNTIME;
+      goto out;
+    }
+  }
   if (strcmp (c->format, "json") == 0) {
     json_t *root = json_run (c, w.have_model ? w.m.name : c->opgraph, gp->source, ge->name,
                              batch, seq, gp->repeat);
@@ -822,6 +838,7 @@ out:
     prediction_free (&pr[p]);
   free (pr);
   free (x);
+  roofline_plot_free (&plot);
   strv_free (names);
   if (have_decode)
     graph_free (&dg);
@@ -946,7 +963,8 @@ main (int argc, char **argv)
 {
   enum { O_MODEL = 256, O_OPGRAPH, O_GPU, O_BATCH, O_SEQ, O_MODE, O_DTYPE, O_PRED, O_STRAT,
          O_NODES, O_GPN, O_PEROP, O_FORMAT, O_PPATH, O_EXPLAIN, O_NEUSIGHT, O_TABLE, O_LAYERS,
-         O_DATA, O_OUT, O_SEED, O_EPOCHS, O_MEMBERS, O_REFERENCE, O_INDIST, O_POPT, O_FUSION, O_GEN, O_GRAPH };
+         O_DATA, O_OUT, O_SEED, O_EPOCHS, O_MEMBERS, O_REFERENCE, O_INDIST, O_POPT, O_FUSION, O_GEN, O_GRAPH,
+         O_PLOT };
   static const struct option opts[] = {
     { "model", required_argument, NULL, O_MODEL },
     { "opgraph", required_argument, NULL, O_OPGRAPH },
@@ -977,6 +995,7 @@ main (int argc, char **argv)
     { "fusion", no_argument, NULL, O_FUSION },
     { "gen", required_argument, NULL, O_GEN },
     { "graph", required_argument, NULL, O_GRAPH },
+    { "plot", required_argument, NULL, O_PLOT },
     { "verbose", no_argument, NULL, 'v' },
     { "help", no_argument, NULL, 'h' },
     { "version", no_argument, NULL, 'V' },
@@ -1033,6 +1052,7 @@ main (int argc, char **argv)
     case O_PEROP: c.per_op = true; break;
     case O_FUSION: c.fusion = true; break;
     case O_GRAPH: c.graph = optarg; break;
+    case O_PLOT: c.plot = optarg; break;
     case O_FORMAT: c.format = optarg; break;
     case O_EXPLAIN: c.explain = true; break;
     case O_NEUSIGHT: c.neusight = optarg; break;
@@ -1063,6 +1083,10 @@ main (int argc, char **argv)
   }
   if (optind < argc) {
     pm_error ("unexpected argument '%s'", argv[optind]);
+    goto usage;
+  }
+  if (c.plot && strcmp (cmd, "predict") != 0) {
+    pm_error ("--plot: a prediction draws the roofline chart, not perfmod %s", cmd);
     goto usage;
   }
 

@@ -264,6 +264,16 @@ node_add (struct phase_times *t, int phase, const struct perfmod_estimate *e)
     t->basis = e->basis;
 }
 
+/* A predicted kernel: into its node's phase, and to the caller's hook. */
+static void
+kernel_done (struct phase_times *t, int phase, const struct perfmod_kernel *k,
+             const struct perfmod_estimate *e, double weight, const struct run_options *o)
+{
+  node_add (t, phase, e);
+  if (o->on_kernel)
+    o->on_kernel (o->on_kernel_ctx, k, weight, e->seconds);
+}
+
 int
 predict_graph (struct plugin *pred, const struct graph *g, const struct perfmod_gpu *gpu,
                const struct run_options *o, struct prediction *out)
@@ -288,7 +298,7 @@ predict_graph (struct plugin *pred, const struct graph *g, const struct perfmod_
         if (fused_kernel (nd, p, o->dtype, &k)) {
           rc = kernel_estimate (pred, &memo, &k, gpu, o, &e, &out->unique_kernels);
           if (rc == 0)
-            node_add (t, p, &e);
+            kernel_done (t, p, &k, &e, w, o);
           out->kernels += (size_t) w;
         }
       }
@@ -309,7 +319,7 @@ predict_graph (struct plugin *pred, const struct graph *g, const struct perfmod_
           kop_to_kernel (op, nd, o->dtype, &k);
           rc = kernel_estimate (pred, &memo, &k, gpu, o, &e, &out->unique_kernels);
           if (rc == 0)
-            node_add (t, p, &e);
+            kernel_done (t, p, &k, &e, w, o);
           out->kernels += (size_t) w;
         }
       sum[p] += w * t->t[p];
