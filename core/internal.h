@@ -556,6 +556,7 @@ struct ptensor {
   char *name;
   size_t rows, cols;
   double *v;             /* rows x cols, row-major */
+  bool mapped;           /* v lies in the file's read-only mapping: never write it */
 };
 struct params {
   char *path;            /* file it was loaded from, if any */
@@ -563,6 +564,8 @@ struct params {
   size_t nkv;
   struct ptensor *t;
   size_t nt;
+  void *map;             /* the loaded file, mapped, or NULL */
+  size_t map_len;
 };
 void params_init (struct params *p);
 void params_free (struct params *p);
@@ -590,6 +593,7 @@ struct mlp {
   double *w[NN_MAX_LAYERS];        /* size[l+1] x size[l], row-major */
   double *b[NN_MAX_LAYERS];
   double *mean, *std;              /* input standardisation */
+  bool borrowed;                   /* the arrays are a parameter file's (mlp_from_params) */
 };
 struct mlp_ws {                    /* activations and deltas for up to rows rows */
   size_t rows;
@@ -640,7 +644,8 @@ double nn_mape (const struct mlp *m, struct mlp_ws *ws, const struct nn_data *d,
 int nn_gradients (struct mlp *m, const struct nn_data *d, const struct nn_fit *f, double **gw,
                   double **gb, double *loss);
 int mlp_to_params (const struct mlp *m, struct params *p, const char *prefix);
-/* nin/nout: required widths (0: any); a mismatch is reported with the file. */
+/* The network stored under prefix, reading p's tensors in place (free it before p).
+ * nin/nout: required widths (0: any); a mismatch is reported with the file. */
 int mlp_from_params (struct mlp *m, const struct params *p, const char *prefix, int nin, int nout);
 
 /* ---- train.c ---- */

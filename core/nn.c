@@ -96,12 +96,14 @@ mlp_create (struct mlp *m, const int *sizes, int nl, int hidden_act, int out_act
 void
 mlp_free (struct mlp *m)
 {
-  for (int l = 0; l < m->nl; l++) {
+  for (int l = 0; l < m->nl && !m->borrowed; l++) {
     free (m->w[l]);
     free (m->b[l]);
   }
-  free (m->mean);
-  free (m->std);
+  if (!m->borrowed) {
+    free (m->mean);
+    free (m->std);
+  }
   memset (m, 0, sizeof *m);
 }
 
@@ -169,8 +171,13 @@ forward_ws (const struct mlp *m, struct mlp_ws *ws, size_t rows)
     double *z = ws->a[l + 1];
     for (size_t r = 0; r < rows; r++)
       memcpy (z + r * out, m->b[l], (size_t) out * sizeof (double));
-    cblas_dgemm (CblasRowMajor, CblasNoTrans, CblasTrans, (int) rows, out, in, 1.0, ws->a[l], in,
-                 m->w[l], in, 1.0, z, out);
+    /* one row (a prediction) is a matrix-vector product: dgemm's packing
+     * would cost more than the arithmetic */
+    if (rows == 1)
+      cblas_dgemv (CblasRowMajor, CblasNoTrans, out, in, 1.0, m->w[l], in, ws->a[l], 1, 1.0, z, 1);
+    else
+      cblas_dgemm (CblasRowMajor, CblasNoTrans, CblasTrans, (int) rows, out, in, 1.0, ws->a[l],
+                   in, m->w[l], in, 1.0, z, out);
     activate (z, rows * out, l == m->nl - 1 ? m->out_act : m->hidden_act);
   }
 }
@@ -534,28 +541,33 @@ mlp_from_params (struct mlp *m, const struct params *p, const char *prefix, int 
     pm_error ("%s: %s: missing or unknown activation (none, relu, sigmoid)", file, prefix);
     return -1;
   }
-  if (mlp_create (m, sizes, nl, hact, oact) < 0)
-    return -1;
+  /* The network reads the file's tensors in place (no copy of the
+   * megabytes an ensemble holds); it is only evaluated, never trained. */
+  m->nl = nl;
+  m->hidden_act = hact;
+  m->out_act = oact;
+  m->borrowed = true;
+  memcpy (m->size, sizes, (size_t) (nl + 1) * sizeof *sizes);
   snprintf (key, sizeof key, "%s.mean", prefix);
   if ((t = params_need (p, key, 1, (size_t) sizes[0])) == NULL)
     goto fail;
-  memcpy (m->mean, t->v, sizes[0] * sizeof (double));
+  m->mean = t->v;
   snprintf (key, sizeof key, "%s.std", prefix);
   if ((t = params_need (p, key, 1, (size_t) sizes[0])) == NULL)
     goto fail;
-  memcpy (m->std, t->v, sizes[0] * sizeof (double));
+  m->std = t->v;
   for (int l = 0; l < nl; l++) {
     snprintf (key, sizeof key, "%s.w%d", prefix, l);
     if ((t = params_need (p, key, (size_t) sizes[l + 1], (size_t) sizes[l])) == NULL)
       goto fail;
-    memcpy (m->w[l], t->v, (size_t) sizes[l + 1] * sizes[l] * sizeof (double));
+    m->w[l] = t->v;
     snprintf (key, sizeof key, "%s.b%d", prefix, l);
     if ((t = params_need (p, key, 1, (size_t) sizes[l + 1])) == NULL)
       goto fail;
-    memcpy (m->b[l], t->v, (size_t) sizes[l + 1] * sizeof (double));
+    m->b[l] = t->v;
   }
   return 0;
 fail:
-  mlp_free (m);
+  memset (m, 0, sizeof *m);
   return -1;
 }

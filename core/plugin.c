@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "internal.h"
 
@@ -71,11 +72,16 @@ static struct perfmod_params *
 host_params_load (const char *path)
 {
   struct params *p = xmalloc (sizeof *p);
+  struct timespec t0, t1;
+  clock_gettime (CLOCK_MONOTONIC, &t0);
   if (params_load (p, path) < 0) {
     free (p);
     host_error ("cannot load parameter file %s (see above)", path);
     return NULL;
   }
+  clock_gettime (CLOCK_MONOTONIC, &t1);
+  pm_debug ("%s: loaded in %.2f ms", path,
+            (double) (t1.tv_sec - t0.tv_sec) * 1e3 + (double) (t1.tv_nsec - t0.tv_nsec) / 1e6);
   return (struct perfmod_params *) p;
 }
 

@@ -248,7 +248,8 @@ struct perfmod_host {
   const double *(*params_tensor) (const struct perfmod_params *p, const char *name,
                                   size_t *rows, size_t *cols);
   /* The network stored under prefix, which must take `inputs` raw features
-   * and give `outputs` values (0: any); NULL after reporting why. */
+   * and give `outputs` values (0: any); NULL after reporting why.  It reads
+   * p's weights in place: free it before params_free(p). */
   struct perfmod_mlp *(*mlp_load) (const struct perfmod_params *p, const char *prefix,
                                    int inputs, int outputs);
   /* Evaluate one row: x has the network's inputs, y receives its outputs. */

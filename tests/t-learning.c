@@ -239,6 +239,35 @@ test_params (void)
   mlp_ws_free (&ws);
   mlp_free (&back);
 
+  /* The data starts at a multiple of 8, so a little-endian host maps it. */
+  const unsigned char *d = memmem (b1, n1, "\ndata\n", 6);
+  const double one = 1.0;
+  bool le = ((const unsigned char *) &one)[7] == 0x3f;
+  ok (d && (size_t) (d - b1 + 6) % 8 == 0, "params: the saved data starts 8-byte aligned");
+  ok (le ? q.map != NULL && q.t[0].mapped : q.map == NULL,
+      "params: an aligned file is used in place on a little-endian host");
+  ok (params_get (&q, "pad") == NULL, "params: the alignment padding is not a key");
+  /* An unaligned file (35 header bytes) is read instead, to the same values. */
+  {
+    static const double want[2] = { 1.5, -2.25 };
+    struct params u;
+    char *f3 = xasprintf ("%s/u.params", tmpdir);
+    FILE *fu = fopen (f3, "wb");
+    fputs ("perfmod-params 1\ntensor t 1 2\ndata\n", fu);
+    for (int i = 0; i < 2; i++) {
+      uint64_t bits;
+      memcpy (&bits, &want[i], 8);
+      for (int j = 0; j < 8; j++)
+        fputc ((int) ((bits >> (8 * j)) & 0xff), fu);
+    }
+    fclose (fu);
+    ok (params_load (&u, f3) == 0 && u.map == NULL && !u.t[0].mapped &&
+        u.t[0].v[0] == want[0] && u.t[0].v[1] == want[1],
+        "params: an unaligned file is read and decoded");
+    params_free (&u);
+    free (f3);
+  }
+
   capture_begin ();
   int rc = mlp_from_params (&back, &q, "net", 4, 2);
   e = capture_end ();
