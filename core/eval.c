@@ -79,7 +79,10 @@ eval_kernels (struct plugin_set *set, const struct gpu_db *gpus, const struct ti
     rc = EXIT_USAGE;
     goto out;
   }
-  if (csv)
+  if (o->per_kernel)
+    printf ("predictor,file,line,gpu,split,class,op,b,m,n,k,h,kernel,measured_ms,predicted_ms,"
+            "error_pct\n");
+  else if (csv)
     printf ("predictor,class,split,rows,mape_pct,paper_mape_pct\n");
   else
     printf ("%-10s %-8s %-5s %7s %10s %10s\n", "predictor", "class", "split", "rows", "mape_%",
@@ -106,8 +109,15 @@ eval_kernels (struct plugin_set *set, const struct gpu_db *gpus, const struct ti
       }
       sum[s][c] += fabs (t - row->latency_s) / row->latency_s;
       cnt[s][c]++;
+      if (o->per_kernel)
+        printf ("%s,%s,%ld,%s,%s,%s,%s,%lld,%lld,%lld,%lld,%lld,%s,%.9g,%.9g,%.6f\n",
+                o->predictors[p], row->file, row->line, row->gpu->name, s ? "out" : "in",
+                krow_class_label (row->kclass), row->op, (long long) row->b, (long long) row->m,
+                (long long) row->n, (long long) row->k, (long long) row->h,
+                row->kname ? row->kname : "", row->latency_s * 1e3, t * 1e3,
+                100 * (t - row->latency_s) / row->latency_s);
     }
-    for (int s = 0; s < 2 && rc == 0; s++)
+    for (int s = 0; s < 2 && rc == 0 && !o->per_kernel; s++)
       for (int c = 0; c < NCLASSES; c++) {
         double mape = cnt[s][c] ? 100 * sum[s][c] / (double) cnt[s][c] : NAN;
         const char *split = s ? "out" : "in", *cls = krow_class_label (eval_classes[c]);
@@ -128,7 +138,7 @@ eval_kernels (struct plugin_set *set, const struct gpu_db *gpus, const struct ti
         }
       }
   }
-  if (rc == 0 && !csv)
+  if (rc == 0 && !csv && !o->per_kernel)
     printf ("\n%zu kernels from %zu files; in-distribution GPUs: %s.\n"
             "paper_%% is summary/perop.csv, which NeuSight computed per kernel class over its\n"
             "model runs (perfmod reproduce --table perop), not over these kernels.\n",

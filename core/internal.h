@@ -492,6 +492,7 @@ struct eval_options {
   const char *neusight;       /* for the paper's figures; may be NULL */
   char **in_dist;             /* GPUs of the in-distribution split */
   const char *in_dist_text;
+  bool per_kernel;            /* every kernel as a CSV row instead of the summary */
 };
 /* The paper's per-op MAPE (summary/perop.csv) of a predictor: [split][class]
  * with split 0 in, 1 out and classes BMM, FC, EW, Softmax, LN; NAN if absent. */

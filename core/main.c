@@ -47,7 +47,7 @@ usage (FILE *fp)
          "               [--graph opgraph|builder]\n"
          "               [--predictor LIST] [--format table|csv]\n"
          "       perfmod eval --data DIR [--predictor LIST] [--format table|csv]\n"
-         "               [--in-dist GPU,...] [--neusight DIR]\n"
+         "               [--in-dist GPU,...] [--neusight DIR] [--per-op]\n"
          "       perfmod train --predictor NAME --data DIR --out FILE [--seed S]\n"
          "               [--epochs N] [--members N] [--in-dist GPU,...] [--reference FILE]\n"
          "       (any command) [--plugin-opt NAME:KEY=VALUE]...\n"
@@ -950,6 +950,7 @@ cmd_eval (struct cli *c, struct plugin_set *set)
   o.neusight = c->neusight ? c->neusight : env && *env ? env : NULL;
   o.in_dist_text = c->in_dist ? c->in_dist : DEFAULT_IN_DIST;
   o.in_dist = strv_split (o.in_dist_text, ',');
+  o.per_kernel = c->per_op;
   rc = eval_kernels (set, &gpus, &tiles, &o);
   strv_free (o.in_dist);
   strv_free (o.predictors);

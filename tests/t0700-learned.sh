@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0700-learned.sh: perfmod train and eval on synthetic kernels with known answers, parameter files, bad input.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 38
+plan 40
 
 # Kernels whose latency is exactly coef * work + intercept, with the
 # training GPUs' throughput 1/coef = 1e10 * bandwidth + 1e12 (a line in
@@ -61,6 +61,20 @@ ok $(awk -F, '$1 == "linreg" && $3 == "out" { n++; if ($5 + 0 > 1e-4) bad = 1 } 
   "linreg out of distribution (H100, extrapolated from bandwidth): 5 classes, 0% error"
 ok $(awk -F, '$1 == "linreg" && $2 == "EW" && $3 == "out" { exit !($4 == 20) }' "$TMP/out"; echo $?) \
   "rows counted per class and split"
+
+# --per-op: one row per kernel and predictor, whose errors average to the summary's
+cp "$TMP/out" "$TMP/summary.csv"
+run_pm eval --data "$TMP/test" --predictor linreg --plugin-opt "linreg:params=$TMP/linreg.params" \
+  --per-op --neusight "$TMP/none"
+ok $([ $rc -eq 0 ] && head -1 "$TMP/out" | grep -qx 'predictor,file,line,gpu,split,class,op,b,m,n,k,h,kernel,measured_ms,predicted_ms,error_pct' &&
+     [ "$(awk -F, 'NR>1' "$TMP/out" | wc -l)" -eq $((2 * $(awk -F, '$1=="roofline"{n+=$4} END{print n}' "$TMP/summary.csv"))) ] &&
+     echo 0 || echo 1) "eval --per-op: one row per kernel and predictor"
+ok $(awk -F, 'NR==FNR{if (FNR>1) {e=$16<0?-$16:$16; s[$1","$6","$5]+=e; n[$1","$6","$5]++;
+                d=($15-$14)/$14*100-$16; if (d>1e-4*(1+e)||d<-1e-4*(1+e)) bad++}; next}
+              FNR>1{k=$1","$2","$3; m=s[k]/n[k]; if (n[k]!=$4||m-$5>1e-3||$5-m>1e-3) bad++}
+              END{print bad?1:0}' "$TMP/out" "$TMP/summary.csv") \
+  "eval --per-op: each row's error is its own, and they average to the summary's MAPE"
+
 
 # Roofline on a hand-computed kernel: H100 elementwise add, 1000 x 512 outputs,
 # 12 bytes each: 6.144e6 / (3430e9) s.  The fixture's latency is coef*w.
