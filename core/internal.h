@@ -27,6 +27,11 @@ void *xcalloc (size_t n, size_t size);
 void *xrealloc (void *p, size_t n);
 char *xstrdup (const char *s);
 char *xasprintf (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+/* Write path aside (*tmp, a sibling) and rename it into place on commit;
+ * both report a failure with path, commit also unlinks and frees tmp.
+ * ok false: the caller's writes failed, so the file is dropped. */
+FILE *atomic_open (const char *path, char **tmp);
+int atomic_commit (FILE *fp, char *tmp, const char *path, bool ok);
 char *xvasprintf (const char *fmt, va_list ap) __attribute__ ((format (printf, 1, 0)));
 bool parse_int64 (const char *s, int64_t *out);
 bool parse_double (const char *s, double *out);

@@ -109,32 +109,8 @@ params_tensor (const struct params *p, const char *name)
   return NULL;
 }
 
-double *
-params_add_tensor (struct params *p, const char *name, size_t rows, size_t cols)
-{
-  struct ptensor *t;
-  for (size_t i = 0; i < p->nt; i++)
-    if (strcmp (p->t[i].name, name) == 0) {
-      if (!p->t[i].mapped)
-        free (p->t[i].v);
-      p->t[i].mapped = false;
-      p->t[i].rows = rows;
-      p->t[i].cols = cols;
-      p->t[i].v = xcalloc (rows * cols, sizeof (double));
-      return p->t[i].v;
-    }
-  p->t = xrealloc (p->t, (p->nt + 1) * sizeof *p->t);
-  t = &p->t[p->nt++];
-  t->name = xstrdup (name);
-  t->rows = rows;
-  t->cols = cols;
-  t->mapped = false;
-  t->v = xcalloc (rows * cols, sizeof (double));
-  return t->v;
-}
-
 /* A tensor of the header, its values to come (read or mapped). */
-static void
+static struct ptensor *
 declare_tensor (struct params *p, const char *name, size_t rows, size_t cols)
 {
   struct ptensor *t;
@@ -145,6 +121,26 @@ declare_tensor (struct params *p, const char *name, size_t rows, size_t cols)
   t->cols = cols;
   t->mapped = false;
   t->v = NULL;
+  return t;
+}
+
+double *
+params_add_tensor (struct params *p, const char *name, size_t rows, size_t cols)
+{
+  struct ptensor *t = NULL;
+  for (size_t i = 0; i < p->nt && t == NULL; i++)
+    if (strcmp (p->t[i].name, name) == 0) {
+      t = &p->t[i];
+      if (!t->mapped)
+        free (t->v);
+      t->mapped = false;
+      t->rows = rows;
+      t->cols = cols;
+    }
+  if (t == NULL)
+    t = declare_tensor (p, name, rows, cols);
+  t->v = xcalloc (rows * cols, sizeof (double));
+  return t->v;
 }
 
 static void
@@ -182,16 +178,13 @@ get_le64 (const unsigned char *b)
 int
 params_save (const struct params *p, const char *path)
 {
-  char *tmp = xasprintf ("%s.tmp%ld", path, (long) getpid ());
-  FILE *fp = fopen (tmp, "wb");
+  char *tmp;
+  FILE *fp = atomic_open (path, &tmp);
   unsigned char b[8];
-  bool ok = fp != NULL;
+  bool ok = true;
 
-  if (fp == NULL) {
-    pm_error ("%s: %s", tmp, strerror (errno));
-    free (tmp);
+  if (fp == NULL)
     return -1;
-  }
   fprintf (fp, "%s %d\n", PARAMS_MAGIC, PARAMS_VERSION);
   for (size_t i = 0; i < p->nkv; i++)
     fprintf (fp, "%s: %s\n", p->keys[i], p->vals[i]);
@@ -209,17 +202,7 @@ params_save (const struct params *p, const char *path)
         break;
       }
     }
-  if (fclose (fp) != 0)
-    ok = false;
-  /* Written aside and renamed: a failed save never leaves half a file. */
-  if (!ok || rename (tmp, path) != 0) {
-    pm_error ("%s: cannot write: %s", path, strerror (errno));
-    unlink (tmp);
-    free (tmp);
-    return -1;
-  }
-  free (tmp);
-  return 0;
+  return atomic_commit (fp, tmp, path, ok);
 }
 
 /* Use the data in place when the host reads it as it is and it starts

@@ -1,12 +1,10 @@
 /* plot.c: the SVG roofline chart of --plot: each kernel class, and each distinct kernel, against the GPU's roofs. */
 #include <config.h>
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "internal.h"
 
@@ -215,7 +213,6 @@ roofline_plot_write (struct roofline_plot *p, const char *path, const struct per
   struct axes a;
   char *tmp;
   FILE *fp;
-  bool ok;
 
   if (bw <= 0 || selected <= 0) {
     pm_error ("--plot: %s has no memory bandwidth or peak in gpus.d", gpu->name);
@@ -250,13 +247,8 @@ roofline_plot_write (struct roofline_plot *p, const char *path, const struct per
   if (a.y0 < a.y1 - 9)
     a.y0 = a.y1 - 9;
 
-  tmp = xasprintf ("%s.tmp%ld", path, (long) getpid ());
-  fp = fopen (tmp, "w");
-  if (fp == NULL) {
-    pm_error ("--plot %s: %s", path, strerror (errno));
-    free (tmp);
+  if ((fp = atomic_open (path, &tmp)) == NULL)
     return -1;
-  }
   fprintf (fp, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
            "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\">\n", W, H, W, H);
@@ -366,16 +358,5 @@ roofline_plot_write (struct roofline_plot *p, const char *path, const struct per
            T + 90 + 18 * row, total * 1e3);
   fprintf (fp, "</g>\n</svg>\n");
 
-  ok = !ferror (fp);
-  if (fclose (fp) != 0)
-    ok = false;
-  /* Written aside and renamed: a failed plot never leaves half a file. */
-  if (!ok || rename (tmp, path) != 0) {
-    pm_error ("--plot %s: cannot write: %s", path, strerror (errno));
-    unlink (tmp);
-    free (tmp);
-    return -1;
-  }
-  free (tmp);
-  return 0;
+  return atomic_commit (fp, tmp, path, true);
 }

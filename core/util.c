@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "internal.h"
@@ -278,5 +279,38 @@ ini_file_parse (struct ini_file *f, const char *path, ini_file_handler h, void *
     pm_error ("%s:%d: syntax error (expected [section] or key = value)", path, rc);
     return -1;
   }
+  return 0;
+}
+
+/* Files written aside and renamed into place: a failed write never leaves
+ * half a file under the real name. */
+FILE *
+atomic_open (const char *path, char **tmp)
+{
+  FILE *fp;
+  *tmp = xasprintf ("%s.tmp%ld", path, (long) getpid ());
+  fp = fopen (*tmp, "wb");
+  if (fp == NULL) {
+    pm_error ("%s: cannot write: %s", path, strerror (errno));
+    free (*tmp);
+    *tmp = NULL;
+  }
+  return fp;
+}
+
+int
+atomic_commit (FILE *fp, char *tmp, const char *path, bool ok)
+{
+  if (ferror (fp))
+    ok = false;
+  if (fclose (fp) != 0)
+    ok = false;
+  if (!ok || rename (tmp, path) != 0) {
+    pm_error ("%s: cannot write: %s", path, strerror (errno));
+    unlink (tmp);
+    free (tmp);
+    return -1;
+  }
+  free (tmp);
   return 0;
 }

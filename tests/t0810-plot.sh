@@ -45,7 +45,7 @@ ok $([ "$rc" -eq 0 ] && grep -q 'predictor tile-mlp, bf16' "$TMP/t.svg" &&
   "the first predictor is charted, and the run's dtype roof is the solid one"
 
 # --- refusals: nothing half-written ---
-expect_fail 1 "--plot $TMP/no/such/dir/r.svg" "an unwritable chart path is named, exit 1, no output" -- \
+expect_fail 1 "$TMP/no/such/dir/r.svg: cannot write" "an unwritable chart path is named, exit 1, no output" -- \
   $W --plot "$TMP/no/such/dir/r.svg"
 expect_fail 2 "--predictor 'nope'" "a failed prediction leaves no chart" -- \
   --model gpt3-2.7b --predictor nope --plot "$TMP/f.svg"
