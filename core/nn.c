@@ -96,11 +96,11 @@ mlp_create (struct mlp *m, const int *sizes, int nl, int hidden_act, int out_act
 void
 mlp_free (struct mlp *m)
 {
-  for (int l = 0; l < m->nl && !m->borrowed; l++) {
-    free (m->w[l]);
-    free (m->b[l]);
-  }
   if (!m->borrowed) {
+    for (int l = 0; l < m->nl; l++) {
+      free (m->w[l]);
+      free (m->b[l]);
+    }
     free (m->mean);
     free (m->std);
   }
