@@ -286,19 +286,24 @@ roofline_plot_write (struct roofline_plot *p, const char *path, const struct per
     fprintf (fp, ": %.4g us x %.0f, %.4g TFLOP/s at %.4g FLOP/byte</title></circle>\n",
              q->seconds * 1e6, q->count, q->flops / q->seconds / 1e12, q->flops / q->bytes);
   }
+  /* each placed class's circle: centre (cx, cy) and radius, for the circle and its label */
+  double cx[NCLASS], cy[NCLASS], rad[NCLASS];
   for (int c = 1; c < NCLASS; c++) {
     double share = total > 0 ? cls_s[c] / total : 0, in, perf;
     if (!placed (cls_flops[c], cls_bytes[c], cls_s[c]))
       continue;
     in = cls_flops[c] / cls_bytes[c];
     perf = cls_flops[c] / cls_s[c];
+    cx[c] = px (&a, in);
+    cy[c] = fmin (py (&a, perf), B - 2);
+    rad[c] = 4 + 18 * sqrt (share);
     fprintf (fp, "<circle class=\"class\" data-class=\"%s\" data-kernels=\"%.0f\" "
              "data-ms=\"%.9g\" data-intensity=\"%.9g\" data-flops-per-s=\"%.9g\" cx=\"%.1f\" "
              "cy=\"%.1f\" r=\"%.1f\" fill=\"%s\" fill-opacity=\"0.75\" stroke=\"#222\"><title>%s: "
              "%.0f kernels, %.4g ms (%.1f%% of the time), %.4g TFLOP/s at %.4g FLOP/byte</title>"
-             "</circle>\n", kclass_name (c), cls_n[c], cls_s[c] * 1e3, in, perf, px (&a, in),
-             fmin (py (&a, perf), B - 2), 4 + 18 * sqrt (share), class_colour[c], kclass_name (c),
-             cls_n[c], cls_s[c] * 1e3, 100 * share, perf / 1e12, in);
+             "</circle>\n", kclass_name (c), cls_n[c], cls_s[c] * 1e3, in, perf, cx[c], cy[c],
+             rad[c], class_colour[c], kclass_name (c), cls_n[c], cls_s[c] * 1e3, 100 * share,
+             perf / 1e12, in);
   }
   fprintf (fp, "</g>\n<g font-size=\"11\" font-weight=\"bold\">\n");
   /* labels right of their circle (above it near the right edge),
@@ -309,9 +314,9 @@ roofline_plot_write (struct roofline_plot *p, const char *path, const struct per
     double r, x, y, w;
     if (!placed (cls_flops[c], cls_bytes[c], cls_s[c]))
       continue;
-    r = 4 + 18 * sqrt (cls_s[c] / total);
-    x = px (&a, cls_flops[c] / cls_bytes[c]);
-    y = fmin (py (&a, cls_flops[c] / cls_s[c]), B - 2) + 4;
+    r = rad[c];
+    x = cx[c];
+    y = cy[c] + 4;
     w = 7.0 * (double) (strlen (kclass_name (c)) + 6);
     if (x + r + 4 + w <= R)
       lab_l[nlab] = x + r + 4;
