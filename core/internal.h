@@ -663,6 +663,7 @@ struct train_options {
   uint64_t seed;
   int epochs;                 /* 0: the predictor's default */
   int members;                /* tile-mlp: networks per class; 0: the default */
+  bool keep_throttled;        /* tile-mlp: train on rows measured under throttled clocks too */
   char **in_dist;             /* the training GPUs; rows of others are left out */
   const char *command;        /* recorded in the file */
 };

@@ -145,6 +145,112 @@ linreg_work (const struct perfmod_kernel *k)
   return (double) k->b * (double) k->h * k->mem_per_output;
 }
 
+/* Rows measured under throttled clocks.  A kernel's throughput (work per
+ * second) rises with its length and then stays; where a GPU's measurements
+ * of a class fall off instead (P4, P100 and T4 Linear kernels that ran for
+ * tens of milliseconds to seconds reach a third to a half of what their
+ * shorter ones reach, and of what the same GPUs reach on such kernels inside
+ * a model run), the benchmark loop was holding the GPU at a lower clock, and
+ * those rows describe the loop, not the kernel.  Per GPU and class, in
+ * half-decade bins of latency: the first bin after the fastest one whose
+ * median throughput is under THROTTLE_SHARE of the fastest's starts the
+ * throttled regime; that bin and all longer rows are left out.  Bins of
+ * fewer than THROTTLE_MIN_ROWS rows are not judged. */
+#define THROTTLE_SHARE 0.8
+#define THROTTLE_MIN_ROWS 5
+#define THROTTLE_BINS 24              /* half-decades from 1 us to 1000 s */
+
+static int
+throttle_bin (double latency_s)
+{
+  int b = (int) floor (2 * log10 (latency_s * 1e6));
+  return b < 0 ? 0 : b >= THROTTLE_BINS ? THROTTLE_BINS - 1 : b;
+}
+
+struct binned { int bin; double rate; };
+
+static int
+cmp_binned (const void *a, const void *b)
+{
+  const struct binned *x = a, *y = b;
+  if (x->bin != y->bin)
+    return x->bin - y->bin;
+  return (x->rate > y->rate) - (x->rate < y->rate);
+}
+
+/* The first throttled bin of one GPU's kernels of one class, or
+ * THROTTLE_BINS; *share: its median throughput over the fastest bin's. */
+static int
+throttled_from (const struct kset *ks, const size_t *rows, size_t n, const struct gpu_entry *gpu,
+                int kclass, struct binned *v, double *share)
+{
+  double med[THROTTLE_BINS] = { 0 }, best = 0;
+  int peak = -1;
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++) {
+    const struct krow *r = &ks->v[rows[i]];
+    struct perfmod_kernel k;
+    if (r->gpu != gpu || r->kclass != kclass)
+      continue;
+    krow_kernel (r, &k);
+    v[m].bin = throttle_bin (r->latency_s);
+    v[m++].rate = linreg_work (&k) / r->latency_s;
+  }
+  qsort (v, m, sizeof *v, cmp_binned);
+  for (size_t i = 0, j; i < m; i = j) {           /* each bin's median */
+    for (j = i; j < m && v[j].bin == v[i].bin; j++)
+      ;
+    if (j - i >= THROTTLE_MIN_ROWS) {
+      med[v[i].bin] = v[i + (j - i) / 2].rate;
+      if (med[v[i].bin] > best) {
+        best = med[v[i].bin];
+        peak = v[i].bin;
+      }
+    }
+  }
+  for (int b = peak + 1; peak >= 0 && b < THROTTLE_BINS; b++)
+    if (med[b] > 0 && med[b] < THROTTLE_SHARE * best) {
+      *share = med[b] / best;
+      return b;
+    }
+  return THROTTLE_BINS;
+}
+
+/* Leaves the throttled rows out of rows[0..n) in place; returns the rows
+ * kept and records the cut per GPU and class in p. */
+static size_t
+drop_throttled (const struct kset *ks, size_t *rows, size_t n,
+                const struct gpu_entry *const *train, struct params *p)
+{
+  struct binned *v = xmalloc ((n ? n : 1) * sizeof *v);
+  size_t left = 0;
+  for (size_t g = 0; train[g]; g++)
+    for (size_t c = 0; c < NFIT; c++) {
+      int kclass = fit_classes[c].kclass;
+      double share = 0;
+      int cut = throttled_from (ks, rows, n, train[g], kclass, v, &share);
+      size_t before = n, k = 0;
+      char key[96];
+      if (cut == THROTTLE_BINS)
+        continue;
+      for (size_t i = 0; i < n; i++) {
+        const struct krow *r = &ks->v[rows[i]];
+        if (!(r->gpu == train[g] && r->kclass == kclass && throttle_bin (r->latency_s) >= cut))
+          rows[k++] = rows[i];
+      }
+      n = k;
+      left += before - n;
+      snprintf (key, sizeof key, "throttled.%s.%s", train[g]->name, fit_classes[c].key);
+      params_set (p, key, "%zu rows of %.4g ms and longer left out (median throughput %.3g of "
+                  "the fastest bin's)", before - n, pow (10, cut / 2.0) / 1e3, share);
+      pm_debug ("%s: %s", key, params_get (p, key));
+    }
+  if (left)
+    params_set (p, "rows_throttled", "%zu (left out; see throttled.*)", left);
+  free (v);
+  return n;
+}
+
 static int
 train_linreg (const struct kset *ks, const size_t *rows, size_t nrows,
               const struct gpu_entry *const *train, size_t ntrain, struct params *p)
@@ -515,6 +621,10 @@ train_run (const struct gpu_db *gpus, const struct tile_rules *tiles, const stru
   struct tilemlp_variant ours = { TW_FEAT_EXTENDED, o->members ? o->members : TILEMLP_MEMBERS };
   bool faithful = strcmp (o->predictor, "tile-mlp-neusight") == 0;
 
+  if (o->keep_throttled && strcmp (o->predictor, "tile-mlp") != 0) {
+    pm_error ("--keep-throttled: only tile-mlp leaves throttled rows out");
+    return EXIT_USAGE;
+  }
   if (o->members && strcmp (o->predictor, "tile-mlp") != 0) {
     pm_error ("--members: only tile-mlp trains an ensemble");
     return EXIT_USAGE;
@@ -543,6 +653,10 @@ train_run (const struct gpu_db *gpus, const struct tile_rules *tiles, const stru
   params_init (&p);
   nrows = select_rows (&ks, train, &rows, &dropped);
   record_common (&p, o, &ks, train, nrows, dropped);
+  /* perfmod's tile-mlp learns from unthrottled measurements; the faithful
+   * variant reads every row, as NeuSight did. */
+  if (strcmp (o->predictor, "tile-mlp") == 0 && !o->keep_throttled)
+    nrows = drop_throttled (&ks, rows, nrows, train, &p);
   rc = strcmp (o->predictor, "linreg") == 0 ? train_linreg (&ks, rows, nrows, train, ntrain, &p)
      : strcmp (o->predictor, "habitat") == 0 ? train_habitat (&ks, rows, nrows, gpus, o, &p)
      : train_tilemlp (&ks, rows, nrows, o, faithful ? &neusight : &ours, &p);

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0700-learned.sh: perfmod train and eval on synthetic kernels with known answers, parameter files, bad input.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 40
+plan 45
 
 # Kernels whose latency is exactly coef * work + intercept, with the
 # training GPUs' throughput 1/coef = 1e10 * bandwidth + 1e12 (a line in
@@ -99,6 +99,8 @@ tensors () {  # the bytes after the header's "data" line
 run_pm train --predictor tile-mlp --data "$TMP/train" --out "$TMP/tm1.params" --epochs 2 --seed 3
 ok $([ $rc -eq 0 ] && head -c 4000 "$TMP/tm1.params" | grep -aq '^rows_left_out: 100 ' && echo 0 || echo 1) \
   "train tile-mlp (2 epochs); the out-of-distribution H100 rows are left out by construction"
+ok $(head -c 4000 "$TMP/tm1.params" | grep -aq '^throttled\.'; [ $? -ne 0 ]; echo $?) \
+  "no GPU's throughput falls off with kernel length in the synthetic data: no row is left out as throttled"
 run_pm train --predictor tile-mlp --data "$TMP/train" --out "$TMP/tm2.params" --epochs 2 --seed 3
 tensors "$TMP/tm1.params" >"$TMP/t1"; tensors "$TMP/tm2.params" >"$TMP/t2"
 ok $([ -s "$TMP/t1" ] && cmp -s "$TMP/t1" "$TMP/t2" && echo 0 || echo 1) "the same seed gives bit-identical tile-mlp parameters"
@@ -113,6 +115,33 @@ header "$TMP/tm1.params" >"$TMP/h1"
 ok $(grep -q '^features: extended$' "$TMP/h1" && grep -q '^members: 5$' "$TMP/h1" &&
      grep -q '^tensor bmm.5.w0 128 6$' "$TMP/h1" && ! grep -q '^tensor bmm.6.w0 ' "$TMP/h1"; echo $?) \
   "tile-mlp: perfmod's inputs and an ensemble of 5 networks per class"
+
+# Throttling: P4 Linear kernels of 0.13 to 0.18 and 1.3 to 1.8 ms at 3 TFLOP/s and of
+# 13 to 18 ms at 1 TFLOP/s (a third: the clock fell).  tile-mlp leaves the
+# 10 to 32 ms bin out and says so; --keep-throttled keeps it; the faithful
+# variant reads every row, as NeuSight did.
+mkdir -p "$TMP/thr"
+cp "$TMP/train"/*.csv "$TMP/thr/"
+awk 'BEGIN {
+  for (g = 0; g < 3; g++)
+    for (i = 0; i < 6; i++) {
+      m = g == 0 ? 384 : g == 1 ? 3840 : 12800; nn = 512; k = 1024 + 64 * i
+      printf "linear,%.17g,Tesla P4,ampere_sgemm_64x64_tn,1,1,1,1,%d,%d,%d\n", 2 * m * nn * k / (g == 2 ? 1e12 : 3e12) * 1e3, m, nn, k
+    }
+}' >>"$TMP/thr/linear.csv"
+run_pm train --predictor tile-mlp --data "$TMP/thr" --out "$TMP/thr1.params" --epochs 1 --seed 3 --members 1
+header "$TMP/thr1.params" >"$TMP/hthr"
+ok $([ $rc -eq 0 ] && grep -q '^throttled\.Tesla_P4\.linear: 6 rows of 10 ms and longer left out' "$TMP/hthr" &&
+     [ "$(grep -c '^throttled\.' "$TMP/hthr")" -eq 1 ] && grep -q '^rows_throttled: 6 ' "$TMP/hthr" && echo 0 || echo 1) \
+  "train tile-mlp leaves out the rows of the bin whose throughput fell to a third, and only those, and says so"
+run_pm train --predictor tile-mlp --data "$TMP/thr" --out "$TMP/thr2.params" --epochs 1 --seed 3 --members 1 --keep-throttled
+ok $([ $rc -eq 0 ] && ! header "$TMP/thr2.params" | grep -q '^throttled\.' && echo 0 || echo 1) \
+  "--keep-throttled trains on every row"
+run_pm train --predictor tile-mlp-neusight --data "$TMP/thr" --out "$TMP/thr3.params" --epochs 1 --seed 3
+ok $([ $rc -eq 0 ] && ! header "$TMP/thr3.params" | grep -q '^throttled\.' && echo 0 || echo 1) \
+  "tile-mlp-neusight reads every row, as NeuSight did"
+expect_fail 2 "--keep-throttled: only tile-mlp leaves throttled rows out" "--keep-throttled for another predictor" -- \
+  train --predictor linreg --data "$TMP/thr" --out "$TMP/x.params" --keep-throttled
 
 # The faithful variant, side by side with ours.
 run_pm train --predictor tile-mlp-neusight --data "$TMP/train" --out "$TMP/tmn.params" --epochs 2 --seed 3
@@ -146,6 +175,7 @@ ok $(awk -F, '$1 == "tile-mlp-neusight" && $2 == "lin" { exit !($9 == 0) }' "$TM
 run_pm --opgraph "$TMP/g.csv" --gpu h100 --predictor tile-mlp --format json \
   --plugin-opt "tile-mlp:params=$TMP/tm1.params"
 ok $([ $rc -eq 0 ] && grep -Eq '"spread_ms": [0-9.e-]+[1-9]' "$TMP/out" && echo 0 || echo 1) "JSON: spread_ms for the ensemble"
+
 
 # Bad input.
 expect_fail 2 "train needs --predictor NAME \(one\), --data DIR and --out FILE" "train without --out" -- \
