@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0700-learned.sh: perfmod train and eval on synthetic kernels with known answers, parameter files, bad input.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 45
+plan 46
 
 # Kernels whose latency is exactly coef * work + intercept, with the
 # training GPUs' throughput 1/coef = 1e10 * bandwidth + 1e12 (a line in
@@ -176,6 +176,19 @@ run_pm --opgraph "$TMP/g.csv" --gpu h100 --predictor tile-mlp --format json \
   --plugin-opt "tile-mlp:params=$TMP/tm1.params"
 ok $([ $rc -eq 0 ] && grep -Eq '"spread_ms": [0-9.e-]+[1-9]' "$TMP/out" && echo 0 || echo 1) "JSON: spread_ms for the ensemble"
 
+# A graph's product and its transpose (64 x 1024 and 1024 x 64 outputs):
+# perfmod's tile-mlp predicts both orientations and keeps the faster, so
+# the twins take the same time.
+cat >"$TMP/twins.csv" <<'EOF'
+Name,OpName,FwOps,BwOps,AccOps,Prev,Next,InputShapes,OutputShape
+x,misc,[],[],[],set(),{'a'},[],"(8, 64, 256)"
+a,BMM,"[['BMM', (8, 64, 256, 1024)]]",[],[],{'x'},{'b'},"[(8, 64, 256)]","(8, 64, 1024)"
+b,BMM,"[['BMM', (8, 1024, 256, 64)]]",[],[],{'a'},set(),"[(8, 1024, 256)]","(8, 1024, 64)"
+EOF
+run_pm --opgraph "$TMP/twins.csv" --gpu h100 --predictor tile-mlp --per-op --format csv \
+  --plugin-opt "tile-mlp:params=$TMP/tm1.params"
+ok $([ $rc -eq 0 ] && awk -F, '$2 == "a" { a = $6 } $2 == "b" { b = $6 } END { exit !(a > 0 && a == b) }' "$TMP/out" &&
+     echo 0 || echo 1) "tile-mlp: a product and its transpose take the same time"
 
 # Bad input.
 expect_fail 2 "train needs --predictor NAME \(one\), --data DIR and --out FILE" "train without --out" -- \
