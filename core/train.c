@@ -601,8 +601,9 @@ train_tilemlp (const struct kset *ks, const size_t *rows, size_t nrows,
     rc = train_tilemlp_class (c, v, ks, rows, nrows, o, p);
   if (rc == 0)
     params_set (p, "model", "NeuSight's tile/wave model: utilisation = sigmoid(o2) - "
-                "sigmoid(o0)/waves from an MLP per class (the mean over its members); time = "
-                "waves x tile work x SMs / (min(peak, intensity x bandwidth) x utilisation)");
+                "sigmoid(o0)/waves from an MLP per class; time = "
+                "waves x tile work x SMs / (min(peak, intensity x bandwidth) x utilisation); with "
+                "several members per class, the median of their times");
   return rc;
 }
 
