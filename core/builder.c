@@ -362,6 +362,64 @@ gpt2_layer (struct bctx *c)
   }
 }
 
+/* A bias, dropout and residual add fused as Megatron-LM's jit function
+ * does: one kernel over the rows; its gradient multiplies by the dropout
+ * mask and sums the bias's (the residual's gradient passes through). */
+static void
+bias_dropout_add (struct bctx *c, const char *name, int64_t rows, int64_t cols)
+{
+  double x = (double) rows * (double) cols;
+  struct node *nd = ew (c, name, "add", rows, cols, 2 * x + (double) cols, "mul MEM");
+  if (c->train)
+    vec_op (nd, PHASE_ACC, "add", 1, cols);
+}
+
+/* Megatron-LM's GPT layer (megatron/model/transformer.py, fp32, the
+ * defaults: masked_softmax_fusion, bias_gelu_fusion and
+ * bias_dropout_fusion on, no query-key layer scaling).  Against the eager
+ * layer: the scores' scale rides in the baddbmm, the causal mask is one
+ * masked_fill (one kernel each way), the projections add no bias in the
+ * GEMM but in a fused bias-GeLU and two fused bias-dropout-adds, and
+ * GeLU is one kernel each way instead of eight.  In fp32 the fused
+ * softmax kernel does not apply (it needs fp16 or bf16): PyTorch's
+ * softmax runs, as in the eager layer. */
+static void
+gpt2_layer_megatron (struct bctx *c)
+{
+  const struct model_cfg *m = c->m;
+  int64_t t = c->t, tn = c->tn, d = m->hidden, f = c->fp, h = c->hp, dh = m->head_dim;
+  int64_t dq = h * dh, bh = c->b * h, rows = bh * c->s;
+  double tdq = (double) t * (double) dq, tf = (double) t * (double) f;
+  double scores = (double) rows * (double) c->kv, causal = (double) c->s * (double) c->kv;
+  struct node *nd;
+
+  site (c, PERFMOD_SITE_PARAMS);
+  unary (c, "input_layernorm", "ln", tn, d);
+  site (c, PERFMOD_SITE_ATTN_IN);
+  linear (c, "query_key_value", t, d, 3 * dq, true);
+  bmm (c, "scores", bh, c->s, dh, c->kv);
+  nd = add_node (c, "mask", "masked_fill", causal + scores, scores);
+  mem_op (nd, PHASE_FW, causal + 2 * scores);
+  if (c->train)
+    mem_op (nd, PHASE_BW, causal + 2 * scores);
+  unary (c, "softmax", "softmax", rows, c->kv);
+  dropout (c, "attention_dropout", scores);
+  bmm (c, "context", bh, c->s, c->kv, dh);
+  copy (c, "context_permute", "contiguous", tdq, tdq);
+  linear (c, "dense", t, dq, d, false);
+  site (c, PERFMOD_SITE_ATTN_OUT);
+  bias_dropout_add (c, "bias_dropout_add_1", tn, d);
+  unary (c, "post_attention_layernorm", "ln", tn, d);
+  site (c, PERFMOD_SITE_MLP_IN);
+  linear (c, "dense_h_to_4h", t, d, f, false);
+  nd = ew (c, "bias_gelu", "gelu", t, f, tf + (double) f, "gelu MEM");
+  if (c->train)
+    vec_op (nd, PHASE_ACC, "add", 1, f);
+  linear (c, "dense_4h_to_h", t, f, d, false);
+  site (c, PERFMOD_SITE_MLP_OUT);
+  bias_dropout_add (c, "bias_dropout_add_2", tn, d);
+}
+
 static void
 gpt2_graph (struct bctx *c)
 {
@@ -381,7 +439,7 @@ gpt2_graph (struct bctx *c)
     add2 (c, "wpe_add", tn, d, (double) c->s * (double) d);
     dropout (c, "drop", tnd);
   }
-  layer_span (c, "h", gpt2_layer);
+  layer_span (c, "h", c->o->megatron ? gpt2_layer_megatron : gpt2_layer);
   if (c->sh->head) {
     unary (c, "ln_f", "ln", tn, d);
     site (c, PERFMOD_SITE_LOGITS);
@@ -865,6 +923,14 @@ graph_build (struct graph *g, const struct model_cfg *m, const struct build_opti
   if (o->kv_len > 0 && (m->family == FAM_BERT || m->family == FAM_SWITCH)) {
     pm_error ("%s: a decode step is modelled for decoder-only models (model_type %s is not)",
               m->name, m->arch);
+    return -1;
+  }
+  if (o->megatron && m->family != FAM_GPT2) {
+    pm_error ("%s: kernels=megatron: no Megatron layer for model_type %s", m->name, m->arch);
+    return -1;
+  }
+  if (o->megatron && o->fusion) {
+    pm_error ("--fusion with kernels=megatron: Megatron's layer has its own fusions");
     return -1;
   }
   if (o->kv_len > 0 && o->train) {

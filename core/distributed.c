@@ -41,11 +41,13 @@ cell_value (const char *s, double *v, double *pct)
 
 /* The strategy NeuSight's Megatron runs used (megatron_configs, one YAML file per dimension):
  * one micro-batch per replica, fp32, no recomputation; DP splits the
- * global batch over the replicas. */
+ * global batch over the replicas.  Accelerate's Megatron-LM integration
+ * trains Megatron's own GPT model, so its kernels are Megatron's. */
 static void
 cell_strategy (struct strategy *s, const char *dim, int gpus, int64_t batch)
 {
   strategy_init (s);
+  s->kernels = KERNELS_MEGATRON;
   if (strcmp (dim, "DP") == 0) {
     s->dp = gpus;
     s->mbs = (int) (batch / gpus);

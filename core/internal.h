@@ -116,11 +116,15 @@ void gpu_db_free (struct gpu_db *db);
 /* ---- strategy.c ---- */
 enum pm_schedule { SCHED_1F1B, SCHED_GPIPE, SCHED_INTERLEAVED };
 enum pm_recompute { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL };
+/* Whose kernels run the model: PyTorch eager (Hugging Face's modules, as
+ * NeuSight traced them) or Megatron-LM's fused GPT layer. */
+enum pm_kernels { KERNELS_EAGER, KERNELS_MEGATRON };
 struct strategy {
   int tp, pp, dp, ep, mbs, vp, zero;
   bool sp;               /* sequence parallelism with tp */
   enum pm_schedule schedule;
   enum pm_recompute recompute;
+  enum pm_kernels kernels;
   bool dp_set;
 };
 struct preset {
@@ -141,6 +145,7 @@ const struct preset *preset_db_find (const struct preset_db *db, const char *nam
 void preset_db_free (struct preset_db *db);
 const char *schedule_name (enum pm_schedule s);
 const char *recompute_name (enum pm_recompute r);
+const char *kernels_name (enum pm_kernels k);
 /* Fit the strategy to the GPUs given and the batch; fills dp when unset. */
 int strategy_resolve (struct strategy *s, int64_t gpus, bool gpus_given, int64_t batch);
 
@@ -299,6 +304,7 @@ struct build_options {
   int64_t batch, seq;    /* sequences and tokens per sequence */
   bool train;
   bool fusion;           /* element-wise chains fused (inference) */
+  bool megatron;         /* Megatron-LM's GPT layer kernels (GPT-2/GPT-3 family) */
   int64_t kv_len;        /* > 0: one decode step over a cache of kv_len tokens */
   const struct shard *shard; /* NULL: the whole model on one device */
 };

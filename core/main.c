@@ -398,7 +398,8 @@ workload_load (struct cli *c, struct workload *w)
       c->seq = DEFAULT_SEQ;
       assume (c, "--seq 1024");
     }
-    struct build_options bo = { c->batch, c->seq, w->train, c->fusion, 0, NULL };
+    struct build_options bo = { .batch = c->batch, .seq = c->seq, .train = w->train,
+                                .fusion = c->fusion };
     if (graph_build (&w->g, &w->m, &bo) < 0)
       goto fail;
   }
@@ -575,9 +576,10 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
     if (c->assumed)
       printf ("assumed: %s\n", c->assumed);
     printf ("strategy: tp=%d pp=%d dp=%d ep=%d mbs=%d vp=%d schedule=%s zero=%d recompute=%s "
-            "sp=%d: %d GPUs on %d node%s of %d, %d micro-batch%s per replica\n", s->tp, s->pp,
-            s->dp, s->ep, s->mbs, s->vp, schedule_name (s->schedule), s->zero,
-            recompute_name (s->recompute), s->sp, gpus, nodes, nodes == 1 ? "" : "s", gpn,
+            "sp=%d kernels=%s: %d GPUs on %d node%s of %d, %d micro-batch%s per replica\n", s->tp,
+            s->pp, s->dp, s->ep, s->mbs, s->vp, schedule_name (s->schedule), s->zero,
+            recompute_name (s->recompute), s->sp, kernels_name (s->kernels), gpus, nodes,
+            nodes == 1 ? "" : "s", gpn,
             r[0].microbatches, r[0].microbatches == 1 ? "" : "es");
     printf ("\n%-12s", "");
     for (size_t p = 0; p < npred; p++)
@@ -665,7 +667,8 @@ cmd_predict (struct cli *c, struct plugin_set *set)
   if (c->gen > 0) {
     /* The mean decode step: attention grows linearly with the cache, so
      * the step at the middle of the generation is the average one. */
-    struct build_options bo = { batch, seq, false, c->fusion, seq + c->gen / 2, NULL };
+    struct build_options bo = { .batch = batch, .seq = seq, .fusion = c->fusion,
+                                .kv_len = seq + c->gen / 2 };
     if (train || !w.have_model || c->opgraph) {
       pm_error ("--gen: decode steps are predicted for inference of a --model (built graph)");
       goto out;

@@ -205,6 +205,7 @@ chunk_build (struct graph *gr, const struct model_cfg *m, const struct dist_opti
   bo.seq = o->seq;
   bo.train = o->train;
   bo.fusion = o->fusion;
+  bo.megatron = o->s->kernels == KERNELS_MEGATRON;
   bo.shard = &sh;
   return graph_build (gr, m, &bo);
 }
@@ -288,6 +289,11 @@ dist_check (const struct model_cfg *m, const struct strategy *s, int64_t batch)
   if (s->pp > 1 && m->family == FAM_SWITCH) {
     pm_error ("%s: pipeline stages are modelled for decoder-only and encoder-only stacks, not "
               "the encoder-decoder %s", m->name, m->arch);
+    return -1;
+  }
+  if (s->kernels == KERNELS_MEGATRON && m->family != FAM_GPT2) {
+    pm_error ("%s: kernels=megatron: Megatron-LM's GPT layer is modelled for the GPT-2/GPT-3 "
+              "family only (model_type %s is not)", m->name, m->arch);
     return -1;
   }
   if (m->layers % chunks != 0) {

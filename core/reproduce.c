@@ -79,7 +79,7 @@ load_graph (struct graph *g, const char *dir, const char *model, const char *tag
   free (path);
   if (build) {
     char **f = strv_split (tag, '-');
-    struct build_options bo = { 0, 0, false, false, 0, NULL };
+    struct build_options bo = { .batch = 0 };
     size_t n = strv_len (f);
     rc = -1;
     if (n >= 4 && parse_int64 (f[2], &bo.seq) && parse_int64 (f[3], &bo.batch)) {

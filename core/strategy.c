@@ -8,9 +8,11 @@
 
 static const char *const sched_names[] = { "1f1b", "gpipe", "interleaved" };
 static const char *const recompute_names[] = { "none", "selective", "full" };
+static const char *const kernels_names[] = { "eager", "megatron" };
 
 const char *schedule_name (enum pm_schedule s) { return sched_names[s]; }
 const char *recompute_name (enum pm_recompute r) { return recompute_names[r]; }
+const char *kernels_name (enum pm_kernels k) { return kernels_names[k]; }
 
 void
 strategy_init (struct strategy *s)
@@ -36,12 +38,13 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
          unsigned *seen)
 {
   static const char *const keys[] = { "tp", "pp", "dp", "ep", "mbs", "vp", "zero",
-                                      "schedule", "recompute", "sp" };
+                                      "schedule", "recompute", "sp", "kernels" };
   int idx = enum_index (key, keys, sizeof keys / sizeof keys[0]);
   int64_t v;
 
   if (idx < 0) {
-    pm_error ("%s: unknown strategy key '%s' (known: tp, pp, dp, ep, mbs, vp, zero, schedule, recompute, sp)",
+    pm_error ("%s: unknown strategy key '%s' (known: tp, pp, dp, ep, mbs, vp, zero, schedule, "
+              "recompute, sp, kernels)",
               where, key);
     return -1;
   }
@@ -66,6 +69,15 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
       return -1;
     }
     s->recompute = (enum pm_recompute) e;
+    return 0;
+  }
+  if (idx == 10) {
+    int e = enum_index (val, kernels_names, 2);
+    if (e < 0) {
+      pm_error ("%s: kernels=%s: expected eager or megatron", where, val);
+      return -1;
+    }
+    s->kernels = (enum pm_kernels) e;
     return 0;
   }
   if (idx == 9) {

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0900-parallel.sh: graph-level parallelism: sharded kernels and inserted collectives, pipeline, ZeRO memory, refusals, and the distributed table.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 23
+plan 29
 
 tiny="$TMP/tiny.json"
 # L=4, d=8, 4 heads, f=32, v=16
@@ -90,6 +90,26 @@ expect_fail 2 'the model has no experts' "ep on a dense model" -- \
 expect_fail 2 'tp=4 x pp=4 = 16 does not divide the 8 GPUs' "more GPUs than the cluster has" -- \
   --model gpt2-large --mode train --strategy tp=4,pp=4 --nodes 1 --gpus-per-node 8
 
+# --- Megatron-LM's kernels ---
+run_pm graph --model "$tiny" --batch 1 --seq 4 --mode train --format csv --strategy kernels=megatron
+cp "$TMP/out" "$TMP/meg.csv"
+ok $(awk -F, '$3==0{n[$1]++} END{print (("h_0_bias_gelu" in n) && ("h_0_bias_dropout_add_2" in n) &&
+     !("h_0_scale" in n) && !("h_0_gelu_pow" in n) && !("h_0_mask_slice" in n))?0:1}' "$TMP/meg.csv") \
+  "kernels=megatron: fused bias-GeLU and bias-dropout-add, the scale inside the scores' GEMM, one masked_fill"
+ok $(awk -F, 'FNR==1{f++} $3==0{k[f]+=1} $6=="FC"||$6=="BMM"{fl[f]+=$4*$13}
+     END{print (k[2]<k[1]&&fl[1]==fl[2])?0:1}' "$TMP/one.csv" "$TMP/meg.csv") \
+  "kernels=megatron: fewer kernels per layer than the eager layer, the same matrix FLOPs"
+run_pm --model gpt2-large --gpu h100 --mode train --batch 4 --strategy dp=4 --predictor roofline
+grep '^step_ms' "$TMP/out" >"$TMP/eager"
+run_pm --model gpt2-large --gpu h100 --mode train --batch 4 --strategy dp=4,kernels=megatron --predictor roofline
+ok $(grep -q 'kernels=megatron:' "$TMP/out" &&
+     awk 'NR==FNR{e=$2; next} /^step_ms/{print ($2<e)?0:1}' "$TMP/eager" "$TMP/out") \
+  "kernels=megatron: said in the strategy line; under roofline the step is shorter (fewer memory passes)"
+expect_fail 2 "--strategy: kernels=fused: expected eager or megatron" "an unknown kernels value is refused" -- \
+  --model gpt2-large --mode train --strategy kernels=fused
+expect_fail 2 "kernels=megatron: Megatron-LM's GPT layer is modelled for the GPT-2/GPT-3 family only" \
+  "kernels=megatron on another family is refused" -- --model bert-large --mode train --strategy kernels=megatron
+
 # --- the paper's distributed table ---
 if [ -f "${PERFMOD_NEUSIGHT:-$top_srcdir/../shared/neusight}/summary/distributed.csv" ]; then
   NEUSIGHT=${PERFMOD_NEUSIGHT:-$top_srcdir/../shared/neusight}
@@ -97,8 +117,16 @@ if [ -f "${PERFMOD_NEUSIGHT:-$top_srcdir/../shared/neusight}/summary/distributed
   ok $(awk -F, 'NR>1{n++; if ($9=="OOM") o++; if ($9=="OOM"&&$10=="OOM") a++; if ($9!="OOM"&&$10!="OOM") f++}
        END{print (n==18&&o==7&&a==7&&f==11)?0:1}' "$TMP/out") \
     "distributed: 18 cells, the 7 measured OOM predicted OOM, the 11 measured predicted to fit"
+  # a cell is the command line's prediction under the runs' strategy: Megatron's kernels
+  cell=$(awk -F, '$5=="NVIDIA_H100_80GB_HBM3"&&$4==4&&$7=="dp4"{print $10}' "$TMP/out")
+  run_pm --model gpt2-large --gpu h100 --mode train --batch 4 --seq 1024 --strategy dp=4,kernels=megatron \
+    --predictor roofline --format csv
+  ok $(awk -F, -v c="$cell" 'NR>1&&$1=="roofline"{d=$2-c; print (c!=""&&d<0.01&&d>-0.01)?0:1}' "$TMP/out") \
+    "distributed: the H100 DP cell is perfmod --strategy dp=4,kernels=megatron's step"
 else
-  echo "ok $((tap_n + 1)) # SKIP NeuSight data not found (set PERFMOD_NEUSIGHT)"
-  tap_n=$((tap_n + 1))
+  for i in 1 2; do
+    echo "ok $((tap_n + 1)) # SKIP NeuSight data not found (set PERFMOD_NEUSIGHT)"
+    tap_n=$((tap_n + 1))
+  done
 fi
 finish
