@@ -53,31 +53,28 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
     return -1;
   }
   *seen |= 1u << idx;
-  if (idx == 7) {
-    int e = enum_index (val, sched_names, 3);
+  if (idx == 7 || idx == 8 || idx == 10) {
+    static const struct {
+      const char *const *names;
+      size_t n;
+      const char *expected;
+    } enums[] = {
+      { sched_names, 3, "gpipe, 1f1b or interleaved" },
+      { recompute_names, 3, "none, selective or full" },
+      { kernels_names, 2, "eager or megatron" },
+    };
+    int which = idx == 7 ? 0 : idx == 8 ? 1 : 2;
+    int e = enum_index (val, enums[which].names, enums[which].n);
     if (e < 0) {
-      pm_error ("%s: schedule=%s: expected gpipe, 1f1b or interleaved", where, val);
+      pm_error ("%s: %s=%s: expected %s", where, key, val, enums[which].expected);
       return -1;
     }
-    s->schedule = (enum pm_schedule) e;
-    return 0;
-  }
-  if (idx == 8) {
-    int e = enum_index (val, recompute_names, 3);
-    if (e < 0) {
-      pm_error ("%s: recompute=%s: expected none, selective or full", where, val);
-      return -1;
-    }
-    s->recompute = (enum pm_recompute) e;
-    return 0;
-  }
-  if (idx == 10) {
-    int e = enum_index (val, kernels_names, 2);
-    if (e < 0) {
-      pm_error ("%s: kernels=%s: expected eager or megatron", where, val);
-      return -1;
-    }
-    s->kernels = (enum pm_kernels) e;
+    if (idx == 7)
+      s->schedule = (enum pm_schedule) e;
+    else if (idx == 8)
+      s->recompute = (enum pm_recompute) e;
+    else
+      s->kernels = (enum pm_kernels) e;
     return 0;
   }
   if (idx == 9) {
