@@ -651,6 +651,10 @@ cmd_predict (struct cli *c, struct plugin_set *set)
 
   if (strategy_load (c, &s, gpn, batch) < 0)
     goto out;
+  if (s.kernels == KERNELS_MEGATRON && (c->opgraph || !w.have_model)) {
+    pm_error ("--strategy kernels=megatron: an imported graph runs the kernels it traced");
+    goto out;
+  }
 
   if (c->strategy && w.have_model && c->opgraph == NULL) {
     if (c->gen > 0 || c->per_op || c->plot) {
