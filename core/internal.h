@@ -250,6 +250,7 @@ struct kop {             /* one kernel of a node */
   double elems;          /* MEMORY/COMM: elements moved */
   double traffic;        /* vector kernels: elements read+written per output element;
                             0: the node's tensors' (NeuSight's convention) */
+  double own_traffic;    /* with traffic 0: what the kernel itself moves, if known */
   /* COMM kernels of a built graph: the buffer, the strategy dimension whose
    * group runs it (enum pdim; 0: an imported trace's, over the run's GPUs),
    * and whether it may hide behind computation. */

@@ -67,6 +67,11 @@ add_kernel (struct node *nd, int phase, const struct pyv *ent, const char *where
     o = node_add_op (nd, phase, kc, op);
     o->b = args->items[0].i;
     o->h = args->items[1].i;
+    /* NeuSight's rule gives a gradient accumulation its node's bytes per
+     * output; the add itself reads the gradient and the sum and writes the
+     * sum.  Predictors choose (struct perfmod_kernel's own_mem_per_output). */
+    if (phase == PHASE_ACC)
+      o->own_traffic = 3;
   }
   else if (strcmp (s, "MEM") == 0) {
     double e = 0;

@@ -79,6 +79,7 @@ kop_to_kernel (const struct kop *o, const struct node *nd, int dtype, struct per
      * kernel's own arguments (so a bias-gradient add inherits the node's). */
     k->mem_per_output = o->traffic > 0 ? o->traffic * eb
                       : (nd->in_elems + nd->out_elems) * eb / nd->out_elems;
+    k->own_mem_per_output = (o->traffic > 0 ? o->traffic : o->own_traffic) * eb;
     k->ops_per_output = ops_per_output (o->op);
     break;
   case PERFMOD_KERNEL_MEMORY:
@@ -153,6 +154,7 @@ kernel_hash (const struct perfmod_kernel *k)
   h = mix (h, dbl_bits (k->mem_per_output));
   h = mix (h, dbl_bits (k->ops_per_output));
   h = mix (h, dbl_bits (k->bytes));
+  h = mix (h, dbl_bits (k->own_mem_per_output));
   return mix (h, (uint64_t) k->dtype);
 }
 
@@ -162,7 +164,8 @@ kernel_same (const struct perfmod_kernel *a, const struct perfmod_kernel *b)
   return a->kclass == b->kclass && a->op == b->op && a->b == b->b && a->m == b->m &&
          a->n == b->n && a->k == b->k && a->h == b->h &&
          a->mem_per_output == b->mem_per_output && a->ops_per_output == b->ops_per_output &&
-         a->bytes == b->bytes && a->dtype == b->dtype;
+         a->bytes == b->bytes && a->dtype == b->dtype &&
+         a->own_mem_per_output == b->own_mem_per_output;
 }
 
 static struct memo_slot *

@@ -61,6 +61,12 @@ struct perfmod_kernel {
    * tiles.d (matrix: rows x columns as named; vector: outputs per block),
    * else 0. */
   double tile[2];
+  /* Since perfmod 0.4 (check struct_size): vector kernels, the bytes per
+   * output the kernel itself reads and writes, where the graph knows them
+   * and mem_per_output follows NeuSight's rule instead (the node's tensors:
+   * a weight-gradient accumulation then inherits its node's activations);
+   * else 0. */
+  double own_mem_per_output;
 };
 
 /* One GPU, from gpus.d.  Units are in the field names. 0 means unknown/absent. */

@@ -234,6 +234,15 @@ estimate_untiled (struct state *s, int c, const struct perfmod_kernel *k,
   return estimate_tiled (s, c, k, gpu, tile, est);
 }
 
+/* A copy of the caller's kernel; one built against an older header
+ * passes a shorter struct, the rest reads 0. */
+static void
+kernel_copy (struct perfmod_kernel *dst, const struct perfmod_kernel *k)
+{
+  memset (dst, 0, sizeof *dst);
+  memcpy (dst, k, k->struct_size < sizeof *dst ? k->struct_size : sizeof *dst);
+}
+
 /* Seconds for one kernel.  A graph's matrix product names its output
  * (m x k) in one orientation, but the library is free to compute the
  * transpose (row-major C is column-major C^T, and cuBLAS picks its tiles
@@ -248,6 +257,7 @@ tm_estimate (void *state, const struct perfmod_kernel *k, const struct perfmod_g
              struct perfmod_estimate *est)
 {
   struct state *s = state;
+  struct perfmod_kernel own;
   double tile[2] = { 0, 0 };
   int c = class_of (k->kclass);
 
@@ -258,6 +268,17 @@ tm_estimate (void *state, const struct perfmod_kernel *k, const struct perfmod_g
   }
   if (setup (s) < 0)
     return -1;
+  /* perfmod's variant costs a vector kernel by the bytes it moves itself
+   * where the graph knows them (NeuSight's rule gives a gradient
+   * accumulation its node's activations); the faithful one by the rule. */
+  if (c >= C_EW && s->features == TW_FEAT_EXTENDED &&
+      k->struct_size >= offsetof (struct perfmod_kernel, own_mem_per_output) +
+                        sizeof k->own_mem_per_output &&
+      k->own_mem_per_output > 0 && k->own_mem_per_output != k->mem_per_output) {
+    kernel_copy (&own, k);
+    own.mem_per_output = k->own_mem_per_output;
+    k = &own;
+  }
   if (k->struct_size >= offsetof (struct perfmod_kernel, tile) + sizeof k->tile) {
     tile[0] = k->tile[0];
     tile[1] = k->tile[1];
@@ -269,9 +290,7 @@ tm_estimate (void *state, const struct perfmod_kernel *k, const struct perfmod_g
   if (c <= C_LINEAR && k->m != k->k && s->features == TW_FEAT_EXTENDED) {
     struct perfmod_kernel t;
     struct perfmod_estimate other = *est;
-    /* a caller built against an older header passes a shorter kernel */
-    memset (&t, 0, sizeof t);
-    memcpy (&t, k, k->struct_size < sizeof t ? k->struct_size : sizeof t);
+    kernel_copy (&t, k);
     t.m = k->k;
     t.k = k->m;
     if (estimate_untiled (s, c, k, gpu, est) < 0 || estimate_untiled (s, c, &t, gpu, &other) < 0)

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0700-learned.sh: perfmod train and eval on synthetic kernels with known answers, parameter files, bad input.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 46
+plan 47
 
 # Kernels whose latency is exactly coef * work + intercept, with the
 # training GPUs' throughput 1/coef = 1e10 * bandwidth + 1e12 (a line in
@@ -189,6 +189,24 @@ run_pm --opgraph "$TMP/twins.csv" --gpu h100 --predictor tile-mlp --per-op --for
   --plugin-opt "tile-mlp:params=$TMP/tm1.params"
 ok $([ $rc -eq 0 ] && awk -F, '$2 == "a" { a = $6 } $2 == "b" { b = $6 } END { exit !(a > 0 && a == b) }' "$TMP/out" &&
      echo 0 || echo 1) "tile-mlp: a product and its transpose take the same time"
+
+# Two Linear nodes whose weights (256 x 512 and 2048 x 64) have as many
+# elements, but whose activations differ: NeuSight's rule gives each
+# gradient accumulation its node's bytes per output (1.5 and 33
+# elements), so the faithful variant costs them apart; perfmod's costs
+# the add by what it moves (3 elements per output), the same for both.
+cat >"$TMP/acc.csv" <<'EOF'
+Name,OpName,FwOps,BwOps,AccOps,Prev,Next,InputShapes,OutputShape
+x,misc,[],[],[],set(),"{'a', 'b'}",[],"(64, 256)"
+a,Linear,"[['Linear', (64, 256, 512)]]",[],"[['VECadd', [1, 131072]]]",{'x'},set(),"[(64, 256)]","(64, 512)"
+b,Linear,"[['Linear', (64, 2048, 64)]]",[],"[['VECadd', [1, 131072]]]",{'x'},set(),"[(64, 2048)]","(64, 64)"
+EOF
+run_pm --opgraph "$TMP/acc.csv" --gpu h100 --mode train --predictor tile-mlp,tile-mlp-neusight --per-op --format csv \
+  --plugin-opt "tile-mlp-neusight:params=$TMP/tmn.params" --plugin-opt "tile-mlp:params=$TMP/tm1.params"
+ok $([ $rc -eq 0 ] && awk -F, '$2 == "a" { a[$1] = $8 } $2 == "b" { b[$1] = $8 }
+     END { exit !(a["tile-mlp"] > 0 && a["tile-mlp"] == b["tile-mlp"] &&
+                  a["tile-mlp-neusight"] != b["tile-mlp-neusight"]) }' "$TMP/out" && echo 0 || echo 1) \
+  "tile-mlp costs a gradient accumulation by what it moves; tile-mlp-neusight by its node's tensors"
 
 # Bad input.
 expect_fail 2 "train needs --predictor NAME \(one\), --data DIR and --out FILE" "train without --out" -- \
