@@ -412,6 +412,14 @@ fail:
   return EXIT_USAGE;
 }
 
+/* --explain's text: after the table, or on stderr so that CSV and JSON
+ * on stdout stay machine-readable. */
+static FILE *
+explain_stream (const struct cli *c)
+{
+  return strcmp (c->format, "table") == 0 ? stdout : stderr;
+}
+
 /* The run's options for a prediction under strategy s. */
 static void
 dist_options_init (struct dist_options *o, const struct cli *c, const struct workload *w,
@@ -608,7 +616,8 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
             ((double) (t1.tv_sec - t0.tv_sec) * 1e3 + (double) (t1.tv_nsec - t0.tv_nsec) / 1e6));
   }
   if (c->explain &&
-      explain_strategy (set, s, &w->m, &w->ge->gpu, w->batch, w->seq, w->dtype, gpn, stdout) < 0)
+      explain_strategy (set, s, &w->m, &w->ge->gpu, w->batch, w->seq, w->dtype, gpn,
+                        explain_stream (c)) < 0)
     goto out;
   rc = 0;
 out:
@@ -835,7 +844,8 @@ cmd_predict (struct cli *c, struct plugin_set *set)
       print_per_op (c, gp, pr, npred);
   }
   if (c->explain) {
-    if (explain_strategy (set, &s, &w.m, &ge->gpu, batch, seq, dtype, gpn, stdout) < 0) {
+    if (explain_strategy (set, &s, &w.m, &ge->gpu, batch, seq, dtype, gpn,
+                          explain_stream (c)) < 0) {
       rc = EXIT_RUNTIME;
       goto out;
     }

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0400-strategy.sh: --strategy specs and presets: accepted, explained, and refused naming the bad token.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 17
+plan 19
 
 run_pm --model gpt3-2.7b --mode train --strategy tp=8,pp=4 --nodes 4 --explain
 ok $([ $rc -eq 0 ] && grep -Eq '^tp +8 +intra-node .* compute +degree Y = 8 < F\*W/C' "$TMP/out" && echo 0 || echo 1) \
@@ -23,7 +23,13 @@ ok $([ $rc -eq 0 ] && awk -v m="$dm" -v c="$dc" '$1 == "dp" { exit !($3 == "inte
   "dp=16 over 2 nodes uses the NICs: 8BDF/(XC) = $dm ms, 8DF/W = $dc ms"
 
 run_pm --model gpt3-2.7b --mode train --batch 8 --strategy tp8-pp4 --nodes 4 --explain --format csv
-ok $([ $rc -eq 0 ] && grep -q '^tp  *8' "$TMP/out" && echo 0 || echo 1) "a preset from strategies.d"
+ok $([ $rc -eq 0 ] && grep -q '^tp  *8' "$TMP/err" && echo 0 || echo 1) "a preset from strategies.d"
+ok $(awk -F, 'NR == 1 { n = NF } NF != n || /explain/ { bad = 1 } END { exit bad || NR != 2 }' "$TMP/out"; echo $?) \
+  "--format csv --explain: stdout is the CSV alone, the explanation on stderr"
+run_pm --model gpt3-2.7b --mode train --batch 8 --strategy tp=8,pp=4 --nodes 4 --explain --format json
+ok $([ $rc -eq 0 ] && [ "$(sed -n '$p' "$TMP/out")" = "}" ] && ! grep -q explain "$TMP/out" &&
+     grep -q '^explain:' "$TMP/err" && echo 0 || echo 1) \
+  "--format json --explain: stdout is the JSON alone, the explanation on stderr"
 run_pm strategies
 ok $([ $rc -eq 0 ] && grep -Eq '^tp8-pp4 +tp=8,pp=4,schedule=1f1b +.*10-megatron.ini:[0-9]+$' "$TMP/out" && echo 0 || echo 1) \
   "perfmod strategies lists presets with their file:line"
