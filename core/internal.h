@@ -119,8 +119,11 @@ enum pm_recompute { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL };
 /* Whose kernels run the model: PyTorch eager (Hugging Face's modules, as
  * NeuSight traced them) or Megatron-LM's fused GPT layer. */
 enum pm_kernels { KERNELS_EAGER, KERNELS_MEGATRON };
+#define PM_MAX_STAGES 256
 struct strategy {
   int tp, pp, dp, ep, mbs, vp, zero;
+  int split[PM_MAX_STAGES];  /* layers per pipeline stage, given; nsplit 0: even */
+  int nsplit;
   bool sp;               /* sequence parallelism with tp */
   enum pm_schedule schedule;
   enum pm_recompute recompute;

@@ -584,11 +584,13 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
     if (c->assumed)
       printf ("assumed: %s\n", c->assumed);
     printf ("strategy: tp=%d pp=%d dp=%d ep=%d mbs=%d vp=%d schedule=%s zero=%d recompute=%s "
-            "sp=%d kernels=%s: %d GPUs on %d node%s of %d, %d micro-batch%s per replica\n", s->tp,
-            s->pp, s->dp, s->ep, s->mbs, s->vp, schedule_name (s->schedule), s->zero,
-            recompute_name (s->recompute), s->sp, kernels_name (s->kernels), gpus, nodes,
-            nodes == 1 ? "" : "s", gpn,
-            r[0].microbatches, r[0].microbatches == 1 ? "" : "es");
+            "sp=%d kernels=%s", s->tp, s->pp, s->dp, s->ep, s->mbs, s->vp,
+            schedule_name (s->schedule), s->zero, recompute_name (s->recompute), s->sp,
+            kernels_name (s->kernels));
+    for (int i = 0; i < s->nsplit; i++)
+      printf ("%s%d", i ? ":" : " split=", s->split[i]);
+    printf (": %d GPUs on %d node%s of %d, %d micro-batch%s per replica\n", gpus, nodes,
+            nodes == 1 ? "" : "s", gpn, r[0].microbatches, r[0].microbatches == 1 ? "" : "es");
     printf ("\n%-12s", "");
     for (size_t p = 0; p < npred; p++)
       printf (" %14s", names[p]);

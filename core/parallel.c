@@ -64,6 +64,22 @@ device_params (const struct model_cfg *m, const struct perfmod_plan *pl, double 
   return p;
 }
 
+/* Layers of pipeline chunk c (rank c % pp's chunk c / pp): the given
+ * split, else an even share. */
+static int64_t
+chunk_layers (const struct model_cfg *m, const struct strategy *s, int c)
+{
+  int v = s->vp > 1 ? s->vp : 1;
+  return s->nsplit ? s->split[c] : m->layers / ((int64_t) s->pp * v);
+}
+
+/* The share of the layers pipeline rank r holds. */
+static double
+rank_share (const struct model_cfg *m, const struct strategy *s, int r)
+{
+  return s->nsplit ? (double) s->split[r] / (double) m->layers : 1.0 / s->pp;
+}
+
 static void
 plan_init (struct perfmod_plan *p)
 {
@@ -106,7 +122,7 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
     c.kv_heads = (double) m->kv_heads;
     c.vocab = (double) m->vocab;
     /* gradients (fp32) and one layer's weights of an average stage so far */
-    double dev = device_params (m, &dp->plan, 1.0 / s->pp, true, s->pp == 1, false);
+    double dev = device_params (m, &dp->plan, rank_share (m, s, 0), true, s->pp == 1, false);
     c.grad_bytes = 4 * dev;
     c.layer_param_bytes = device_params (m, &dp->plan, 1.0 / (double) m->layers, false, false,
                                          false) * (dtype_mixed (o->dtype) ? 2 : dtype_bytes (o->dtype));
@@ -296,7 +312,17 @@ dist_check (const struct model_cfg *m, const struct strategy *s, int64_t batch)
               "family only (model_type %s is not)", m->name, m->arch);
     return -1;
   }
-  if (m->layers % chunks != 0) {
+  if (s->nsplit) {
+    int64_t sum = 0;
+    for (int i = 0; i < s->nsplit; i++)
+      sum += s->split[i];
+    if (sum != m->layers) {
+      pm_error ("%s: split gives %lld layers, the model has %lld", m->name, (long long) sum,
+                (long long) m->layers);
+      return -1;
+    }
+  }
+  else if (m->layers % chunks != 0) {
     pm_error ("%s: pp=%d%s does not divide the %lld layers", m->name, s->pp,
               s->vp > 1 ? " x vp" : "", (long long) m->layers);
     return -1;
@@ -335,7 +361,7 @@ rank_memory (const struct model_cfg *m, const struct perfmod_gpu *gpu,
   const struct strategy *s = o->s;
   int p = s->pp, v = s->vp > 1 ? s->vp : 1;
   double mbs = (double) o->batch / ((double) s->dp * s->mbs), inflight;
-  double lpc = (double) m->layers / (double) (p * v);  /* layers per chunk */
+  double lpc = (double) chunk_layers (m, s, r);  /* layers per chunk */
   bool embed = r == 0, head = r == p - 1;
   struct mem_shard ms;
   struct memory_options mo;
@@ -353,7 +379,8 @@ rank_memory (const struct model_cfg *m, const struct perfmod_gpu *gpu,
   memset (&ms, 0, sizeof ms);
   ms.tp = s->tp;
   ms.sp = s->sp;
-  ms.params = device_params (m, &dp->plan, 1.0 / p, embed, head, m->tied && p > 1 && head);
+  ms.params = device_params (m, &dp->plan, rank_share (m, s, r), embed, head,
+                            m->tied && p > 1 && head);
   ms.layer_copies = o->train ? lpc * inflight : lpc * v;
   ms.embed = embed;
   ms.head = head;
@@ -381,17 +408,18 @@ dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cf
 {
   const struct strategy *s = o->s;
   int p = s->pp, v = s->vp > 1 ? s->vp : 1, chunks = p * v;
-  int64_t lpc = m->layers / chunks;
   struct dist_plan dp;
   struct comm_groups g;
-  struct chunk_times kinds[3];   /* first, middle, last chunk */
+  /* Chunks differ by the embedding (first), the output layer (last) and,
+   * with a given split, their layers: one prediction per distinct pair. */
+  struct chunk_times *times = NULL;
+  int *kind_of = NULL, *layers_of = NULL, nkinds = 0;
   double *fw = NULL, *bw = NULL, p2p = 0, plain, over;
   struct pipe_input pin;
   struct pipe_result pres;
   int rc = -1;
 
   memset (r, 0, sizeof *r);
-  memset (kinds, 0, sizeof kinds);
   if (dist_check (m, s, o->batch) < 0)
     return -1;
   if (compose (set, m, gpu, o, &dp) < 0)
@@ -399,22 +427,32 @@ dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cf
   comm_groups_init (&g, s, o->gpus_per_node);
   r->microbatches = (int) (o->batch / ((int64_t) s->dp * s->mbs));
 
-  /* Chunks differ only by the embedding (first) and the output layer
-   * (last): at most three graphs, whatever the cluster's size. */
+  /* Even stages: at most three graphs, whatever the cluster's size. */
   fw = xcalloc ((size_t) chunks, sizeof *fw);
   bw = xcalloc ((size_t) chunks, sizeof *bw);
+  times = xcalloc ((size_t) chunks, sizeof *times);
+  kind_of = xcalloc ((size_t) chunks, sizeof *kind_of);
+  layers_of = xcalloc ((size_t) chunks, sizeof *layers_of);
   for (int c = 0; c < chunks; c++) {
-    int kind = chunks == 1 ? 0 : c == 0 ? 0 : c == chunks - 1 ? 2 : 1;
-    if (!kinds[kind].built &&
-        chunk_predict (pred, m, gpu, o, &dp, &g, lpc, c == 0, c == chunks - 1, &kinds[kind], r) < 0)
-      goto out;
-    fw[c] = kinds[kind].fw;
-    bw[c] = kinds[kind].bw;
+    int kind = chunks == 1 ? 0 : c == 0 ? 0 : c == chunks - 1 ? 2 : 1, k;
+    int64_t layers = chunk_layers (m, s, c);
+    for (k = 0; k < nkinds && (kind_of[k] != kind || layers_of[k] != layers); k++)
+      ;
+    if (k == nkinds) {
+      kind_of[k] = kind;
+      layers_of[k] = (int) layers;
+      nkinds++;
+      if (chunk_predict (pred, m, gpu, o, &dp, &g, layers, c == 0, c == chunks - 1, &times[k],
+                         r) < 0)
+        goto out;
+    }
+    fw[c] = times[k].fw;
+    bw[c] = times[k].bw;
     /* what rank 0 runs in the step */
     if (c % p == 0) {
       for (int d = 0; d < NDIMS; d++)
-        r->comm_ms[d] += kinds[kind].comm[d] * r->microbatches;
-      r->flops += kinds[kind].flops * r->microbatches;
+        r->comm_ms[d] += times[k].comm[d] * r->microbatches;
+      r->flops += times[k].flops * r->microbatches;
     }
   }
 
@@ -445,7 +483,7 @@ dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cf
     site_seconds (&dp, PERFMOD_SITE_GRADS, &g, gpu, &plain, &over, by_dim);
     for (int c = 0; c < chunks; c += p)
       window += bw[c];
-    params = device_params (m, &dp.plan, 1.0 / p, true, p == 1, false);
+    params = device_params (m, &dp.plan, rank_share (m, s, 0), true, p == 1, false);
     buckets = ceil (params / DP_BUCKET_PARAMS);
     hidden = over * 1e3 * (1 - 1 / buckets);
     if (hidden > window)
@@ -459,15 +497,18 @@ dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cf
   }
   r->step_ms = r->pipeline_ms + r->grads_ms + r->optimizer_ms;
 
-  /* memory: the worse of the first and the last pipeline rank */
+  /* memory: the fullest pipeline rank (with even stages the first or the
+   * last; with a given split any) */
   rank_memory (m, gpu, o, &dp, 0, &r->mem);
   r->mem_rank = 0;
-  if (p > 1) {
-    struct memory_estimate last;
-    rank_memory (m, gpu, o, &dp, p - 1, &last);
-    if (last.total > r->mem.total) {
-      r->mem = last;
-      r->mem_rank = p - 1;
+  for (int k = 1; k < p; k++) {
+    struct memory_estimate other;
+    if (!s->nsplit && k != p - 1)
+      continue;
+    rank_memory (m, gpu, o, &dp, k, &other);
+    if (other.total > r->mem.total) {
+      r->mem = other;
+      r->mem_rank = k;
     }
   }
   r->plan = dp.plan;
@@ -475,6 +516,9 @@ dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cf
 out:
   free (fw);
   free (bw);
+  free (times);
+  free (kind_of);
+  free (layers_of);
   return rc;
 }
 
@@ -486,5 +530,5 @@ dist_graph (struct plugin_set *set, const struct model_cfg *m, const struct perf
   int chunks = o->s->pp * (o->s->vp > 1 ? o->s->vp : 1);
   if (dist_check (m, o->s, o->batch) < 0 || compose (set, m, gpu, o, &dp) < 0)
     return -1;
-  return chunk_build (g, m, o, &dp, m->layers / chunks, true, chunks == 1);
+  return chunk_build (g, m, o, &dp, chunk_layers (m, o->s, 0), true, chunks == 1);
 }

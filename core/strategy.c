@@ -38,13 +38,13 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
          unsigned *seen)
 {
   static const char *const keys[] = { "tp", "pp", "dp", "ep", "mbs", "vp", "zero",
-                                      "schedule", "recompute", "sp", "kernels" };
+                                      "schedule", "recompute", "sp", "kernels", "split" };
   int idx = enum_index (key, keys, sizeof keys / sizeof keys[0]);
   int64_t v;
 
   if (idx < 0) {
     pm_error ("%s: unknown strategy key '%s' (known: tp, pp, dp, ep, mbs, vp, zero, schedule, "
-              "recompute, sp, kernels)",
+              "recompute, sp, kernels, split)",
               where, key);
     return -1;
   }
@@ -76,6 +76,26 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
     else
       s->kernels = (enum pm_kernels) e;
     return 0;
+  }
+  if (idx == 11) {                      /* layers per stage, "10:10:8:8" */
+    char **parts = strv_split (val, ':');
+    int rc = 0;
+    s->nsplit = 0;
+    for (char **p = parts; *p && rc == 0; p++) {
+      int64_t n;
+      if (!parse_int64 (*p, &n) || n < 1 || n > 1 << 20) {
+        pm_error ("%s: split=%s: '%s' is not a positive number of layers", where, val, *p);
+        rc = -1;
+      }
+      else if (s->nsplit == PM_MAX_STAGES) {
+        pm_error ("%s: split=%s: more than %d stages", where, val, PM_MAX_STAGES);
+        rc = -1;
+      }
+      else
+        s->split[s->nsplit++] = (int) n;
+    }
+    strv_free (parts);
+    return rc;
   }
   if (idx == 9) {
     if (strcmp (val, "0") && strcmp (val, "1")) {
@@ -125,6 +145,14 @@ strategy_parse (struct strategy *s, const char *spec, const char *where)
   }
   if (rc == 0 && s->vp > 1 && s->schedule != SCHED_INTERLEAVED) {
     pm_error ("%s: vp=%d needs schedule=interleaved", where, s->vp);
+    rc = -1;
+  }
+  if (rc == 0 && s->nsplit && s->nsplit != s->pp) {
+    pm_error ("%s: split gives %d stages, pp=%d", where, s->nsplit, s->pp);
+    rc = -1;
+  }
+  if (rc == 0 && s->nsplit && s->vp > 1) {
+    pm_error ("%s: split with vp=%d: a given split is for one chunk per rank", where, s->vp);
     rc = -1;
   }
   return rc;

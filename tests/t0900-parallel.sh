@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0900-parallel.sh: graph-level parallelism: sharded kernels and inserted collectives, pipeline, ZeRO memory, refusals, and the distributed table.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 30
+plan 37
 
 tiny="$TMP/tiny.json"
 # L=4, d=8, 4 heads, f=32, v=16
@@ -89,6 +89,30 @@ expect_fail 2 'the model has no experts' "ep on a dense model" -- \
   --model gpt2-large --mode train --batch 2 --strategy ep=2,dp=2
 expect_fail 2 'tp=4 x pp=4 = 16 does not divide the 8 GPUs' "more GPUs than the cluster has" -- \
   --model gpt2-large --mode train --strategy tp=4,pp=4 --nodes 1 --gpus-per-node 8
+
+# --- a given split of the layers over the stages ---
+step () {  # step SPLIT: step_ms and bubble_% of GPT-2 Large over two stages
+  run_pm --model gpt2-large --gpu h100 --mode train --batch 8 --strategy "pp=2,mbs=1$1" --predictor roofline
+  awk '/^step_ms/ { s = $2 } /^bubble_%/ { b = $2 } END { print s, b }' "$TMP/out"
+}
+even=$(step "")
+ok $([ -n "$even" ] && [ "$(step ,split=18:18)" = "$even" ] && echo 0 || echo 1) \
+  "split=18:18 is the even split"
+light=$(step ,split=19:17)
+ok $(grep -q ' split=19:17: ' "$TMP/out" &&
+     echo "$even $light" | awk '{ exit !($3 < $1 && $4 < $2) }'; echo $?) \
+  "split=19:17: a layer off the stage with the output layer shortens the step and the bubble"
+run_pm --model gpt2-large --gpu h100 --mode train --batch 8 --strategy pp=2,mbs=1,split=30:6 --predictor roofline
+ok $(grep -Eq '^memory per device \(GB, pipeline rank 0, the fullest\): weights 2\.6' "$TMP/out"; echo $?) \
+  "split=30:6: the first rank holds 30 layers' weights (2.6 GB against 1.7 even)"
+expect_fail 2 "split gives 20 layers, the model has 36" "a split that does not add up to the layers" -- \
+  --model gpt2-large --mode train --batch 8 --strategy pp=2,split=10:10
+expect_fail 2 "split gives 3 stages, pp=2" "a split of another number of stages" -- \
+  --model gpt2-large --mode train --batch 8 --strategy pp=2,split=12:12:12
+expect_fail 2 "split=0:36: '0' is not a positive number of layers" "a stage of no layers" -- \
+  --model gpt2-large --mode train --batch 8 --strategy pp=2,split=0:36
+expect_fail 2 "split with vp=2" "a split with virtual stages" -- \
+  --model gpt2-large --mode train --batch 8 --strategy pp=2,vp=2,schedule=interleaved,split=18:18
 
 # --- Megatron-LM's kernels ---
 run_pm graph --model "$tiny" --batch 1 --seq 4 --mode train --format csv --strategy kernels=megatron
