@@ -429,8 +429,9 @@ struct dist_result {
   struct perfmod_plan plan;
 };
 void comm_groups_init (struct comm_groups *g, const struct strategy *s, int gpus_per_node);
-/* Refuse a strategy the model cannot take (layers, experts, batch). */
-int dist_check (const struct model_cfg *m, const struct strategy *s, int64_t batch);
+/* Refuse a strategy the model cannot take (layers, experts, batch,
+ * kernels). */
+int dist_check (const struct model_cfg *m, const struct dist_options *o);
 int dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cfg *m,
                   const struct perfmod_gpu *gpu, const struct dist_options *o,
                   struct dist_result *r);

@@ -513,6 +513,10 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
   int rc = EXIT_RUNTIME;
 
   dist_options_init (&o, c, w, s, gpn);
+  if (dist_check (&w->m, &o) < 0) {
+    rc = EXIT_USAGE;
+    goto out;
+  }
   clock_gettime (CLOCK_MONOTONIC, &t0);
   for (size_t p = 0; p < npred; p++) {
     struct plugin *pl = plugins_find (set, names[p], PERFMOD_PLUGIN_PREDICTOR);
@@ -522,7 +526,7 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
       goto out;
     }
     if (dist_predict (set, pl, &w->m, &w->ge->gpu, &o, &r[p]) < 0) {
-      rc = dist_check (&w->m, s, w->batch) < 0 ? EXIT_USAGE : EXIT_RUNTIME;
+      rc = EXIT_RUNTIME;
       goto out;
     }
   }

@@ -299,9 +299,10 @@ optimizer_ms (struct plugin *pred, const struct perfmod_gpu *gpu, int dtype, dou
 }
 
 int
-dist_check (const struct model_cfg *m, const struct strategy *s, int64_t batch)
+dist_check (const struct model_cfg *m, const struct dist_options *o)
 {
-  int64_t chunks = (int64_t) s->pp * s->vp;
+  const struct strategy *s = o->s;
+  int64_t batch = o->batch, chunks = (int64_t) s->pp * s->vp;
   if (s->pp > 1 && m->family == FAM_SWITCH) {
     pm_error ("%s: pipeline stages are modelled for decoder-only and encoder-only stacks, not "
               "the encoder-decoder %s", m->name, m->arch);
@@ -310,6 +311,10 @@ dist_check (const struct model_cfg *m, const struct strategy *s, int64_t batch)
   if (s->kernels == KERNELS_MEGATRON && m->family != FAM_GPT2) {
     pm_error ("%s: kernels=megatron: Megatron-LM's GPT layer is modelled for the GPT-2/GPT-3 "
               "family only (model_type %s is not)", m->name, m->arch);
+    return -1;
+  }
+  if (s->kernels == KERNELS_MEGATRON && o->fusion) {
+    pm_error ("--fusion with kernels=megatron: Megatron's layer has its own fusions");
     return -1;
   }
   if (s->nsplit) {
@@ -420,7 +425,7 @@ dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cf
   int rc = -1;
 
   memset (r, 0, sizeof *r);
-  if (dist_check (m, s, o->batch) < 0)
+  if (dist_check (m, o) < 0)
     return -1;
   if (compose (set, m, gpu, o, &dp) < 0)
     return -1;
@@ -528,7 +533,7 @@ dist_graph (struct plugin_set *set, const struct model_cfg *m, const struct perf
 {
   struct dist_plan dp;
   int chunks = o->s->pp * (o->s->vp > 1 ? o->s->vp : 1);
-  if (dist_check (m, o->s, o->batch) < 0 || compose (set, m, gpu, o, &dp) < 0)
+  if (dist_check (m, o) < 0 || compose (set, m, gpu, o, &dp) < 0)
     return -1;
   return chunk_build (g, m, o, &dp, chunk_layers (m, o->s, 0), true, chunks == 1);
 }

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0900-parallel.sh: graph-level parallelism: sharded kernels and inserted collectives, pipeline, ZeRO memory, refusals, and the distributed table.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 37
+plan 39
 
 tiny="$TMP/tiny.json"
 # L=4, d=8, 4 heads, f=32, v=16
@@ -133,6 +133,10 @@ expect_fail 2 "--strategy: kernels=fused: expected eager or megatron" "an unknow
   --model gpt2-large --mode train --strategy kernels=fused
 expect_fail 2 "kernels=megatron: Megatron-LM's GPT layer is modelled for the GPT-2/GPT-3 family only" \
   "kernels=megatron on another family is refused" -- --model bert-large --mode train --strategy kernels=megatron
+ok $([ "$(grep -c 'kernels=megatron' "$TMP/err")" -eq 1 ] && echo 0 || echo 1) \
+  "a refused strategy is reported once"
+expect_fail 2 "--fusion with kernels=megatron: Megatron's layer has its own fusions" \
+  "--fusion with kernels=megatron is refused as bad input" -- --model gpt2-large --mode inf --fusion --strategy kernels=megatron
 printf 'Name,OpName,FwOps,BwOps,AccOps,Prev,Next,InputShapes,OutputShape\nx,misc,[],[],[],set(),set(),[],"(4, 8)"\n' >"$TMP/trace.csv"
 expect_fail 2 "kernels=megatron: an imported graph runs the kernels it traced" \
   "kernels=megatron with an imported trace is refused" -- --opgraph "$TMP/trace.csv" --strategy kernels=megatron
