@@ -984,6 +984,14 @@ cmd_eval (struct cli *c, struct plugin_set *set)
   return rc;
 }
 
+/* A repeatable option's values, in the order given. */
+static void
+push_arg (char ***v, size_t *n, char *arg)
+{
+  *v = xrealloc (*v, (*n + 1) * sizeof **v);
+  (*v)[(*n)++] = arg;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1068,10 +1076,7 @@ main (int argc, char **argv)
     case O_OUT: c.out = optarg; break;
     case O_REFERENCE: c.reference = optarg; break;
     case O_INDIST: c.in_dist = optarg; break;
-    case O_POPT:
-      c.plugin_opts = xrealloc (c.plugin_opts, (c.nopts + 1) * sizeof *c.plugin_opts);
-      c.plugin_opts[c.nopts++] = optarg;
-      break;
+    case O_POPT: push_arg (&c.plugin_opts, &c.nopts, optarg); break;
     case O_MODE: c.mode = optarg; break;
     case O_DTYPE: c.dtype = optarg; break;
     case O_PRED: c.predictors = optarg; break;
@@ -1085,10 +1090,7 @@ main (int argc, char **argv)
     case O_EXPLAIN: c.explain = true; break;
     case O_NEUSIGHT: c.neusight = optarg; break;
     case O_TABLE: c.table = optarg; break;
-    case O_PPATH:
-      c.plugin_paths = xrealloc (c.plugin_paths, (c.npaths + 1) * sizeof *c.plugin_paths);
-      c.plugin_paths[c.npaths++] = optarg;
-      break;
+    case O_PPATH: push_arg (&c.plugin_paths, &c.npaths, optarg); break;
     case 'v': pm_verbose = 1; break;
     case 'h': usage (stdout); cli_free (&c); return 0;
     case 'V':
