@@ -102,6 +102,7 @@ eval_kernels (struct plugin_set *set, const struct gpu_db *gpus, const struct ti
         if (in[j] == row->gpu)
           s = 0;
       krow_kernel (row, &k);
+      k.isolated = 1;                   /* as the tables were measured */
       if (plugin_predict (preds[p], &k, &row->gpu->gpu, &t) < 0) {
         pm_error ("%s:%ld: %s: %s", row->file, row->line, o->predictors[p], pm_plugin_errmsg);
         rc = EXIT_RUNTIME;

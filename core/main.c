@@ -26,7 +26,7 @@ struct cli {
   char **plugin_opts;
   size_t nopts;
   char *command;           /* the command line as typed */
-  bool per_op, explain, fusion, keep_throttled;
+  bool per_op, explain, fusion, keep_throttled, keep_floor;
   char **plugin_paths;
   size_t npaths;
   char *assumed;           /* what the run filled in by default */
@@ -50,7 +50,7 @@ usage (FILE *fp)
          "               [--in-dist GPU,...] [--neusight DIR] [--per-op]\n"
          "       perfmod train --predictor NAME --data DIR --out FILE [--seed S]\n"
          "               [--epochs N] [--members N] [--in-dist GPU,...] [--reference FILE]\n"
-         "               [--keep-throttled]\n"
+         "               [--keep-throttled] [--keep-floor]\n"
          "       (any command) [--plugin-opt NAME:KEY=VALUE]...\n"
          "       perfmod --help | --version\n"
          "\n"
@@ -929,6 +929,7 @@ cmd_train (struct cli *c)
   o.epochs = (int) c->epochs;
   o.members = (int) c->members;
   o.keep_throttled = c->keep_throttled;
+  o.keep_floor = c->keep_floor;
   o.in_dist = strv_split (c->in_dist ? c->in_dist : DEFAULT_IN_DIST, ',');
   o.command = c->command;
   rc = train_run (&gpus, &tiles, &o);
@@ -998,7 +999,7 @@ main (int argc, char **argv)
   enum { O_MODEL = 256, O_OPGRAPH, O_GPU, O_BATCH, O_SEQ, O_MODE, O_DTYPE, O_PRED, O_STRAT,
          O_NODES, O_GPN, O_PEROP, O_FORMAT, O_PPATH, O_EXPLAIN, O_NEUSIGHT, O_TABLE, O_LAYERS,
          O_DATA, O_OUT, O_SEED, O_EPOCHS, O_MEMBERS, O_REFERENCE, O_INDIST, O_POPT, O_FUSION, O_GEN, O_GRAPH,
-         O_PLOT, O_KEEPTHR };
+         O_PLOT, O_KEEPTHR, O_KEEPFLOOR };
   static const struct option opts[] = {
     { "model", required_argument, NULL, O_MODEL },
     { "opgraph", required_argument, NULL, O_OPGRAPH },
@@ -1031,6 +1032,7 @@ main (int argc, char **argv)
     { "graph", required_argument, NULL, O_GRAPH },
     { "plot", required_argument, NULL, O_PLOT },
     { "keep-throttled", no_argument, NULL, O_KEEPTHR },
+    { "keep-floor", no_argument, NULL, O_KEEPFLOOR },
     { "verbose", no_argument, NULL, 'v' },
     { "help", no_argument, NULL, 'h' },
     { "version", no_argument, NULL, 'V' },
@@ -1084,6 +1086,7 @@ main (int argc, char **argv)
     case O_PEROP: c.per_op = true; break;
     case O_FUSION: c.fusion = true; break;
     case O_KEEPTHR: c.keep_throttled = true; break;
+    case O_KEEPFLOOR: c.keep_floor = true; break;
     case O_GRAPH: c.graph = optarg; break;
     case O_PLOT: c.plot = optarg; break;
     case O_FORMAT: c.format = optarg; break;

@@ -155,6 +155,7 @@ kernel_hash (const struct perfmod_kernel *k)
   h = mix (h, dbl_bits (k->ops_per_output));
   h = mix (h, dbl_bits (k->bytes));
   h = mix (h, dbl_bits (k->own_mem_per_output));
+  h = mix (h, (uint64_t) k->isolated);
   return mix (h, (uint64_t) k->dtype);
 }
 
@@ -165,7 +166,7 @@ kernel_same (const struct perfmod_kernel *a, const struct perfmod_kernel *b)
          a->n == b->n && a->k == b->k && a->h == b->h &&
          a->mem_per_output == b->mem_per_output && a->ops_per_output == b->ops_per_output &&
          a->bytes == b->bytes && a->dtype == b->dtype &&
-         a->own_mem_per_output == b->own_mem_per_output;
+         a->own_mem_per_output == b->own_mem_per_output && a->isolated == b->isolated;
 }
 
 static struct memo_slot *

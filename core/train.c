@@ -251,6 +251,138 @@ drop_throttled (const struct kset *ks, size_t *rows, size_t n,
   return n;
 }
 
+/* The benchmark harness's floor.  NeuSight's kernel tables time each kernel
+ * alone, called from Python, and every latency carries the fixed cost of
+ * the call, the launch and the synchronisation: the smallest GEMMs take
+ * 33 to 96 us on every training GPU whatever their size, and above that
+ * floor latency minus the floor grows with the work at a steady throughput
+ * (the cost adds).  Inside a model run the CPU queues kernels ahead of the
+ * GPU and the floor is not paid, so perfmod's tile-mlp learns a kernel's own
+ * time.  Per GPU and class the floor is the median latency of the matrix
+ * kernels of under FLOOR_WORK FLOPs, or, as the vector tables hold no small
+ * kernels, the median over operators of the intercept of latency against
+ * outputs (never below 0).  It is subtracted, and rows under FLOOR_KEEP
+ * floors, whose own time is mostly the floor's noise, are left out.  The
+ * floors are recorded, per GPU and as the training GPUs' median; a kernel
+ * predicted as the harness times it (perfmod eval) gets its floor back. */
+#define FLOOR_WORK 3.16e6               /* FLOPs: under a microsecond on every GPU */
+#define FLOOR_KEEP 2.0
+#define FLOOR_MIN_ROWS 5
+
+static int
+cmp_double (const void *a, const void *b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+  return (x > y) - (x < y);
+}
+
+static double
+median_of (double *v, size_t n)
+{
+  qsort (v, n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static bool
+row_of (const struct krow *r, const struct gpu_entry *gpu, int kclass)
+{
+  return r->gpu == gpu && r->kclass == kclass;
+}
+
+/* One GPU's floor for one class, in seconds (0: not enough rows). */
+static double
+floor_of (const struct kset *ks, const size_t *rows, size_t n, const struct gpu_entry *gpu,
+          int kclass, double *x, double *y)
+{
+  size_t m = 0;
+  if (kclass == PERFMOD_KERNEL_LINEAR || kclass == PERFMOD_KERNEL_BMM) {
+    for (size_t i = 0; i < n; i++) {
+      const struct krow *r = &ks->v[rows[i]];
+      struct perfmod_kernel k;
+      if (!row_of (r, gpu, kclass))
+        continue;
+      krow_kernel (r, &k);
+      if (linreg_work (&k) < FLOOR_WORK)
+        y[m++] = r->latency_s;
+    }
+    return m >= FLOOR_MIN_ROWS ? median_of (y, m) : 0;
+  }
+  /* Vector classes: an intercept per operator (interned names). */
+  double icpt[64];
+  const char *ops[64];
+  size_t nops = 0, ni = 0;
+  for (size_t i = 0; i < n; i++) {
+    const struct krow *r = &ks->v[rows[i]];
+    size_t j;
+    if (!row_of (r, gpu, kclass))
+      continue;
+    for (j = 0; j < nops && ops[j] != r->op; j++)
+      ;
+    if (j == nops && nops < sizeof ops / sizeof ops[0])
+      ops[nops++] = r->op;
+  }
+  for (size_t j = 0; j < nops; j++) {
+    double a, b;
+    m = 0;
+    for (size_t i = 0; i < n; i++) {
+      const struct krow *r = &ks->v[rows[i]];
+      if (row_of (r, gpu, kclass) && r->op == ops[j]) {
+        x[m] = (double) r->b * (double) r->h;
+        y[m++] = r->latency_s;
+      }
+    }
+    if (m >= FLOOR_MIN_ROWS && fit_line (x, y, m, &a, &b) == 0)
+      icpt[ni++] = b;
+  }
+  return ni ? fmax (0, median_of (icpt, ni)) : 0;
+}
+
+/* Subtracts each training GPU's floor from its rows in place, leaves out
+ * the rows under FLOOR_KEEP floors and records the floors; returns the
+ * rows kept. */
+static size_t
+remove_floor (struct kset *ks, size_t *rows, size_t n, const struct gpu_entry *const *train,
+              struct params *p)
+{
+  size_t ntrain = 0, left = 0;
+  while (train[ntrain])
+    ntrain++;
+  double *x = xmalloc ((n ? n : 1) * sizeof *x), *y = xmalloc ((n ? n : 1) * sizeof *y);
+  double *fl = xmalloc (ntrain * sizeof *fl);
+  for (size_t c = 0; c < NFIT; c++) {
+    int kclass = fit_classes[c].kclass;
+    char key[96];
+    for (size_t g = 0; g < ntrain; g++) {
+      double f = floor_of (ks, rows, n, train[g], kclass, x, y);
+      size_t k = 0;
+      fl[g] = f;
+      snprintf (key, sizeof key, "floor.%s.%s", train[g]->name, fit_classes[c].key);
+      params_set (p, key, "%.4g", f * 1e6);
+      for (size_t i = 0; i < n; i++) {
+        struct krow *r = &ks->v[rows[i]];
+        if (row_of (r, train[g], kclass)) {
+          if (r->latency_s < FLOOR_KEEP * f)
+            continue;
+          r->latency_s -= f;
+        }
+        rows[k++] = rows[i];
+      }
+      left += n - k;
+      n = k;
+    }
+    snprintf (key, sizeof key, "floor.%s", fit_classes[c].key);
+    params_set (p, key, "%.4g", median_of (fl, ntrain) * 1e6);
+  }
+  params_set (p, "floor", "us: the harness's cost in every latency of a kernel timed alone, "
+              "per GPU and class (floor.GPU.CLASS) and the training GPUs' median "
+              "(floor.CLASS); subtracted before training");
+  params_set (p, "rows_floor", "%zu (under %g floors, left out)", left, FLOOR_KEEP);
+  free (fl);
+  free (x);
+  free (y);
+  return n;
+}
+
 static int
 train_linreg (const struct kset *ks, const size_t *rows, size_t nrows,
               const struct gpu_entry *const *train, size_t ntrain, struct params *p)
@@ -626,6 +758,10 @@ train_run (const struct gpu_db *gpus, const struct tile_rules *tiles, const stru
     pm_error ("--keep-throttled: only tile-mlp leaves throttled rows out");
     return EXIT_USAGE;
   }
+  if (o->keep_floor && strcmp (o->predictor, "tile-mlp") != 0) {
+    pm_error ("--keep-floor: only tile-mlp removes the harness's floor");
+    return EXIT_USAGE;
+  }
   if (o->members && strcmp (o->predictor, "tile-mlp") != 0) {
     pm_error ("--members: only tile-mlp trains an ensemble");
     return EXIT_USAGE;
@@ -658,6 +794,8 @@ train_run (const struct gpu_db *gpus, const struct tile_rules *tiles, const stru
    * variant reads every row, as NeuSight did. */
   if (strcmp (o->predictor, "tile-mlp") == 0 && !o->keep_throttled)
     nrows = drop_throttled (&ks, rows, nrows, train, &p);
+  if (strcmp (o->predictor, "tile-mlp") == 0 && !o->keep_floor)
+    nrows = remove_floor (&ks, rows, nrows, train, &p);
   rc = strcmp (o->predictor, "linreg") == 0 ? train_linreg (&ks, rows, nrows, train, ntrain, &p)
      : strcmp (o->predictor, "habitat") == 0 ? train_habitat (&ks, rows, nrows, gpus, o, &p)
      : train_tilemlp (&ks, rows, nrows, o, faithful ? &neusight : &ours, &p);

@@ -67,6 +67,11 @@ struct perfmod_kernel {
    * a weight-gradient accumulation then inherits its node's activations);
    * else 0. */
   double own_mem_per_output;
+  /* Since perfmod 0.5 (check struct_size): 1 where the kernel is predicted
+   * as a benchmark harness times it, alone, each call paying its own launch
+   * and synchronisation (perfmod eval); 0 inside a graph, where the CPU
+   * queues kernels ahead of the GPU and that fixed cost is hidden. */
+  int isolated;
 };
 
 /* One GPU, from gpus.d.  Units are in the field names. 0 means unknown/absent. */

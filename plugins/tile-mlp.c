@@ -33,6 +33,7 @@ static struct state {
   const double *tiles[NCLASS];  /* measured tiles, for kernels that bring none */
   size_t ntiles[NCLASS], tcols[NCLASS];
   double *keys[NCLASS];         /* the tables' keys as compared: ntiles x TW_TILE_KEY */
+  double floor[NCLASS];         /* seconds: the harness's floor, the training GPUs' median */
   int ready;
 } S;
 
@@ -111,6 +112,8 @@ setup (struct state *s)
       if ((s->net[c][e] = host->mlp_load (s->l.params, name, s->nfeat, TW_NOUT)) == NULL)
         return -1;
     }
+    snprintf (name, sizeof name, "floor.%s", class_keys[c]);
+    s->floor[c] = (v = host->params_get (s->l.params, name)) ? atof (v) * 1e-6 : 0;
     snprintf (name, sizeof name, "%s.range", class_keys[c]);
     size_t rr, rc;
     s->range[c] = host->params_tensor (s->l.params, name, &rr, &rc);
@@ -253,21 +256,12 @@ kernel_copy (struct perfmod_kernel *dst, const struct perfmod_kernel *k)
  * predicted in both orientations and the faster one is kept (perfmod's
  * variant; the faithful one predicts the orientation it is given). */
 static int
-tm_estimate (void *state, const struct perfmod_kernel *k, const struct perfmod_gpu *gpu,
-             struct perfmod_estimate *est)
+estimate_own (struct state *s, int c, const struct perfmod_kernel *k,
+              const struct perfmod_gpu *gpu, struct perfmod_estimate *est)
 {
-  struct state *s = state;
   struct perfmod_kernel own;
   double tile[2] = { 0, 0 };
-  int c = class_of (k->kclass);
 
-  if (c < 0) {                          /* no class: memory-bound */
-    est->seconds = k->bytes / (gpu->mem_bw_gbps * 1073741824.0);
-    est->basis = "memory-bound";
-    return 0;
-  }
-  if (setup (s) < 0)
-    return -1;
   /* perfmod's variant costs a vector kernel by the bytes it moves itself
    * where the graph knows them (NeuSight's rule gives a gradient
    * accumulation its node's activations); the faithful one by the rule. */
@@ -300,6 +294,43 @@ tm_estimate (void *state, const struct perfmod_kernel *k, const struct perfmod_g
     return 0;
   }
   return estimate_untiled (s, c, k, gpu, est);
+}
+
+/* The harness's floor for a kernel timed alone on gpu: the GPU's own
+ * where it was a training GPU, else the training GPUs' median (0 for
+ * parameters trained without it, as the faithful variant's). */
+static double
+harness_floor (const struct state *s, int c, const struct perfmod_gpu *gpu)
+{
+  const struct perfmod_host *host = s->l.host;
+  char name[160];
+  const char *v;
+  snprintf (name, sizeof name, "floor.%s.%s", gpu->name, class_keys[c]);
+  v = host->params_get (s->l.params, name);
+  return v ? atof (v) * 1e-6 : s->floor[c];
+}
+
+/* Seconds for one kernel: the network's estimate is the kernel's own time
+ * (perfmod train took the harness's floor out of the measurements); a
+ * kernel timed alone pays the floor on top. */
+static int
+tm_estimate (void *state, const struct perfmod_kernel *k, const struct perfmod_gpu *gpu,
+             struct perfmod_estimate *est)
+{
+  struct state *s = state;
+  int c = class_of (k->kclass);
+
+  if (c < 0) {                          /* no class: memory-bound */
+    est->seconds = k->bytes / (gpu->mem_bw_gbps * 1073741824.0);
+    est->basis = "memory-bound";
+    return 0;
+  }
+  if (setup (s) < 0 || estimate_own (s, c, k, gpu, est) < 0)
+    return -1;
+  if (k->struct_size >= offsetof (struct perfmod_kernel, isolated) + sizeof k->isolated &&
+      k->isolated)
+    est->seconds += harness_floor (s, c, gpu);
+  return 0;
 }
 
 static int

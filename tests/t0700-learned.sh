@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0700-learned.sh: perfmod train and eval on synthetic kernels with known answers, parameter files, bad input.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 47
+plan 53
 
 # Kernels whose latency is exactly coef * work + intercept, with the
 # training GPUs' throughput 1/coef = 1e10 * bandwidth + 1e12 (a line in
@@ -142,6 +142,54 @@ ok $([ $rc -eq 0 ] && ! header "$TMP/thr3.params" | grep -q '^throttled\.' && ec
   "tile-mlp-neusight reads every row, as NeuSight did"
 expect_fail 2 "--keep-throttled: only tile-mlp leaves throttled rows out" "--keep-throttled for another predictor" -- \
   train --predictor linreg --data "$TMP/thr" --out "$TMP/x.params" --keep-throttled
+
+# The harness's floor: six T4 products of under 3.2 MFLOP at 40 us make
+# T4's BMM floor 40 us (the median of its small products); the vector
+# tables' latencies are a line with a 10 us intercept, their floor.
+# tile-mlp learns the time without it, leaves out the rows under two
+# floors, and adds the floor back for a kernel timed alone (eval) only.
+mkdir -p "$TMP/flr"
+cp "$TMP/train"/*.csv "$TMP/flr/"
+for i in 1 2 3 4 5 6; do
+  echo "bmm,0.04,Tesla T4,ampere_sgemm_128x64_nn,1,1,$i,$i,32,32,$((8 * i))" >>"$TMP/flr/bmm.csv"
+done
+run_pm train --predictor tile-mlp --data "$TMP/flr" --out "$TMP/flr1.params" --epochs 2 --seed 3 --members 1
+header "$TMP/flr1.params" >"$TMP/hflr"
+ok $([ $rc -eq 0 ] && grep -qx 'floor\.Tesla_T4\.bmm: 40' "$TMP/hflr" && grep -qx 'floor\.Tesla_P4\.bmm: 0' "$TMP/hflr" &&
+     grep -qx 'floor\.bmm: 0' "$TMP/hflr" && grep -qx 'floor\.Tesla_P4\.elementwise: 10' "$TMP/hflr" &&
+     grep -qx 'floor\.softmax: 10' "$TMP/hflr" && echo 0 || echo 1) \
+  "train tile-mlp: the floor per GPU and class (median of the small products; the vector line's intercept) and the median"
+# Left out: the training GPUs' vector rows under 20 us and T4's products
+# under 80 us, counted here from the tables.
+under=$(cat "$TMP/flr"/elem.csv "$TMP/flr"/ln.csv "$TMP/flr"/softmax.csv "$TMP/flr"/bmm.csv | awk -F, '
+  $3 != "NVIDIA H100 80GB HBM3" && ($1 == "add" || $1 == "ln" || $1 == "softmax") && $2 < 0.02 { n++ }
+  $3 == "Tesla T4" && $1 == "bmm" && $2 < 0.08 { n++ } END { print n }')
+ok $([ "$under" -gt 6 ] && grep -qx "rows_floor: $under (under 2 floors, left out)" "$TMP/hflr" && echo 0 || echo 1) \
+  "the rows under two floors are left out and counted"
+# The same file with T4's BMM floor and the element-wise median zeroed
+# (same length, so the data stays where it was).
+sed 's/^floor\.Tesla_T4\.bmm: 40$/floor.Tesla_T4.bmm: 00/; s/^floor\.elementwise: 10$/floor.elementwise: 00/' \
+  "$TMP/flr1.params" >"$TMP/flr0.params"
+run_pm eval --data "$TMP/test" --predictor tile-mlp --per-op --plugin-opt "tile-mlp:params=$TMP/flr1.params" --neusight "$TMP/none"
+cp "$TMP/out" "$TMP/eflr1"
+run_pm eval --data "$TMP/test" --predictor tile-mlp --per-op --plugin-opt "tile-mlp:params=$TMP/flr0.params" --neusight "$TMP/none"
+ok $([ $rc -eq 0 ] && paste -d, "$TMP/eflr1" "$TMP/out" | awk -F, 'NR > 1 && $1 == "tile-mlp" {
+       d = $15 - $31; want = $4 == "Tesla_T4" && $6 == "BMM" ? 0.04 : $6 == "EW" && $4 != "Tesla_T4" ? 0.01 : 0
+       if (d < want - 1e-9 || d > want + 1e-9) bad = 1; n++ } END { exit bad || n != 120 }' && echo 0 || echo 1) \
+  "eval: a kernel timed alone pays its GPU's floor, or the training GPUs' median on another GPU"
+cat >"$TMP/gflr.csv" <<'EOF'
+Name,OpName,FwOps,BwOps,AccOps,Prev,Next,InputShapes,OutputShape
+x,misc,[],[],[],set(),{'bmm'},[],"(8, 64, 256)"
+bmm,BMM,"[['BMM', (8, 64, 256, 1024)]]",[],[],{'x'},set(),"[(8, 64, 256)]","(8, 64, 1024)"
+EOF
+run_pm --opgraph "$TMP/gflr.csv" --gpu t4 --predictor tile-mlp --format csv --plugin-opt "tile-mlp:params=$TMP/flr1.params"
+cp "$TMP/out" "$TMP/gflr1"
+run_pm --opgraph "$TMP/gflr.csv" --gpu t4 --predictor tile-mlp --format csv --plugin-opt "tile-mlp:params=$TMP/flr0.params"
+ok $([ $rc -eq 0 ] && cmp -s "$TMP/gflr1" "$TMP/out" && echo 0 || echo 1) "a graph's kernels do not pay the floor"
+run_pm train --predictor tile-mlp --data "$TMP/flr" --out "$TMP/flr2.params" --epochs 1 --seed 3 --members 1 --keep-floor
+ok $([ $rc -eq 0 ] && ! header "$TMP/flr2.params" | grep -q '^floor' && echo 0 || echo 1) "--keep-floor trains on the latencies as measured"
+expect_fail 2 "--keep-floor: only tile-mlp removes the harness's floor" "--keep-floor for another predictor" -- \
+  train --predictor tile-mlp-neusight --data "$TMP/flr" --out "$TMP/x.params" --keep-floor
 
 # The faithful variant, side by side with ours.
 run_pm train --predictor tile-mlp-neusight --data "$TMP/train" --out "$TMP/tmn.params" --epochs 2 --seed 3
