@@ -652,6 +652,34 @@ tile_table (const struct kset *ks, const size_t *idx, size_t n, const char *key,
 
 /* One class's networks: an ensemble of members differing in their seed
  * (initial weights, batches and validation rows). */
+/* The wave count every training GPU reached: the smallest, over the GPUs
+ * with rows, of the most waves among a GPU's rows.  perfmod's tile-mlp
+ * predicts a vector kernel of more waves at this many and scales it by
+ * its rows (plugins/tile-mlp.c). */
+static double
+common_waves (const struct kset *ks, const size_t *idx, const struct tw_case *cases, size_t n)
+{
+  const struct gpu_entry *gpu[16];
+  double most[16], common = INFINITY;
+  size_t ng = 0;
+  for (size_t i = 0; i < n; i++) {
+    const struct gpu_entry *g = ks->v[idx[i]].gpu;
+    size_t j;
+    for (j = 0; j < ng && gpu[j] != g; j++)
+      ;
+    if (j == ng) {
+      if (ng == sizeof gpu / sizeof gpu[0])
+        continue;               /* --in-dist allows 16 */
+      gpu[ng] = g;
+      most[ng++] = 0;
+    }
+    most[j] = fmax (most[j], cases[i].waves);
+  }
+  for (size_t j = 0; j < ng; j++)
+    common = fmin (common, most[j]);
+  return ng ? common : 0;
+}
+
 static int
 train_tilemlp_class (size_t c, const struct tilemlp_variant *v, const struct kset *ks,
                      const size_t *rows, size_t nrows, const struct train_options *o,
@@ -710,6 +738,11 @@ train_tilemlp_class (size_t c, const struct tilemlp_variant *v, const struct kse
         rg[j] = fmin (rg[j], x[i * (size_t) nf + j]);
         rg[nf + j] = fmax (rg[nf + j], x[i * (size_t) nf + j]);
       }
+    }
+    if (v->features == TW_FEAT_EXTENDED && fit_classes[c].kclass != PERFMOD_KERNEL_LINEAR &&
+        fit_classes[c].kclass != PERFMOD_KERNEL_BMM) {
+      snprintf (k2, sizeof k2, "%s.waves", key);
+      params_set (p, k2, "%.0f", common_waves (ks, idx, cases, n));
     }
     if (fit_classes[c].kclass != PERFMOD_KERNEL_SOFTMAX &&
         fit_classes[c].kclass != PERFMOD_KERNEL_LAYERNORM)

@@ -34,6 +34,7 @@ static struct state {
   size_t ntiles[NCLASS], tcols[NCLASS];
   double *keys[NCLASS];         /* the tables' keys as compared: ntiles x TW_TILE_KEY */
   double floor[NCLASS];         /* seconds: the harness's floor, the training GPUs' median */
+  double waves[NCLASS];         /* row-wise classes: the waves every training GPU reached */
   int ready;
 } S;
 
@@ -112,6 +113,8 @@ setup (struct state *s)
       if ((s->net[c][e] = host->mlp_load (s->l.params, name, s->nfeat, TW_NOUT)) == NULL)
         return -1;
     }
+    snprintf (name, sizeof name, "%s.waves", class_keys[c]);
+    s->waves[c] = (v = host->params_get (s->l.params, name)) ? atof (v) : 0;
     snprintf (name, sizeof name, "floor.%s", class_keys[c]);
     s->floor[c] = (v = host->params_get (s->l.params, name)) ? atof (v) * 1e-6 : 0;
     snprintf (name, sizeof name, "%s.range", class_keys[c]);
@@ -174,6 +177,15 @@ class_of (int kclass)
   }
 }
 
+/* A copy of the caller's kernel; one built against an older header
+ * passes a shorter struct, the rest reads 0. */
+static void
+kernel_copy (struct perfmod_kernel *dst, const struct perfmod_kernel *k)
+{
+  memset (dst, 0, sizeof *dst);
+  memcpy (dst, k, k->struct_size < sizeof *dst ? k->struct_size : sizeof *dst);
+}
+
 /* One kernel under one tile: the members' median and standard deviation
  * (0 with one member). */
 static int
@@ -197,6 +209,22 @@ estimate_tiled (struct state *s, int c, const struct perfmod_kernel *k,
     host->error ("no tile formulation for this kernel (tile %gx%g on %s)", tile[0], tile[1],
                  gpu->name);
     return -1;
+  }
+  /* perfmod's variant: a row-wise kernel of more waves than every training
+   * GPU reached runs in steady state, each further wave as long as the
+   * last; the networks, which never saw such a GPU at such a count,
+   * predicted the model runs' attention softmax at half its bandwidth.  So
+   * it is predicted at that many waves' rows and scaled by the rows. */
+  if (c >= C_EW && s->waves[c] > 0 && tc.waves > s->waves[c] && b > 1) {
+    struct perfmod_kernel fewer;
+    double rows = fmax (1, floor (b * s->waves[c] / tc.waves));
+    kernel_copy (&fewer, k);
+    fewer.b = (int64_t) rows;
+    if (estimate_tiled (s, c, &fewer, gpu, tile, est) < 0)
+      return -1;
+    est->seconds *= b / rows;
+    est->spread *= b / rows;
+    return 0;
   }
   if (s->clamp)
     for (int j = 0; j < s->nfeat; j++)
@@ -237,14 +265,6 @@ estimate_untiled (struct state *s, int c, const struct perfmod_kernel *k,
   return estimate_tiled (s, c, k, gpu, tile, est);
 }
 
-/* A copy of the caller's kernel; one built against an older header
- * passes a shorter struct, the rest reads 0. */
-static void
-kernel_copy (struct perfmod_kernel *dst, const struct perfmod_kernel *k)
-{
-  memset (dst, 0, sizeof *dst);
-  memcpy (dst, k, k->struct_size < sizeof *dst ? k->struct_size : sizeof *dst);
-}
 
 /* Seconds for one kernel.  A graph's matrix product names its output
  * (m x k) in one orientation, but the library is free to compute the

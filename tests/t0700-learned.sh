@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0700-learned.sh: perfmod train and eval on synthetic kernels with known answers, parameter files, bad input.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 53
+plan 55
 
 # Kernels whose latency is exactly coef * work + intercept, with the
 # training GPUs' throughput 1/coef = 1e10 * bandwidth + 1e12 (a line in
@@ -237,6 +237,31 @@ run_pm --opgraph "$TMP/twins.csv" --gpu h100 --predictor tile-mlp --per-op --for
   --plugin-opt "tile-mlp:params=$TMP/tm1.params"
 ok $([ $rc -eq 0 ] && awk -F, '$2 == "a" { a = $6 } $2 == "b" { b = $6 } END { exit !(a > 0 && a == b) }' "$TMP/out" &&
      echo 0 || echo 1) "tile-mlp: a product and its transpose take the same time"
+
+# Row-wise kernels past the waves every training GPU reached: the
+# synthetic softmax rows go up to 20,000 rows of one block each, so A100
+# (108 SMs) reached 186 waves, the fewest of the five (P4 500, P100 358,
+# V100 250, T4 500), with every row kept (--keep-floor: the floor would
+# leave out the fast GPUs' rows of these small kernels).  Beyond that
+# tile-mlp predicts the rows of 186 waves and scales: on H100 (132 SMs)
+# 1,000,000 rows are 7,576 waves, predicted as 24,551 rows (floor of
+# 1,000,000 x 186 / 7,576) times 1,000,000 / 24,551; the faithful
+# variant has no such rule.
+run_pm train --predictor tile-mlp --data "$TMP/train" --out "$TMP/wv.params" --epochs 1 --seed 3 --members 1 --keep-floor
+ok $([ $rc -eq 0 ] && header "$TMP/wv.params" | grep -qx 'softmax\.waves: 186' && ! header "$TMP/wv.params" | grep -q '^bmm\.waves' &&
+     ! header "$TMP/tmn.params" | grep -q '\.waves:' && echo 0 || echo 1) \
+  "train: the softmax waves every training GPU reached (A100's 186), for perfmod's variant's row-wise classes only"
+cat >"$TMP/rows.csv" <<'EOF'
+Name,OpName,FwOps,BwOps,AccOps,Prev,Next,InputShapes,OutputShape
+x,misc,[],[],[],set(),"{'s1', 's2'}",[],"(1000000, 512)"
+s1,VECsoftmax,"[['VECsoftmax', (24551, 512)]]",[],[],{'x'},set(),"[(24551, 512)]","(24551, 512)"
+s2,VECsoftmax,"[['VECsoftmax', (1000000, 512)]]",[],[],{'x'},set(),"[(1000000, 512)]","(1000000, 512)"
+EOF
+run_pm --opgraph "$TMP/rows.csv" --gpu h100 --predictor tile-mlp --per-op --format csv \
+  --plugin-opt "tile-mlp:params=$TMP/wv.params"
+ok $([ $rc -eq 0 ] && awk -F, '$2 == "s1" { a = $6 } $2 == "s2" { b = $6 }
+       END { r = b / a / (1000000 / 24551); exit !(a > 0 && r > 1 - 1e-6 && r < 1 + 1e-6) }' "$TMP/out" &&
+     echo 0 || echo 1) "tile-mlp: past those waves a softmax is predicted at that many waves' rows and scaled by its rows"
 
 # Two Linear nodes whose weights (256 x 512 and 2048 x 64) have as many
 # elements, but whose activations differ: NeuSight's rule gives each
