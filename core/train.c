@@ -650,8 +650,6 @@ tile_table (const struct kset *ks, const size_t *idx, size_t n, const char *key,
                                 "ops_per_output,tile");
 }
 
-/* One class's networks: an ensemble of members differing in their seed
- * (initial weights, batches and validation rows). */
 /* The wave count every training GPU reached: the smallest, over the GPUs
  * with rows, of the most waves among a GPU's rows.  perfmod's tile-mlp
  * predicts a vector kernel of more waves at this many and scales it by
@@ -680,6 +678,8 @@ common_waves (const struct kset *ks, const size_t *idx, const struct tw_case *ca
   return ng ? common : 0;
 }
 
+/* One class's networks: an ensemble of members differing in their seed
+ * (initial weights, batches and validation rows). */
 static int
 train_tilemlp_class (size_t c, const struct tilemlp_variant *v, const struct kset *ks,
                      const size_t *rows, size_t nrows, const struct train_options *o,

@@ -212,9 +212,9 @@ estimate_tiled (struct state *s, int c, const struct perfmod_kernel *k,
   }
   /* perfmod's variant: a row-wise kernel of more waves than every training
    * GPU reached runs in steady state, each further wave as long as the
-   * last; the networks, which never saw such a GPU at such a count,
-   * predicted the model runs' attention softmax at half its bandwidth.  So
-   * it is predicted at that many waves' rows and scaled by the rows. */
+   * last; the networks, which never saw such a GPU at such a count, put
+   * the model runs' attention softmax far below its bandwidth.  So it is
+   * predicted at that many waves' rows and scaled by the rows. */
   if (c >= C_EW && s->waves[c] > 0 && tc.waves > s->waves[c] && b > 1) {
     struct perfmod_kernel fewer;
     double rows = fmax (1, floor (b * s->waves[c] / tc.waves));
@@ -265,8 +265,7 @@ estimate_untiled (struct state *s, int c, const struct perfmod_kernel *k,
   return estimate_tiled (s, c, k, gpu, tile, est);
 }
 
-
-/* Seconds for one kernel.  A graph's matrix product names its output
+/* The kernel's own time.  A graph's matrix product names its output
  * (m x k) in one orientation, but the library is free to compute the
  * transpose (row-major C is column-major C^T, and cuBLAS picks its tiles
  * for whichever it is given); measured in both orientations, such
