@@ -178,6 +178,13 @@ cmp_binned (const void *a, const void *b)
   return (x->rate > y->rate) - (x->rate < y->rate);
 }
 
+/* Whether r is one of gpu's kernels of class kclass. */
+static bool
+row_of (const struct krow *r, const struct gpu_entry *gpu, int kclass)
+{
+  return r->gpu == gpu && r->kclass == kclass;
+}
+
 /* The first throttled bin of one GPU's kernels of one class, or
  * THROTTLE_BINS; *share: its median throughput over the fastest bin's. */
 static int
@@ -190,7 +197,7 @@ throttled_from (const struct kset *ks, const size_t *rows, size_t n, const struc
   for (size_t i = 0; i < n; i++) {
     const struct krow *r = &ks->v[rows[i]];
     struct perfmod_kernel k;
-    if (r->gpu != gpu || r->kclass != kclass)
+    if (!row_of (r, gpu, kclass))
       continue;
     krow_kernel (r, &k);
     v[m].bin = throttle_bin (r->latency_s);
@@ -235,7 +242,7 @@ drop_throttled (const struct kset *ks, size_t *rows, size_t n,
         continue;
       for (size_t i = 0; i < n; i++) {
         const struct krow *r = &ks->v[rows[i]];
-        if (!(r->gpu == train[g] && r->kclass == kclass && throttle_bin (r->latency_s) >= cut))
+        if (!(row_of (r, train[g], kclass) && throttle_bin (r->latency_s) >= cut))
           rows[k++] = rows[i];
       }
       n = k;
@@ -281,12 +288,6 @@ median_of (double *v, size_t n)
 {
   qsort (v, n, sizeof *v, cmp_double);
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-static bool
-row_of (const struct krow *r, const struct gpu_entry *gpu, int kclass)
-{
-  return r->gpu == gpu && r->kclass == kclass;
 }
 
 /* One GPU's floor for one class, in seconds (0: not enough rows). */
