@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0700-learned.sh: perfmod train and eval on synthetic kernels with known answers, parameter files, bad input.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 55
+plan 58
 
 # Kernels whose latency is exactly coef * work + intercept, with the
 # training GPUs' throughput 1/coef = 1e10 * bandwidth + 1e12 (a line in
@@ -143,6 +143,32 @@ ok $([ $rc -eq 0 ] && ! header "$TMP/thr3.params" | grep -q '^throttled\.' && ec
 expect_fail 2 "--keep-throttled: only tile-mlp leaves throttled rows out" "--keep-throttled for another predictor" -- \
   train --predictor linreg --data "$TMP/thr" --out "$TMP/x.params" --keep-throttled
 
+# Throttling seen in the best kernels only: T4 Linear kernels of 0.37 to 0.75
+# ms, six at 2 and four at 4 TFLOP/s, then ten of 7.8 to 8.7 ms at 2: the
+# median holds, the 90th percentile halves.  The same shape in T4's softmax rows
+# (twice the rows in the same time) is kept: vector kernels are judged by
+# the median only.
+mkdir -p "$TMP/thrtop"
+cp "$TMP/train"/*.csv "$TMP/thrtop/"
+awk 'BEGIN {
+  for (i = 0; i < 20; i++) {
+    long = i >= 10; fast = !long && i >= 6
+    m = long ? 12800 : 1280; nn = 512; k = 1024 + 16 * i
+    printf "linear,%.17g,Tesla T4,ampere_sgemm_64x64_tn,1,1,1,1,%d,%d,%d\n", 2 * m * nn * k / (fast ? 4e12 : 2e12) * 1e3, m, nn, k
+  }
+}' >>"$TMP/thrtop/linear.csv"
+awk 'BEGIN {
+  for (i = 0; i < 20; i++) {
+    long = i >= 10; fast = !long && i >= 6
+    printf "softmax,%.17g,Tesla T4,softmax_kernel,%d,1,1,%d,512\n", long ? 15 + i / 10 : 1.5 + i / 100, 1000, long ? 7500000 : fast ? 1500000 : 750000
+  }
+}' >>"$TMP/thrtop/softmax.csv"
+run_pm train --predictor tile-mlp --data "$TMP/thrtop" --out "$TMP/thrtop.params" --epochs 1 --seed 3 --members 1
+header "$TMP/thrtop.params" >"$TMP/hthrtop"
+ok $([ $rc -eq 0 ] && grep -q '^throttled\.Tesla_T4\.linear: 10 rows of 3\.162 ms and longer left out (90th percentile throughput 0\.5 of' "$TMP/hthrtop" &&
+     [ "$(grep -c '^throttled\.' "$TMP/hthrtop")" -eq 1 ] && echo 0 || echo 1) \
+  "train tile-mlp leaves out the Linear bin whose best kernels fell to half though its median held; the softmax bin stays"
+
 # The harness's floor: six T4 products of under 3.2 MFLOP at 40 us make
 # T4's BMM floor 40 us (the median of its small products); the vector
 # tables' latencies are a line with a 10 us intercept, their floor.
@@ -262,6 +288,31 @@ run_pm --opgraph "$TMP/rows.csv" --gpu h100 --predictor tile-mlp --per-op --form
 ok $([ $rc -eq 0 ] && awk -F, '$2 == "s1" { a = $6 } $2 == "s2" { b = $6 }
        END { r = b / a / (1000000 / 24551); exit !(a > 0 && r > 1 - 1e-6 && r < 1 + 1e-6) }' "$TMP/out" &&
      echo 0 || echo 1) "tile-mlp: past those waves a softmax is predicted at that many waves' rows and scaled by its rows"
+
+# Rows longer than every training GPU's longest: the synthetic rows are all
+# 512 long, so a layer norm of 1,000 rows of 2,048 is predicted as 4,000
+# rows of 512 (the same outputs and bytes), and one of rows of 1,500 as
+# three times the rows of 500; the file records the length for softmax
+# and layer norm only.
+ok $(header "$TMP/wv.params" | grep -qx 'layernorm\.longest_row: 512' && header "$TMP/wv.params" | grep -qx 'softmax\.longest_row: 512' &&
+     ! header "$TMP/wv.params" | grep -q '^\(bmm\|linear\|elementwise\)\.longest_row' &&
+     ! header "$TMP/tmn.params" | grep -q 'longest_row'; echo $?) \
+  "train: the row length every training GPU reached, for softmax and layer norm in perfmod's variant"
+cat >"$TMP/long.csv" <<'EOF'
+Name,OpName,FwOps,BwOps,AccOps,Prev,Next,InputShapes,OutputShape
+x,misc,[],[],[],set(),"{'l1', 'l2', 'l3', 'l4', 'l5'}",[],"(1000, 2048)"
+l1,VECln,"[['VECln', (1000, 2048)]]",[],[],{'x'},set(),"[(1000, 2048)]","(1000, 2048)"
+l2,VECln,"[['VECln', (4000, 512)]]",[],[],{'x'},set(),"[(4000, 512)]","(4000, 512)"
+l3,VECln,"[['VECln', (1000, 1500)]]",[],[],{'x'},set(),"[(1000, 1500)]","(1000, 1500)"
+l4,VECln,"[['VECln', (3000, 500)]]",[],[],{'x'},set(),"[(3000, 500)]","(3000, 500)"
+l5,VECln,"[['VECln', (1000, 512)]]",[],[],{'x'},set(),"[(1000, 512)]","(1000, 512)"
+EOF
+run_pm --opgraph "$TMP/long.csv" --gpu a100 --predictor tile-mlp --per-op --format csv \
+  --plugin-opt "tile-mlp:params=$TMP/wv.params"
+ok $([ $rc -eq 0 ] && awk -F, '$2 ~ /^l[1-5]$/ { t[$2] = $6 }
+       function near(a, b) { return a > 0 && a / b > 1 - 1e-9 && a / b < 1 + 1e-9 }
+       END { exit !(near(t["l1"], t["l2"]) && near(t["l3"], t["l4"]) && !near(t["l1"], t["l5"])) }' "$TMP/out" &&
+     echo 0 || echo 1) "tile-mlp: a layer norm of longer rows is predicted as more rows of a length seen in training"
 
 # Two Linear nodes whose weights (256 x 512 and 2048 x 64) have as many
 # elements, but whose activations differ: NeuSight's rule gives each
