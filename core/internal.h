@@ -676,6 +676,7 @@ struct train_options {
   int members;                /* tile-mlp: networks per class; 0: the default */
   bool keep_throttled;        /* tile-mlp: train on rows measured under throttled clocks too */
   bool keep_floor;            /* tile-mlp: train on latencies with the harness's floor in */
+  const char *features;       /* tile-mlp: its input set by name; NULL: extended-waves */
   char **in_dist;             /* the training GPUs; rows of others are left out */
   const char *command;        /* recorded in the file */
 };

@@ -20,7 +20,7 @@
 struct cli {
   const char *model, *opgraph, *gpu, *mode, *dtype, *predictors, *strategy, *format;
   const char *neusight, *table, *graph, *plot;
-  const char *data, *out, *reference, *in_dist;
+  const char *data, *out, *reference, *in_dist, *features;
   int64_t batch, seq, nodes, gpus_per_node, layers, seed, epochs, members, gen;
   bool seed_given;
   char **plugin_opts;
@@ -50,7 +50,7 @@ usage (FILE *fp)
          "               [--in-dist GPU,...] [--neusight DIR] [--per-op]\n"
          "       perfmod train --predictor NAME --data DIR --out FILE [--seed S]\n"
          "               [--epochs N] [--members N] [--in-dist GPU,...] [--reference FILE]\n"
-         "               [--keep-throttled] [--keep-floor]\n"
+         "               [--keep-throttled] [--keep-floor] [--features SET]\n"
          "       (any command) [--plugin-opt NAME:KEY=VALUE]...\n"
          "       perfmod --help | --version\n"
          "\n"
@@ -930,6 +930,7 @@ cmd_train (struct cli *c)
   o.members = (int) c->members;
   o.keep_throttled = c->keep_throttled;
   o.keep_floor = c->keep_floor;
+  o.features = c->features;
   o.in_dist = strv_split (c->in_dist ? c->in_dist : DEFAULT_IN_DIST, ',');
   o.command = c->command;
   rc = train_run (&gpus, &tiles, &o);
@@ -999,7 +1000,7 @@ main (int argc, char **argv)
   enum { O_MODEL = 256, O_OPGRAPH, O_GPU, O_BATCH, O_SEQ, O_MODE, O_DTYPE, O_PRED, O_STRAT,
          O_NODES, O_GPN, O_PEROP, O_FORMAT, O_PPATH, O_EXPLAIN, O_NEUSIGHT, O_TABLE, O_LAYERS,
          O_DATA, O_OUT, O_SEED, O_EPOCHS, O_MEMBERS, O_REFERENCE, O_INDIST, O_POPT, O_FUSION, O_GEN, O_GRAPH,
-         O_PLOT, O_KEEPTHR, O_KEEPFLOOR };
+         O_PLOT, O_KEEPTHR, O_KEEPFLOOR, O_FEATURES };
   static const struct option opts[] = {
     { "model", required_argument, NULL, O_MODEL },
     { "opgraph", required_argument, NULL, O_OPGRAPH },
@@ -1033,6 +1034,7 @@ main (int argc, char **argv)
     { "plot", required_argument, NULL, O_PLOT },
     { "keep-throttled", no_argument, NULL, O_KEEPTHR },
     { "keep-floor", no_argument, NULL, O_KEEPFLOOR },
+    { "features", required_argument, NULL, O_FEATURES },
     { "verbose", no_argument, NULL, 'v' },
     { "help", no_argument, NULL, 'h' },
     { "version", no_argument, NULL, 'V' },
@@ -1087,6 +1089,7 @@ main (int argc, char **argv)
     case O_FUSION: c.fusion = true; break;
     case O_KEEPTHR: c.keep_throttled = true; break;
     case O_KEEPFLOOR: c.keep_floor = true; break;
+    case O_FEATURES: c.features = optarg; break;
     case O_GRAPH: c.graph = optarg; break;
     case O_PLOT: c.plot = optarg; break;
     case O_FORMAT: c.format = optarg; break;

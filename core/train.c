@@ -627,6 +627,20 @@ tilemlp_case (const struct krow *r, int features, struct tw_case *c)
                     k.ops_per_output, r->tile[0], c);
 }
 
+/* Each input set's inputs, as the parameter file describes them. */
+static const char *const feature_text[] = {
+  [TW_FEAT_NEUSIGHT] = "log2 of tile GFLOP / per-SM TFLOP/s, tile MB / per-SM GB/s, waves x "
+                       "tile MB / per-SM memory MB, waves x tile MB / per-SM L2 KB",
+  [TW_FEAT_EXTENDED] = "log2 of tile GFLOP / per-SM TFLOP/s, tile MB / per-SM GB/s, waves x "
+                       "tile MB / per-SM memory MB, waves x tile MB / per-SM L2 KB; useful "
+                       "share of the padded tiles; tiles / (waves x SMs)",
+  [TW_FEAT_WAVES] = "log2 of tile GFLOP / per-SM TFLOP/s, tile MB / per-SM GB/s, waves, waves "
+                    "x tile MB / per-SM L2 KB; useful share of the padded tiles; tiles / (waves "
+                    "x SMs)",
+  [TW_FEAT_PORTABLE] = "log2 of tile GFLOP / per-SM TFLOP/s, tile MB / per-SM GB/s, waves; "
+                       "useful share of the padded tiles; tiles / (waves x SMs)",
+};
+
 /* Which tile-mlp: its network inputs and how many networks per class. */
 struct tilemlp_variant {
   int features;                 /* enum tw_features */
@@ -742,12 +756,7 @@ train_tilemlp_class (size_t c, const struct tilemlp_variant *v, const struct kse
     f.head = tw_head;
     f.ctx = &ctx;
     rc = fit_network (p, mkey, widths, nl, NN_NONE, &f, &(struct nn_data) { n, x, y },
-                      v->features == TW_FEAT_EXTENDED
-                      ? "log2 of tile GFLOP / per-SM TFLOP/s, tile MB / per-SM GB/s, waves x "
-                        "tile MB / per-SM memory MB, waves x tile MB / per-SM L2 KB; useful "
-                        "share of the padded tiles; tiles / (waves x SMs)"
-                      : "log2 of tile GFLOP / per-SM TFLOP/s, tile MB / per-SM GB/s, waves x "
-                        "tile MB / per-SM memory MB, waves x tile MB / per-SM L2 KB");
+                      feature_text[v->features]);
   }
   if (rc == 0) {
     snprintf (k2, sizeof k2, "%s.rows_without_tile", key);
@@ -763,14 +772,14 @@ train_tilemlp_class (size_t c, const struct tilemlp_variant *v, const struct kse
         rg[nf + j] = fmax (rg[nf + j], x[i * (size_t) nf + j]);
       }
     }
-    if (v->features == TW_FEAT_EXTENDED && fit_classes[c].kclass != PERFMOD_KERNEL_LINEAR &&
+    if (v->features != TW_FEAT_NEUSIGHT && fit_classes[c].kclass != PERFMOD_KERNEL_LINEAR &&
         fit_classes[c].kclass != PERFMOD_KERNEL_BMM) {
       for (size_t i = 0; i < n; i++)        /* y is free now */
         y[i] = cases[i].waves;
       snprintf (k2, sizeof k2, "%s.waves", key);
       params_set (p, k2, "%.0f", common_most (ks, idx, y, n));
     }
-    if (v->features == TW_FEAT_EXTENDED && (fit_classes[c].kclass == PERFMOD_KERNEL_SOFTMAX ||
+    if (v->features != TW_FEAT_NEUSIGHT && (fit_classes[c].kclass == PERFMOD_KERNEL_SOFTMAX ||
                                             fit_classes[c].kclass == PERFMOD_KERNEL_LAYERNORM)) {
       for (size_t i = 0; i < n; i++)
         y[i] = (double) ks->v[idx[i]].h;
@@ -793,7 +802,7 @@ train_tilemlp (const struct kset *ks, const size_t *rows, size_t nrows,
                const struct train_options *o, const struct tilemlp_variant *v, struct params *p)
 {
   int rc = 0;
-  params_set (p, "features", "%s", v->features == TW_FEAT_EXTENDED ? "extended" : "neusight");
+  params_set (p, "features", "%s", tw_feature_names[v->features]);
   params_set (p, "members", "%d", v->members);
   for (size_t c = 0; c < NFIT && rc == 0; c++)
     rc = train_tilemlp_class (c, v, ks, rows, nrows, o, p);
@@ -817,7 +826,7 @@ train_run (const struct gpu_db *gpus, const struct tile_rules *tiles, const stru
   int rc;
 
   static const struct tilemlp_variant neusight = { TW_FEAT_NEUSIGHT, 1 };
-  struct tilemlp_variant ours = { TW_FEAT_EXTENDED, o->members ? o->members : TILEMLP_MEMBERS };
+  struct tilemlp_variant ours = { TW_FEAT_WAVES, o->members ? o->members : TILEMLP_MEMBERS };
   bool faithful = strcmp (o->predictor, "tile-mlp-neusight") == 0;
 
   if (o->keep_throttled && strcmp (o->predictor, "tile-mlp") != 0) {
@@ -827,6 +836,17 @@ train_run (const struct gpu_db *gpus, const struct tile_rules *tiles, const stru
   if (o->keep_floor && strcmp (o->predictor, "tile-mlp") != 0) {
     pm_error ("--keep-floor: only tile-mlp removes the harness's floor");
     return EXIT_USAGE;
+  }
+  if (o->features) {
+    if (strcmp (o->predictor, "tile-mlp") != 0) {
+      pm_error ("--features: only tile-mlp chooses its input set");
+      return EXIT_USAGE;
+    }
+    if ((ours.features = tw_features_of (o->features)) < 0) {
+      pm_error ("--features '%s': expected neusight, extended, extended-waves or portable",
+                o->features);
+      return EXIT_USAGE;
+    }
   }
   if (o->members && strcmp (o->predictor, "tile-mlp") != 0) {
     pm_error ("--members: only tile-mlp trains an ensemble");

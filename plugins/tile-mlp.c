@@ -80,7 +80,7 @@ tm_config (void *state, const char *key, const char *value)
 static double
 tile_key (const struct state *s, double v)
 {
-  return s->features == TW_FEAT_EXTENDED ? log2 (v + 1) : v;
+  return s->features != TW_FEAT_NEUSIGHT ? log2 (v + 1) : v;
 }
 
 static int
@@ -94,12 +94,11 @@ setup (struct state *s)
   if (learned_params (&s->l) == NULL)
     return -1;
   v = host->params_get (s->l.params, "features");
-  if (v == NULL || (strcmp (v, "neusight") && strcmp (v, "extended"))) {
-    host->error ("%s: features: expected neusight or extended, not '%s'", s->l.path,
-                 v ? v : "(missing)");
+  if (v == NULL || (s->features = tw_features_of (v)) < 0) {
+    host->error ("%s: features: expected neusight, extended, extended-waves or portable, "
+                 "not '%s'", s->l.path, v ? v : "(missing)");
     return -1;
   }
-  s->features = strcmp (v, "extended") == 0 ? TW_FEAT_EXTENDED : TW_FEAT_NEUSIGHT;
   s->nfeat = tw_nfeat (s->features);
   v = host->params_get (s->l.params, "members");
   s->members = v ? atoi (v) : 0;
@@ -306,7 +305,7 @@ estimate_own (struct state *s, int c, const struct perfmod_kernel *k,
   /* perfmod's variant costs a vector kernel by the bytes it moves itself
    * where the graph knows them (NeuSight's rule gives a gradient
    * accumulation its node's activations); the faithful one by the rule. */
-  if (c >= C_EW && s->features == TW_FEAT_EXTENDED &&
+  if (c >= C_EW && s->features != TW_FEAT_NEUSIGHT &&
       k->struct_size >= offsetof (struct perfmod_kernel, own_mem_per_output) +
                         sizeof k->own_mem_per_output &&
       k->own_mem_per_output > 0 && k->own_mem_per_output != k->mem_per_output) {
@@ -322,7 +321,7 @@ estimate_own (struct state *s, int c, const struct perfmod_kernel *k,
     tile[0] = (double) k->h;
   if (tile[0] > 0)
     return estimate_tiled (s, c, k, gpu, tile, est);
-  if (c <= C_LINEAR && k->m != k->k && s->features == TW_FEAT_EXTENDED) {
+  if (c <= C_LINEAR && k->m != k->k && s->features != TW_FEAT_NEUSIGHT) {
     struct perfmod_kernel t;
     struct perfmod_estimate other = *est;
     kernel_copy (&t, k);

@@ -3,17 +3,24 @@
 #define PERFMOD_TILEMLP_MODEL_H
 
 #include <math.h>
+#include <string.h>
 
 #include "perfmod-plugin.h"
 
 /* Units follow NeuSight (Model/mlp_wave*.py): FLOPs in 1e9, operator bytes
  * in 2^30, tile bytes in 2^20 (MB), peaks in GFLOP/s and GB/s.  Elements are
- * 4 bytes.  Two input sets: NeuSight's four (log2 of tile quantities per SM)
- * and perfmod's six, which add how much of the padded tiles is useful work
- * and how full the waves are on average. */
-enum tw_features { TW_FEAT_NEUSIGHT, TW_FEAT_EXTENDED };
+ * 4 bytes.  Three input sets: NeuSight's four (log2 of tile quantities per
+ * SM); "extended", which adds how much of the padded tiles is useful work
+ * and how full the waves are on average; and "portable", perfmod's default,
+ * which keeps the tile's compute and memory times and those two but replaces
+ * the inputs against the GPU's memory capacity and L2 by log2 of the waves.
+ * Capacity and L2 per SM mostly tell the training GPUs apart, and a network
+ * that keys on them fails on a GPU it has not seen (doc/training.md). */
+enum tw_features { TW_FEAT_NEUSIGHT, TW_FEAT_EXTENDED, TW_FEAT_WAVES, TW_FEAT_PORTABLE };
 #define TW_NFEAT_NEUSIGHT 4
 #define TW_NFEAT_EXTENDED 6
+#define TW_NFEAT_WAVES 6
+#define TW_NFEAT_PORTABLE 5
 #define TW_NFEAT_MAX 6
 #define TW_NOUT 3
 
@@ -77,13 +84,29 @@ tw_ceil_multiple (double x, double y)
 static inline int
 tw_nfeat (int features)
 {
-  return features == TW_FEAT_EXTENDED ? TW_NFEAT_EXTENDED : TW_NFEAT_NEUSIGHT;
+  return features == TW_FEAT_EXTENDED ? TW_NFEAT_EXTENDED
+       : features == TW_FEAT_WAVES ? TW_NFEAT_WAVES
+       : features == TW_FEAT_PORTABLE ? TW_NFEAT_PORTABLE : TW_NFEAT_NEUSIGHT;
+}
+
+static const char *const tw_feature_names[] = { "neusight", "extended", "extended-waves",
+                                                "portable" };
+
+/* The input set a parameter file or a command line names, or -1. */
+static inline int
+tw_features_of (const char *name)
+{
+  for (int i = 0; i < (int) (sizeof tw_feature_names / sizeof tw_feature_names[0]); i++)
+    if (strcmp (name, tw_feature_names[i]) == 0)
+      return i;
+  return -1;
 }
 
 /* Inputs: tile work and bytes against per-SM compute, bandwidth, memory
  * and L2, the wave count scaling the bytes that stream through; extended
  * adds the useful share of the padded tiles (edge efficiency) and the mean
- * occupancy of the SMs over the waves (the tail wave). */
+ * occupancy of the SMs over the waves (the tail wave); portable takes the
+ * first two, log2 of the waves, and extended's two. */
 static inline int
 tw_finish (const struct tw_gpu *g, int features, double tile_gflop, double tile_mb, double tiles,
            double op_intensity, double edge, struct tw_case *c)
@@ -97,16 +120,23 @@ tw_finish (const struct tw_gpu *g, int features, double tile_gflop, double tile_
   v[1] = tile_mb;
   v[2] = c->waves * tile_mb;
   v[3] = c->waves * tile_mb;
-  for (int i = 0; i < TW_NFEAT_NEUSIGHT; i++) {
+  /* extended-waves does not read the memory capacity, portable neither
+   * it nor the L2. */
+  for (int i = 0; i < (features == TW_FEAT_PORTABLE ? 2 : TW_NFEAT_NEUSIGHT); i++) {
+    if (i == 2 && features == TW_FEAT_WAVES)
+      continue;
     if (!(v[i] > 0) || !(per_sm[i] > 0))
       return -1;
     c->x[i] = log2 (v[i] / per_sm[i]);
   }
-  if (features == TW_FEAT_EXTENDED) {
+  if (features != TW_FEAT_NEUSIGHT) {
+    int j = features == TW_FEAT_PORTABLE ? 3 : 4;
     if (!(edge > 0))
       return -1;
-    c->x[4] = edge;
-    c->x[5] = tiles / (c->waves * g->sms);
+    if (features == TW_FEAT_PORTABLE || features == TW_FEAT_WAVES)
+      c->x[2] = log2 (c->waves);
+    c->x[j] = edge;
+    c->x[j + 1] = tiles / (c->waves * g->sms);
   }
   c->roof_gflops = fmin (g->gflops, op_intensity * g->bw_gbps);
   c->wave_gflop = tile_gflop * g->sms;

@@ -539,6 +539,45 @@ test_tilemlp (void)
       "tile-mlp extended: vector case");
   is_double (c.x[4], 1000.0 / 1024, 1e-12, "tile-mlp extended: vector edge efficiency");
   is_double (c.x[5], 8192.0 / (103 * 80), 1e-12, "tile-mlp extended: vector occupancy");
+  /* portable: tile compute and memory times, log2 of the waves, then
+   * extended's two; memory capacity and L2 are not read. */
+  ok (tw_vector (&g, TW_FEAT_PORTABLE, 4096, 1000, 12, 1, 512, &c) == 0 && c.nfeat == 5,
+      "tile-mlp: vector case, portable's five inputs");
+  is_double (c.x[2], log2 (103), 1e-12, "tile-mlp portable: input 3 = log2(waves)");
+  is_double (c.x[3], 1000.0 / 1024, 1e-12, "tile-mlp portable: edge efficiency after it");
+  is_double (c.x[4], 8192.0 / (103 * 80), 1e-12, "tile-mlp portable: occupancy last");
+  {
+    struct tw_gpu other = g;
+    struct tw_case c2;
+    other.mem_gb = 80;
+    other.l2_mb = 0;            /* not known: portable does not need it */
+    ok (tw_matrix (&g, TW_FEAT_PORTABLE, 1, 1000, 512, 300, 128, 64, &c) == 0 &&
+        tw_matrix (&other, TW_FEAT_PORTABLE, 1, 1000, 512, 300, 128, 64, &c2) == 0 &&
+        memcmp (c.x, c2.x, 5 * sizeof c.x[0]) == 0 &&
+        c.x[1] == log2 (4.0 * (64 * 512 + 512 * 128 + 64 * 128) / 1048576.0 / (900.0 / 80)),
+        "tile-mlp portable: the same inputs whatever the memory capacity and L2");
+    ok (tw_matrix (&other, TW_FEAT_EXTENDED, 1, 1000, 512, 300, 128, 64, &c2) < 0,
+        "tile-mlp extended: no case without the L2 size");
+  }
+  /* extended-waves: extended with log2 of the waves in place of the memory
+   * capacity input. */
+  {
+    struct tw_gpu bigger = g;
+    struct tw_case c2;
+    bigger.mem_gb = 80;
+    ok (tw_matrix (&g, TW_FEAT_WAVES, 1, 1000, 512, 300, 128, 64, &c) == 0 && c.nfeat == 6 &&
+        c.x[2] == 0 && tw_matrix (&bigger, TW_FEAT_WAVES, 1, 1000, 512, 300, 128, 64, &c2) == 0 &&
+        memcmp (c.x, c2.x, 6 * sizeof c.x[0]) == 0,
+        "tile-mlp extended-waves: log2(1 wave) = 0 in place of the capacity input, which it ignores");
+    is_double (c.x[3], log2 (4.0 * (64 * 512 + 512 * 128 + 64 * 128) / 1048576.0 / (6.0 * 1024 / 80)),
+               1e-12, "tile-mlp extended-waves: the L2 input is extended's");
+    bigger.l2_mb = 12;
+    ok (tw_matrix (&bigger, TW_FEAT_WAVES, 1, 1000, 512, 300, 128, 64, &c2) == 0 &&
+        c2.x[3] == c.x[3] - 1, "tile-mlp extended-waves: twice the L2, one less");
+  }
+  ok (tw_features_of ("portable") == TW_FEAT_PORTABLE &&
+      tw_features_of ("neusight") == TW_FEAT_NEUSIGHT && tw_features_of ("wavelets") < 0,
+      "tile-mlp: input sets by name");
 }
 
 int

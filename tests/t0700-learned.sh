@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0700-learned.sh: perfmod train and eval on synthetic kernels with known answers, parameter files, bad input.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 58
+plan 63
 
 # Kernels whose latency is exactly coef * work + intercept, with the
 # training GPUs' throughput 1/coef = 1e10 * bandwidth + 1e12 (a line in
@@ -112,9 +112,19 @@ ok $([ $rc -eq 0 ] && grep -q '^tile-mlp,BMM,out,20,' "$TMP/out" && grep -q '^ti
   "eval runs the freshly trained tile-mlp on every class"
 header () { sed -n '1,/^data$/p' "$1"; }
 header "$TMP/tm1.params" >"$TMP/h1"
-ok $(grep -q '^features: extended$' "$TMP/h1" && grep -q '^members: 5$' "$TMP/h1" &&
+ok $(grep -q '^features: extended-waves$' "$TMP/h1" && grep -q '^members: 5$' "$TMP/h1" &&
      grep -q '^tensor bmm.5.w0 128 6$' "$TMP/h1" && ! grep -q '^tensor bmm.6.w0 ' "$TMP/h1"; echo $?) \
-  "tile-mlp: perfmod's inputs and an ensemble of 5 networks per class"
+  "tile-mlp: perfmod's six inputs (extended-waves) and an ensemble of 5 networks per class"
+run_pm train --predictor tile-mlp --features extended --members 1 --data "$TMP/train" --out "$TMP/ext.params" --epochs 1
+header "$TMP/ext.params" >"$TMP/hx"
+ok $([ $rc -eq 0 ] && grep -q '^features: extended$' "$TMP/hx" && grep -q '^tensor bmm.1.w0 128 6$' "$TMP/hx" &&
+     grep -q '^bmm.1.features: .*per-SM memory MB' "$TMP/hx" && echo 0 || echo 1) \
+  "train --features extended: the six inputs with the memory capacity, for comparison"
+run_pm train --predictor tile-mlp --features portable --members 1 --data "$TMP/train" --out "$TMP/port.params" --epochs 1
+header "$TMP/port.params" >"$TMP/hp"
+ok $([ $rc -eq 0 ] && grep -q '^features: portable$' "$TMP/hp" && grep -q '^tensor bmm.1.w0 128 5$' "$TMP/hp" &&
+     ! grep -q '^bmm.1.features: .*L2' "$TMP/hp" && echo 0 || echo 1) \
+  "train --features portable: five inputs, neither memory capacity nor L2"
 
 # Throttling: P4 Linear kernels of 0.13 to 0.18 and 1.3 to 1.8 ms at 3 TFLOP/s and of
 # 13 to 18 ms at 1 TFLOP/s (a third: the clock fell).  tile-mlp leaves the
@@ -249,6 +259,10 @@ ok $(awk -F, '$1 == "tile-mlp-neusight" && $2 == "lin" { exit !($9 == 0) }' "$TM
 run_pm --opgraph "$TMP/g.csv" --gpu h100 --predictor tile-mlp --format json \
   --plugin-opt "tile-mlp:params=$TMP/tm1.params"
 ok $([ $rc -eq 0 ] && grep -Eq '"spread_ms": [0-9.e-]+[1-9]' "$TMP/out" && echo 0 || echo 1) "JSON: spread_ms for the ensemble"
+run_pm --opgraph "$TMP/g.csv" --gpu v100 --predictor tile-mlp --per-op --format csv \
+  --plugin-opt "tile-mlp:params=$TMP/ext.params"
+ok $(awk -F, '$1 == "tile-mlp" && $2 == "lin" { found = 1; exit !($6 > 0) } END { exit !found }' "$TMP/out"; echo $?) \
+  "tile-mlp predicts from a parameter file of the extended inputs"
 
 # A graph's product and its transpose (64 x 1024 and 1024 x 64 outputs):
 # perfmod's tile-mlp predicts both orientations and keeps the faster, so
@@ -341,8 +355,13 @@ expect_fail 2 "--members: only tile-mlp trains an ensemble" "--members for anoth
   train --predictor tile-mlp-neusight --data "$TMP/train" --out "$TMP/x.params" --members 3
 expect_fail 2 "--members '17': at most 16" "--members beyond the plugin's limit" -- \
   train --predictor tile-mlp --data "$TMP/train" --out "$TMP/x.params" --members 17
-sed 's/^features: extended$/features: wavelets/' "$TMP/tm1.params" >"$TMP/bad.params"
-expect_fail 1 "bad.params: features: expected neusight or extended, not 'wavelets'" \
+expect_fail 2 "--features 'wavelets': expected neusight, extended, extended-waves or portable" \
+  "train with an unknown input set" -- \
+  train --predictor tile-mlp --data "$TMP/train" --out "$TMP/x.params" --features wavelets
+expect_fail 2 "--features: only tile-mlp chooses its input set" "--features for another predictor" -- \
+  train --predictor linreg --data "$TMP/train" --out "$TMP/x.params" --features portable
+sed 's/^features: extended-waves$/features: wavelets/' "$TMP/tm1.params" >"$TMP/bad.params"
+expect_fail 1 "bad.params: features: expected neusight, extended, extended-waves or portable, not 'wavelets'" \
   "tile-mlp refuses a parameter file with unknown inputs" -- \
   --predictor tile-mlp --plugin-opt "tile-mlp:params=$TMP/bad.params"
 expect_fail 1 "habitat needs --reference FILE" "habitat without reference kernels" -- \
