@@ -9,13 +9,14 @@
 
 /* Units follow NeuSight (Model/mlp_wave*.py): FLOPs in 1e9, operator bytes
  * in 2^30, tile bytes in 2^20 (MB), peaks in GFLOP/s and GB/s.  Elements are
- * 4 bytes.  Three input sets: NeuSight's four (log2 of tile quantities per
+ * 4 bytes.  Four input sets: NeuSight's four (log2 of tile quantities per
  * SM); "extended", which adds how much of the padded tiles is useful work
- * and how full the waves are on average; and "portable", perfmod's default,
- * which keeps the tile's compute and memory times and those two but replaces
- * the inputs against the GPU's memory capacity and L2 by log2 of the waves.
- * Capacity and L2 per SM mostly tell the training GPUs apart, and a network
- * that keys on them fails on a GPU it has not seen (doc/training.md). */
+ * and how full the waves are on average; "extended-waves", perfmod's
+ * default, extended with log2 of the waves in place of the input against
+ * the GPU's memory capacity, which does not make a kernel faster or slower
+ * but tells the training GPUs apart, so that a network keyed on it fails on
+ * a GPU it has not seen (doc/training.md); and "portable", which drops the
+ * input against the L2 too. */
 enum tw_features { TW_FEAT_NEUSIGHT, TW_FEAT_EXTENDED, TW_FEAT_WAVES, TW_FEAT_PORTABLE };
 #define TW_NFEAT_NEUSIGHT 4
 #define TW_NFEAT_EXTENDED 6
@@ -105,8 +106,9 @@ tw_features_of (const char *name)
 /* Inputs: tile work and bytes against per-SM compute, bandwidth, memory
  * and L2, the wave count scaling the bytes that stream through; extended
  * adds the useful share of the padded tiles (edge efficiency) and the mean
- * occupancy of the SMs over the waves (the tail wave); portable takes the
- * first two, log2 of the waves, and extended's two. */
+ * occupancy of the SMs over the waves (the tail wave); extended-waves puts
+ * log2 of the waves in the memory input's place; portable takes the first
+ * two, log2 of the waves, and extended's two. */
 static inline int
 tw_finish (const struct tw_gpu *g, int features, double tile_gflop, double tile_mb, double tiles,
            double op_intensity, double edge, struct tw_case *c)
