@@ -103,6 +103,16 @@ tw_features_of (const char *name)
   return -1;
 }
 
+/* log2 (v / per_sm) into *x; -1 if either is not positive. */
+static inline int
+tw_log_ratio (double v, double per_sm, double *x)
+{
+  if (!(v > 0) || !(per_sm > 0))
+    return -1;
+  *x = log2 (v / per_sm);
+  return 0;
+}
+
 /* Inputs: tile work and bytes against per-SM compute, bandwidth, memory
  * and L2, the wave count scaling the bytes that stream through; extended
  * adds the useful share of the padded tiles (edge efficiency) and the mean
@@ -113,32 +123,30 @@ static inline int
 tw_finish (const struct tw_gpu *g, int features, double tile_gflop, double tile_mb, double tiles,
            double op_intensity, double edge, struct tw_case *c)
 {
-  double per_sm[TW_NFEAT_NEUSIGHT] = { g->gflops / 1000 / g->sms, g->bw_gbps / g->sms,
-                                       g->mem_gb * 1024 / g->sms, g->l2_mb * 1024 / g->sms };
-  double v[TW_NFEAT_NEUSIGHT];
+  double streamed;
+  int j = 2;
   c->waves = ceil (tiles / g->sms);
   c->nfeat = tw_nfeat (features);
-  v[0] = tile_gflop;
-  v[1] = tile_mb;
-  v[2] = c->waves * tile_mb;
-  v[3] = c->waves * tile_mb;
-  /* extended-waves does not read the memory capacity, portable neither
-   * it nor the L2. */
-  for (int i = 0; i < (features == TW_FEAT_PORTABLE ? 2 : TW_NFEAT_NEUSIGHT); i++) {
-    if (i == 2 && features == TW_FEAT_WAVES)
-      continue;
-    if (!(v[i] > 0) || !(per_sm[i] > 0))
+  streamed = c->waves * tile_mb;
+  if (tw_log_ratio (tile_gflop, g->gflops / 1000 / g->sms, &c->x[0]) < 0 ||
+      tw_log_ratio (tile_mb, g->bw_gbps / g->sms, &c->x[1]) < 0)
+    return -1;
+  /* extended-waves and portable read no memory capacity: the waves instead. */
+  if (features == TW_FEAT_NEUSIGHT || features == TW_FEAT_EXTENDED) {
+    if (tw_log_ratio (streamed, g->mem_gb * 1024 / g->sms, &c->x[j++]) < 0)
       return -1;
-    c->x[i] = log2 (v[i] / per_sm[i]);
+  }
+  else
+    c->x[j++] = log2 (c->waves);
+  if (features != TW_FEAT_PORTABLE) {    /* portable reads no L2 size either */
+    if (tw_log_ratio (streamed, g->l2_mb * 1024 / g->sms, &c->x[j++]) < 0)
+      return -1;
   }
   if (features != TW_FEAT_NEUSIGHT) {
-    int j = features == TW_FEAT_PORTABLE ? 3 : 4;
     if (!(edge > 0))
       return -1;
-    if (features == TW_FEAT_PORTABLE || features == TW_FEAT_WAVES)
-      c->x[2] = log2 (c->waves);
-    c->x[j] = edge;
-    c->x[j + 1] = tiles / (c->waves * g->sms);
+    c->x[j++] = edge;
+    c->x[j++] = tiles / (c->waves * g->sms);
   }
   c->roof_gflops = fmin (g->gflops, op_intensity * g->bw_gbps);
   c->wave_gflop = tile_gflop * g->sms;
