@@ -208,12 +208,12 @@ done:
 
   t = xcalloc (npred, sizeof *t);
   if (csv)
-    printf ("table,model,seq,batch,device,mode,option,predictor,measured_ms,predicted_ms,"
-            "error_pct,paper_error_pct,paper_ms\n");
+    fprintf (o->out, "table,model,seq,batch,device,mode,option,predictor,measured_ms,predicted_ms,"
+             "error_pct,paper_error_pct,paper_ms\n");
   else
-    printf ("%-11s %5s %-22s %-4s %-17s %12s %12s %8s %12s %8s %9s\n", "model", "batch", "device",
-            "dim", "predictor", "measured_ms", "predicted_ms", "err_%", "neusight_ms", "ns_err_%",
-            "memory_gb");
+    fprintf (o->out, "%-11s %5s %-22s %-4s %-17s %12s %12s %8s %12s %8s %9s\n", "model",
+             "batch", "device", "dim", "predictor", "measured_ms", "predicted_ms", "err_%",
+             "neusight_ms", "ns_err_%", "memory_gb");
   for (size_t k = 0; k < ncells && rc == 0; k++) {
     struct dist_cell *c = &cells[k];
     const struct gpu_entry *ge = gpu_db_find (gpus, c->device);
@@ -273,19 +273,19 @@ done:
           t[p].paper += c->paper_pct;
       }
       if (csv)
-        printf ("distributed,%s,%lld,%lld,%s,train,%s,%s,%s,%s,%s,%s,%s\n", c->builtin,
-                (long long) c->seq, (long long) c->batch, c->device, opt, o->predictors[p], meas,
-                res.mem.oom ? "OOM" : pred, err, nserr, nsms);
+        fprintf (o->out, "distributed,%s,%lld,%lld,%s,train,%s,%s,%s,%s,%s,%s,%s\n", c->builtin,
+                 (long long) c->seq, (long long) c->batch, c->device, opt, o->predictors[p], meas,
+                 res.mem.oom ? "OOM" : pred, err, nserr, nsms);
       else
-        printf ("%-11s %5lld %-22s %-4s %-17s %12s %12s %8s %12s %8s %9.2f\n", c->builtin,
-                (long long) c->batch, c->device, c->dim, o->predictors[p], meas, pred,
-                err[0] ? err : "-", nsms[0] ? nsms : "-", nserr[0] ? nserr : "-",
-                res.mem.total / 1e9);
+        fprintf (o->out, "%-11s %5lld %-22s %-4s %-17s %12s %12s %8s %12s %8s %9.2f\n", c->builtin,
+                 (long long) c->batch, c->device, c->dim, o->predictors[p], meas, pred,
+                 err[0] ? err : "-", nsms[0] ? nsms : "-", nserr[0] ? nserr : "-",
+                 res.mem.total / 1e9);
     }
     model_cfg_free (&m);
   }
   if (rc == 0) {
-    FILE *sum = csv ? stderr : stdout;
+    FILE *sum = csv ? stderr : o->out;
     fprintf (sum, "\n%-17s %6s %10s %12s %12s %14s\n", "predictor", "cells", "mean_err_%",
              "paper_mean_%", "oom_agreed", "fit_agreed");
     for (size_t p = 0; p < npred; p++)

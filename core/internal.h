@@ -486,10 +486,11 @@ int explain_strategy (struct plugin_set *set, const struct strategy *s,
 /* ---- reproduce.c ---- */
 struct reproduce_options {
   const char *neusight;
-  const char *table;          /* inf, train, all */
+  const char *table;          /* inf, train, perop, nodesum, distributed, all */
   char **predictors;
   const char *format;         /* table, csv */
   bool build;                 /* perfmod's built graphs instead of NeuSight's traces */
+  FILE *out;                  /* the tables; the caller prints them once all succeeded */
 };
 int reproduce (struct plugin_set *set, const struct gpu_db *gpus,
                const struct reproduce_options *o);

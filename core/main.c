@@ -1,6 +1,7 @@
 /* main.c: the perfmod command line: predict (default), graph, plugins, gpus, strategies, models, reproduce, train, eval. */
 #include <config.h>
 
+#include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <stdlib.h>
@@ -43,7 +44,7 @@ usage (FILE *fp)
          "               [--layers N] [--fusion] [--gen N] [--plot FILE.svg] [--verbose]\n"
          "       perfmod plugins | gpus | strategies | models [--plugin-path DIR]...\n"
          "       perfmod graph [--model ...|--opgraph ...] [--format table|csv]: the kernels\n"
-         "       perfmod reproduce [--neusight DIR] [--table inf|train|perop|distributed|all]\n"
+         "       perfmod reproduce [--neusight DIR] [--table inf|train|perop|nodesum|distributed|all]\n"
          "               [--graph opgraph|builder]\n"
          "               [--predictor LIST] [--format table|csv]\n"
          "       perfmod eval --data DIR [--predictor LIST] [--format table|csv]\n"
@@ -1148,6 +1149,10 @@ main (int argc, char **argv)
   else if (strcmp (cmd, "plugins") == 0)
     rc = cmd_plugins (&set);
   else if (strcmp (cmd, "reproduce") == 0) {
+    /* The tables are held (ro.out) until every row has succeeded: bad
+     * data leaves no half-written table on stdout. */
+    char *buf = NULL;
+    size_t len = 0;
     struct reproduce_options ro;
     struct gpu_db gpus;
     const char *env = getenv ("PERFMOD_NEUSIGHT");
@@ -1159,9 +1164,9 @@ main (int argc, char **argv)
       pm_error ("--graph '%s': expected builder or opgraph", c.graph);
       rc = EXIT_USAGE;
     }
-    else if (ro.build && strcmp (ro.table, "perop") == 0) {
-      pm_error ("--table perop needs NeuSight's traced graphs (--graph opgraph): its measured "
-                "per-node latencies are joined by the traces' node names");
+    else if (ro.build && (strcmp (ro.table, "perop") == 0 || strcmp (ro.table, "nodesum") == 0)) {
+      pm_error ("--table %s needs NeuSight's traced graphs (--graph opgraph): its measured "
+                "per-node latencies are joined by the traces' node names", ro.table);
       rc = EXIT_USAGE;
     }
     else if (ro.neusight == NULL) {
@@ -1169,8 +1174,9 @@ main (int argc, char **argv)
       rc = EXIT_USAGE;
     }
     else if (strcmp (ro.table, "inf") && strcmp (ro.table, "train") && strcmp (ro.table, "perop") &&
-             strcmp (ro.table, "distributed") && strcmp (ro.table, "all")) {
-      pm_error ("--table '%s': expected inf, train, perop, distributed or all", ro.table);
+             strcmp (ro.table, "nodesum") && strcmp (ro.table, "distributed") &&
+             strcmp (ro.table, "all")) {
+      pm_error ("--table '%s': expected inf, train, perop, nodesum, distributed or all", ro.table);
       rc = EXIT_USAGE;
     }
     else if (strcmp (ro.format, "table") && strcmp (ro.format, "csv")) {
@@ -1179,6 +1185,11 @@ main (int argc, char **argv)
     }
     else if (load_gpus (&gpus) < 0)
       rc = EXIT_USAGE;
+    else if ((ro.out = open_memstream (&buf, &len)) == NULL) {
+      pm_error ("cannot hold the tables in memory: %s", strerror (errno));
+      gpu_db_free (&gpus);
+      rc = EXIT_RUNTIME;
+    }
     else {
       ro.predictors = strv_split (c.predictors ? c.predictors : "roofline", ',');
       if (strcmp (ro.table, "distributed") == 0)
@@ -1187,10 +1198,14 @@ main (int argc, char **argv)
         rc = reproduce (&set, &gpus, &ro);
         /* all: the distributed table too, in table form (its CSV has its own rows) */
         if (rc == 0 && strcmp (ro.table, "all") == 0 && strcmp (ro.format, "table") == 0) {
-          printf ("\n");
+          fputc ('\n', ro.out);
           rc = reproduce_distributed (&set, &gpus, &ro);
         }
       }
+      fclose (ro.out);
+      if (rc == 0)
+        fwrite (buf, 1, len, stdout);
+      free (buf);
       strv_free (ro.predictors);
       gpu_db_free (&gpus);
     }

@@ -157,10 +157,11 @@ cmp_named (const void *a, const void *b)
 
 /* Measured per-class sums of a run: label/DEVICE/TAG.csv's per-node
  * latencies (ms), joined to the graph's nodes by name and replicated as
- * the graph's layer is.  1 if the run has no per-node labels (some Switch
- * runs; summarize.py leaves them out too). */
+ * the graph's layer is; *all sums every node so joined, of any class.
+ * 1 if the run has no per-node labels (some Switch runs; summarize.py
+ * leaves them out too). */
 static int
-measured_classes (const char *path, const struct graph *g, double sums[5])
+measured_classes (const char *path, const struct graph *g, double sums[5], double *all)
 {
   struct csv_reader r;
   struct named *v = NULL;
@@ -169,6 +170,7 @@ measured_classes (const char *path, const struct graph *g, double sums[5])
 
   for (int c = 0; c < 5; c++)
     sums[c] = 0;
+  *all = 0;
   if (access (path, F_OK) != 0) {
     pm_debug ("%s: no per-node labels; the run is not in the per-op table", path);
     return 1;
@@ -204,11 +206,14 @@ measured_classes (const char *path, const struct graph *g, double sums[5])
   for (size_t i = 0; i < g->n; i++) {
     int c = perop_class (g->nodes[i].opname);
     struct named key = { g->nodes[i].name, 0 }, *hit;
-    if (c < 0)
-      continue;
+    double ms;
     hit = bsearch (&key, v, n, sizeof *v, cmp_named);
-    if (hit)
-      sums[c] += hit->ms * (double) graph_weight (g, i);
+    if (hit == NULL)
+      continue;
+    ms = hit->ms * (double) graph_weight (g, i);
+    *all += ms;
+    if (c >= 0)
+      sums[c] += ms;
   }
   free (v);
   return 0;
@@ -237,8 +242,8 @@ perop_row (struct plugin **preds, size_t npred, const struct graph *g,
            const struct gpu_entry *ge, bool train, const char *label_csv, int split,
            char **fields, struct perop_tally *t)
 {
-  double meas[5];
-  int rc = measured_classes (label_csv, g, meas);
+  double meas[5], all;
+  int rc = measured_classes (label_csv, g, meas, &all);
   if (rc != 0)
     return rc < 0 ? -1 : 0;
   for (size_t p = 0; p < npred; p++) {
@@ -278,11 +283,12 @@ perop_print (const struct reproduce_options *o, size_t npred, const struct perop
 {
   bool csv = strcmp (o->format, "csv") == 0;
   if (csv)
-    printf ("predictor,class,split,rows,mape_pct,paper_mape_pct,paper_same_runs_pct\n");
+    fprintf (o->out, "predictor,class,split,rows,mape_pct,paper_mape_pct,paper_same_runs_pct\n");
   else
-    printf ("\nper-op error per kernel class, summed over each model run (the paper's method)\n"
-            "%-10s %-8s %-5s %5s %9s %9s %12s\n", "predictor", "class", "split", "runs",
-            "mape_%", "paper_%", "paper_same_%");
+    fprintf (o->out,
+             "\nper-op error per kernel class, summed over each model run (the paper's method)\n"
+             "%-10s %-8s %-5s %5s %9s %9s %12s\n", "predictor", "class", "split", "runs",
+             "mape_%", "paper_%", "paper_same_%");
   for (size_t p = 0; p < npred; p++) {
     double paper[2][5];
     paper_perop (o->neusight, o->predictors[p], paper);
@@ -299,14 +305,49 @@ perop_print (const struct reproduce_options *o, size_t npred, const struct perop
         if (!isnan (same))
           snprintf (sb, sizeof sb, csv ? "%.4f" : "%.2f", same);
         if (csv)
-          printf ("%s,%s,%s,%d,%.4f,%s,%s\n", o->predictors[p], perop_labels[c], s ? "out" : "in",
-                  t[p].cnt[s][c], m, pb, sb);
+          fprintf (o->out, "%s,%s,%s,%d,%.4f,%s,%s\n", o->predictors[p], perop_labels[c],
+                   s ? "out" : "in", t[p].cnt[s][c], m, pb, sb);
         else
-          printf ("%-10s %-8s %-5s %5d %9.2f %9s %12s\n", o->predictors[p], perop_labels[c],
-                  s ? "out" : "in", t[p].cnt[s][c], m, *pb ? pb : "-", *sb ? sb : "-");
+          fprintf (o->out, "%-10s %-8s %-5s %5d %9.2f %9s %12s\n", o->predictors[p],
+                   perop_labels[c], s ? "out" : "in", t[p].cnt[s][c], m, *pb ? pb : "-",
+                   *sb ? sb : "-");
       }
   }
 }
+
+/* One end-to-end row: its error goes into *t, and it is printed. */
+static void
+e2e_row (const struct reproduce_options *o, char **fields, const int col[6], const char *name,
+         double measured, double predicted, double paper, struct tally *t)
+{
+  const char *model = fields[col[0]], *seq = fields[col[1]], *batch = fields[col[2]];
+  const char *device = fields[col[3]], *mode = fields[col[4]];
+  double err = fabs (predicted - measured) / measured * 100;
+  t->ours += err;
+  t->n++;
+  if (!isnan (paper)) {
+    t->paper += paper;
+    t->npaper++;
+  }
+  if (strcmp (o->format, "csv") == 0) {
+    fprintf (o->out, "%s,%s,%s,%s,%s,%s,,%s,%.6f,%.6f,%.6f,", mode, model, seq, batch, device,
+             mode, name, measured, predicted, err);
+    if (!isnan (paper))
+      fprintf (o->out, "%.6f", paper);
+    fputc ('\n', o->out);
+  }
+  else {
+    char pbuf[32] = "-";
+    if (!isnan (paper))
+      snprintf (pbuf, sizeof pbuf, "%.2f", paper);
+    fprintf (o->out, "%-5s %-11s %5s %5s %-22s %-10s %12.2f %12.2f %8.2f %8s\n", mode, model,
+             seq, batch, device, name, measured, predicted, err, pbuf);
+  }
+}
+
+/* The name --table nodesum gives the sum of a run's measured per-node
+ * latencies, printed as one more predictor. */
+static const char node_sum_name[] = "node-sum";
 
 int
 reproduce (struct plugin_set *set, const struct gpu_db *gpus, const struct reproduce_options *o)
@@ -319,10 +360,14 @@ reproduce (struct plugin_set *set, const struct gpu_db *gpus, const struct repro
   size_t nheader = 0, npred = strv_len (o->predictors);
   struct plugin **preds = xcalloc (npred, sizeof *preds);
   int *paper_col = xcalloc (npred, sizeof *paper_col);
-  struct tally (*tally)[2] = xcalloc (npred, sizeof *tally);
+  /* one more: --table nodesum's node-sum row */
+  struct tally (*tally)[2] = xcalloc (npred + 1, sizeof *tally);
   int col[6], rc = 0;
   bool csv = strcmp (o->format, "csv") == 0;
   bool want_e2e = strcmp (o->table, "perop") != 0;
+  /* nodesum: the end-to-end rows that have per-node labels, and the sum
+   * of those labels as one more row */
+  bool want_nodesum = strcmp (o->table, "nodesum") == 0;
   /* The per-op table joins measured per-node latencies to the traced
    * graphs' node names: it needs the traces. */
   bool want_perop = (strcmp (o->table, "perop") == 0 || (strcmp (o->table, "all") == 0 && !csv))
@@ -372,10 +417,11 @@ reproduce (struct plugin_set *set, const struct gpu_db *gpus, const struct repro
   if (!want_e2e)
     ;
   else if (csv)
-    printf ("table,model,seq,batch,device,mode,option,predictor,measured_ms,predicted_ms,error_pct,paper_error_pct\n");
+    fprintf (o->out, "table,model,seq,batch,device,mode,option,predictor,measured_ms,"
+             "predicted_ms,error_pct,paper_error_pct\n");
   else
-    printf ("%-5s %-11s %5s %5s %-22s %-10s %12s %12s %8s %8s\n", "table", "model", "seq",
-            "batch", "device", "predictor", "measured_ms", "predicted_ms", "err_%", "paper_%");
+    fprintf (o->out, "%-5s %-11s %5s %5s %-22s %-10s %12s %12s %8s %8s\n", "table", "model", "seq",
+             "batch", "device", "predictor", "measured_ms", "predicted_ms", "err_%", "paper_%");
   while ((rc = csv_next (&r)) > 0) {
     const char *model, *seq, *batch, *device, *mode;
     const struct gpu_entry *ge;
@@ -397,6 +443,11 @@ reproduce (struct plugin_set *set, const struct gpu_db *gpus, const struct repro
     if ((strcmp (o->table, "inf") == 0 || strcmp (o->table, "train") == 0) &&
         strcmp (o->table, mode) != 0)
       continue;
+    if (strcmp (mode, "inf") != 0 && strcmp (mode, "train") != 0) {
+      pm_error ("%s:%ld: mode '%s': expected inf or train", path, r.line, mode);
+      rc = -1;
+      break;
+    }
     ge = gpu_db_find (gpus, device);
     if (ge == NULL) {
       pm_error ("%s:%ld: device '%s' is in no gpus.d section", path, r.line, device);
@@ -413,6 +464,20 @@ reproduce (struct plugin_set *set, const struct gpu_db *gpus, const struct repro
       break;
     }
     free (lpath);
+    if (want_nodesum) {
+      double cls[5], all;
+      lpath = xasprintf ("%s/label/%s/%s.csv", o->neusight, device, tag);
+      rc = measured_classes (lpath, g, cls, &all);
+      free (lpath);
+      if (rc != 0) {
+        free (tag);
+        if (rc < 0)
+          break;
+        rc = 0;
+        continue;
+      }
+      e2e_row (o, r.fields, col, node_sum_name, measured, all, NAN, &tally[npred][mi]);
+    }
     if (want_perop) {
       int split = in_list (device, ood_devices, 3) || in_list (model, ood_models, 3);
       lpath = xasprintf ("%s/label/%s/%s.csv", o->neusight, device, tag);
@@ -426,34 +491,14 @@ reproduce (struct plugin_set *set, const struct gpu_db *gpus, const struct repro
     for (size_t p = 0; p < npred && want_e2e; p++) {
       struct prediction pr;
       struct run_options ro = { .dtype = PERFMOD_DTYPE_FP32, .train = mi == 1, .comm_group = 1 };
-      double err, paper = NAN;
+      double paper = NAN;
       if (predict_graph (preds[p], g, &ge->gpu, &ro, &pr) < 0) {
         rc = -1;
         break;
       }
-      err = fabs (pr.e2e_ms - measured) / measured * 100;
       if (paper_col[p] >= 0 && r.fields[paper_col[p]][0])
         parse_double (r.fields[paper_col[p]], &paper);
-      tally[p][mi].ours += err;
-      tally[p][mi].n++;
-      if (!isnan (paper)) {
-        tally[p][mi].paper += paper;
-        tally[p][mi].npaper++;
-      }
-      if (csv) {
-        printf ("%s,%s,%s,%s,%s,%s,,%s,%.6f,%.6f,%.6f,", mode, model, seq, batch, device, mode,
-                o->predictors[p], measured, pr.e2e_ms, err);
-        if (!isnan (paper))
-          printf ("%.6f", paper);
-        putchar ('\n');
-      }
-      else {
-        char pbuf[32] = "-";
-        if (!isnan (paper))
-          snprintf (pbuf, sizeof pbuf, "%.2f", paper);
-        printf ("%-5s %-11s %5s %5s %-22s %-10s %12.2f %12.2f %8.2f %8s\n", mode, model, seq,
-                batch, device, o->predictors[p], measured, pr.e2e_ms, err, pbuf);
-      }
+      e2e_row (o, r.fields, col, o->predictors[p], measured, pr.e2e_ms, paper, &tally[p][mi]);
       prediction_free (&pr);
     }
     free (tag);
@@ -463,15 +508,15 @@ reproduce (struct plugin_set *set, const struct gpu_db *gpus, const struct repro
   if (rc == 0 && want_perop)
     perop_print (o, npred, ptally);
   if (rc == 0 && want_e2e) {
-    FILE *sum = csv ? stderr : stdout;
+    FILE *sum = csv ? stderr : o->out;
     fprintf (sum, "\n%-10s %-6s %5s %12s %14s\n", "predictor", "mode", "rows", "mean_err_%",
              "paper_mean_%");
-    for (size_t p = 0; p < npred; p++)
+    for (size_t p = 0; p < npred + want_nodesum; p++)
       for (int m = 0; m < 2; m++) {
         if (tally[p][m].n == 0)
           continue;
-        fprintf (sum, "%-10s %-6s %5d %12.2f ", o->predictors[p], m ? "train" : "inf",
-                 tally[p][m].n, tally[p][m].ours / tally[p][m].n);
+        fprintf (sum, "%-10s %-6s %5d %12.2f ", p < npred ? o->predictors[p] : node_sum_name,
+                 m ? "train" : "inf", tally[p][m].n, tally[p][m].ours / tally[p][m].n);
         if (tally[p][m].npaper)
           fprintf (sum, "%14.2f\n", tally[p][m].paper / tally[p][m].npaper);
         else

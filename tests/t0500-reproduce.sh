@@ -2,7 +2,7 @@
 # t0500-reproduce.sh: perfmod reproduce gives the paper's roofline means and every row within 0.5 points.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 neusight_or_skip
-plan 16
+plan 23
 
 run_pm reproduce --neusight "$NEUSIGHT" --table all --predictor roofline --format csv
 ok $([ $rc -eq 0 ] && head -1 "$TMP/out" | grep -qx 'table,model,seq,batch,device,mode,option,predictor,measured_ms,predicted_ms,error_pct,paper_error_pct' && echo 0 || echo 1) \
@@ -21,7 +21,7 @@ ok $(grep -Eq '^roofline +inf +54 +31\.18 +31\.18$' "$TMP/err"; echo $?) "the su
 run_pm reproduce --neusight "$NEUSIGHT" --table train
 ok $([ $rc -eq 0 ] && grep -Eq '^roofline +train +26 ' "$TMP/out" && ! grep -q '^inf ' "$TMP/out" && echo 0 || echo 1) \
   "--table train prints only training rows and its mean"
-expect_fail 2 "--table 'bogus': expected inf, train, perop, distributed or all" "an unknown table is refused" -- reproduce --neusight "$NEUSIGHT" --table bogus
+expect_fail 2 "--table 'bogus': expected inf, train, perop, nodesum, distributed or all" "an unknown table is refused" -- reproduce --neusight "$NEUSIGHT" --table bogus
 
 # The per-op table, the paper's way: per-class sums over each model run.
 run_pm reproduce --neusight "$NEUSIGHT" --table perop --predictor roofline,linreg --format csv
@@ -36,6 +36,48 @@ ok $(awk -F, '$1 == "roofline" && ($2 == "BMM" || $2 == "FC" || $2 == "Softmax")
   "roofline BMM, FC and softmax within 2 points of perop.csv"
 ok $(awk -F, '$3 == "in" { if ($4 != 22) bad = 1 } $3 == "out" { if ($4 != 48) bad = 1 } END { exit bad }' "$TMP/out"; echo $?) \
   "22 in-distribution and 48 out-of-distribution runs have per-node labels"
+
+# --table nodesum: the end-to-end rows with per-node labels, and the sum
+# of those labels.  On the artifact: 48 inference and 22 training runs.
+run_pm reproduce --neusight "$NEUSIGHT" --table nodesum --predictor roofline --format csv
+ok $([ $rc -eq 0 ] && awk -F, '$8 == "node-sum" { n[$1]++ } $8 == "roofline" { r[$1]++ }
+  END { exit !(n["inf"] == 48 && n["train"] == 22 && r["inf"] == 48 && r["train"] == 22) }' "$TMP/out" &&
+  echo 0 || echo 1) "nodesum: 48 inference and 22 training runs, a node-sum and a roofline row each"
+
+# A NeuSight tree of one labelled run (GPT-2 Large, 36 layers) and one
+# unlabelled: a label of 1 ms on a node of the traced layer counts 36
+# times, 2 ms on the LM head once, and a label no node has not at all.
+ns=$TMP/ns
+dev=Tesla_V100-PCIE-32GB tag=gpt2_large-inf-1024-4
+mkdir -p "$ns/summary" "$ns/DLmodel_configs" "$ns/results/opgraph" "$ns/label/$dev" \
+  "$ns/label/Tesla_P100-PCIE-16GB"
+printf 'model_name,seqlen,batch,device,mode,option\ngpt2_large,1024,4,%s,inf,\ngpt2_large,1024,4,Tesla_P100-PCIE-16GB,inf,\n' \
+  "$dev" >"$ns/summary/summary.csv"
+cp "$NEUSIGHT/DLmodel_configs/gpt2_large.json" "$ns/DLmodel_configs/"
+cp "$NEUSIGHT/results/opgraph/$tag.csv" "$ns/results/opgraph/"
+echo '{"e2e_latency": 100}' >"$ns/label/$dev/$tag.json"
+echo '{"e2e_latency": 100}' >"$ns/label/Tesla_P100-PCIE-16GB/$tag.json"
+printf 'Name,latency\ntransformer_h_0_mlp_dropout,1\nlm_head,2\nno_such_node,50\n' >"$ns/label/$dev/$tag.csv"
+run_pm reproduce --neusight "$ns" --table nodesum --predictor roofline --format csv
+ok $([ $rc -eq 0 ] && grep -qx "inf,gpt2_large,1024,4,$dev,inf,,node-sum,100.000000,38.000000,62.000000," "$TMP/out" &&
+  [ "$(grep -c ,node-sum, "$TMP/out")" -eq 1 ] && echo 0 || echo 1) \
+  "nodesum: labels joined by node name, the layer's repeated 36 times (36 + 2 = 38 ms against 100), the unlabelled run left out"
+ok $(grep -Eq '^node-sum +inf +1 +62\.00 +-$' "$TMP/err"; echo $?) "nodesum: the summary has a node-sum line"
+run_pm reproduce --neusight "$ns" --table inf --predictor roofline --format csv
+ok $([ $rc -eq 0 ] && [ "$(grep -c ',roofline,' "$TMP/out")" -eq 2 ] && ! grep -q node-sum "$TMP/out" && echo 0 || echo 1) \
+  "--table inf keeps the unlabelled run and prints no node-sum row"
+expect_fail 2 "--table nodesum needs NeuSight's traced graphs" "nodesum on built graphs is refused" -- \
+  reproduce --neusight "$ns" --table nodesum --graph builder
+
+# Bad data: an error naming file:line, exit 1 and no half-written table.
+printf 'Name,latency\ntransformer_h_0_mlp_dropout,1\nlm_head,fast\n' >"$ns/label/$dev/$tag.csv"
+expect_fail 1 "label/$dev/$tag.csv:3: no numeric latency" "a non-numeric per-node label: file:line, nothing on stdout" -- \
+  reproduce --neusight "$ns" --table nodesum --predictor roofline
+printf 'model_name,seqlen,batch,device,mode,option\ngpt2_large,1024,4,Tesla_P100-PCIE-16GB,inf,\ngpt2_large,1024,4,%s,decode,\n' \
+  "$dev" >"$ns/summary/summary.csv"
+expect_fail 1 "summary/summary.csv:3: mode 'decode': expected inf or train" \
+  "an unknown mode after a good row: file:line, and the good row is not printed" -- \
+  reproduce --neusight "$ns" --table all --predictor roofline --format csv
 
 # An imported graph carries its batch and sequence into --explain.
 run_pm --gpu h100 --model "$NEUSIGHT/DLmodel_configs/gpt3_27.json" --opgraph "$NEUSIGHT/results/opgraph/gpt3_27-train-2048-1.csv" \
