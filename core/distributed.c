@@ -104,6 +104,7 @@ reproduce_distributed (struct plugin_set *set, const struct gpu_db *gpus,
   bool csv = strcmp (o->format, "csv") == 0;
   int rc = 0, row = 0;
   struct tally { double err, paper; int n, oom_ok, oom_n, fit_ok; } *t;
+  struct plugin **pls;
 
   if (csv_open (&r, path) < 0) {
     pm_error ("%s: cannot open (is --neusight the NeuSight artifact folder?)", path);
@@ -206,6 +207,13 @@ done:
     return EXIT_RUNTIME;
   }
 
+  pls = xcalloc (npred, sizeof *pls);
+  for (size_t p = 0; p < npred; p++)
+    if ((pls[p] = predictor_find (set, o->predictors[p])) == NULL) {
+      free (pls);
+      free (path);
+      return EXIT_USAGE;
+    }
   t = xcalloc (npred, sizeof *t);
   if (csv)
     fprintf (o->out, "table,model,seq,batch,device,mode,option,predictor,measured_ms,predicted_ms,"
@@ -238,15 +246,10 @@ done:
     d.seq = c->seq;
     d.gpus_per_node = ge->gpu.gpus_per_node;
     for (size_t p = 0; p < npred; p++) {
-      struct plugin *pl = plugins_find (set, o->predictors[p], PERFMOD_PLUGIN_PREDICTOR);
+      struct plugin *pl = pls[p];
       struct dist_result res;
       char opt[16], meas[32], pred[32], err[32], nsms[32], nserr[32];
       double e = NAN;
-      if (pl == NULL) {
-        pm_error ("--predictor: no predictor plugin '%s' (see perfmod plugins)", o->predictors[p]);
-        rc = -1;
-        break;
-      }
       if (dist_predict (set, pl, &m, &ge->gpu, &d, &res) < 0) {
         rc = -1;
         break;
@@ -296,6 +299,7 @@ done:
              "paper_mean_%%: NeuSight's errors on the same cells)\n");
   }
   free (t);
+  free (pls);
   free (path);
   return rc < 0 ? EXIT_RUNTIME : 0;
 }

@@ -64,8 +64,7 @@ eval_kernels (struct plugin_set *set, const struct gpu_db *gpus, const struct ti
   int rc = 0;
 
   for (size_t p = 0; p < npred; p++)
-    if ((preds[p] = plugins_find (set, o->predictors[p], PERFMOD_PLUGIN_PREDICTOR)) == NULL) {
-      pm_error ("--predictor: no predictor plugin '%s' (see perfmod plugins)", o->predictors[p]);
+    if ((preds[p] = predictor_find (set, o->predictors[p])) == NULL) {
       rc = EXIT_USAGE;
       goto out;
     }

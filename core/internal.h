@@ -331,6 +331,8 @@ extern const struct perfmod_host pm_host;
  * ones are reported and skipped.  Returns the number of refusals. */
 int plugins_load (struct plugin_set *set, char *const *dirs);
 struct plugin *plugins_find (struct plugin_set *set, const char *name, int kind);
+/* The predictor plugin NAME, or NULL after an error naming it. */
+struct plugin *predictor_find (struct plugin_set *set, const char *name);
 int plugin_start (struct plugin *pl);
 /* Call a predictor: its estimate (predict when it has no estimate
  * callback), checked; -1 with the reason in pm_plugin_errmsg. */

@@ -520,9 +520,8 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
   }
   clock_gettime (CLOCK_MONOTONIC, &t0);
   for (size_t p = 0; p < npred; p++) {
-    struct plugin *pl = plugins_find (set, names[p], PERFMOD_PLUGIN_PREDICTOR);
+    struct plugin *pl = predictor_find (set, names[p]);
     if (pl == NULL) {
-      pm_error ("--predictor '%s': no such predictor plugin (see perfmod plugins)", names[p]);
       rc = EXIT_USAGE;
       goto out;
     }
@@ -715,9 +714,8 @@ cmd_predict (struct cli *c, struct plugin_set *set)
   ro.comm_group = s.tp * s.dp * s.pp;
   clock_gettime (CLOCK_MONOTONIC, &t0);
   for (size_t p = 0; p < npred; p++) {
-    struct plugin *pl = plugins_find (set, names[p], PERFMOD_PLUGIN_PREDICTOR);
+    struct plugin *pl = predictor_find (set, names[p]);
     if (pl == NULL) {
-      pm_error ("--predictor '%s': no such predictor plugin (see perfmod plugins)", names[p]);
       rc = EXIT_USAGE;
       npred = p;
       goto out;

@@ -293,6 +293,15 @@ plugins_find (struct plugin_set *set, const char *name, int kind)
   return NULL;
 }
 
+struct plugin *
+predictor_find (struct plugin_set *set, const char *name)
+{
+  struct plugin *pl = plugins_find (set, name, PERFMOD_PLUGIN_PREDICTOR);
+  if (pl == NULL)
+    pm_error ("--predictor '%s': no such predictor plugin (see perfmod plugins)", name);
+  return pl;
+}
+
 int
 plugin_start (struct plugin *pl)
 {

@@ -375,9 +375,8 @@ reproduce (struct plugin_set *set, const struct gpu_db *gpus, const struct repro
   struct perop_tally *ptally = xcalloc (npred, sizeof *ptally);
 
   for (size_t p = 0; p < npred; p++) {
-    preds[p] = plugins_find (set, o->predictors[p], PERFMOD_PLUGIN_PREDICTOR);
+    preds[p] = predictor_find (set, o->predictors[p]);
     if (preds[p] == NULL) {
-      pm_error ("--predictor: no predictor plugin '%s' (see perfmod plugins)", o->predictors[p]);
       rc = EXIT_USAGE;
       goto out;
     }

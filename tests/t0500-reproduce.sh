@@ -2,7 +2,7 @@
 # t0500-reproduce.sh: perfmod reproduce gives the paper's roofline means and every row within 0.5 points.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 neusight_or_skip
-plan 23
+plan 25
 
 run_pm reproduce --neusight "$NEUSIGHT" --table all --predictor roofline --format csv
 ok $([ $rc -eq 0 ] && head -1 "$TMP/out" | grep -qx 'table,model,seq,batch,device,mode,option,predictor,measured_ms,predicted_ms,error_pct,paper_error_pct' && echo 0 || echo 1) \
@@ -22,6 +22,11 @@ run_pm reproduce --neusight "$NEUSIGHT" --table train
 ok $([ $rc -eq 0 ] && grep -Eq '^roofline +train +26 ' "$TMP/out" && ! grep -q '^inf ' "$TMP/out" && echo 0 || echo 1) \
   "--table train prints only training rows and its mean"
 expect_fail 2 "--table 'bogus': expected inf, train, perop, nodesum, distributed or all" "an unknown table is refused" -- reproduce --neusight "$NEUSIGHT" --table bogus
+
+for t in inf distributed; do
+  expect_fail 2 "--predictor 'nope': no such predictor plugin" "--table $t: an unknown predictor is refused, naming it" -- \
+    reproduce --neusight "$NEUSIGHT" --table $t --predictor roofline,nope
+done
 
 # The per-op table, the paper's way: per-class sums over each model run.
 run_pm reproduce --neusight "$NEUSIGHT" --table perop --predictor roofline,linreg --format csv
