@@ -172,7 +172,8 @@ measured_classes (const char *path, const struct graph *g, double sums[5], doubl
     sums[c] = 0;
   *all = 0;
   if (access (path, F_OK) != 0) {
-    pm_debug ("%s: no per-node labels; the run is not in the per-op table", path);
+    pm_debug ("%s: no per-node labels; the run is left out of the per-op and nodesum tables",
+              path);
     return 1;
   }
   if (csv_open (&r, path) < 0) {
