@@ -288,7 +288,7 @@ done:
     model_cfg_free (&m);
   }
   if (rc == 0) {
-    FILE *sum = csv ? stderr : o->out;
+    FILE *sum = csv ? o->err : o->out;
     fprintf (sum, "\n%-17s %6s %10s %12s %12s %14s\n", "predictor", "cells", "mean_err_%",
              "paper_mean_%", "oom_agreed", "fit_agreed");
     for (size_t p = 0; p < npred; p++)

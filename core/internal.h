@@ -493,6 +493,7 @@ struct reproduce_options {
   const char *format;         /* table, csv */
   bool build;                 /* perfmod's built graphs instead of NeuSight's traces */
   FILE *out;                  /* the tables; the caller prints them once all succeeded */
+  FILE *err;                  /* the CSV's summary and notes, printed to stderr after them */
 };
 int reproduce (struct plugin_set *set, const struct gpu_db *gpus,
                const struct reproduce_options *o);

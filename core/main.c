@@ -1147,10 +1147,11 @@ main (int argc, char **argv)
   else if (strcmp (cmd, "plugins") == 0)
     rc = cmd_plugins (&set);
   else if (strcmp (cmd, "reproduce") == 0) {
-    /* The tables are held (ro.out) until every row has succeeded: bad
-     * data leaves no half-written table on stdout. */
-    char *buf = NULL;
-    size_t len = 0;
+    /* The tables are held (ro.out, and their CSV summary in ro.err)
+     * until every row has succeeded: bad data leaves no half-written
+     * table on stdout. */
+    char *buf = NULL, *ebuf = NULL;
+    size_t len = 0, elen = 0;
     struct reproduce_options ro;
     struct gpu_db gpus;
     const char *env = getenv ("PERFMOD_NEUSIGHT");
@@ -1183,8 +1184,12 @@ main (int argc, char **argv)
     }
     else if (load_gpus (&gpus) < 0)
       rc = EXIT_USAGE;
-    else if ((ro.out = open_memstream (&buf, &len)) == NULL) {
+    else if ((ro.out = open_memstream (&buf, &len)) == NULL ||
+             (ro.err = open_memstream (&ebuf, &elen)) == NULL) {
       pm_error ("cannot hold the tables in memory: %s", strerror (errno));
+      if (ro.out)
+        fclose (ro.out);
+      free (buf);
       gpu_db_free (&gpus);
       rc = EXIT_RUNTIME;
     }
@@ -1201,9 +1206,14 @@ main (int argc, char **argv)
         }
       }
       fclose (ro.out);
-      if (rc == 0)
+      fclose (ro.err);
+      if (rc == 0) {
         fwrite (buf, 1, len, stdout);
+        fflush (stdout);
+        fwrite (ebuf, 1, elen, stderr);
+      }
       free (buf);
+      free (ebuf);
       strv_free (ro.predictors);
       gpu_db_free (&gpus);
     }

@@ -508,7 +508,7 @@ reproduce (struct plugin_set *set, const struct gpu_db *gpus, const struct repro
   if (rc == 0 && want_perop)
     perop_print (o, npred, ptally);
   if (rc == 0 && want_e2e) {
-    FILE *sum = csv ? stderr : o->out;
+    FILE *sum = csv ? o->err : o->out;
     fprintf (sum, "\n%-10s %-6s %5s %12s %14s\n", "predictor", "mode", "rows", "mean_err_%",
              "paper_mean_%");
     for (size_t p = 0; p < npred + want_nodesum; p++)
@@ -530,7 +530,7 @@ reproduce (struct plugin_set *set, const struct gpu_db *gpus, const struct repro
       }
   }
   if (rc == 0 && csv && strcmp (o->table, "all") == 0)
-    fprintf (stderr, "note: --format csv --table all writes the end-to-end rows; the per-op "
+    fprintf (o->err, "note: --format csv --table all writes the end-to-end rows; the per-op "
              "table has its own columns: --table perop\n");
   if (rc < 0)
     rc = EXIT_RUNTIME;
