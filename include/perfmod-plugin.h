@@ -41,7 +41,8 @@ enum perfmod_kernel_class {
   PERFMOD_KERNEL_SOFTMAX     = 4,
   PERFMOD_KERNEL_LAYERNORM   = 5,
   PERFMOD_KERNEL_MEMORY      = 6, /* copies, gathers, indexing: bytes moved */
-  PERFMOD_KERNEL_COMM        = 7  /* collectives: costed by the core */
+  PERFMOD_KERNEL_COMM        = 7, /* collectives: costed by the core inside graphs */
+  PERFMOD_KERNEL_ATTENTION   = 8  /* fused attention (since perfmod 0.6) */
 };
 
 /* One kernel, as the core hands it to a predictor.  The core owns it. */
@@ -72,6 +73,22 @@ struct perfmod_kernel {
    * and synchronisation (perfmod eval); 0 inside a graph, where the CPU
    * queues kernels ahead of the GPU and that fixed cost is hidden. */
   int isolated;
+  /* Since perfmod 0.6 (check struct_size): fused attention and collectives.
+   * ATTENTION (FlashAttention-style, one kernel): b sequences, m query
+   * tokens each (the prompt's length in a prefill, 1 in a decode step), n
+   * key/value tokens each (the KV cache in a decode step), k the head
+   * width, h the query heads; kv_heads the key/value heads (grouped-query
+   * attention), window the sliding window (0: none), causal 1 when a
+   * prefill masks the future.  COMM: op names the collective
+   * ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "send_recv"),
+   * bytes is the whole buffer and ranks the GPUs taking part. */
+  int64_t kv_heads;
+  int64_t window;
+  int causal;
+  int ranks;
+  /* GEMMs whose operands are fp8 keep the output in bf16: the bytes per
+   * element of the output, where it differs from elem_bytes; else 0. */
+  double out_elem_bytes;
 };
 
 /* One GPU, from gpus.d.  Units are in the field names. 0 means unknown/absent. */
