@@ -1,8 +1,10 @@
-/* csv.c: an RFC 4180 reader (quoted fields may hold commas, quotes and newlines). */
+/* csv.c: an RFC 4180 reader (quoted fields may hold commas, quotes and newlines), plain or gzip-compressed. */
 #include <config.h>
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "internal.h"
 
@@ -10,9 +12,14 @@ int
 csv_open (struct csv_reader *r, const char *path)
 {
   memset (r, 0, sizeof *r);
-  r->fp = fopen (path, "r");
-  if (r->fp == NULL)
+  /* zlib reads a file that is not gzip-compressed as it is. */
+  r->gz = gzopen (path, "rb");
+  if (r->gz == NULL) {
+    if (errno == 0)
+      errno = ENOMEM;
     return -1;
+  }
+  gzbuffer (r->gz, 1 << 17);
   r->path = path;
   r->next_line = 1;
   return 0;
@@ -38,8 +45,22 @@ csv_next (struct csv_reader *r)
 
   r->line = r->next_line;
   for (;;) {
-    c = getc (r->fp);
+    c = gzgetc (r->gz);
     if (c == EOF) {
+      int zerr;
+      const char *msg = gzerror (r->gz, &zerr);
+      if (zerr != Z_OK && zerr != Z_BUF_ERROR) {
+        pm_error ("%s:%ld: %s", r->path, r->line,
+                  zerr == Z_ERRNO ? strerror (errno) : msg);
+        free (starts);
+        return -1;
+      }
+      /* A gzip stream cut short reads as EOF with Z_BUF_ERROR. */
+      if (zerr == Z_BUF_ERROR) {
+        pm_error ("%s:%ld: compressed data ends early (truncated file)", r->path, r->line);
+        free (starts);
+        return -1;
+      }
       if (quoted) {
         pm_error ("%s:%ld: unterminated quoted field", r->path, r->line);
         free (starts);
@@ -54,14 +75,14 @@ csv_next (struct csv_reader *r)
     any = true;
     if (quoted) {
       if (c == '"') {
-        int d = getc (r->fp);
+        int d = gzgetc (r->gz);
         if (d == '"')
           push (r, &len, '"');
         else {
           quoted = false;
           after_quote = true;
           if (d != EOF)
-            ungetc (d, r->fp);
+            gzungetc (d, r->gz);
         }
       }
       else {
@@ -121,8 +142,8 @@ csv_next (struct csv_reader *r)
 void
 csv_close (struct csv_reader *r)
 {
-  if (r->fp)
-    fclose (r->fp);
+  if (r->gz)
+    gzclose (r->gz);
   free (r->buf);
   free (r->fields);
   memset (r, 0, sizeof *r);

@@ -59,9 +59,10 @@ typedef int (*ini_file_handler) (void *user, const char *section, const char *na
 /* 0 on success; -1 (reported) if the file cannot be opened or has a syntax error. */
 int ini_file_parse (struct ini_file *f, const char *path, ini_file_handler h, void *user);
 
-/* ---- csv.c: RFC 4180 records ---- */
+/* ---- csv.c: RFC 4180 records, plain or gzip-compressed ---- */
+struct gzFile_s;
 struct csv_reader {
-  FILE *fp;
+  struct gzFile_s *gz;   /* zlib's gzFile */
   const char *path;
   long line;           /* line where the current record starts */
   long next_line;
@@ -70,6 +71,7 @@ struct csv_reader {
   char **fields;
   size_t nfields, fcap;
 };
+/* -1 with errno set if path cannot be opened. */
 int csv_open (struct csv_reader *r, const char *path);
 /* 1: a record in r->fields; 0: end of file; -1: malformed (reported). */
 int csv_next (struct csv_reader *r);
