@@ -34,9 +34,15 @@ static const struct gpu_key gpu_keys[] = {
   { "nic_efficiency", F (nic_efficiency), false },
   { "nic_latency_us", F (nic_latency_us), false },
   { "oversubscription", F (oversubscription), false },
+  { "fp4_tflops", F (fp4_tflops), false },
+  { "fp32_matrix_tflops", F (fp32_matrix_tflops), false },
+  { "tdp_w", F (tdp_w), false },
+  { "base_clock_mhz", F (base_clock_mhz), false },
 };
 #undef F
 #define NKEYS (sizeof gpu_keys / sizeof gpu_keys[0])
+/* Which keys an entry set is a uint32_t bit mask. */
+typedef char gpu_keys_fit_in_mask[NKEYS <= 32 ? 1 : -1];
 static const char *const mandatory[] = { "sms", "fp32_gflops", "mem_gb", "mem_bw_gbps" };
 
 /* Parse state: the entries, the one for [defaults], the line counter. */
@@ -220,6 +226,11 @@ finish (struct gpu_parse *ps)
         pm_error ("%s:%d: [%s]: missing mandatory key '%s'", e->file, e->line, e->name, mandatory[k]);
         errors++;
       }
+    }
+    if (e->gpu.base_clock_mhz > 0 && e->gpu.clock_mhz > 0 && e->gpu.base_clock_mhz > e->gpu.clock_mhz) {
+      pm_error ("%s:%d: [%s]: base_clock_mhz %g is above the boost clock clock_mhz %g",
+                e->file, e->line, e->name, e->gpu.base_clock_mhz, e->gpu.clock_mhz);
+      errors++;
     }
     if (e->vendor == NULL)
       e->vendor = xstrdup ("nvidia");

@@ -122,15 +122,25 @@ cmd_gpus (void)
   struct gpu_db db;
   if (load_gpus (&db) < 0)
     return EXIT_USAGE;
-  printf ("%-24s %-6s %5s %10s %8s %8s %8s %8s %8s %6s  %s\n", "name", "vendor", "SMs",
-          "fp32_gflops", "tf32_tf", "bf16_tf", "fp8_tf", "mem_gb", "mem_gbps", "l2_mb", "aliases");
+  /* The columns up to l2_mb are fixed (scripts read them by position);
+   * later ones: fp32 matrix-core peak, TDP, base/boost clock, link/NIC GB/s. */
+  printf ("%-24s %-6s %5s %10s %7s %7s %7s %6s %8s %5s %7s %7s %7s %5s %9s %8s  %s\n", "name",
+          "vendor", "SMs", "fp32_gflops", "tf32_tf", "bf16_tf", "fp8_tf", "mem_gb", "mem_gbps",
+          "l2_mb", "fp16_tf", "fp4_tf", "f32mx_tf", "tdp_w", "base/mhz", "link/nic", "aliases");
   for (size_t i = 0; i < db.n; i++) {
     const struct gpu_entry *e = &db.v[i];
     const struct perfmod_gpu *g = &e->gpu;
-    printf ("%-24s %-6s %5d %10.0f %8.1f %8.1f %8.1f %8.0f %8.0f %6.0f  ", e->name, e->vendor,
-            g->sms, g->fp32_gflops, g->tensor_tflops[PERFMOD_DTYPE_TF32],
+    char clk[32], net[32];
+    if (g->base_clock_mhz > 0)
+      snprintf (clk, sizeof clk, "%.0f/%.0f", g->base_clock_mhz, g->clock_mhz);
+    else
+      snprintf (clk, sizeof clk, "-/%.0f", g->clock_mhz);
+    snprintf (net, sizeof net, "%g/%g", g->link_gbps, g->nic_gbps);
+    printf ("%-24s %-6s %5d %10.0f %7.1f %7.1f %7.1f %6.0f %8.0f %5.0f %7.1f %7.0f %7.1f %5.0f %9s %8s  ",
+            e->name, e->vendor, g->sms, g->fp32_gflops, g->tensor_tflops[PERFMOD_DTYPE_TF32],
             g->tensor_tflops[PERFMOD_DTYPE_BF16], g->tensor_tflops[PERFMOD_DTYPE_FP8], g->mem_gb,
-            g->mem_bw_gbps, g->l2_mb);
+            g->mem_bw_gbps, g->l2_mb, g->tensor_tflops[PERFMOD_DTYPE_FP16], g->fp4_tflops,
+            g->fp32_matrix_tflops, g->tdp_w, clk, net);
     for (char **a = e->aliases; a && *a; a++)
       printf ("%s%s", a == e->aliases ? "" : ", ", *a);
     putchar ('\n');
@@ -365,14 +375,20 @@ workload_load (struct cli *c, struct workload *w)
   }
   if (load_gpus (&w->gpus) < 0)
     return EXIT_USAGE;
-  if (c->gpu == NULL) {
+  bool gpu_default = c->gpu == NULL;
+  if (gpu_default)
     c->gpu = DEFAULT_GPU;
-    assume (c, "--gpu " DEFAULT_GPU);
-  }
   w->ge = gpu_db_find (&w->gpus, c->gpu);
   if (w->ge == NULL) {
     pm_error ("--gpu '%s': no such GPU (see perfmod gpus)", c->gpu);
     goto fail;
+  }
+  /* A default or an alias: say which gpus.d section it resolved to. */
+  if (gpu_default || !name_eq (c->gpu, w->ge->name)) {
+    char *s = name_eq (c->gpu, w->ge->name) ? xasprintf ("--gpu %s", c->gpu)
+                                            : xasprintf ("--gpu %s = %s", c->gpu, w->ge->name);
+    assume (c, s);
+    free (s);
   }
   if (w->dtype != PERFMOD_DTYPE_FP32 && w->ge->gpu.tensor_tflops[w->dtype] <= 0) {
     pm_error ("--dtype %s: %s has no %s matrix units in gpus.d", c->dtype, w->ge->name, c->dtype);

@@ -115,6 +115,12 @@ struct perfmod_gpu {
   double nic_efficiency;    /* inter-node, 0..1 */
   double nic_latency_us;
   double oversubscription;  /* network oversubscription ratio (1: non-blocking) */
+  /* Since perfmod 0.6 (check struct_size): more of the datasheet.  0 where
+   * the chip has no such unit or gpus.d does not say. */
+  double fp4_tflops;        /* dense FP4 matrix-unit peak, TFLOP/s */
+  double fp32_matrix_tflops; /* dense FP32 matrix-core peak (AMD CDNA), TFLOP/s */
+  double tdp_w;             /* board power (TDP/TBP), W */
+  double base_clock_mhz;    /* base clock; clock_mhz is the boost clock */
 };
 
 /* Peak FLOP/s a kernel of the given dtype can reach on gpu: FP32 uses the

@@ -36,7 +36,7 @@ expect_fail 2 "--mode 'eval'" "bad --mode" -- --mode eval
 expect_fail 2 "--dtype 'fp4'" "bad --dtype" -- --dtype fp4
 expect_fail 2 "--format 'xml'" "bad --format" -- --format xml
 expect_fail 2 "--gpu 'rtx9090'" "unknown GPU named" -- --gpu rtx9090
-expect_fail 2 "--dtype fp8: NVIDIA_A100-PCIE-40GB has no fp8" "fp8 on A100 refused" -- --gpu a100 --dtype fp8
+expect_fail 2 "--dtype fp8: a100-sxm-80gb has no fp8" "fp8 on A100 refused" -- --gpu a100 --dtype fp8
 expect_fail 2 "--predictor 'oracle'" "unknown predictor named" -- --predictor oracle
 expect_fail 2 "--model 'nosuchmodel'" "unknown model named" -- --model nosuchmodel
 
