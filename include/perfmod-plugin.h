@@ -335,6 +335,16 @@ struct perfmod_plugin {
    * sharding and collectives (see struct perfmod_plan).  Without it the
    * dimension is refused for graph-level prediction. */
   int (*plan) (void *state, const struct perfmod_parallel_case *c, struct perfmod_plan *p);
+
+  /* Since perfmod 0.6.  Predictors, optional: the dtypes the predictor's
+   * own model covers for kernels of class kclass (enum
+   * perfmod_kernel_class), one bit (1u << enum perfmod_dtype) each; NULL
+   * means every dtype.  Kernels of other dtypes are still passed to
+   * predict/estimate, which answers as best it can (e.g. with its fp32
+   * model); perfmod says so in one line on stderr and marks the
+   * predictor in its tables.  Called after a successful prediction of a
+   * kernel of that class, once per class. */
+  unsigned (*dtypes) (void *state, int kclass);
 };
 
 /* The single exported symbol of a plugin. */

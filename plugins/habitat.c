@@ -147,6 +147,15 @@ habitat_predict (void *state, const struct perfmod_kernel *k, const struct perfm
   return -1;
 }
 
+/* The dtypes its networks and reference table cover: the parameter
+ * file's dtypes keys (fp32 alone without them). */
+static unsigned
+habitat_dtypes (void *state, int kclass)
+{
+  return learned_dtypes (&((struct state *) state)->l, kclass,
+                         kclass >= PERFMOD_KERNEL_LINEAR && kclass <= PERFMOD_KERNEL_LAYERNORM);
+}
+
 static struct perfmod_plugin plugin = {
   .name = "habitat",
   .version = PACKAGE_VERSION,
@@ -157,6 +166,7 @@ static struct perfmod_plugin plugin = {
   .predict = habitat_predict,
   .config_keys = learned_config_keys,
   .config = habitat_config,
+  .dtypes = habitat_dtypes,
 };
 
 PERFMOD_REGISTER_PLUGIN (plugin)

@@ -3,6 +3,7 @@
 #define PERFMOD_LEARNED_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,6 +45,107 @@ learned_config (struct learned *l, const char *key, const char *value)
   return 0;
 }
 
+/* The dtypes a parameter file's model covers, from its header: the key
+ * "dtypes.CLASS" for one kernel class (CLASS: linear, bmm, elementwise,
+ * softmax, layernorm, attention), else "dtypes" for every class, else
+ * fp32 alone (NeuSight's measurements are fp32).  Each value is a comma
+ * list of the dtypes' names; in the file's header, e.g.
+ *   dtypes: fp32,bf16
+ *   dtypes.linear: fp32,bf16,fp8
+ * (perfmod train: params_set (p, "dtypes.linear", "fp32,bf16,fp8")).  An
+ * unknown name refuses the file when it is loaded. */
+static const char *const learned_dtype_names[PERFMOD_DTYPE_COUNT] = {
+  "fp32", "tf32", "fp16", "bf16", "fp8"
+};
+static const char *const learned_dtype_classes[] = {
+  "linear", "bmm", "elementwise", "softmax", "layernorm", "attention"
+};
+
+/* The key's class name for kclass, or NULL. */
+static inline const char *
+learned_class_key (int kclass)
+{
+  switch (kclass) {
+  case PERFMOD_KERNEL_LINEAR: return "linear";
+  case PERFMOD_KERNEL_BMM: return "bmm";
+  case PERFMOD_KERNEL_ELEMENTWISE: return "elementwise";
+  case PERFMOD_KERNEL_SOFTMAX: return "softmax";
+  case PERFMOD_KERNEL_LAYERNORM: return "layernorm";
+  case PERFMOD_KERNEL_ATTENTION: return "attention";
+  default: return NULL;
+  }
+}
+
+/* A comma list of dtype names as a mask; -1 (naming the key) on an
+ * unknown or missing name. */
+static inline int
+learned_dtype_mask (struct learned *l, const char *key, const char *list, unsigned *mask)
+{
+  const char *p = list;
+  *mask = 0;
+  for (;;) {
+    const char *e = strchr (p, ',');
+    size_t n = e ? (size_t) (e - p) : strlen (p);
+    int d;
+    while (n > 0 && (*p == ' ' || *p == '\t'))
+      p++, n--;
+    while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+      n--;
+    for (d = 0; d < PERFMOD_DTYPE_COUNT; d++)
+      if (strlen (learned_dtype_names[d]) == n && strncmp (p, learned_dtype_names[d], n) == 0)
+        break;
+    if (d == PERFMOD_DTYPE_COUNT) {
+      l->host->error ("%s: %s: '%.*s' is no dtype (expected a comma list of fp32, tf32, "
+                      "fp16, bf16, fp8)", l->path, key, (int) n, p);
+      return -1;
+    }
+    *mask |= 1u << d;
+    if (e == NULL)
+      return 0;
+    p = e + 1;
+  }
+}
+
+/* The file's dtypes keys checked once it is loaded. */
+static inline int
+learned_check_dtypes (struct learned *l)
+{
+  char key[32];
+  unsigned mask;
+  const char *v = l->host->params_get (l->params, "dtypes");
+  if (v && learned_dtype_mask (l, "dtypes", v, &mask) < 0)
+    return -1;
+  for (size_t i = 0; i < sizeof learned_dtype_classes / sizeof learned_dtype_classes[0]; i++) {
+    snprintf (key, sizeof key, "dtypes.%s", learned_dtype_classes[i]);
+    v = l->host->params_get (l->params, key);
+    if (v && learned_dtype_mask (l, key, v, &mask) < 0)
+      return -1;
+  }
+  return 0;
+}
+
+static inline struct perfmod_params *learned_params (struct learned *l);
+
+/* The plugin's dtypes() for a class it models (others: every dtype, as
+ * bytes over bandwidth has no dtype to be wrong about). */
+static inline unsigned
+learned_dtypes (struct learned *l, int kclass, int modelled)
+{
+  const char *name = learned_class_key (kclass), *v;
+  char key[32];
+  unsigned mask = 1u << PERFMOD_DTYPE_FP32;
+  if (!modelled || name == NULL)
+    return ~0u;
+  if (l->params == NULL && learned_params (l) == NULL)
+    return mask;
+  snprintf (key, sizeof key, "dtypes.%s", name);
+  if ((v = l->host->params_get (l->params, key)) == NULL)
+    v = l->host->params_get (l->params, strcpy (key, "dtypes"));
+  if (v && learned_dtype_mask (l, key, v, &mask) < 0)
+    return 1u << PERFMOD_DTYPE_FP32;        /* refused at loading; not reached */
+  return mask;
+}
+
 /* The parameters, loaded on first use; NULL after host->error(). */
 static inline struct perfmod_params *
 learned_params (struct learned *l)
@@ -71,6 +173,11 @@ learned_params (struct learned *l)
   if (who == NULL || strcmp (who, l->name) != 0) {
     l->host->error ("%s holds parameters for '%s', not %s", l->path, who ? who : "(none)",
                     l->name);
+    l->host->params_free (l->params);
+    l->params = NULL;
+    l->failed = 1;
+  }
+  else if (learned_check_dtypes (l) < 0) {
     l->host->params_free (l->params);
     l->params = NULL;
     l->failed = 1;

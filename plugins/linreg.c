@@ -93,6 +93,15 @@ linreg_predict (void *state, const struct perfmod_kernel *k, const struct perfmo
   return 0;
 }
 
+/* The dtypes its fits cover: the parameter file's dtypes keys (fp32 alone
+ * without them, as NeuSight's measurements are). */
+static unsigned
+linreg_dtypes (void *state, int kclass)
+{
+  return learned_dtypes (state, kclass,
+                         kclass >= PERFMOD_KERNEL_LINEAR && kclass <= PERFMOD_KERNEL_LAYERNORM);
+}
+
 static struct perfmod_plugin plugin = {
   .name = "linreg",
   .version = PACKAGE_VERSION,
@@ -103,6 +112,7 @@ static struct perfmod_plugin plugin = {
   .predict = linreg_predict,
   .config_keys = learned_config_keys,
   .config = linreg_config,
+  .dtypes = linreg_dtypes,
 };
 
 PERFMOD_REGISTER_PLUGIN (plugin)

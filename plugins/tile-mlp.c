@@ -383,6 +383,14 @@ tm_predict (void *state, const struct perfmod_kernel *k, const struct perfmod_gp
   return rc;
 }
 
+/* The dtypes its networks were trained on, per class: the parameter
+ * file's dtypes keys (fp32 alone without them, as NeuSight's data is). */
+static unsigned
+tm_dtypes (void *state, int kclass)
+{
+  return learned_dtypes (&((struct state *) state)->l, kclass, class_of (kclass) >= 0);
+}
+
 static struct perfmod_plugin plugin = {
   .name = TILEMLP_NAME,
   .version = PACKAGE_VERSION,
@@ -394,6 +402,7 @@ static struct perfmod_plugin plugin = {
   .estimate = tm_estimate,
   .config_keys = tm_keys,
   .config = tm_config,
+  .dtypes = tm_dtypes,
 };
 
 PERFMOD_REGISTER_PLUGIN (plugin)

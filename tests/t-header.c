@@ -13,7 +13,7 @@ header_predict (void *s, const struct perfmod_kernel *k, const struct perfmod_gp
 
 static struct perfmod_plugin plugin = {
   0, 0, "header", "1", "header test", PERFMOD_PLUGIN_PREDICTOR,
-  NULL, NULL, header_predict, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+  NULL, NULL, header_predict, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 };
 
 PERFMOD_REGISTER_PLUGIN (plugin)
