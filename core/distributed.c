@@ -240,7 +240,7 @@ done:
     cell_strategy (&s, c->dim, c->gpus, c->batch);
     memset (&d, 0, sizeof d);
     d.s = &s;
-    d.dtype = PERFMOD_DTYPE_FP32;
+    d.prec = precision_train ("fp32");   /* NeuSight's Megatron runs were fp32 */
     d.train = true;
     d.batch = c->batch;
     d.seq = c->seq;

@@ -189,8 +189,9 @@ void model_param_parts (const struct model_cfg *m, double *embed, double *head, 
 const char *family_name (int family);
 
 /* ---- memory.c ---- */
+struct precision;
 struct memory_options {
-  int dtype;
+  const struct precision *prec; /* NULL: fp32 */
   int64_t batch, seq;    /* micro-batch sequences and tokens */
   bool train;
   enum pm_recompute recompute;
@@ -323,6 +324,11 @@ struct plugin {
   void *dl;
   void *state;
   bool initialised;
+  /* dtypes(): its answer per kernel class, asked once (bit kclass of
+   * dtypes_asked); and per dtype, the classes of the kernels this run
+   * predicted outside the predictor's own model (a bit per kclass) */
+  unsigned dtypes_of[16], dtypes_asked;
+  unsigned fallback[PERFMOD_DTYPE_COUNT];
 };
 struct plugin_set {
   struct plugin *v;
@@ -342,6 +348,13 @@ int plugin_estimate (struct plugin *pl, const struct perfmod_kernel *k,
                      const struct perfmod_gpu *gpu, struct perfmod_estimate *e);
 int plugin_predict (struct plugin *pl, const struct perfmod_kernel *k,
                     const struct perfmod_gpu *gpu, double *seconds);
+/* Whether a predictor's own model covers dtype for kclass (its dtypes()
+ * callback; none: every dtype). */
+bool plugin_covers (struct plugin *pl, int kclass, int dtype);
+/* Whether the run predicted kernels of pl outside its model. */
+bool plugin_fell_back (const struct plugin *pl);
+/* One line on fp for each predictor that did (perfmod: note: ...). */
+void plugins_note_fallbacks (const struct plugin_set *set, FILE *fp);
 /* --plugin-opt NAME:KEY=VALUE. */
 int plugin_configure (struct plugin_set *set, const char *opt);
 void plugins_unload (struct plugin_set *set);
@@ -380,7 +393,7 @@ struct comm_groups {     /* where each dimension's ranks lie (enum pdim) */
 typedef void (*kernel_seen_fn) (void *ctx, const struct perfmod_kernel *k, double weight,
                                 double seconds);
 struct run_options {
-  int dtype;
+  const struct precision *prec;     /* NULL: fp32 */
   bool train;
   int comm_group;        /* ranks in an imported graph's collectives */
   const struct comm_groups *groups; /* a built graph's collectives; NULL: none */
@@ -391,7 +404,7 @@ int predict_graph (struct plugin *pred, const struct graph *g,
                    const struct perfmod_gpu *gpu, const struct run_options *o,
                    struct prediction *out);
 void prediction_free (struct prediction *p);
-void kop_to_kernel (const struct kop *o, const struct node *nd, int dtype,
+void kop_to_kernel (const struct kop *o, const struct node *nd, const struct precision *pr,
                     struct perfmod_kernel *k);
 double dtype_bytes (int dtype);
 /* Training in this dtype is mixed precision (fp32 master weights). */
@@ -400,12 +413,39 @@ const char *dtype_name (int dtype);
 int dtype_parse (const char *s);
 const char *kclass_name (int kclass);
 /* A fused node's one kernel of phase; false if the phase has none. */
-bool fused_kernel (const struct node *nd, int phase, int dtype, struct perfmod_kernel *k);
+bool fused_kernel (const struct node *nd, int phase, const struct precision *pr,
+                   struct perfmod_kernel *k);
+/* A run's numeric precision: the dtype each kernel class runs in and the
+ * bytes one parameter and one activation take.  Inference has one per
+ * --dtype, training one per --precision (fp32, tf32, amp-fp16, bf16, fp8:
+ * Transformer Engine's, GEMMs in fp8 and the rest in bf16). */
+struct precision {
+  const char *name;
+  int gemm;              /* enum perfmod_dtype of LINEAR and BMM kernels */
+  int other;             /* of every other kernel */
+  double weight_bytes;   /* per parameter: the weights the kernels read */
+  double master_bytes;   /* per parameter: the fp32 master copy of mixed precision, else 0 */
+  double grad_bytes;     /* per parameter: gradients (training) */
+  double moment_bytes;   /* per parameter: Adam's two moments (training) */
+  double act_bytes;      /* per activation (and KV-cache) element */
+};
+/* The training precision of that name, or NULL. */
+const struct precision *precision_train (const char *name);
+/* Inference at dtype. */
+const struct precision *precision_infer (int dtype);
+/* What --dtype D means: inference at D, or training's precision of that
+ * name (fp16: amp-fp16). */
+const struct precision *precision_of_dtype (int dtype, bool train);
+/* The dtype of a kernel of kclass (p NULL: fp32). */
+int precision_dtype (const struct precision *p, int kclass);
+/* What users run on gpu: bf16 where it has bf16 matrix units, fp16 where
+ * it has only fp16 ones, else fp32. */
+int default_dtype (const struct perfmod_gpu *gpu);
 
 /* ---- parallel.c: graph-level parallelism ---- */
 struct dist_options {
   const struct strategy *s;
-  int dtype;
+  const struct precision *prec; /* NULL: fp32 */
   bool train, fusion;
   int64_t batch, seq;    /* global batch (sequences) and tokens per sequence */
   int64_t gen;
@@ -468,12 +508,13 @@ void kernel_cost (const struct perfmod_kernel *k, double *flops, double *bytes);
 const char *kernel_regime (double flops, double bytes, const struct perfmod_gpu *gpu, int dtype);
 typedef void (*graph_kernel_fn) (void *ctx, size_t node, int phase, const struct perfmod_kernel *k);
 /* Every kernel of the graph (one layer copy; weight with graph_weight). */
-void graph_kernels (const struct graph *g, int dtype, bool train, graph_kernel_fn fn, void *ctx);
+void graph_kernels (const struct graph *g, const struct precision *pr, bool train,
+                    graph_kernel_fn fn, void *ctx);
 /* FLOPs of the whole graph (every layer copy). */
-double graph_flops (const struct graph *g, int dtype, bool train);
+double graph_flops (const struct graph *g, const struct precision *pr, bool train);
 /* perfmod graph: the kernels as CSV, or per-class totals as a table. */
-int graph_report (const struct graph *g, const struct perfmod_gpu *gpu, int dtype, bool train,
-                  bool csv, FILE *out);
+int graph_report (const struct graph *g, const struct perfmod_gpu *gpu,
+                  const struct precision *pr, bool train, bool csv, FILE *out);
 
 /* ---- explain.c ---- */
 struct workload;

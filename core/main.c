@@ -19,7 +19,7 @@
 #define DEFAULT_IN_DIST "p4,p100,v100,t4,a100-40gb"
 
 struct cli {
-  const char *model, *opgraph, *gpu, *mode, *dtype, *predictors, *strategy, *format;
+  const char *model, *opgraph, *gpu, *mode, *dtype, *precision, *predictors, *strategy, *format;
   const char *neusight, *table, *graph, *plot;
   const char *data, *out, *reference, *in_dist, *features;
   int64_t batch, seq, nodes, gpus_per_node, layers, seed, epochs, members, gen;
@@ -38,7 +38,8 @@ usage (FILE *fp)
 {
   fputs ("Usage: perfmod [predict] [--model NAME|config.json] [--opgraph FILE.csv]\n"
          "               [--gpu NAME] [--batch N] [--seq N] [--mode inf|train]\n"
-         "               [--dtype fp32|tf32|fp16|bf16|fp8] [--predictor NAME[,NAME...]]\n"
+         "               [--dtype fp32|tf32|fp16|bf16|fp8] [--precision fp32|amp-fp16|bf16|fp8]\n"
+         "               [--predictor NAME[,NAME...]]\n"
          "               [--strategy SPEC|PRESET] [--nodes N] [--gpus-per-node N] [--explain]\n"
          "               [--per-op] [--format table|csv|json] [--plugin-path DIR]...\n"
          "               [--layers N] [--fusion] [--gen N] [--plot FILE.svg] [--verbose]\n"
@@ -55,8 +56,11 @@ usage (FILE *fp)
          "       (any command) [--plugin-opt NAME:KEY=VALUE]...\n"
          "       perfmod --help | --version\n"
          "\n"
-         "With no arguments: GPT-2 Large inference, batch 4 x 1024 tokens, fp32, on one\n"
-         "H100 (NeuSight's H100 80GB HBM3), with the roofline predictor.\n"
+         "With no arguments: GPT-2 Large inference, batch 4 x 1024 tokens, bf16, on one\n"
+         "H100 (NeuSight's H100 80GB HBM3), with the roofline predictor.  --dtype (inference)\n"
+         "and --precision (training) default to what users run on the GPU: bf16 where it has\n"
+         "bf16 matrix units, fp16 where it has fp16 ones only, else fp32 (and fp32 for an\n"
+         "imported NeuSight --opgraph trace, whose runs were fp32).\n"
          "Environment: PERFMOD_PLUGIN_DIR replaces the installed plugin directory,\n"
          "PERFMOD_DATADIR the data directory (gpus.d, strategies.d, tiles.d, models, params),\n"
          "PERFMOD_NEUSIGHT gives reproduce's and eval's default --neusight.\n"
@@ -216,6 +220,7 @@ struct extras {
   double mfu;                    /* achieved / peak FLOP/s, 0 if unknown */
   double decode_ms;              /* one decode step (time per output token), 0 without --gen */
   int64_t batch, gen;
+  bool fallback;                 /* kernels of a dtype outside the predictor's model */
 };
 
 static json_t *
@@ -245,6 +250,7 @@ json_prediction (json_t *arr, const struct prediction *p, const struct graph *g,
                          "kernels", (json_int_t) p->kernels,
                          "unique_kernels", (json_int_t) p->unique_kernels);
   json_object_set_new (o, "mfu", json_real (x->mfu));
+  json_object_set_new (o, "dtype_fallback", json_boolean (x->fallback));
   if (x->gen > 0) {
     json_object_set_new (o, "ttft_ms", json_real (p->e2e_ms));
     json_object_set_new (o, "tpot_ms", json_real (x->decode_ms));
@@ -334,7 +340,7 @@ struct workload {
   const struct gpu_entry *ge;
   struct model_cfg m;
   struct graph g;
-  int dtype;
+  const struct precision *prec;  /* the run's dtypes and bytes */
   int64_t batch, seq;            /* the run's: given, or the imported graph's */
   bool train, have_model, have_graph;
 };
@@ -348,11 +354,54 @@ workload_free (struct workload *w)
   gpu_db_free (&w->gpus);
 }
 
+/* The run's precision: --precision (training), --dtype (inference, or the
+ * training precision of that name), else what users run on the GPU;
+ * fp32 for an imported trace, as NeuSight traced fp32 runs.  A given one
+ * the GPU has no units for is refused. */
+static int
+precision_resolve (struct cli *c, struct workload *w, int dtype)
+{
+  const char *opt = c->precision ? "--precision" : "--dtype";
+  const char *val = c->precision ? c->precision : c->dtype;
+  char *what = NULL;
+  if (c->precision)
+    w->prec = precision_train (c->precision);
+  else if (c->dtype) {
+    w->prec = precision_of_dtype (dtype, w->train);
+    if (strcmp (w->prec->name, c->dtype) != 0)
+      what = xasprintf ("--precision %s (--dtype %s in training)", w->prec->name, c->dtype);
+  }
+  else if (c->opgraph) {
+    w->prec = precision_of_dtype (PERFMOD_DTYPE_FP32, w->train);
+    what = xasprintf ("%s fp32 (NeuSight's traces are of fp32 runs)",
+                      w->train ? "--precision" : "--dtype");
+  }
+  else {
+    w->prec = precision_of_dtype (default_dtype (&w->ge->gpu), w->train);
+    what = xasprintf ("%s %s (default for %s)", w->train ? "--precision" : "--dtype",
+                      w->prec->name, c->gpu);
+  }
+  if (what) {
+    assume (c, what);
+    free (what);
+  }
+  for (int i = 0; i < 2 && val; i++) {
+    int d = i ? w->prec->other : w->prec->gemm;
+    if (d != PERFMOD_DTYPE_FP32 && w->ge->gpu.tensor_tflops[d] <= 0) {
+      pm_error ("%s %s: %s has no %s matrix units in gpus.d", opt, val, w->ge->name,
+                dtype_name (d));
+      return -1;
+    }
+  }
+  return 0;
+}
+
 /* Resolve the options into a workload; an exit status on failure (the
  * workload is then freed). */
 static int
 workload_load (struct cli *c, struct workload *w)
 {
+  int dtype = PERFMOD_DTYPE_FP32;
   memset (w, 0, sizeof *w);
   if (c->mode == NULL) {
     c->mode = "inf";
@@ -363,10 +412,24 @@ workload_load (struct cli *c, struct workload *w)
     return EXIT_USAGE;
   }
   w->train = strcmp (c->mode, "train") == 0;
-  if (c->dtype == NULL)
-    c->dtype = "fp32";
-  if ((w->dtype = dtype_parse (c->dtype)) < 0) {
+  if (c->dtype && (dtype = dtype_parse (c->dtype)) < 0) {
     pm_error ("--dtype '%s': expected fp32, tf32, fp16, bf16 or fp8", c->dtype);
+    return EXIT_USAGE;
+  }
+  if (c->precision && precision_train (c->precision) == NULL) {
+    pm_error ("--precision '%s': expected fp32, amp-fp16, bf16 or fp8 (or tf32: fp32 with TF32 "
+              "GEMMs)", c->precision);
+    return EXIT_USAGE;
+  }
+  if (c->precision && !w->train) {
+    pm_error ("--precision %s: a training precision (--mode train); inference takes --dtype",
+              c->precision);
+    return EXIT_USAGE;
+  }
+  if (c->precision && c->dtype &&
+      precision_of_dtype (dtype, true) != precision_train (c->precision)) {
+    pm_error ("--dtype %s and --precision %s disagree: give training its --precision alone",
+              c->dtype, c->precision);
     return EXIT_USAGE;
   }
   if (strcmp (c->format, "table") && strcmp (c->format, "csv") && strcmp (c->format, "json")) {
@@ -390,10 +453,8 @@ workload_load (struct cli *c, struct workload *w)
     assume (c, s);
     free (s);
   }
-  if (w->dtype != PERFMOD_DTYPE_FP32 && w->ge->gpu.tensor_tflops[w->dtype] <= 0) {
-    pm_error ("--dtype %s: %s has no %s matrix units in gpus.d", c->dtype, w->ge->name, c->dtype);
+  if (precision_resolve (c, w, dtype) < 0)
     goto fail;
-  }
   if (c->opgraph == NULL || c->model != NULL || c->explain) {
     if (resolve_model (c, &w->m) < 0)
       goto fail;
@@ -444,7 +505,7 @@ dist_options_init (struct dist_options *o, const struct cli *c, const struct wor
 {
   memset (o, 0, sizeof *o);
   o->s = s;
-  o->dtype = w->dtype;
+  o->prec = w->prec;
   o->train = w->train;
   o->fusion = c->fusion;
   o->batch = w->batch;
@@ -490,9 +551,9 @@ cmd_graph (struct cli *c, struct plugin_set *set)
     if (strcmp (c->format, "table") == 0)
       printf ("%s: %s, batch %lld x seq %lld, %s, %s graph, %lld layers\n",
               w.have_model ? w.m.name : c->opgraph, w.train ? "training step" : "inference",
-              (long long) w.batch, (long long) w.seq, c->dtype,
+              (long long) w.batch, (long long) w.seq, w.prec->name,
               c->opgraph ? "imported" : "built", (long long) w.g.repeat);
-    graph_report (&w.g, &w.ge->gpu, w.dtype, w.train, strcmp (c->format, "csv") == 0, stdout);
+    graph_report (&w.g, &w.ge->gpu, w.prec, w.train, strcmp (c->format, "csv") == 0, stdout);
   }
   workload_free (&w);
   return rc;
@@ -500,20 +561,36 @@ cmd_graph (struct cli *c, struct plugin_set *set)
 
 /* The JSON answer's description of the run. */
 static json_t *
-json_run (const struct cli *c, const char *model, const char *graph, const char *gpu,
-          int64_t batch, int64_t seq, int64_t layers)
+json_run (const struct cli *c, const struct precision *prec, const char *model, const char *graph,
+          const char *gpu, int64_t batch, int64_t seq, int64_t layers)
 {
   json_t *root = json_object ();
   json_object_set_new (root, "model", json_string (model));
   json_object_set_new (root, "graph", json_string (graph));
   json_object_set_new (root, "gpu", json_string (gpu));
   json_object_set_new (root, "mode", json_string (c->mode));
-  json_object_set_new (root, "dtype", json_string (c->dtype));
+  json_object_set_new (root, "dtype", json_string (dtype_name (prec->gemm)));
+  json_object_set_new (root, "precision", json_string (prec->name));
+  json_object_set_new (root, "dtypes", json_pack ("{s:s, s:s}", "gemm", dtype_name (prec->gemm),
+                                                  "other", dtype_name (prec->other)));
   json_object_set_new (root, "batch", json_integer (batch));
   json_object_set_new (root, "seq", json_integer (seq));
   json_object_set_new (root, "layers", json_integer (layers));
   json_object_set_new (root, "assumed", json_string (c->assumed ? c->assumed : ""));
   return root;
+}
+
+/* A predictor's column: its name, with a trailing * where the run
+ * predicted kernels of a dtype its own model does not cover. */
+#define FALLBACK_FOOTNOTE "(*: the predictor has no model of its own for some of this run's " \
+  "kernel dtypes and predicted them with the one it has; see the note on stderr)"
+
+static void
+print_column_head (const struct plugin *pl)
+{
+  char head[64];
+  snprintf (head, sizeof head, "%s%s", pl->p.name, plugin_fell_back (pl) ? "*" : "");
+  printf (" %14s", head);
 }
 
 /* A step under a strategy: the plugins' plans, the stage graphs, the
@@ -526,7 +603,9 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
   struct dist_result *r = xcalloc (npred, sizeof *r);
   struct timespec t0, t1;
   int gpus = s->tp * s->pp * s->dp, nodes = (gpus + gpn - 1) / gpn;
-  double peak = perfmod_gpu_peak_flops (&w->ge->gpu, w->dtype);
+  double peak = perfmod_gpu_peak_flops (&w->ge->gpu, w->prec->gemm);
+  struct plugin **pls = xcalloc (npred, sizeof *pls);
+  bool marked = false;
   int rc = EXIT_RUNTIME;
 
   dist_options_init (&o, c, w, s, gpn);
@@ -536,7 +615,7 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
   }
   clock_gettime (CLOCK_MONOTONIC, &t0);
   for (size_t p = 0; p < npred; p++) {
-    struct plugin *pl = predictor_find (set, names[p]);
+    struct plugin *pl = pls[p] = predictor_find (set, names[p]);
     if (pl == NULL) {
       rc = EXIT_USAGE;
       goto out;
@@ -545,11 +624,13 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
       rc = EXIT_RUNTIME;
       goto out;
     }
+    marked |= plugin_fell_back (pl);
   }
   clock_gettime (CLOCK_MONOTONIC, &t1);
 
   if (strcmp (c->format, "json") == 0) {
-    json_t *root = json_run (c, w->m.name, "builder", w->ge->name, w->batch, w->seq, w->m.layers);
+    json_t *root = json_run (c, w->prec, w->m.name, "builder", w->ge->name, w->batch, w->seq,
+                             w->m.layers);
     json_t *arr = json_array ();
     json_object_set_new (root, "strategy",
                          json_pack ("{s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:i, s:s, s:b, s:i, s:i, s:i}",
@@ -573,6 +654,7 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
                              "kernels", (json_int_t) r[p].kernels, "unique_kernels",
                              (json_int_t) r[p].unique_kernels);
       json_object_set_new (e, "memory", json_memory (&r[p].mem));
+      json_object_set_new (e, "dtype_fallback", json_boolean (plugin_fell_back (pls[p])));
       json_array_append_new (arr, e);
     }
     json_object_set_new (root, "predictions", arr);
@@ -599,7 +681,7 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
                                         "pp_comm_ms", "dp_comm_ms", "dp_hidden_ms", "mfu_%" };
     printf ("perfmod %s: %s, %s, global batch %lld x seq %lld, %s, on %s (built graph, %lld "
             "layers)\n", PACKAGE_VERSION, w->m.name, w->train ? "training step" : "inference",
-            (long long) w->batch, (long long) w->seq, c->dtype, w->ge->name,
+            (long long) w->batch, (long long) w->seq, w->prec->name, w->ge->name,
             (long long) w->m.layers);
     if (c->assumed)
       printf ("assumed: %s\n", c->assumed);
@@ -613,7 +695,7 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
             nodes == 1 ? "" : "s", gpn, r[0].microbatches, r[0].microbatches == 1 ? "" : "es");
     printf ("\n%-12s", "");
     for (size_t p = 0; p < npred; p++)
-      printf (" %14s", names[p]);
+      print_column_head (pls[p]);
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
       printf ("\n%-12s", rows[i]);
       for (size_t p = 0; p < npred; p++) {
@@ -636,14 +718,17 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
             "tp/ep/pp ones inside pipeline_ms; grads_ms: the exposed part of dp's; predicted in "
             "%.2f ms)\n",
             ((double) (t1.tv_sec - t0.tv_sec) * 1e3 + (double) (t1.tv_nsec - t0.tv_nsec) / 1e6));
+    if (marked)
+      puts (FALLBACK_FOOTNOTE);
   }
   if (c->explain &&
-      explain_strategy (set, s, &w->m, &w->ge->gpu, w->batch, w->seq, w->dtype, gpn,
+      explain_strategy (set, s, &w->m, &w->ge->gpu, w->batch, w->seq, w->prec->gemm, gpn,
                         explain_stream (c)) < 0)
     goto out;
   rc = 0;
 out:
   free (r);
+  free (pls);
   return rc;
 }
 
@@ -659,7 +744,9 @@ cmd_predict (struct cli *c, struct plugin_set *set)
   struct prediction *pr = NULL;
   char **names = NULL;
   size_t npred = 0;
-  int rc, dtype, gpn;
+  struct plugin **pls = NULL;
+  bool marked = false;
+  int rc, gpn;
   int64_t batch, seq;
   bool train;
   struct timespec t0, t1;
@@ -674,7 +761,6 @@ cmd_predict (struct cli *c, struct plugin_set *set)
   rc = EXIT_USAGE;
   ge = w.ge;
   gp = &w.g;
-  dtype = w.dtype;
   train = w.train;
   batch = w.batch;
   seq = w.seq;
@@ -713,10 +799,10 @@ cmd_predict (struct cli *c, struct plugin_set *set)
     have_decode = true;
   }
   if (w.have_model) {
-    struct memory_options mo = { dtype, batch, seq, train, s.recompute, 0, c->gen, NULL };
+    struct memory_options mo = { w.prec, batch, seq, train, s.recompute, 0, c->gen, NULL };
     memory_estimate (&w.m, &mo, &ge->gpu, &mem);
   }
-  flops = graph_flops (gp, dtype, train);
+  flops = graph_flops (gp, w.prec, train);
 
   names = strv_split (c->predictors ? c->predictors : "roofline", ',');
   if (c->predictors == NULL)
@@ -724,23 +810,19 @@ cmd_predict (struct cli *c, struct plugin_set *set)
   npred = strv_len (names);
   pr = xcalloc (npred, sizeof *pr);
   x = xcalloc (npred, sizeof *x);
+  pls = xcalloc (npred, sizeof *pls);
   memset (&ro, 0, sizeof ro);
-  ro.dtype = dtype;
+  ro.prec = w.prec;
   ro.train = train;
   ro.comm_group = s.tp * s.dp * s.pp;
   clock_gettime (CLOCK_MONOTONIC, &t0);
   for (size_t p = 0; p < npred; p++) {
-    struct plugin *pl = predictor_find (set, names[p]);
+    struct plugin *pl = pls[p] = predictor_find (set, names[p]);
     if (pl == NULL) {
       rc = EXIT_USAGE;
       npred = p;
       goto out;
     }
-    if (dtype != PERFMOD_DTYPE_FP32 && strcmp (names[p], "roofline") != 0 &&
-        paper_method_name (names[p]) != NULL)
-      fprintf (stderr, "perfmod: note: %s was trained on fp32 kernel measurements only; at %s it "
-               "predicts each kernel's fp32 equivalent (fp32 peak and bandwidth inputs), an "
-               "upper bound where matrix units are faster\n", names[p], c->dtype);
     /* the chart shows the first predictor's kernels */
     ro.on_kernel = c->plot && p == 0 ? roofline_plot_kernel : NULL;
     ro.on_kernel_ctx = &plot;
@@ -753,7 +835,7 @@ cmd_predict (struct cli *c, struct plugin_set *set)
     x[p].batch = batch;
     x[p].gen = c->gen;
     x[p].mfu = pr[p].e2e_ms > 0 ? flops / (pr[p].e2e_ms / 1e3)
-                                  / perfmod_gpu_peak_flops (&ge->gpu, dtype) : 0;
+                                  / perfmod_gpu_peak_flops (&ge->gpu, w.prec->gemm) : 0;
     if (have_decode) {
       struct prediction dp;
       if (predict_graph (pl, &dg, &ge->gpu, &ro, &dp) < 0) {
@@ -766,12 +848,14 @@ cmd_predict (struct cli *c, struct plugin_set *set)
     }
   }
   clock_gettime (CLOCK_MONOTONIC, &t1);
+  for (size_t p = 0; p < npred; p++)
+    marked |= plugin_fell_back (pls[p]);
 
   if (c->plot) {
     char *title = xasprintf ("%s, %s, batch %lld x seq %lld", w.have_model ? w.m.name : c->opgraph,
                              train ? "training step" : "inference (prefill)", (long long) batch,
                              (long long) seq);
-    int prc = roofline_plot_write (&plot, c->plot, &ge->gpu, dtype, title, names[0]);
+    int prc = roofline_plot_write (&plot, c->plot, &ge->gpu, w.prec->gemm, title, names[0]);
     free (title);
     if (prc < 0) {
       rc = EXIT_RUNTIME;
@@ -779,11 +863,13 @@ cmd_predict (struct cli *c, struct plugin_set *set)
     }
   }
   if (strcmp (c->format, "json") == 0) {
-    json_t *root = json_run (c, w.have_model ? w.m.name : c->opgraph, gp->source, ge->name,
-                             batch, seq, gp->repeat);
+    json_t *root = json_run (c, w.prec, w.have_model ? w.m.name : c->opgraph, gp->source,
+                             ge->name, batch, seq, gp->repeat);
     json_t *arr = json_array ();
-    for (size_t p = 0; p < npred; p++)
+    for (size_t p = 0; p < npred; p++) {
+      x[p].fallback = plugin_fell_back (pls[p]);
       json_prediction (arr, &pr[p], gp, c->per_op, &x[p]);
+    }
     json_object_set_new (root, "predictions", arr);
     json_dumpf (root, stdout, JSON_INDENT (2) | JSON_REAL_PRECISION (10));
     putchar ('\n');
@@ -811,7 +897,7 @@ cmd_predict (struct cli *c, struct plugin_set *set)
             PACKAGE_VERSION, w.have_model ? w.m.name : c->opgraph,
             train ? "training step" : c->gen > 0 ? "inference (prefill, then decode)"
             : "inference (prefill)", (long long) batch,
-            (long long) seq, c->dtype, ge->name,
+            (long long) seq, w.prec->name, ge->name,
             c->opgraph ? "imported" : "built", (long long) gp->repeat);
     if (c->assumed)
       printf ("assumed: %s\n", c->assumed);
@@ -821,7 +907,7 @@ cmd_predict (struct cli *c, struct plugin_set *set)
               s.dp, s.ep, s.tp * s.pp * s.dp, s.tp * s.pp * s.dp);
     printf ("\n%-10s", "");
     for (size_t p = 0; p < npred; p++)
-      printf (" %14s", pr[p].predictor);
+      print_column_head (pls[p]);
     static const char *const rows[] = { "e2e_ms", "fw_ms", "bw_ms", "acc_ms" };
     for (int r = 0; r < 4; r++) {
       printf ("\n%-10s", rows[r]);
@@ -861,11 +947,13 @@ cmd_predict (struct cli *c, struct plugin_set *set)
     printf ("\n\n(bw_ms includes acc_ms, the gradient accumulation; spread_ms: the sum of the "
             "kernels' ensemble spreads, at least the spread of e2e_ms; predicted in %.2f ms)\n",
             ((double) (t1.tv_sec - t0.tv_sec) * 1e3 + (double) (t1.tv_nsec - t0.tv_nsec) / 1e6));
+    if (marked)
+      puts (FALLBACK_FOOTNOTE);
     if (c->per_op)
       print_per_op (c, gp, pr, npred);
   }
   if (c->explain) {
-    if (explain_strategy (set, &s, &w.m, &ge->gpu, batch, seq, dtype, gpn,
+    if (explain_strategy (set, &s, &w.m, &ge->gpu, batch, seq, w.prec->gemm, gpn,
                           explain_stream (c)) < 0) {
       rc = EXIT_RUNTIME;
       goto out;
@@ -877,6 +965,7 @@ out:
     prediction_free (&pr[p]);
   free (pr);
   free (x);
+  free (pls);
   roofline_plot_free (&plot);
   strv_free (names);
   if (have_decode)
@@ -1012,7 +1101,8 @@ push_arg (char ***v, size_t *n, char *arg)
 int
 main (int argc, char **argv)
 {
-  enum { O_MODEL = 256, O_OPGRAPH, O_GPU, O_BATCH, O_SEQ, O_MODE, O_DTYPE, O_PRED, O_STRAT,
+  enum { O_MODEL = 256, O_OPGRAPH, O_GPU, O_BATCH, O_SEQ, O_MODE, O_DTYPE, O_PRECISION, O_PRED,
+         O_STRAT,
          O_NODES, O_GPN, O_PEROP, O_FORMAT, O_PPATH, O_EXPLAIN, O_NEUSIGHT, O_TABLE, O_LAYERS,
          O_DATA, O_OUT, O_SEED, O_EPOCHS, O_MEMBERS, O_REFERENCE, O_INDIST, O_POPT, O_FUSION, O_GEN, O_GRAPH,
          O_PLOT, O_KEEPTHR, O_KEEPFLOOR, O_FEATURES };
@@ -1024,6 +1114,7 @@ main (int argc, char **argv)
     { "seq", required_argument, NULL, O_SEQ },
     { "mode", required_argument, NULL, O_MODE },
     { "dtype", required_argument, NULL, O_DTYPE },
+    { "precision", required_argument, NULL, O_PRECISION },
     { "predictor", required_argument, NULL, O_PRED },
     { "strategy", required_argument, NULL, O_STRAT },
     { "nodes", required_argument, NULL, O_NODES },
@@ -1098,6 +1189,7 @@ main (int argc, char **argv)
     case O_POPT: push_arg (&c.plugin_opts, &c.nopts, optarg); break;
     case O_MODE: c.mode = optarg; break;
     case O_DTYPE: c.dtype = optarg; break;
+    case O_PRECISION: c.precision = optarg; break;
     case O_PRED: c.predictors = optarg; break;
     case O_STRAT: c.strategy = optarg; break;
     case O_PEROP: c.per_op = true; break;
@@ -1240,6 +1332,8 @@ main (int argc, char **argv)
     rc = cmd_graph (&c, &set);
   else
     rc = cmd_predict (&c, &set);
+  /* once per run, whichever command predicted the kernels */
+  plugins_note_fallbacks (&set, stderr);
   plugins_unload (&set);
   cli_free (&c);
   return rc;

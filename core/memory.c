@@ -46,10 +46,11 @@ void
 memory_estimate (const struct model_cfg *m, const struct memory_options *o,
                  const struct perfmod_gpu *gpu, struct memory_estimate *out)
 {
-  double p = model_params (m), eb = dtype_bytes (o->dtype);
+  const struct precision *pr = o->prec ? o->prec : precision_of_dtype (PERFMOD_DTYPE_FP32,
+                                                                       o->train);
+  double p = model_params (m), eb = pr->act_bytes;
   double b = (double) o->batch, s = (double) o->seq, l = (double) m->layers;
   double h = (double) m->hidden, v = (double) m->vocab;
-  bool mixed = dtype_mixed (o->dtype);
   double sum;
 
   const struct mem_shard *sh = o->shard;
@@ -61,22 +62,26 @@ memory_estimate (const struct model_cfg *m, const struct memory_options *o,
   if (o->train) {
     double tp = sh ? sh->tp : 1, copies = sh ? sh->layer_copies : l;
     bool sp = sh && sh->sp;
-    /* Mixed precision keeps 2-byte weights, fp32 gradients and Adam's
-     * fp32 master weights and two moments (Megatron's 18 bytes per
-     * parameter); fp32 training has no master copy (16). */
-    out->weights = p * (mixed ? 2 : 4) / (sh ? sh->weights : 1);
-    out->gradients = p * 4 / (sh ? sh->gradients : 1) + (sh ? p * 4 * sh->gradient_buffers : 0);
-    out->optimizer = p * (mixed ? 12 : 8) / (sh ? sh->optimizer : 1);
-    out->activations = copies * layer_activations (m, b, s, mixed ? 2 : eb, o->recompute, tp, sp);
+    /* The precision's bytes per parameter (see predict.c): mixed
+     * precision keeps 2-byte weights, fp32 gradients and Adam's fp32
+     * master weights and two moments (Megatron's 18 bytes per parameter;
+     * fp8 the same, its weights bf16); fp32 training has no master copy
+     * (16).  The master copy is optimizer state: ZeRO shards it with the
+     * moments. */
+    out->weights = p * pr->weight_bytes / (sh ? sh->weights : 1);
+    out->gradients = p * pr->grad_bytes / (sh ? sh->gradients : 1)
+                   + (sh ? p * pr->grad_bytes * sh->gradient_buffers : 0);
+    out->optimizer = p * (pr->master_bytes + pr->moment_bytes) / (sh ? sh->optimizer : 1);
+    out->activations = copies * layer_activations (m, b, s, eb, o->recompute, tp, sp);
     /* logits and their gradient in fp32 for the loss (the last stage),
      * the embedding's output (the first) */
     if (!sh || sh->head)
       out->activations += 2 * 4 * b * s * v / (sh ? sh->vocab : 1);
     if (!sh || sh->embed)
-      out->activations += s * b * h * 2;
+      out->activations += s * b * h * eb;
   }
   else {
-    out->weights = p * eb;
+    out->weights = p * pr->weight_bytes;
     if (sh)
       l = sh->layer_copies;
     /* One layer's working set at a time (the residual stream, the

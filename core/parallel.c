@@ -96,6 +96,8 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
          const struct dist_options *o, struct dist_plan *dp)
 {
   const struct strategy *s = o->s;
+  const struct precision *pr = o->prec ? o->prec : precision_of_dtype (PERFMOD_DTYPE_FP32,
+                                                                       o->train);
   plan_init (&dp->plan);
   dp->ncomms = 0;
   for (size_t i = 0; i < sizeof plan_order / sizeof plan_order[0]; i++) {
@@ -115,17 +117,17 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
       pm_error ("%s: the plugin has no plan() (perfmod 0.3): it can only --explain", pl->p.name);
       return -1;
     }
-    parallel_case_init (&c, degree, m, s, gpu, o->dtype, o->batch, o->seq);
+    parallel_case_init (&c, degree, m, s, gpu, pr->gemm, o->batch, o->seq);
     c.mb_tokens = (double) s->mbs * (double) o->seq;
-    c.elem_bytes = dtype_bytes (o->dtype);
+    c.elem_bytes = pr->act_bytes;
     c.heads = (double) m->heads;
     c.kv_heads = (double) m->kv_heads;
     c.vocab = (double) m->vocab;
     /* gradients (fp32) and one layer's weights of an average stage so far */
     double dev = device_params (m, &dp->plan, rank_share (m, s, 0), true, s->pp == 1, false);
-    c.grad_bytes = 4 * dev;
+    c.grad_bytes = (o->train ? pr->grad_bytes : 4) * dev;
     c.layer_param_bytes = device_params (m, &dp->plan, 1.0 / (double) m->layers, false, false,
-                                         false) * (dtype_mixed (o->dtype) ? 2 : dtype_bytes (o->dtype));
+                                         false) * pr->weight_bytes;
     c.zero = s->zero;
     c.sequence_parallel = s->sp;
     plan_init (&p);
@@ -240,7 +242,7 @@ chunk_predict (struct plugin *pred, const struct model_cfg *m, const struct perf
   if (chunk_build (&gr, m, o, dp, layers, embed, head) < 0)
     return -1;
   memset (&ro, 0, sizeof ro);
-  ro.dtype = o->dtype;
+  ro.prec = o->prec;
   ro.train = o->train;
   ro.groups = g;
   if (predict_graph (pred, &gr, gpu, &ro, &pr) < 0) {
@@ -249,7 +251,7 @@ chunk_predict (struct plugin *pred, const struct model_cfg *m, const struct perf
   }
   r->kernels += pr.kernels;
   r->unique_kernels += pr.unique_kernels;
-  out->flops = graph_flops (&gr, o->dtype, o->train);
+  out->flops = graph_flops (&gr, o->prec, o->train);
   t[PHASE_FW] = pr.fw_ms;
   t[PHASE_BW] = pr.bw_ms;
   t[PHASE_ACC] = pr.acc_ms;
@@ -278,8 +280,8 @@ chunk_predict (struct plugin *pred, const struct model_cfg *m, const struct perf
  * and moments (mixed precision: the fp32 master copy, and writes the
  * 16-bit weights), clipping reads the gradients, zeroing writes them. */
 static int
-optimizer_ms (struct plugin *pred, const struct perfmod_gpu *gpu, int dtype, double params,
-              double *ms)
+optimizer_ms (struct plugin *pred, const struct perfmod_gpu *gpu, const struct precision *pr,
+              double params, double *ms)
 {
   struct perfmod_kernel k;
   struct perfmod_estimate e;
@@ -289,7 +291,7 @@ optimizer_ms (struct plugin *pred, const struct perfmod_gpu *gpu, int dtype, dou
   k.op = intern ("copy");
   k.dtype = PERFMOD_DTYPE_FP32;
   k.elem_bytes = 4;
-  k.bytes = params * (28 + 8 + (dtype_mixed (dtype) ? 2 : 0));
+  k.bytes = params * (28 + 8 + (pr && pr->master_bytes > 0 ? pr->weight_bytes : 0));
   if (plugin_estimate (pred, &k, gpu, &e) < 0) {
     pm_error ("%s: cannot predict the optimizer step: %s", pred->p.name, pm_plugin_errmsg);
     return -1;
@@ -395,7 +397,7 @@ rank_memory (const struct model_cfg *m, const struct perfmod_gpu *gpu,
   ms.optimizer = dp->plan.optimizer;
   ms.gradient_buffers = dp->plan.gradient_buffers;
   memset (&mo, 0, sizeof mo);
-  mo.dtype = o->dtype;
+  mo.prec = o->prec;
   /* inference keeps every sequence's KV cache: the replica's whole batch
    * (its working set is then counted for all of it too: an upper bound) */
   mo.batch = o->train ? s->mbs : o->batch / s->dp;
@@ -497,7 +499,7 @@ dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cf
     r->hidden_ms[DIM_DP] = hidden;
     for (int d = 0; d < NDIMS; d++)
       r->comm_ms[d] += by_dim[d] * 1e3;
-    if (optimizer_ms (pred, gpu, o->dtype, params / dp.plan.optimizer, &r->optimizer_ms) < 0)
+    if (optimizer_ms (pred, gpu, o->prec, params / dp.plan.optimizer, &r->optimizer_ms) < 0)
       goto out;
   }
   r->step_ms = r->pipeline_ms + r->grads_ms + r->optimizer_ms;

@@ -348,7 +348,70 @@ plugin_estimate (struct plugin *pl, const struct perfmod_kernel *k, const struct
               e->spread);
     return -1;
   }
+  /* outside the predictor's own model: remembered for the note and the mark */
+  if (!plugin_covers (pl, k->kclass, k->dtype))
+    pl->fallback[k->dtype] |= 1u << k->kclass;
   return 0;
+}
+
+bool
+plugin_covers (struct plugin *pl, int kclass, int dtype)
+{
+  if (pl->p.dtypes == NULL || kclass < 0 || kclass >= 16 || dtype < 0 ||
+      dtype >= PERFMOD_DTYPE_COUNT)
+    return true;
+  if (!(pl->dtypes_asked & 1u << kclass)) {
+    pm_current_plugin = pl->p.name;
+    pl->dtypes_of[kclass] = pl->p.dtypes (pl->state, kclass);
+    pm_current_plugin = NULL;
+    pl->dtypes_asked |= 1u << kclass;
+  }
+  return (pl->dtypes_of[kclass] >> dtype) & 1u;
+}
+
+bool
+plugin_fell_back (const struct plugin *pl)
+{
+  for (int d = 0; d < PERFMOD_DTYPE_COUNT; d++)
+    if (pl->fallback[d])
+      return true;
+  return false;
+}
+
+/* "fp8 FC, BMM and bf16 EW, Softmax, LN kernels (it covers fp32)". */
+void
+plugins_note_fallbacks (const struct plugin_set *set, FILE *fp)
+{
+  for (size_t i = 0; i < set->n; i++) {
+    const struct plugin *pl = &set->v[i];
+    unsigned covered = 0;
+    bool first = true;
+    if (!plugin_fell_back (pl))
+      continue;
+    fprintf (fp, "perfmod: note: %s has no model of its own for this run's ", pl->p.name);
+    for (int d = 0; d < PERFMOD_DTYPE_COUNT; d++) {
+      bool firstc = true;
+      if (!pl->fallback[d])
+        continue;
+      fprintf (fp, "%s%s ", first ? "" : " and ", dtype_name (d));
+      first = false;
+      for (int c = 0; c < 16; c++)
+        if (pl->fallback[d] & 1u << c) {
+          fprintf (fp, "%s%s", firstc ? "" : ", ", kclass_name (c));
+          firstc = false;
+          covered |= pl->dtypes_of[c];
+        }
+    }
+    fprintf (fp, " kernels (it covers");
+    first = true;
+    for (int d = 0; d < PERFMOD_DTYPE_COUNT; d++)
+      if (covered & 1u << d) {
+        fprintf (fp, "%s%s", first ? " " : ", ", dtype_name (d));
+        first = false;
+      }
+    fprintf (fp, "%s): it predicts them with the model it has, an estimate outside what it "
+             "learned (marked * in tables)\n", first ? " none" : "");
+  }
 }
 
 int

@@ -19,6 +19,94 @@ dtype_mixed (int dtype)
 }
 const char *dtype_name (int dtype) { return dtype_names[dtype]; }
 
+/* ---- precisions ---- */
+
+/* Training.  Bytes per parameter: the weights the kernels read, the fp32
+ * master copy mixed precision keeps, the gradients, Adam's two moments.
+ * fp32 and tf32 hold 4 + 4 + 8 = 16; the mixed ones Megatron's
+ * 2 + 4 + (4 + 8) = 18 (16-bit weights, fp32 gradients as its main_grad
+ * accumulates them, fp32 master and moments).  amp-fp16: GEMMs and
+ * activations in fp16 (PyTorch AMP, or Megatron's fp16 with a loss
+ * scale).  fp8 is Transformer Engine's recipe: LINEAR and BMM kernels
+ * read fp8 and write bf16, everything else runs in bf16; the module's
+ * weights stay bf16 and the optimizer keeps the fp32 master, so the
+ * bytes per parameter are bf16's.  Assumed: TE casts a weight to fp8 as
+ * each GEMM needs it, so the fp8 copies are transient and not counted
+ * (with TE's weight caching across micro-batches they would add one or
+ * two bytes per GEMM parameter); activations are kept in bf16. */
+static const struct precision train_precisions[] = {
+  { "fp32", PERFMOD_DTYPE_FP32, PERFMOD_DTYPE_FP32, 4, 0, 4, 8, 4 },
+  { "tf32", PERFMOD_DTYPE_TF32, PERFMOD_DTYPE_FP32, 4, 0, 4, 8, 4 },
+  { "amp-fp16", PERFMOD_DTYPE_FP16, PERFMOD_DTYPE_FP16, 2, 4, 4, 8, 2 },
+  { "bf16", PERFMOD_DTYPE_BF16, PERFMOD_DTYPE_BF16, 2, 4, 4, 8, 2 },
+  { "fp8", PERFMOD_DTYPE_FP8, PERFMOD_DTYPE_BF16, 2, 4, 4, 8, 2 },
+};
+
+/* Inference at one dtype: weights and activations (and the KV cache) in
+ * it; tf32 is fp32 storage with TF32 GEMMs; fp8 is fp8 weights and GEMMs
+ * (as fp8 serving stores them) with bf16 activations, KV cache and other
+ * kernels. */
+static const struct precision infer_precisions[PERFMOD_DTYPE_COUNT] = {
+  { "fp32", PERFMOD_DTYPE_FP32, PERFMOD_DTYPE_FP32, 4, 0, 0, 0, 4 },
+  { "tf32", PERFMOD_DTYPE_TF32, PERFMOD_DTYPE_FP32, 4, 0, 0, 0, 4 },
+  { "fp16", PERFMOD_DTYPE_FP16, PERFMOD_DTYPE_FP16, 2, 0, 0, 0, 2 },
+  { "bf16", PERFMOD_DTYPE_BF16, PERFMOD_DTYPE_BF16, 2, 0, 0, 0, 2 },
+  { "fp8", PERFMOD_DTYPE_FP8, PERFMOD_DTYPE_BF16, 1, 0, 0, 0, 2 },
+};
+
+const struct precision *
+precision_train (const char *name)
+{
+  for (size_t i = 0; i < sizeof train_precisions / sizeof train_precisions[0]; i++)
+    if (strcmp (name, train_precisions[i].name) == 0)
+      return &train_precisions[i];
+  return NULL;
+}
+
+const struct precision *
+precision_infer (int dtype)
+{
+  return &infer_precisions[dtype >= 0 && dtype < PERFMOD_DTYPE_COUNT ? dtype : 0];
+}
+
+const struct precision *
+precision_of_dtype (int dtype, bool train)
+{
+  static const char *const train_names[PERFMOD_DTYPE_COUNT] = { "fp32", "tf32", "amp-fp16",
+                                                                "bf16", "fp8" };
+  if (dtype < 0 || dtype >= PERFMOD_DTYPE_COUNT)
+    dtype = PERFMOD_DTYPE_FP32;
+  return train ? precision_train (train_names[dtype]) : precision_infer (dtype);
+}
+
+int
+precision_dtype (const struct precision *p, int kclass)
+{
+  if (p == NULL)
+    return PERFMOD_DTYPE_FP32;
+  return kclass == PERFMOD_KERNEL_LINEAR || kclass == PERFMOD_KERNEL_BMM ? p->gemm : p->other;
+}
+
+/* A matrix unit runs dtype faster than the fp32 lanes could with packed
+ * 16-bit arithmetic (twice fp32): P100's 18.7 fp16 TFLOP/s is half2 in
+ * its fp32 cores, V100's 112 tensor cores. */
+static bool
+matrix_unit (const struct perfmod_gpu *gpu, int dtype)
+{
+  double t = gpu->tensor_tflops[dtype] * 1e3;
+  return t > 0 && (dtype == PERFMOD_DTYPE_BF16 || t > 2 * gpu->fp32_gflops);
+}
+
+int
+default_dtype (const struct perfmod_gpu *gpu)
+{
+  if (matrix_unit (gpu, PERFMOD_DTYPE_BF16))
+    return PERFMOD_DTYPE_BF16;
+  if (matrix_unit (gpu, PERFMOD_DTYPE_FP16))
+    return PERFMOD_DTYPE_FP16;
+  return PERFMOD_DTYPE_FP32;
+}
+
 int
 dtype_parse (const char *s)
 {
@@ -56,9 +144,12 @@ ops_per_output (const char *op)
   return 1;
 }
 
+/* Each kernel gets its class's dtype under the run's precision. */
 void
-kop_to_kernel (const struct kop *o, const struct node *nd, int dtype, struct perfmod_kernel *k)
+kop_to_kernel (const struct kop *o, const struct node *nd, const struct precision *pr,
+               struct perfmod_kernel *k)
 {
+  int dtype = precision_dtype (pr, o->kclass);
   double eb = dtype_sizes[dtype];
   memset (k, 0, sizeof *k);
   k->struct_size = sizeof *k;
@@ -72,6 +163,11 @@ kop_to_kernel (const struct kop *o, const struct node *nd, int dtype, struct per
   k->dtype = dtype;
   k->elem_bytes = eb;
   switch (o->kclass) {
+  case PERFMOD_KERNEL_LINEAR:
+  case PERFMOD_KERNEL_BMM:
+    if (dtype == PERFMOD_DTYPE_FP8)
+      k->out_elem_bytes = dtype_sizes[PERFMOD_DTYPE_BF16];   /* fp8 GEMMs write bf16 */
+    break;
   case PERFMOD_KERNEL_ELEMENTWISE:
   case PERFMOD_KERNEL_SOFTMAX:
   case PERFMOD_KERNEL_LAYERNORM:
@@ -94,16 +190,17 @@ kop_to_kernel (const struct kop *o, const struct node *nd, int dtype, struct per
 /* A fused element-wise chain is one kernel: the last op's shape, the
  * node's inputs and output as its traffic, every op's arithmetic. */
 bool
-fused_kernel (const struct node *nd, int phase, int dtype, struct perfmod_kernel *k)
+fused_kernel (const struct node *nd, int phase, const struct precision *pr,
+              struct perfmod_kernel *k)
 {
   const struct kop *rep;
   double ops = 0;
   if (nd->nops[phase] == 0)
     return false;
   rep = &nd->ops[phase][nd->nops[phase] - 1];
-  kop_to_kernel (rep, nd, dtype, k);
+  kop_to_kernel (rep, nd, pr, k);
   if (rep->kclass == PERFMOD_KERNEL_MEMORY) {
-    k->bytes = (nd->in_elems + nd->out_elems) * dtype_sizes[dtype];
+    k->bytes = (nd->in_elems + nd->out_elems) * k->elem_bytes;
     return true;
   }
   for (size_t i = 0; i < nd->nops[phase]; i++) {
@@ -166,7 +263,8 @@ kernel_same (const struct perfmod_kernel *a, const struct perfmod_kernel *b)
          a->n == b->n && a->k == b->k && a->h == b->h &&
          a->mem_per_output == b->mem_per_output && a->ops_per_output == b->ops_per_output &&
          a->bytes == b->bytes && a->dtype == b->dtype &&
-         a->own_mem_per_output == b->own_mem_per_output && a->isolated == b->isolated;
+         a->own_mem_per_output == b->own_mem_per_output && a->isolated == b->isolated &&
+         a->out_elem_bytes == b->out_elem_bytes;
 }
 
 static struct memo_slot *
@@ -299,7 +397,7 @@ predict_graph (struct plugin *pred, const struct graph *g, const struct perfmod_
       if (!o->train && p != PHASE_FW)
         continue;
       if (nd->fused) {
-        if (fused_kernel (nd, p, o->dtype, &k)) {
+        if (fused_kernel (nd, p, o->prec, &k)) {
           rc = kernel_estimate (pred, &memo, &k, gpu, o, &e, &out->unique_kernels);
           if (rc == 0)
             kernel_done (t, p, &k, &e, w, o);
@@ -320,7 +418,7 @@ predict_graph (struct plugin *pred, const struct graph *g, const struct perfmod_
             out->kernels += (size_t) w;
             continue;
           }
-          kop_to_kernel (op, nd, o->dtype, &k);
+          kop_to_kernel (op, nd, o->prec, &k);
           rc = kernel_estimate (pred, &memo, &k, gpu, o, &e, &out->unique_kernels);
           if (rc == 0)
             kernel_done (t, p, &k, &e, w, o);

@@ -18,11 +18,14 @@ kernel_cost (const struct perfmod_kernel *k, double *flops, double *bytes)
   double b = (double) k->b;
   switch (k->kclass) {
   case PERFMOD_KERNEL_LINEAR:
-  case PERFMOD_KERNEL_BMM:
+  case PERFMOD_KERNEL_BMM: {
+    /* the output in its own dtype where it differs (fp8 GEMMs write bf16) */
+    double out = k->out_elem_bytes > 0 ? k->out_elem_bytes : k->elem_bytes;
     *flops = 2.0 * b * (double) k->m * (double) k->n * (double) k->k;
-    *bytes = k->elem_bytes * b * ((double) k->m * (double) k->n + (double) k->n * (double) k->k
-                                  + (double) k->m * (double) k->k);
+    *bytes = b * (k->elem_bytes * ((double) k->m * (double) k->n + (double) k->n * (double) k->k)
+                  + out * (double) k->m * (double) k->k);
     break;
+  }
   case PERFMOD_KERNEL_ELEMENTWISE:
   case PERFMOD_KERNEL_SOFTMAX:
   case PERFMOD_KERNEL_LAYERNORM:
@@ -47,7 +50,8 @@ kernel_regime (double flops, double bytes, const struct perfmod_gpu *gpu, int dt
 }
 
 void
-graph_kernels (const struct graph *g, int dtype, bool train, graph_kernel_fn fn, void *ctx)
+graph_kernels (const struct graph *g, const struct precision *pr, bool train, graph_kernel_fn fn,
+               void *ctx)
 {
   for (size_t i = 0; i < g->n; i++) {
     const struct node *nd = &g->nodes[i];
@@ -56,12 +60,12 @@ graph_kernels (const struct graph *g, int dtype, bool train, graph_kernel_fn fn,
       if (!train && p != PHASE_FW)
         continue;
       if (nd->fused) {
-        if (fused_kernel (nd, p, dtype, &k))
+        if (fused_kernel (nd, p, pr, &k))
           fn (ctx, i, p, &k);
       }
       else
         for (size_t j = 0; j < nd->nops[p]; j++) {
-          kop_to_kernel (&nd->ops[p][j], nd, dtype, &k);
+          kop_to_kernel (&nd->ops[p][j], nd, pr, &k);
           fn (ctx, i, p, &k);
         }
     }
@@ -81,10 +85,10 @@ add_weighted_flops (void *ctx, size_t i, int phase, const struct perfmod_kernel 
 }
 
 double
-graph_flops (const struct graph *g, int dtype, bool train)
+graph_flops (const struct graph *g, const struct precision *pr, bool train)
 {
   struct flops_ctx f = { g, 0 };
-  graph_kernels (g, dtype, train, add_weighted_flops, &f);
+  graph_kernels (g, pr, train, add_weighted_flops, &f);
   return f.sum;
 }
 
@@ -95,7 +99,7 @@ static const char *const phase_names[NPHASES] = { "fw", "bw", "acc" };
 struct listing {
   const struct graph *g;
   const struct perfmod_gpu *gpu;
-  int dtype;
+  const struct precision *pr;
   bool csv;
   FILE *out;
   /* per class (index kclass) and phase: weighted kernels, FLOPs, bytes */
@@ -113,49 +117,52 @@ list_kernel (void *ctx, size_t i, int phase, const struct perfmod_kernel *k)
   l->flops[c][phase] += w * flops;
   l->bytes[c][phase] += w * bytes;
   if (l->csv)
-    fprintf (l->out, "%s,%s,%d,%lld,%s,%s,%s,%lld,%lld,%lld,%lld,%lld,%.17g,%.17g,%.6g,%s\n",
+    fprintf (l->out, "%s,%s,%d,%lld,%s,%s,%s,%lld,%lld,%lld,%lld,%lld,%.17g,%.17g,%.6g,%s,%s\n",
             l->g->nodes[i].name, l->g->nodes[i].opname, graph_layer (l->g, i),
             (long long) graph_weight (l->g, i), phase_names[phase], kclass_name (k->kclass),
             k->op, (long long) k->b, (long long) k->m, (long long) k->n, (long long) k->k,
             (long long) k->h, flops, bytes, bytes > 0 ? flops / bytes : 0,
-            kernel_regime (flops, bytes, l->gpu, l->dtype));
+            kernel_regime (flops, bytes, l->gpu, k->dtype), dtype_name (k->dtype));
 }
 
 int
-graph_report (const struct graph *g, const struct perfmod_gpu *gpu, int dtype, bool train,
-              bool csv, FILE *out)
+graph_report (const struct graph *g, const struct perfmod_gpu *gpu, const struct precision *pr,
+              bool train, bool csv, FILE *out)
 {
   struct listing l;
   memset (&l, 0, sizeof l);
   l.g = g;
   l.gpu = gpu;
-  l.dtype = dtype;
+  l.pr = pr;
   l.csv = csv;
   l.out = out;
   if (csv)
-    fprintf (out, "node,op,layer,count,phase,class,kernel,b,m,n,k,h,flops,bytes,intensity,regime\n");
-  graph_kernels (g, dtype, train, list_kernel, &l);
+    fprintf (out, "node,op,layer,count,phase,class,kernel,b,m,n,k,h,flops,bytes,intensity,regime,"
+             "dtype\n");
+  graph_kernels (g, pr, train, list_kernel, &l);
   if (csv)
     return 0;
-  fprintf (out, "%-8s %-5s %10s %14s %14s %10s  %s\n", "class", "phase", "kernels", "GFLOP", "GB",
-          "FLOP/byte", "regime");
+  fprintf (out, "%-8s %-5s %-5s %10s %14s %14s %10s  %s\n", "class", "phase", "dtype", "kernels",
+          "GFLOP", "GB", "FLOP/byte", "regime");
   double tf = 0, tb = 0, tn = 0;
   for (int c = 1; c < 8; c++)
     for (int p = 0; p < NPHASES; p++) {
       if (l.count[c][p] == 0)
         continue;
       double f = l.flops[c][p], b = l.bytes[c][p];
-      fprintf (out, "%-8s %-5s %10.0f %14.3f %14.3f %10.2f  %s\n", kclass_name (c), phase_names[p],
-              l.count[c][p], f / 1e9, b / 1e9, b > 0 ? f / b : 0,
-              kernel_regime (f / l.count[c][p], b / l.count[c][p], gpu, dtype));
+      fprintf (out, "%-8s %-5s %-5s %10.0f %14.3f %14.3f %10.2f  %s\n", kclass_name (c),
+              phase_names[p], dtype_name (precision_dtype (pr, c)), l.count[c][p], f / 1e9,
+              b / 1e9, b > 0 ? f / b : 0,
+              kernel_regime (f / l.count[c][p], b / l.count[c][p], gpu, precision_dtype (pr, c)));
       tf += f;
       tb += b;
       tn += l.count[c][p];
     }
-  fprintf (out, "%-8s %-5s %10.0f %14.3f %14.3f %10.2f\n", "total", "", tn, tf / 1e9, tb / 1e9,
-          tb > 0 ? tf / tb : 0);
+  fprintf (out, "%-8s %-5s %-5s %10.0f %14.3f %14.3f %10.2f\n", "total", "", "", tn, tf / 1e9,
+          tb / 1e9, tb > 0 ? tf / tb : 0);
   fprintf (out, "(%s ridge point: %.1f FLOP/byte at %s; regime of the class's average kernel)\n",
-          gpu->name, perfmod_gpu_peak_flops (gpu, dtype) / (gpu->mem_bw_gbps * 1e9),
-          dtype_name (dtype));
+          gpu->name, perfmod_gpu_peak_flops (gpu, precision_dtype (pr, PERFMOD_KERNEL_LINEAR))
+                     / (gpu->mem_bw_gbps * 1e9),
+          dtype_name (precision_dtype (pr, PERFMOD_KERNEL_LINEAR)));
   return 0;
 }

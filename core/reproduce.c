@@ -249,7 +249,8 @@ perop_row (struct plugin **preds, size_t npred, const struct graph *g,
     return rc < 0 ? -1 : 0;
   for (size_t p = 0; p < npred; p++) {
     struct prediction pr;
-    struct run_options ro = { .dtype = PERFMOD_DTYPE_FP32, .train = train, .comm_group = 1 };
+    struct run_options ro = { .prec = precision_of_dtype (PERFMOD_DTYPE_FP32, train),
+                              .train = train, .comm_group = 1 };
     double pred[5] = { 0, 0, 0, 0, 0 };
     if (predict_graph (preds[p], g, &ge->gpu, &ro, &pr) < 0)
       return -1;
@@ -490,7 +491,8 @@ reproduce (struct plugin_set *set, const struct gpu_db *gpus, const struct repro
     }
     for (size_t p = 0; p < npred && want_e2e; p++) {
       struct prediction pr;
-      struct run_options ro = { .dtype = PERFMOD_DTYPE_FP32, .train = mi == 1, .comm_group = 1 };
+      struct run_options ro = { .prec = precision_of_dtype (PERFMOD_DTYPE_FP32, mi == 1),
+                                .train = mi == 1, .comm_group = 1 };
       double paper = NAN;
       if (predict_graph (preds[p], g, &ge->gpu, &ro, &pr) < 0) {
         rc = -1;

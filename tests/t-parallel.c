@@ -158,7 +158,7 @@ test_memory (void)
   ms.vocab = 8;
   ms.weights = ms.gradients = ms.optimizer = 1;
   memset (&mo, 0, sizeof mo);
-  mo.dtype = PERFMOD_DTYPE_FP16;
+  mo.prec = precision_train ("amp-fp16");
   mo.batch = 1;
   mo.seq = 2048;
   mo.train = true;

@@ -21,8 +21,8 @@ check_file (struct plugin *roof, const struct gpu_entry *ge, const char *neusigh
   struct prediction pr;
   struct csv_reader r;
   char *cfg, *gpath, *model = xstrdup (tag);
-  struct run_options ro = { .dtype = PERFMOD_DTYPE_FP32, .train = strstr (tag, "-train-") != NULL,
-                            .comm_group = 1 };
+  struct run_options ro = { .prec = precision_infer (PERFMOD_DTYPE_FP32),
+                            .train = strstr (tag, "-train-") != NULL, .comm_group = 1 };
   int cols[4], rows = 0, bad = 0;
   size_t node = 0;
 

@@ -1,9 +1,9 @@
 #!/bin/sh
 # t0400-strategy.sh: --strategy specs and presets: accepted, explained, and refused naming the bad token.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 19
+plan 20
 
-run_pm --model gpt3-2.7b --mode train --strategy tp=8,pp=4 --nodes 4 --explain
+run_pm --model gpt3-2.7b --mode train --precision fp32 --strategy tp=8,pp=4 --nodes 4 --explain
 ok $([ $rc -eq 0 ] && grep -Eq '^tp +8 +intra-node .* compute +degree Y = 8 < F\*W/C' "$TMP/out" && echo 0 || echo 1) \
   "--explain shows tp's closed form on the intra-node link"
 ok $(grep -Eq '^pp +4 +inter-node .*bubble \(p-1\)/\(m\+p-1\) = 0.429 with m = 4' "$TMP/out"; echo $?) \
@@ -16,7 +16,17 @@ tc=$(awk 'BEGIN { printf "%.4f", 4*4096*2560/450e9*1e3 }')
 ok $(awk -v tm="$tm" -v tc="$tc" '$1 == "tp" { exit !($4 == tm && $5 == tc) }' "$TMP/out"; echo $?) \
   "tp t_math and t_comms equal 4BDF/(YC) = $tm ms and 4BD/W = $tc ms"
 
-run_pm --mode train --batch 64 --strategy dp=16 --nodes 2 --explain
+# The default precision on an H100 is bf16: C = 989.4e12, and tp=8 turns
+# communication-bound, F*W/C = 10240*450e9/989.4e12 = 4.66 < 8.
+run_pm --model gpt3-2.7b --mode train --strategy tp=8,pp=4 --nodes 4 --explain
+tm=$(awk 'BEGIN { printf "%.4f", 4*4096*2560*10240/(8*989.4e12)*1e3 }')
+yc=$(awk 'BEGIN { printf "%.2f", 10240*450e9/989.4e12 }')
+ok $([ $rc -eq 0 ] && grep -q 'C = 989.4 TFLOP/s bf16' "$TMP/out" &&
+     awk -v tm="$tm" -v yc="$yc" '$1 == "tp" { f = ($4 == tm && $6 == "comms" && $NF == yc) } END { exit !f }' "$TMP/out" &&
+     echo 0 || echo 1) \
+  "default bf16 on h100: tp t_math = $tm ms at the bf16 peak, comms-bound past F*W/C = $yc"
+
+run_pm --mode train --precision fp32 --batch 64 --strategy dp=16 --nodes 2 --explain
 dm=$(awk 'BEGIN { printf "%.4f", 8*64*1024*1280*5120/(16*66.908e12)*1e3 }')
 dc=$(awk 'BEGIN { printf "%.4f", 8*1280*5120/50e9*1e3 }')
 ok $([ $rc -eq 0 ] && awk -v m="$dm" -v c="$dc" '$1 == "dp" { exit !($3 == "inter-node" && $4 == m && $5 == c) }' "$TMP/out" && echo 0 || echo 1) \

@@ -49,10 +49,11 @@ for f in "$NEUSIGHT"/results/opgraph/*.csv; do
 $tag
 EOT
   extra=; [ "$fusion" = fusion ] && extra=--fusion
+  # NeuSight traced fp32 runs: the built graph at fp32 too
   a=$("$PERFMOD" --gpu h100 --predictor roofline --format csv --opgraph "$f" --model "$NEUSIGHT/DLmodel_configs/$model.json" \
-      --mode "$mode" | awk -F, 'NR==2{print $2, $2-$5}')
+      --mode "$mode" --dtype fp32 | awk -F, 'NR==2{print $2, $2-$5}')
   b=$("$PERFMOD" --gpu h100 --predictor roofline --format csv --model "$NEUSIGHT/DLmodel_configs/$model.json" \
-      --mode "$mode" --batch "$batch" --seq "$seq" $extra | awk -F, 'NR==2{print $2, $2-$5}')
+      --mode "$mode" --batch "$batch" --seq "$seq" --dtype fp32 $extra | awk -F, 'NR==2{print $2, $2-$5}')
   echo "$tag $a $b"
 done > "$TMP/cross"
 diag "$(cat "$TMP/cross")"
