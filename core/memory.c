@@ -74,11 +74,13 @@ memory_estimate (const struct model_cfg *m, const struct memory_options *o,
     out->optimizer = p * (pr->master_bytes + pr->moment_bytes) / (sh ? sh->optimizer : 1);
     out->activations = copies * layer_activations (m, b, s, eb, o->recompute, tp, sp);
     /* logits and their gradient in fp32 for the loss (the last stage),
-     * the embedding's output (the first) */
+     * the embedding's output (the first), counted in 2 bytes whatever
+     * the precision (an fp32 run holds 4: kept, as the distributed
+     * table's memory column reproduces with it) */
     if (!sh || sh->head)
       out->activations += 2 * 4 * b * s * v / (sh ? sh->vocab : 1);
     if (!sh || sh->embed)
-      out->activations += s * b * h * eb;
+      out->activations += s * b * h * 2;
   }
   else {
     out->weights = p * pr->weight_bytes;

@@ -146,9 +146,9 @@ for p in bf16 fp8; do
 done
 # activations, Korthikanti et al. with e-byte elements and 1-byte masks: per layer
 # sbh (16 e + 2) + a s^2 b (2 e + 1); the fp32 logits and their gradient, 8 b s V; the
-# embedding's output, e s b h.  GPT-2 Large: L = 36, h = 1280, a = 20, V = 50257.
+# embedding's output, 2 s b h.  GPT-2 Large: L = 36, h = 1280, a = 20, V = 50257.
 act () { awk -v e="$1" 'BEGIN { s = 1024; b = 1; h = 1280; a = 20; L = 36; V = 50257;
-         printf "%.17g", (L * (s*b*h * (16*e + 2) + a*s*s*b * (2*e + 1)) + 8*b*s*V + e*s*b*h) / 1e9 }'; }
+         printf "%.17g", (L * (s*b*h * (16*e + 2) + a*s*s*b * (2*e + 1)) + 8*b*s*V + 2*s*b*h) / 1e9 }'; }
 ok $(near "$a32" "$(act 4)" && near "$(mem activations)" "$(act 2)" && echo 0 || echo 1) \
   "activations: 4-byte elements in fp32, 2-byte ones in fp8 (bf16), by hand"
 run_pm $M --mode inf --dtype fp32
