@@ -1,4 +1,4 @@
-/* eval.c: perfmod eval: every measured test kernel predicted, MAPE per predictor, class and split, beside the paper. */
+/* eval.c: perfmod eval: every measured test kernel predicted, MAPE per predictor, class and split (NeuSight's, beside the paper) or per table, class, dtype and GPU (the modern tables). */
 #include <config.h>
 
 #include <math.h>
@@ -52,6 +52,160 @@ paper_perop (const char *neusight, const char *predictor, double paper[2][NCLASS
   free (path);
 }
 
+/* The class a modern row is reported under: the collective for COMM rows,
+ * prefill or decode for attention, else the paper's label (GEMMs: FC). */
+const char *
+krow_report_class (const struct krow *r)
+{
+  if (r->kclass == PERFMOD_KERNEL_COMM)
+    return r->op;
+  if (r->kclass == PERFMOD_KERNEL_ATTENTION)
+    return r->causal ? "attn-prefill" : "attn-decode";
+  if (r->kclass == PERFMOD_KERNEL_MEMORY)
+    return "memory";
+  return krow_class_label (r->kclass);
+}
+
+/* Whether a row belongs to the split asked for. */
+bool
+krow_in_split (const struct krow *r, int split, uint64_t seed)
+{
+  return split == SPLIT_ALL || (split == SPLIT_HOLDOUT) == krow_holdout (r, seed);
+}
+
+struct group {                  /* one line of the modern report */
+  const char *set, *cls, *gpu;
+  int dtype;
+  size_t n, failed;
+  double sum_abs, sum_signed;
+  double *err;                  /* |error| of each row, for the median */
+  size_t cap;
+  char *why;                    /* the first failure's reason */
+};
+
+static struct group *
+group_of (struct group **v, size_t *n, const struct krow *r)
+{
+  const char *cls = krow_report_class (r), *gpu = r->gpu->name;
+  for (size_t i = 0; i < *n; i++) {
+    struct group *g = &(*v)[i];
+    if (g->set == r->set && strcmp (g->cls, cls) == 0 && g->gpu == gpu && g->dtype == r->dtype)
+      return g;
+  }
+  *v = xrealloc (*v, (*n + 1) * sizeof **v);
+  struct group *g = &(*v)[(*n)++];
+  memset (g, 0, sizeof *g);
+  g->set = r->set;
+  g->cls = cls;
+  g->gpu = gpu;
+  g->dtype = r->dtype;
+  return g;
+}
+
+static int
+dbl_cmp (const void *a, const void *b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+  return x < y ? -1 : x > y;
+}
+
+static int
+group_cmp (const void *pa, const void *pb)
+{
+  const struct group *a = pa, *b = pb;
+  int c = strcmp (a->set, b->set);
+  if (c == 0)
+    c = strcmp (a->cls, b->cls);
+  if (c == 0)
+    c = a->dtype - b->dtype;
+  if (c == 0)
+    c = strcmp (a->gpu, b->gpu);
+  return c;
+}
+
+/* The modern tables: every kept row predicted by each predictor; MAPE,
+ * median |error| and mean signed error per table, class, dtype and GPU.
+ * A predictor that cannot predict a class says why once, on stderr. */
+static int
+eval_modern (struct plugin **preds, size_t npred, const struct kset *ks,
+             const struct eval_options *o)
+{
+  bool csv = strcmp (o->format, "csv") == 0;
+  size_t kept = 0;
+  if (o->per_kernel)
+    printf ("predictor,file,line,table,gpu,class,dtype,b,m,n,k,h,kv_heads,ranks,bytes,"
+            "measurements,measured_ms,predicted_ms,error_pct\n");
+  else if (csv)
+    printf ("predictor,table,class,dtype,gpu,rows,mape_pct,median_pct,bias_pct\n");
+  else
+    printf ("%-10s %-20s %-14s %-5s %-26s %7s %8s %8s %8s\n", "predictor", "table", "class",
+            "dtype", "gpu", "rows", "mape_%", "median_%", "bias_%");
+  for (size_t p = 0; p < npred; p++) {
+    struct group *gv = NULL;
+    size_t ng = 0;
+    kept = 0;
+    for (size_t i = 0; i < ks->n; i++) {
+      const struct krow *row = &ks->v[i];
+      struct perfmod_kernel k;
+      struct group *g;
+      double t, e;
+      if (!krow_in_split (row, o->split, o->seed))
+        continue;
+      kept++;
+      g = group_of (&gv, &ng, row);
+      krow_kernel (row, &k);
+      k.isolated = 1;
+      if (plugin_predict (preds[p], &k, &row->gpu->gpu, &t) < 0) {
+        if (g->failed++ == 0)
+          g->why = xstrdup (pm_plugin_errmsg);
+        continue;
+      }
+      e = (t - row->latency_s) / row->latency_s;
+      if (g->n == g->cap) {
+        g->cap = g->cap ? 2 * g->cap : 256;
+        g->err = xrealloc (g->err, g->cap * sizeof *g->err);
+      }
+      g->err[g->n++] = fabs (e);
+      g->sum_abs += fabs (e);
+      g->sum_signed += e;
+      if (o->per_kernel)
+        printf ("%s,%s,%ld,%s,%s,%s,%s,%lld,%lld,%lld,%lld,%lld,%lld,%d,%.0f,%d,%.9g,%.9g,%.6f\n",
+                o->predictors[p], row->file, row->line, row->set, row->gpu->name,
+                krow_report_class (row), dtype_name (row->dtype), (long long) row->b,
+                (long long) row->m, (long long) row->n, (long long) row->k, (long long) row->h,
+                (long long) row->kv_heads, row->ranks, row->bytes, row->nmeas,
+                row->latency_s * 1e3, t * 1e3, 100 * e);
+    }
+    qsort (gv, ng, sizeof *gv, group_cmp);
+    for (size_t i = 0; i < ng; i++) {
+      struct group *g = &gv[i];
+      if (g->failed)
+        fprintf (stderr, "perfmod: %s: %zu %s %s rows on %s not predicted: %s\n",
+                 o->predictors[p], g->failed, g->set, g->cls, g->gpu, g->why);
+      if (!o->per_kernel && g->n) {
+        qsort (g->err, g->n, sizeof *g->err, dbl_cmp);
+        double med = g->n % 2 ? g->err[g->n / 2] : 0.5 * (g->err[g->n / 2 - 1] + g->err[g->n / 2]);
+        double mape = 100 * g->sum_abs / (double) g->n, bias = 100 * g->sum_signed / (double) g->n;
+        if (csv)
+          printf ("%s,%s,%s,%s,%s,%zu,%.4f,%.4f,%.4f\n", o->predictors[p], g->set, g->cls,
+                  dtype_name (g->dtype), g->gpu, g->n, mape, 100 * med, bias);
+        else
+          printf ("%-10s %-20s %-14s %-5s %-26s %7zu %8.2f %8.2f %+8.2f\n", o->predictors[p],
+                  g->set, g->cls, dtype_name (g->dtype), g->gpu, g->n, mape, 100 * med, bias);
+      }
+      free (g->err);
+      free (g->why);
+    }
+    free (gv);
+  }
+  if (!csv && !o->per_kernel)
+    printf ("\n%zu shapes (%s) from %zu tables; each is the median of one shape's\n"
+            "measurements across kernel libraries and versions; bias_%%: mean signed error.\n",
+            kept, o->split == SPLIT_ALL ? "all" : o->split == SPLIT_HOLDOUT
+            ? "the seeded 20 % held out" : "the 80 % kept for training", strv_len (ks->files));
+  return 0;
+}
+
 int
 eval_kernels (struct plugin_set *set, const struct gpu_db *gpus, const struct tile_rules *tiles,
               const struct eval_options *o)
@@ -74,9 +228,38 @@ eval_kernels (struct plugin_set *set, const struct gpu_db *gpus, const struct ti
       rc = EXIT_USAGE;
       goto out;
     }
+  memset (&ks, 0, sizeof ks);
+  struct mdata_filter f = { .dtype = o->dtype, .gpus = o->gpus, .tables = o->tables };
+  int tables = mdata_load (&ks, o->data, gpus, &f);
+  if (tables < 0) {
+    kset_free (&ks);
+    rc = EXIT_USAGE;
+    goto out;
+  }
+  if (tables > 0) {
+    if (ks.n == 0)
+      fprintf (stderr, "perfmod: %s: no rows for --dtype %s --gpu %s\n", o->data,
+               o->dtype >= 0 ? dtype_name (o->dtype) : "(any)", o->gpus ? "(as given)" : "(any)");
+    rc = eval_modern (preds, npred, &ks, o);
+    kset_free (&ks);
+    goto out;
+  }
+  if (o->split != SPLIT_ALL) {
+    pm_error ("--split: NeuSight's data (%s) comes split by GPU already (--in-dist)", o->data);
+    rc = EXIT_USAGE;
+    goto out;
+  }
   if (kset_load (&ks, o->data, gpus, tiles) < 0) {
     rc = EXIT_USAGE;
     goto out;
+  }
+  plugins_neusight_units (set);
+  if (o->dtype >= 0 || o->gpus) {  /* NeuSight's rows are fp32: keep what the filters ask */
+    size_t kept = 0;
+    for (size_t i = 0; i < ks.n; i++)
+      if ((o->dtype < 0 || o->dtype == ks.v[i].dtype) && gpu_listed (o->gpus, ks.v[i].gpu))
+        ks.v[kept++] = ks.v[i];
+    ks.n = kept;
   }
   if (o->per_kernel)
     printf ("predictor,file,line,gpu,split,class,op,b,m,n,k,h,kernel,measured_ms,predicted_ms,"

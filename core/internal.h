@@ -355,6 +355,8 @@ bool plugin_covers (struct plugin *pl, int kclass, int dtype);
 bool plugin_fell_back (const struct plugin *pl);
 /* One line on fp for each predictor that did (perfmod: note: ...). */
 void plugins_note_fallbacks (const struct plugin_set *set, FILE *fp);
+/* perfmod reproduce and eval on NeuSight's data: roofline in NeuSight's units. */
+void plugins_neusight_units (struct plugin_set *set);
 /* --plugin-opt NAME:KEY=VALUE. */
 int plugin_configure (struct plugin_set *set, const char *opt);
 void plugins_unload (struct plugin_set *set);
@@ -546,8 +548,12 @@ int reproduce_distributed (struct plugin_set *set, const struct gpu_db *gpus,
 /* The paper's name of a perfmod predictor (perop.csv rows), or NULL. */
 const char *paper_method_name (const char *predictor);
 
+/* ---- kernelcmd.c: perfmod kernel (argv from the word "kernel" on) ---- */
+int kernel_main (int argc, char **argv);
+
 /* ---- eval.c ---- */
 struct tile_rules;
+struct krow;
 struct eval_options {
   const char *data;           /* directory of test kernels */
   char **predictors;
@@ -556,7 +562,18 @@ struct eval_options {
   char **in_dist;             /* GPUs of the in-distribution split */
   const char *in_dist_text;
   bool per_kernel;            /* every kernel as a CSV row instead of the summary */
+  /* The modern tables only (mdata.c): */
+  int dtype;                  /* -1: every dtype */
+  const struct gpu_entry **gpus; /* --gpu LIST: NULL-terminated (NULL: every GPU) */
+  int split;                  /* enum kernel_split */
+  uint64_t seed;              /* of the held-out split */
+  char **tables;              /* --table: the kinds of table read (NULL: all) */
 };
+/* Which rows of the modern tables: all, the seeded 20 % held out, or the rest. */
+enum kernel_split { SPLIT_ALL = 0, SPLIT_HOLDOUT = 1, SPLIT_TRAIN = 2 };
+#define SPLIT_SEED 20
+bool krow_in_split (const struct krow *r, int split, uint64_t seed);
+const char *krow_report_class (const struct krow *r);
 /* The paper's per-op MAPE (summary/perop.csv) of a predictor: [split][class]
  * with split 0 in, 1 out and classes BMM, FC, EW, Softmax, LN; NAN if absent. */
 void paper_perop (const char *neusight, const char *predictor, double paper[2][5]);
@@ -596,6 +613,14 @@ struct krow {
   const char *kname;     /* interned library kernel name */
   const char *file;      /* interned */
   long line;
+  /* The modern tables (mdata.c); zero for NeuSight's fp32 rows. */
+  int dtype;             /* enum perfmod_dtype */
+  int64_t kv_heads, window; /* ATTENTION, as in struct perfmod_kernel */
+  int causal;
+  int ranks;             /* COMM: GPUs taking part */
+  double bytes;          /* COMM: the buffer; MEMORY: bytes moved */
+  const char *set;       /* interned table kind ("gemm", "nccl", ...); NULL: NeuSight's */
+  int nmeas;             /* measurements behind the row (its latency is their median) */
 };
 struct kset {
   struct krow *v;
@@ -611,6 +636,26 @@ int kset_load_file (struct kset *s, const char *path, const struct gpu_db *gpus,
                     const struct tile_rules *tiles);
 void kset_free (struct kset *s);
 void krow_kernel (const struct krow *r, struct perfmod_kernel *k);
+
+/* ---- mdata.c: the modern measured kernels (../shared/moderndata) ---- */
+struct mdata_filter {
+  int dtype;                      /* -1: every dtype */
+  const struct gpu_entry *const *gpus; /* NULL: every GPU; else NULL-terminated, kept */
+  bool raw;                       /* every measurement; false: one row per shape, the median */
+  char **tables;                  /* NULL: every kind of table; else the krow.set names kept */
+};
+/* Every table under dir (or the one file) that it knows by name: aiconfigurator's
+ * gemm, attention and NCCL tables, vidur's per-layer ops and collectives, aiter's
+ * bf16 GEMMs, LLMCompass's matmuls.  Appends to s; the number of tables read
+ * (0: none known), -1 after reporting a bad one (file:line). */
+int mdata_load (struct kset *s, const char *dir, const struct gpu_db *gpus,
+                const struct mdata_filter *f);
+/* The names of the kinds of table mdata_load reads (krow.set), NULL-terminated. */
+extern const char *const mdata_tables[];
+/* The seeded 20 % of the shapes held out for validation: the same rows on every run. */
+bool krow_holdout (const struct krow *r, uint64_t seed);
+/* Whether g is in the NULL-terminated list (a NULL list holds every GPU). */
+bool gpu_listed (const struct gpu_entry *const *list, const struct gpu_entry *g);
 /* The paper's class labels: BMM, FC, EW, Softmax, LN. */
 const char *krow_class_label (int kclass);
 
@@ -726,7 +771,24 @@ struct train_options {
   const char *features;       /* tile-mlp: its input set by name; NULL: extended-waves */
   char **in_dist;             /* the training GPUs; rows of others are left out */
   const char *command;        /* recorded in the file */
+  /* The modern tables (tile-mlp's tensor-core networks): */
+  int dtype;                  /* -1: every dtype */
+  int split;                  /* enum kernel_split: SPLIT_TRAIN leaves the held-out 20 % out */
+  bool in_dist_given;         /* --in-dist named the training GPUs; else every GPU in the data */
+  char **tables;              /* --table: the kinds of table read (NULL: all) */
 };
+struct nn_fit;
+struct nn_data;
+struct params;
+/* Shared by the trainers (train.c, traintc.c). */
+void fit_setup (struct nn_fit *f, char *label, size_t len, const char *key,
+                const struct train_options *o, int epochs, int patience, int loss, uint64_t salt);
+int fit_network (struct params *p, const char *key, const int *widths, int nl, int out_act,
+                 const struct nn_fit *f, const struct nn_data *d, const char *features);
+void record_common (struct params *p, const struct train_options *o, const struct kset *ks,
+                    const struct gpu_entry *const *train, size_t rows, size_t dropped);
+/* traintc.c: tile-mlp's tensor-core networks from the modern tables. */
+int train_tc (const struct gpu_db *gpus, const struct train_options *o, struct kset *ks);
 int train_run (const struct gpu_db *gpus, const struct tile_rules *tiles,
                const struct train_options *o);
 struct tw_case;

@@ -23,6 +23,11 @@ static const struct vec_op {
   { "tanh", PERFMOD_KERNEL_ELEMENTWISE, 1, 1 },
   { "ln", PERFMOD_KERNEL_LAYERNORM, 1, 6 },     /* mean, var, sum, div, sqrt, scale */
   { "softmax", PERFMOD_KERNEL_SOFTMAX, 1, 5 },
+  /* vidur's per-layer ops (mdata.c) */
+  { "rope", PERFMOD_KERNEL_ELEMENTWISE, 1, 3 },
+  { "silu_mul", PERFMOD_KERNEL_ELEMENTWISE, 2, 5 },
+  { "input_layernorm", PERFMOD_KERNEL_LAYERNORM, 1, 6 },
+  { "post_attention_layernorm", PERFMOD_KERNEL_LAYERNORM, 1, 6 },
 };
 
 static const struct vec_op *
@@ -41,24 +46,48 @@ krow_kernel (const struct krow *r, struct perfmod_kernel *k)
   k->struct_size = sizeof *k;
   k->kclass = r->kclass;
   k->op = r->op;
-  k->dtype = PERFMOD_DTYPE_FP32;
-  k->elem_bytes = 4;
+  k->dtype = r->dtype;
+  k->elem_bytes = dtype_bytes (r->dtype);
   k->library_name = r->kname;
   k->tile[0] = r->tile[0];
   k->tile[1] = r->tile[1];
-  if (r->kclass == PERFMOD_KERNEL_LINEAR || r->kclass == PERFMOD_KERNEL_BMM) {
+  switch (r->kclass) {
+  case PERFMOD_KERNEL_LINEAR:
+  case PERFMOD_KERNEL_BMM:
     k->b = r->kclass == PERFMOD_KERNEL_LINEAR ? 1 : r->b;
     k->m = r->m;
     k->n = r->n;
     k->k = r->k;
-  }
-  else {
+    if (r->dtype == PERFMOD_DTYPE_FP8)
+      k->out_elem_bytes = 2;      /* fp8 GEMMs write bf16 */
+    break;
+  case PERFMOD_KERNEL_ATTENTION:
+    k->b = r->b;
+    k->m = r->m;
+    k->n = r->n;
+    k->k = r->k;
+    k->h = r->h;
+    k->kv_heads = r->kv_heads;
+    k->window = r->window;
+    k->causal = r->causal;
+    break;
+  case PERFMOD_KERNEL_COMM:
+  case PERFMOD_KERNEL_MEMORY:
+    k->b = r->b;
+    k->h = r->h;
+    k->bytes = r->bytes;
+    k->ranks = r->ranks;
+    break;
+  default: {
     const struct vec_op *v = vec_op_find (r->op);
     k->b = r->b;
     k->h = r->h;
-    /* (inputs + output) elements of 4 bytes per output (dataset.py's MemPerO). */
-    k->mem_per_output = (v ? v->inputs + 1 : 2) * 4.0;
+    /* (inputs + output) elements per output (dataset.py's MemPerO). */
+    k->mem_per_output = (v ? v->inputs + 1 : 2) * k->elem_bytes;
     k->ops_per_output = v ? v->ops : 1;
+    if (r->set)                   /* what the kernel itself moves is known */
+      k->own_mem_per_output = k->mem_per_output;
+  }
   }
 }
 

@@ -21,7 +21,7 @@
 struct cli {
   const char *model, *opgraph, *gpu, *mode, *dtype, *precision, *predictors, *strategy, *format;
   const char *neusight, *table, *graph, *plot;
-  const char *data, *out, *reference, *in_dist, *features;
+  const char *data, *out, *reference, *in_dist, *features, *split;
   int64_t batch, seq, nodes, gpus_per_node, layers, seed, epochs, members, gen;
   bool seed_given;
   char **plugin_opts;
@@ -50,6 +50,8 @@ usage (FILE *fp)
          "               [--predictor LIST] [--format table|csv]\n"
          "       perfmod eval --data DIR [--predictor LIST] [--format table|csv]\n"
          "               [--in-dist GPU,...] [--neusight DIR] [--per-op]\n"
+         "               [--dtype D] [--gpu G] [--split all|holdout|train]\n"
+         "       perfmod kernel --op OP --gpu NAME [--dtype D] ...: one kernel (kernel --help)\n"
          "       perfmod train --predictor NAME --data DIR --out FILE [--seed S]\n"
          "               [--epochs N] [--members N] [--in-dist GPU,...] [--reference FILE]\n"
          "               [--keep-throttled] [--keep-floor] [--features SET]\n"
@@ -1006,6 +1008,62 @@ command_line (int argc, char **argv)
   return s;
 }
 
+/* --dtype, --gpu LIST, --split and --table of eval and train: which rows of
+ * the modern tables (mdata.c) are read and kept.  *gpus and *tables are
+ * allocated (free both). */
+static int
+eval_filters (const struct cli *c, const struct gpu_db *gpus, int *dtype,
+              const struct gpu_entry ***gpu, int *split, char ***tables)
+{
+  *dtype = -1;
+  *gpu = NULL;
+  *split = SPLIT_ALL;
+  *tables = NULL;
+  if (c->dtype && (*dtype = dtype_parse (c->dtype)) < 0) {
+    pm_error ("--dtype '%s': expected fp32, tf32, fp16, bf16 or fp8", c->dtype);
+    return -1;
+  }
+  if (c->gpu) {
+    char **names = strv_split (c->gpu, ',');
+    size_t n = strv_len (names);
+    *gpu = xcalloc (n + 1, sizeof **gpu);
+    for (size_t i = 0; i < n; i++)
+      if (((*gpu)[i] = gpu_db_find (gpus, names[i])) == NULL) {
+        pm_error ("--gpu '%s': no such GPU (see perfmod gpus)", names[i]);
+        strv_free (names);
+        return -1;
+      }
+    strv_free (names);
+  }
+  if (c->split) {
+    if (strcmp (c->split, "all") == 0)
+      *split = SPLIT_ALL;
+    else if (strcmp (c->split, "holdout") == 0)
+      *split = SPLIT_HOLDOUT;
+    else if (strcmp (c->split, "train") == 0)
+      *split = SPLIT_TRAIN;
+    else {
+      pm_error ("--split '%s': expected all, holdout or train", c->split);
+      return -1;
+    }
+  }
+  if (c->table) {
+    *tables = strv_split (c->table, ',');
+    for (char **t = *tables; *t; t++) {
+      size_t i;
+      for (i = 0; mdata_tables[i] && strcmp (mdata_tables[i], *t); i++)
+        ;
+      if (mdata_tables[i] == NULL) {
+        pm_error ("--table '%s': expected a comma list of gemm, context_attention, "
+                  "generation_attention, nccl, vidur_comm, vidur_layer, aiter_gemm, "
+                  "llmcompass_gemm", *t);
+        return -1;
+      }
+    }
+  }
+  return 0;
+}
+
 static int
 cmd_train (struct cli *c)
 {
@@ -1036,8 +1094,23 @@ cmd_train (struct cli *c)
   o.keep_floor = c->keep_floor;
   o.features = c->features;
   o.in_dist = strv_split (c->in_dist ? c->in_dist : DEFAULT_IN_DIST, ',');
+  o.in_dist_given = c->in_dist != NULL;
   o.command = c->command;
+  {
+    const struct gpu_entry **unused = NULL;
+    if (eval_filters (c, &gpus, &o.dtype, &unused, &o.split, &o.tables) < 0 || unused) {
+      if (unused)
+        pm_error ("--gpu: train names its GPUs with --in-dist");
+      free (unused);
+      strv_free (o.tables);
+      strv_free (o.in_dist);
+      tile_rules_free (&tiles);
+      gpu_db_free (&gpus);
+      return EXIT_USAGE;
+    }
+  }
   rc = train_run (&gpus, &tiles, &o);
+  strv_free (o.tables);
   strv_free (o.in_dist);
   tile_rules_free (&tiles);
   gpu_db_free (&gpus);
@@ -1054,6 +1127,7 @@ cmd_eval (struct cli *c, struct plugin_set *set)
   char **asked;
   int rc;
 
+  memset (&o, 0, sizeof o);
   if (c->data == NULL) {
     pm_error ("eval needs --data DIR: measured test kernels (NeuSight's dataset/test)");
     return EXIT_USAGE;
@@ -1082,7 +1156,15 @@ cmd_eval (struct cli *c, struct plugin_set *set)
   o.in_dist_text = c->in_dist ? c->in_dist : DEFAULT_IN_DIST;
   o.in_dist = strv_split (o.in_dist_text, ',');
   o.per_kernel = c->per_op;
+  o.seed = SPLIT_SEED;
+  if (eval_filters (c, &gpus, &o.dtype, &o.gpus, &o.split, &o.tables) < 0) {
+    rc = EXIT_USAGE;
+    goto done;
+  }
   rc = eval_kernels (set, &gpus, &tiles, &o);
+done:
+  free (o.gpus);
+  strv_free (o.tables);
   strv_free (o.in_dist);
   strv_free (o.predictors);
   tile_rules_free (&tiles);
@@ -1105,7 +1187,7 @@ main (int argc, char **argv)
          O_STRAT,
          O_NODES, O_GPN, O_PEROP, O_FORMAT, O_PPATH, O_EXPLAIN, O_NEUSIGHT, O_TABLE, O_LAYERS,
          O_DATA, O_OUT, O_SEED, O_EPOCHS, O_MEMBERS, O_REFERENCE, O_INDIST, O_POPT, O_FUSION, O_GEN, O_GRAPH,
-         O_PLOT, O_KEEPTHR, O_KEEPFLOOR, O_FEATURES };
+         O_PLOT, O_KEEPTHR, O_KEEPFLOOR, O_FEATURES, O_SPLIT };
   static const struct option opts[] = {
     { "model", required_argument, NULL, O_MODEL },
     { "opgraph", required_argument, NULL, O_OPGRAPH },
@@ -1141,6 +1223,7 @@ main (int argc, char **argv)
     { "keep-throttled", no_argument, NULL, O_KEEPTHR },
     { "keep-floor", no_argument, NULL, O_KEEPFLOOR },
     { "features", required_argument, NULL, O_FEATURES },
+    { "split", required_argument, NULL, O_SPLIT },
     { "verbose", no_argument, NULL, 'v' },
     { "help", no_argument, NULL, 'h' },
     { "version", no_argument, NULL, 'V' },
@@ -1152,6 +1235,9 @@ main (int argc, char **argv)
   char **dirs;
   int opt, rc;
 
+  /* perfmod kernel has options of its own (kernelcmd.c). */
+  if (argc > 1 && strcmp (argv[1], "kernel") == 0)
+    return kernel_main (argc - 1, argv + 1);
   memset (&c, 0, sizeof c);
   c.format = "table";
   c.command = command_line (argc, argv);   /* before getopt permutes argv */
@@ -1197,6 +1283,7 @@ main (int argc, char **argv)
     case O_KEEPTHR: c.keep_throttled = true; break;
     case O_KEEPFLOOR: c.keep_floor = true; break;
     case O_FEATURES: c.features = optarg; break;
+    case O_SPLIT: c.split = optarg; break;
     case O_GRAPH: c.graph = optarg; break;
     case O_PLOT: c.plot = optarg; break;
     case O_FORMAT: c.format = optarg; break;
@@ -1303,6 +1390,7 @@ main (int argc, char **argv)
     }
     else {
       ro.predictors = strv_split (c.predictors ? c.predictors : "roofline", ',');
+      plugins_neusight_units (&set);   /* the paper's tables, unit for unit */
       if (strcmp (ro.table, "distributed") == 0)
         rc = reproduce_distributed (&set, &gpus, &ro);
       else {

@@ -476,3 +476,14 @@ plugins_unload (struct plugin_set *set)
   free (set->v);
   memset (set, 0, sizeof *set);
 }
+
+/* NeuSight's tables are reproduced unit for unit: its roofline counts
+ * matrix bytes in 2^30 against GB/s.  Only the shipped roofline has the
+ * key; a set without it is left as it is. */
+void
+plugins_neusight_units (struct plugin_set *set)
+{
+  struct plugin *pl = plugins_find (set, "roofline", PERFMOD_PLUGIN_PREDICTOR);
+  if (pl && pl->p.config && pl->p.config_keys && strcmp (pl->p.config_keys[0], "units") == 0)
+    pl->p.config (pl->state, "units", "neusight");
+}

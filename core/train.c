@@ -17,7 +17,7 @@ static const struct { int kclass; const char *key; } fit_classes[] = {
 
 /* The settings every network perfmod trains shares; epochs, patience and
  * loss are the predictor's. */
-static void
+void
 fit_setup (struct nn_fit *f, char *label, size_t len, const char *key,
            const struct train_options *o, int epochs, int patience, int loss, uint64_t salt)
 {
@@ -37,7 +37,7 @@ fit_setup (struct nn_fit *f, char *label, size_t len, const char *key,
 
 /* Train one network on d and store it under key, with its features and a
  * summary of the training. */
-static int
+int
 fit_network (struct params *p, const char *key, const int *widths, int nl, int out_act,
              const struct nn_fit *f, const struct nn_data *d, const char *features)
 {
@@ -88,7 +88,7 @@ fit_line (const double *x, const double *y, size_t n, double *a, double *b)
 
 /* Header keys every parameter file carries: provenance, the training GPUs
  * and how many rows of other GPUs were left out. */
-static void
+void
 record_common (struct params *p, const struct train_options *o, const struct kset *ks,
                const struct gpu_entry *const *train, size_t rows, size_t dropped)
 {
@@ -829,6 +829,31 @@ train_run (const struct gpu_db *gpus, const struct tile_rules *tiles, const stru
   struct tilemlp_variant ours = { TW_FEAT_WAVES, o->members ? o->members : TILEMLP_MEMBERS };
   bool faithful = strcmp (o->predictor, "tile-mlp-neusight") == 0;
 
+  /* The modern tables: tile-mlp's tensor-core networks, a file of their own. */
+  memset (&ks, 0, sizeof ks);
+  struct mdata_filter mf = { .dtype = o->dtype, .tables = o->tables };
+  int tables = mdata_load (&ks, o->data, gpus, &mf);
+  if (tables < 0) {
+    kset_free (&ks);
+    return EXIT_USAGE;
+  }
+  if (tables > 0) {
+    if (strcmp (o->predictor, "tile-mlp") != 0) {
+      pm_error ("--data %s: the bf16/fp16/fp8 tables train tile-mlp's tensor-core networks; "
+                "%s learns NeuSight's fp32 kernels only", o->data, o->predictor);
+      kset_free (&ks);
+      return EXIT_USAGE;
+    }
+    rc = train_tc (gpus, o, &ks);
+    kset_free (&ks);
+    return rc;
+  }
+  kset_free (&ks);
+  if (o->split != SPLIT_ALL || o->dtype >= 0) {
+    pm_error ("--split and --dtype choose rows of the modern tables; %s is NeuSight's fp32 data",
+              o->data);
+    return EXIT_USAGE;
+  }
   if (o->keep_throttled && strcmp (o->predictor, "tile-mlp") != 0) {
     pm_error ("--keep-throttled: only tile-mlp leaves throttled rows out");
     return EXIT_USAGE;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "learned.h"
+#include "tc-model.h"
 #include "tilemlp-model.h"
 
 enum { C_BMM, C_LINEAR, C_EW, C_SOFTMAX, C_LN, NCLASS };
@@ -21,7 +22,9 @@ static const char *const class_keys[NCLASS] = { "bmm", "linear", "elementwise", 
  * parameter file says which inputs and how many networks. */
 #ifndef TILEMLP_NAME
 #define TILEMLP_NAME "tile-mlp"
-#define TILEMLP_DESCRIPTION "tiles and waves, utilisation from an ensemble of MLPs per kernel class"
+#define TILEMLP_DESCRIPTION "tiles and waves, utilisation from an ensemble of MLPs per kernel " \
+  "class; tensor-core GEMMs, fused attention and collectives per dtype"
+#define TILEMLP_TC 1            /* the tensor-core networks (tc-model.h) too */
 #endif
 
 static struct state {
@@ -37,12 +40,23 @@ static struct state {
   double waves[NCLASS];         /* row-wise classes: the waves every training GPU reached */
   double longest[NCLASS];       /* softmax, layer norm: the row every training GPU reached */
   int ready;
+  /* The tensor-core networks: a file of their own (perfmod train on the
+   * modern tables), DATADIR/params/tile-mlp-tc.params unless tc_params=
+   * names another; without it those kernels are refused or, for 16-bit
+   * matrix products, predicted as their fp32 equivalents. */
+  struct learned tc;
+  struct perfmod_mlp *tcnet[TC_NGROUPS][MAX_MEMBERS];
+  int tcmembers[TC_NGROUPS];
+  int tc_state;                 /* 0 not tried, 1 loaded, -1 failed or absent */
+  int tc_features;              /* enum tc_features */
 } S;
 
 static int
 tm_init (const struct perfmod_host *h, void **state)
 {
   *state = &S;
+  if (learned_init (&S.tc, h, TILEMLP_NAME) < 0)
+    return -1;
   return learned_init (&S.l, h, TILEMLP_NAME);
 }
 
@@ -56,10 +70,15 @@ tm_fini (void *state)
         s->l.host->mlp_free (s->net[c][e]);
     s->l.host->free (s->keys[c]);
   }
+  for (int g = 0; g < TC_NGROUPS; g++)
+    for (int e = 0; e < MAX_MEMBERS; e++)
+      if (s->tcnet[g][e])
+        s->l.host->mlp_free (s->tcnet[g][e]);
+  learned_fini (&s->tc);
   learned_fini (&s->l);
 }
 
-static const char *const tm_keys[] = { "params", "clamp", NULL };
+static const char *const tm_keys[] = { "params", "clamp", "tc_params", NULL };
 
 static int
 tm_config (void *state, const char *key, const char *value)
@@ -73,6 +92,8 @@ tm_config (void *state, const char *key, const char *value)
     s->clamp = strcmp (value, "on") == 0;
     return 0;
   }
+  if (strcmp (key, "tc_params") == 0)
+    return learned_config (&s->tc, "params", value);
   return learned_config (&s->l, key, value);
 }
 
@@ -350,6 +371,115 @@ harness_floor (const struct state *s, int c, const struct perfmod_gpu *gpu)
   return v ? atof (v) * 1e-6 : s->floor[c];
 }
 
+/* The tensor-core networks, loaded on first use: 1 when there are some,
+ * 0 when there is no such file (the default's absence is no error), -1
+ * after host->error() for a file that is there but unusable. */
+static int
+tc_setup (struct state *s)
+{
+#ifdef TILEMLP_TC
+  const struct perfmod_host *host = s->l.host;
+  const char *v, *part;
+  char name[64];
+  FILE *fp;
+  if (s->tc_state > 0)
+    return 1;
+  if (s->tc_state < 0) {
+    if (!s->tc.failed)
+      return 0;
+    host->error ("no tensor-core parameters (loading %s failed)", s->tc.path);
+    return -1;
+  }
+  s->tc_state = -1;
+  if (s->tc.path == NULL) {     /* the default: DATADIR/params/tile-mlp-tc.params, if present */
+    const char *dir = host->datadir ();
+    s->tc.path = host->alloc (strlen (dir) + 40);
+    strcpy (s->tc.path, dir);
+    strcat (s->tc.path, "/params/" TILEMLP_NAME "-tc.params");
+    if ((fp = fopen (s->tc.path, "r")) == NULL)
+      return 0;
+    fclose (fp);
+  }
+  if (learned_params (&s->tc) == NULL)
+    return -1;
+  part = host->params_get (s->tc.params, "part");
+  if (part == NULL || strcmp (part, "tensor-core") != 0) {
+    host->error ("%s: not tensor-core parameters (part = %s)", s->tc.path, part ? part : "(none)");
+    s->tc.failed = 1;
+    return -1;
+  }
+  v = host->params_get (s->tc.params, "features");
+  if (v == NULL || (s->tc_features = tc_features_of (v)) < 0) {
+    host->error ("%s: features: expected tc or tc-nochip, not '%s'", s->tc.path,
+                 v ? v : "(missing)");
+    s->tc.failed = 1;
+    return -1;
+  }
+  v = host->params_get (s->tc.params, "members");
+  int members = v ? atoi (v) : 0;
+  if (members < 1 || members > MAX_MEMBERS) {
+    host->error ("%s: members: expected 1 to %d", s->tc.path, MAX_MEMBERS);
+    s->tc.failed = 1;
+    return -1;
+  }
+  for (int g = 0; g < TC_NGROUPS; g++) {
+    snprintf (name, sizeof name, "%s.rows", tc_group_keys[g]);
+    if (host->params_get (s->tc.params, name) == NULL)
+      continue;                 /* trained without rows of this group */
+    for (int e = 0; e < members; e++) {
+      snprintf (name, sizeof name, "%s.%d", tc_group_keys[g], e + 1);
+      if ((s->tcnet[g][e] = host->mlp_load (s->tc.params, name, tc_group_nfeat[g], 1)) == NULL) {
+        s->tc.failed = 1;
+        return -1;
+      }
+    }
+    s->tcmembers[g] = members;
+  }
+  s->tc_state = 1;
+  return 1;
+#else
+  (void) s;
+  return 0;
+#endif
+}
+
+/* A kernel the tensor-core networks model: the geometric mean of the
+ * members' times, their spread; 0 if none models it. */
+static int
+tc_estimate (struct state *s, const struct perfmod_kernel *k, const struct perfmod_gpu *gpu,
+             struct perfmod_estimate *est)
+{
+  struct perfmod_kernel own;
+  struct tc_case c;
+  double out, sum = 0, sum2 = 0;
+  int g, rc;
+  kernel_copy (&own, k);
+  if ((g = tc_group_of (&own)) < 0 || (rc = tc_setup (s)) == 0)
+    return 0;
+  if (rc < 0)
+    return -1;
+  if (s->tcmembers[g] == 0)
+    return 0;
+  if (tc_case_of (&own, gpu, s->tc_features, &c) < 0) {
+    s->l.host->error ("%s kernel on %s: the GPU lacks what the tensor-core model reads (SMs, "
+                      "clock, bandwidth%s)", tc_group_keys[g] + 3, gpu->name,
+                      g == TC_COMM ? ", link bandwidth" : "");
+    return -1;
+  }
+  for (int e = 0; e < s->tcmembers[g]; e++) {
+    s->l.host->mlp_eval (s->tcnet[g][e], c.x, &out);
+    sum += out;
+    sum2 += out * out;
+  }
+  est->seconds = tc_time (&c, sum / s->tcmembers[g]);
+  est->spread = 0;
+  if (s->tcmembers[g] > 1) {
+    double sd = sqrt (fmax (0, (sum2 - sum * sum / s->tcmembers[g]) / (s->tcmembers[g] - 1)));
+    est->spread = est->seconds * (exp (sd) - 1);
+  }
+  return 1;
+}
+
 /* Seconds for one kernel: the network's estimate is the kernel's own time
  * (perfmod train took the harness's floor out of the measurements); a
  * kernel timed alone pays the floor on top. */
@@ -358,8 +488,16 @@ tm_estimate (void *state, const struct perfmod_kernel *k, const struct perfmod_g
              struct perfmod_estimate *est)
 {
   struct state *s = state;
-  int c = class_of (k->kclass);
+  int c = class_of (k->kclass), rc;
 
+  if ((rc = tc_estimate (s, k, gpu, est)) != 0)
+    return rc < 0 ? -1 : 0;
+  if (k->kclass == PERFMOD_KERNEL_ATTENTION || k->kclass == PERFMOD_KERNEL_COMM) {
+    s->l.host->error ("%s kernels need the tensor-core parameters (%s): perfmod train "
+                      "--predictor tile-mlp --data MODERNDATA", k->kclass == PERFMOD_KERNEL_COMM
+                      ? "collective" : "attention", s->tc.path ? s->tc.path : "not found");
+    return -1;
+  }
   if (c < 0) {                          /* no class: memory-bound */
     est->seconds = k->bytes / (gpu->mem_bw_gbps * 1073741824.0);
     est->basis = "memory-bound";
@@ -388,7 +526,13 @@ tm_predict (void *state, const struct perfmod_kernel *k, const struct perfmod_gp
 static unsigned
 tm_dtypes (void *state, int kclass)
 {
-  return learned_dtypes (&((struct state *) state)->l, kclass, class_of (kclass) >= 0);
+  struct state *s = state;
+  unsigned mask = learned_dtypes (&s->l, kclass, class_of (kclass) >= 0);
+  if (kclass == PERFMOD_KERNEL_ATTENTION)
+    mask = 0;
+  if (tc_setup (s) > 0)
+    mask |= learned_dtypes (&s->tc, kclass, 1);
+  return mask;
 }
 
 static struct perfmod_plugin plugin = {

@@ -93,6 +93,7 @@ main (void)
   plugins_load (&set, dirs);
   roof = plugins_find (&set, "roofline", PERFMOD_PLUGIN_PREDICTOR);
   ok (roof != NULL, "roofline plugin loads");
+  plugins_neusight_units (&set);    /* NeuSight's units, as reproduce sets them */
   for (int i = 0; roof && i < 2; i++) {
     char *dir = xasprintf ("%s/results/prediction/%s/roofline", neusight, gpus[i]);
     char **files = list_dir (dir, ".csv");

@@ -153,10 +153,11 @@ if [ -f "${PERFMOD_NEUSIGHT:-$top_srcdir/../shared/neusight}/summary/distributed
   ok $(awk -F, 'NR>1{n++; if ($9=="OOM") o++; if ($9=="OOM"&&$10=="OOM") a++; if ($9!="OOM"&&$10!="OOM") f++}
        END{print (n==18&&o==7&&a==7&&f==11)?0:1}' "$TMP/out") \
     "distributed: 18 cells, the 7 measured OOM predicted OOM, the 11 measured predicted to fit"
-  # a cell is the command line's prediction under the runs' strategy: Megatron's kernels
+  # a cell is the command line's prediction under the runs' strategy: Megatron's kernels,
+  # and roofline in NeuSight's units as reproduce uses it
   cell=$(awk -F, '$5=="NVIDIA_H100_80GB_HBM3"&&$4==4&&$7=="dp4"{print $10}' "$TMP/out")
   run_pm --model gpt2-large --gpu h100 --mode train --batch 4 --seq 1024 --strategy dp=4,kernels=megatron \
-    --precision fp32 --predictor roofline --format csv
+    --precision fp32 --predictor roofline --plugin-opt roofline:units=neusight --format csv
   ok $(awk -F, -v c="$cell" 'NR>1&&$1=="roofline"{d=$2-c; print (c!=""&&d<0.01&&d>-0.01)?0:1}' "$TMP/out") \
     "distributed: the H100 DP cell is perfmod --strategy dp=4,kernels=megatron's step"
 else

@@ -1,0 +1,392 @@
+/* kernelcmd.c: perfmod kernel: one kernel (gemm, bmm, attention, decode, elementwise, norm, softmax, collective) predicted by each predictor asked for. */
+#include <config.h>
+
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "physics.h"
+
+static void
+kernel_usage (FILE *fp)
+{
+  fputs ("Usage: perfmod kernel --op OP --gpu NAME [--dtype D] [--predictor LIST]\n"
+         "               [--format table|csv|json] [--plugin-path DIR]... [--plugin-opt N:K=V]...\n"
+         "  gemm         --m M --n N --k K          (M x K) by (K x N)\n"
+         "  bmm          --batch B --m M --n N --k K\n"
+         "  attention    --batch B --seq S --heads H [--kv-heads G] --head-dim D\n"
+         "               [--window W] [--no-causal]  fused prefill over S tokens\n"
+         "  decode       --batch B --kv-len L --heads H [--kv-heads G] --head-dim D\n"
+         "               [--window W]                one token against L cached ones\n"
+         "  elementwise  --rows R --cols C [--fn add|mul|gelu|relu|silu_mul|rope]\n"
+         "  norm         --rows R --cols C           layer norm or RMSNorm\n"
+         "  softmax      --rows R --cols C\n"
+         "  collective   --coll all_reduce|all_gather|reduce_scatter|alltoall|send_recv\n"
+         "               --bytes N --ranks G         one buffer of N bytes over G GPUs\n"
+         "--dtype defaults to bf16 where the GPU has bf16 matrix units, else fp16, else fp32.\n",
+         fp);
+}
+
+struct kopts {
+  const char *op, *gpu, *dtype, *predictors, *format, *fn, *coll;
+  int64_t m, n, k, batch, seq, heads, kv_heads, head_dim, kv_len, window, rows, cols, ranks;
+  double bytes;
+  bool no_causal;
+  char **paths, **popts;
+  size_t npaths, npopts;
+};
+
+static bool
+opt_int (const char *name, const char *arg, int64_t min, int64_t *out)
+{
+  if (!parse_int64 (arg, out) || *out < min || *out > ((int64_t) 1 << 40)) {
+    pm_error ("--%s '%s': expected an integer from %lld to 2^40", name, arg, (long long) min);
+    return false;
+  }
+  return true;
+}
+
+/* A missing dimension the op needs: reported, naming the option. */
+static bool
+need (int64_t v, const char *opt, const char *op)
+{
+  if (v > 0)
+    return true;
+  pm_error ("kernel --op %s needs --%s", op, opt);
+  return false;
+}
+
+/* The kernel the options describe; -1 after a message. */
+static int
+build_kernel (const struct kopts *o, int dtype, struct perfmod_kernel *k)
+{
+  static const struct { const char *fn; int inputs; double ops; } fns[] = {
+    { "add", 2, 1 }, { "mul", 2, 1 }, { "gelu", 1, 8 }, { "relu", 1, 1 }, { "silu_mul", 2, 5 },
+    { "rope", 1, 3 },
+  };
+  memset (k, 0, sizeof *k);
+  k->struct_size = sizeof *k;
+  k->dtype = dtype;
+  k->elem_bytes = dtype_bytes (dtype);
+  k->op = o->op;
+  if (strcmp (o->op, "gemm") == 0 || strcmp (o->op, "bmm") == 0) {
+    bool bmm = o->op[0] == 'b';
+    if (!need (o->m, "m", o->op) || !need (o->n, "n", o->op) || !need (o->k, "k", o->op) ||
+        (bmm && !need (o->batch, "batch", o->op)))
+      return -1;
+    /* perfmod's (M, N, K): an (M x N) input through a Linear(N -> K) */
+    k->kclass = bmm ? PERFMOD_KERNEL_BMM : PERFMOD_KERNEL_LINEAR;
+    k->op = bmm ? "bmm" : "linear";
+    k->b = bmm ? o->batch : 1;
+    k->m = o->m;
+    k->n = o->k;
+    k->k = o->n;
+    if (dtype == PERFMOD_DTYPE_FP8)
+      k->out_elem_bytes = 2;
+    return 0;
+  }
+  if (strcmp (o->op, "attention") == 0 || strcmp (o->op, "decode") == 0) {
+    bool decode = o->op[0] == 'd';
+    if (!need (o->batch, "batch", o->op) || !need (o->heads, "heads", o->op) ||
+        !need (o->head_dim, "head-dim", o->op) ||
+        !need (decode ? o->kv_len : o->seq, decode ? "kv-len" : "seq", o->op))
+      return -1;
+    if (o->kv_heads > o->heads || (o->kv_heads > 0 && o->heads % o->kv_heads)) {
+      pm_error ("--kv-heads %lld: must divide --heads %lld", (long long) o->kv_heads,
+                (long long) o->heads);
+      return -1;
+    }
+    k->kclass = PERFMOD_KERNEL_ATTENTION;
+    k->op = decode ? "attention_decode" : "attention";
+    k->b = o->batch;
+    k->m = decode ? 1 : o->seq;
+    k->n = decode ? o->kv_len : o->seq;
+    k->k = o->head_dim;
+    k->h = o->heads;
+    k->kv_heads = o->kv_heads > 0 ? o->kv_heads : o->heads;
+    k->window = o->window;
+    k->causal = !decode && !o->no_causal;
+    return 0;
+  }
+  if (strcmp (o->op, "elementwise") == 0 || strcmp (o->op, "norm") == 0 ||
+      strcmp (o->op, "softmax") == 0) {
+    int inputs = 1;
+    double ops = o->op[0] == 'n' ? 6 : 5;
+    if (!need (o->rows, "rows", o->op) || !need (o->cols, "cols", o->op))
+      return -1;
+    k->kclass = o->op[0] == 'e' ? PERFMOD_KERNEL_ELEMENTWISE
+              : o->op[0] == 'n' ? PERFMOD_KERNEL_LAYERNORM : PERFMOD_KERNEL_SOFTMAX;
+    k->op = o->op[0] == 'n' ? "ln" : o->op;
+    if (o->op[0] == 'e') {
+      const char *fn = o->fn ? o->fn : "add";
+      size_t i;
+      for (i = 0; i < sizeof fns / sizeof fns[0] && strcmp (fns[i].fn, fn); i++)
+        ;
+      if (i == sizeof fns / sizeof fns[0]) {
+        pm_error ("--fn '%s': expected add, mul, gelu, relu, silu_mul or rope", fn);
+        return -1;
+      }
+      k->op = fns[i].fn;
+      inputs = fns[i].inputs;
+      ops = fns[i].ops;
+    }
+    k->b = o->rows;
+    k->h = o->cols;
+    k->mem_per_output = (inputs + 1) * k->elem_bytes;
+    k->own_mem_per_output = k->mem_per_output;
+    k->ops_per_output = ops;
+    return 0;
+  }
+  if (strcmp (o->op, "collective") == 0) {
+    static const char *const colls[] = { "all_reduce", "all_gather", "reduce_scatter",
+                                         "alltoall", "send_recv" };
+    size_t i;
+    if (o->coll == NULL) {
+      pm_error ("kernel --op collective needs --coll");
+      return -1;
+    }
+    for (i = 0; i < 5 && strcmp (colls[i], o->coll); i++)
+      ;
+    if (i == 5) {
+      pm_error ("--coll '%s': expected all_reduce, all_gather, reduce_scatter, alltoall or "
+                "send_recv", o->coll);
+      return -1;
+    }
+    if (!(o->bytes > 0) || !need (o->ranks, "ranks", o->op))
+      return o->bytes > 0 ? -1 : (pm_error ("kernel --op collective needs --bytes"), -1);
+    if (o->ranks < 2) {
+      pm_error ("--ranks %lld: a collective needs 2 or more GPUs", (long long) o->ranks);
+      return -1;
+    }
+    k->kclass = PERFMOD_KERNEL_COMM;
+    k->op = colls[i];
+    k->bytes = o->bytes;
+    k->ranks = (int) o->ranks;
+    return 0;
+  }
+  pm_error ("--op '%s': expected gemm, bmm, attention, decode, elementwise, norm, softmax or "
+            "collective", o->op);
+  return -1;
+}
+
+static int
+parse (int argc, char **argv, struct kopts *o)
+{
+  enum { K_OP = 256, K_GPU, K_DTYPE, K_PRED, K_FORMAT, K_FN, K_COLL, K_M, K_N, K_K, K_BATCH,
+         K_SEQ, K_HEADS, K_KVH, K_HD, K_KVLEN, K_WIN, K_ROWS, K_COLS, K_RANKS, K_BYTES,
+         K_NOCAUSAL, K_PPATH, K_POPT };
+  static const struct option opts[] = {
+    { "op", required_argument, NULL, K_OP }, { "gpu", required_argument, NULL, K_GPU },
+    { "dtype", required_argument, NULL, K_DTYPE },
+    { "predictor", required_argument, NULL, K_PRED },
+    { "format", required_argument, NULL, K_FORMAT }, { "fn", required_argument, NULL, K_FN },
+    { "coll", required_argument, NULL, K_COLL }, { "m", required_argument, NULL, K_M },
+    { "n", required_argument, NULL, K_N }, { "k", required_argument, NULL, K_K },
+    { "batch", required_argument, NULL, K_BATCH }, { "seq", required_argument, NULL, K_SEQ },
+    { "heads", required_argument, NULL, K_HEADS },
+    { "kv-heads", required_argument, NULL, K_KVH },
+    { "head-dim", required_argument, NULL, K_HD },
+    { "kv-len", required_argument, NULL, K_KVLEN },
+    { "window", required_argument, NULL, K_WIN }, { "rows", required_argument, NULL, K_ROWS },
+    { "cols", required_argument, NULL, K_COLS }, { "ranks", required_argument, NULL, K_RANKS },
+    { "bytes", required_argument, NULL, K_BYTES },
+    { "no-causal", no_argument, NULL, K_NOCAUSAL },
+    { "plugin-path", required_argument, NULL, K_PPATH },
+    { "plugin-opt", required_argument, NULL, K_POPT },
+    { "verbose", no_argument, NULL, 'v' }, { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 }
+  };
+  int opt;
+  optind = 1;
+  while ((opt = getopt_long (argc, argv, "hv", opts, NULL)) != -1) {
+    bool ok = true;
+    switch (opt) {
+    case K_OP: o->op = optarg; break;
+    case K_GPU: o->gpu = optarg; break;
+    case K_DTYPE: o->dtype = optarg; break;
+    case K_PRED: o->predictors = optarg; break;
+    case K_FORMAT: o->format = optarg; break;
+    case K_FN: o->fn = optarg; break;
+    case K_COLL: o->coll = optarg; break;
+    case K_M: ok = opt_int ("m", optarg, 1, &o->m); break;
+    case K_N: ok = opt_int ("n", optarg, 1, &o->n); break;
+    case K_K: ok = opt_int ("k", optarg, 1, &o->k); break;
+    case K_BATCH: ok = opt_int ("batch", optarg, 1, &o->batch); break;
+    case K_SEQ: ok = opt_int ("seq", optarg, 1, &o->seq); break;
+    case K_HEADS: ok = opt_int ("heads", optarg, 1, &o->heads); break;
+    case K_KVH: ok = opt_int ("kv-heads", optarg, 1, &o->kv_heads); break;
+    case K_HD: ok = opt_int ("head-dim", optarg, 1, &o->head_dim); break;
+    case K_KVLEN: ok = opt_int ("kv-len", optarg, 1, &o->kv_len); break;
+    case K_WIN: ok = opt_int ("window", optarg, 0, &o->window); break;
+    case K_ROWS: ok = opt_int ("rows", optarg, 1, &o->rows); break;
+    case K_COLS: ok = opt_int ("cols", optarg, 1, &o->cols); break;
+    case K_RANKS: ok = opt_int ("ranks", optarg, 1, &o->ranks); break;
+    case K_BYTES:
+      if (!parse_double (optarg, &o->bytes) || !(o->bytes >= 1) || o->bytes > 1e15) {
+        pm_error ("--bytes '%s': expected a number of bytes from 1 to 1e15", optarg);
+        ok = false;
+      }
+      break;
+    case K_NOCAUSAL: o->no_causal = true; break;
+    case K_PPATH:
+      o->paths = xrealloc (o->paths, (o->npaths + 1) * sizeof *o->paths);
+      o->paths[o->npaths++] = optarg;
+      break;
+    case K_POPT:
+      o->popts = xrealloc (o->popts, (o->npopts + 1) * sizeof *o->popts);
+      o->popts[o->npopts++] = optarg;
+      break;
+    case 'v': pm_verbose = 1; break;
+    case 'h': kernel_usage (stdout); return 1;
+    default: ok = false; break;
+    }
+    if (!ok)
+      return -1;
+  }
+  if (optind < argc) {
+    pm_error ("kernel: unexpected argument '%s'", argv[optind]);
+    return -1;
+  }
+  if (o->op == NULL) {
+    pm_error ("kernel needs --op (gemm, bmm, attention, decode, elementwise, norm, softmax, "
+              "collective)");
+    return -1;
+  }
+  if (strcmp (o->format, "table") && strcmp (o->format, "csv") && strcmp (o->format, "json")) {
+    pm_error ("--format '%s': expected table, csv or json", o->format);
+    return -1;
+  }
+  return 0;
+}
+
+/* The dtype a user of this GPU runs by default (the precision issue's
+ * rule, as for predictions). */
+static int
+default_kernel_dtype (const struct perfmod_gpu *g)
+{
+  if (g->tensor_tflops[PERFMOD_DTYPE_BF16] > 0)
+    return PERFMOD_DTYPE_BF16;
+  if (g->tensor_tflops[PERFMOD_DTYPE_FP16] > 0)
+    return PERFMOD_DTYPE_FP16;
+  return PERFMOD_DTYPE_FP32;
+}
+
+int
+kernel_main (int argc, char **argv)
+{
+  struct kopts o;
+  struct gpu_db gpus = { NULL, 0 };
+  struct plugin_set set = { NULL, 0 };
+  const struct gpu_entry *ge;
+  struct perfmod_kernel k;
+  struct phys_cost pc;
+  char **preds = NULL, **dirs, *gdir;
+  const char *env = getenv ("PERFMOD_PLUGIN_DIR");
+  int dtype, rc = EXIT_USAGE, p;
+  bool json, csv;
+
+  memset (&o, 0, sizeof o);
+  o.format = "table";
+  if ((p = parse (argc, argv, &o)) != 0) {
+    if (p < 0)
+      fprintf (stderr, "Try 'perfmod kernel --help'.\n");
+    free (o.paths);
+    free (o.popts);
+    return p < 0 ? EXIT_USAGE : 0;
+  }
+  json = strcmp (o.format, "json") == 0;
+  csv = strcmp (o.format, "csv") == 0;
+  gdir = xasprintf ("%s/gpus.d", pm_datadir ());
+  if (gpu_db_load (&gpus, gdir) < 0)
+    goto out;
+  if ((ge = gpu_db_find (&gpus, o.gpu ? o.gpu : "h100")) == NULL) {
+    pm_error ("--gpu '%s': no such GPU (see perfmod gpus)", o.gpu);
+    goto out;
+  }
+  if (o.dtype) {
+    if ((dtype = dtype_parse (o.dtype)) < 0) {
+      pm_error ("--dtype '%s': expected fp32, tf32, fp16, bf16 or fp8", o.dtype);
+      goto out;
+    }
+    if (dtype != PERFMOD_DTYPE_FP32 && !(ge->gpu.tensor_tflops[dtype] > 0)) {
+      pm_error ("--dtype %s: %s has no %s matrix units in gpus.d", o.dtype, ge->name, o.dtype);
+      goto out;
+    }
+  }
+  else
+    dtype = default_kernel_dtype (&ge->gpu);
+  if (build_kernel (&o, dtype, &k) < 0)
+    goto out;
+  dirs = xcalloc (o.npaths + 2, sizeof *dirs);
+  dirs[0] = xstrdup (env && *env ? env : PLUGINDIR);
+  for (size_t i = 0; i < o.npaths; i++)
+    dirs[i + 1] = xstrdup (o.paths[i]);
+  plugins_load (&set, dirs);
+  strv_free (dirs);
+  for (size_t i = 0; i < o.npopts; i++)
+    if (plugin_configure (&set, o.popts[i]) < 0)
+      goto out;
+  preds = strv_split (o.predictors ? o.predictors : "roofline,tile-mlp", ',');
+  for (size_t i = 0; preds[i]; i++)
+    if (predictor_find (&set, preds[i]) == NULL)
+      goto out;
+  phys_cost_of (&k, &ge->gpu, &pc);
+  /* Every prediction first: a failure prints nothing but its reason. */
+  size_t np = strv_len (preds);
+  struct perfmod_estimate *est = xcalloc (np, sizeof *est);
+  for (size_t i = 0; i < np; i++)
+    if (plugin_estimate (predictor_find (&set, preds[i]), &k, &ge->gpu, &est[i]) < 0) {
+      pm_error ("%s: %s", preds[i], pm_plugin_errmsg);
+      free (est);
+      rc = EXIT_RUNTIME;
+      goto out;
+    }
+  double moved = k.kclass == PERFMOD_KERNEL_COMM ? pc.comm_bytes : pc.bytes;
+  if (!json && !csv)
+    printf ("perfmod kernel: %s, %s, on %s; %.4g GFLOP, %.4g MB%s\n"
+            "assumed: %s%s\n\n%-12s %12s %10s %10s  %s\n", o.op, dtype_name (dtype), ge->name,
+            pc.flops / 1e9, moved / 1e6,
+            k.kclass == PERFMOD_KERNEL_COMM ? " over the link per GPU" : "",
+            o.dtype ? "" : "--dtype ", o.dtype ? "nothing" : dtype_name (dtype), "predictor",
+            "ms", "TFLOP/s", "GB/s", "note");
+  else if (csv)
+    printf ("predictor,op,dtype,gpu,ms,spread_ms,tflops,gbps,note\n");
+  else
+    printf ("{\"op\": \"%s\", \"dtype\": \"%s\", \"gpu\": \"%s\", \"flops\": %.6g, "
+            "\"bytes\": %.6g, \"predictions\": [", o.op, dtype_name (dtype), ge->name, pc.flops,
+            moved);
+  for (size_t i = 0; i < np; i++) {
+    struct plugin *pl = predictor_find (&set, preds[i]);
+    char note[160] = "";
+    double ms = est[i].seconds * 1e3, sec = est[i].seconds > 0 ? est[i].seconds : INFINITY;
+    if (pl->p.dtypes && !(pl->p.dtypes (pl->state, k.kclass) & (1u << dtype)))
+      snprintf (note, sizeof note, "not trained on %s %s kernels", dtype_name (dtype),
+                kclass_name (k.kclass));
+    else if (est[i].basis)
+      snprintf (note, sizeof note, "%s", est[i].basis);
+    if (json)
+      printf ("%s{\"predictor\": \"%s\", \"ms\": %.6g, \"spread_ms\": %.6g, \"tflops\": %.6g, "
+              "\"gbps\": %.6g, \"note\": \"%s\"}", i ? ", " : "", preds[i], ms,
+              est[i].spread * 1e3, pc.flops / sec / 1e12, moved / sec / 1e9, note);
+    else if (csv)
+      printf ("%s,%s,%s,%s,%.6g,%.6g,%.6g,%.6g,%s\n", preds[i], o.op, dtype_name (dtype), ge->name,
+              ms, est[i].spread * 1e3, pc.flops / sec / 1e12, moved / sec / 1e9, note);
+    else
+      printf ("%-12s %12.4f %10.1f %10.1f  %s\n", preds[i], ms, pc.flops / sec / 1e12,
+              moved / sec / 1e9, note);
+  }
+  if (json)
+    printf ("]}\n");
+  free (est);
+  rc = 0;
+out:
+  strv_free (preds);
+  plugins_unload (&set);
+  gpu_db_free (&gpus);
+  free (gdir);
+  free (o.paths);
+  free (o.popts);
+  return rc;
+}

@@ -1,0 +1,200 @@
+/* traintc.c: perfmod train for tile-mlp's tensor-core networks: GEMMs per dtype, fused attention, 16-bit vector ops and collectives from the modern tables. */
+#include <config.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "tc-model.h"
+
+#define TC_MEMBERS 3
+
+struct tc_ctx {
+  const struct tc_case *cases;
+};
+
+/* The network's output scales the case's base time; its derivative is
+ * the time itself. */
+static void
+tc_head (void *ctx, size_t row, const double *out, int nout, double *pred, double *dpred)
+{
+  const struct tc_ctx *t = ctx;
+  double o = out[0];
+  (void) nout;
+  if (o > 20)
+    o = 20;
+  if (o < -20)
+    o = -20;
+  *pred = t->cases[row].base * exp (o);
+  if (dpred)
+    dpred[0] = *pred;
+}
+
+/* The dtypes a group's rows had, as the comma list learned.h reads. */
+static char *
+dtype_list (unsigned mask)
+{
+  char *s = xstrdup ("");
+  for (int d = 0; d < PERFMOD_DTYPE_COUNT; d++)
+    if (mask & (1u << d)) {
+      char *t = xasprintf ("%s%s%s", s, *s ? "," : "", dtype_name (d));
+      free (s);
+      s = t;
+    }
+  return s;
+}
+
+/* One group's ensemble from the rows it models. */
+static int
+train_group (int grp, int features, const struct kset *ks, const size_t *rows, size_t nrows,
+             const struct train_options *o, int members, struct params *p, unsigned *dtypes)
+{
+  int nf = tc_group_nfeat[grp], rc = 0;
+  /* Collectives come in a few hundred rows: a smaller network, longer. */
+  bool small = grp == TC_COMM;
+  const int widths[] = { nf, small ? 32 : 96, small ? 32 : 96, small ? 32 : 96, 1 };
+  const int nl = (int) (sizeof widths / sizeof widths[0]) - 1;
+  size_t n = 0;
+  double *x = xmalloc ((nrows ? nrows : 1) * TC_NFEAT_MAX * sizeof *x);
+  double *y = xmalloc ((nrows ? nrows : 1) * sizeof *y);
+  struct tc_case *cases = xmalloc ((nrows ? nrows : 1) * sizeof *cases);
+  struct tc_ctx ctx = { cases };
+  const char *key = tc_group_keys[grp];
+  char label[96], k2[80];
+
+  *dtypes = 0;
+  for (size_t i = 0; i < nrows; i++) {
+    const struct krow *r = &ks->v[rows[i]];
+    struct perfmod_kernel k;
+    krow_kernel (r, &k);
+    k.isolated = 1;
+    if (tc_group_of (&k) != grp || tc_case_of (&k, &r->gpu->gpu, features, &cases[n]) < 0)
+      continue;
+    memcpy (x + n * (size_t) nf, cases[n].x, (size_t) nf * sizeof *x);
+    y[n] = r->latency_s;
+    *dtypes |= 1u << r->dtype;
+    n++;
+  }
+  if (n < 64) {
+    pm_debug ("%s/%s: %zu rows, too few to train: left out", o->predictor, key, n);
+    *dtypes = 0;
+    goto out;
+  }
+  for (int e = 1; e <= members && rc == 0; e++) {
+    struct nn_fit f;
+    char mkey[64];
+    snprintf (mkey, sizeof mkey, "%s.%d", key, e);
+    fit_setup (&f, label, sizeof label, mkey, o, small ? 400 : 40, small ? 60 : 8, NN_LOSS_MAPE,
+               (uint64_t) grp * 7919u + 1000u * (uint64_t) e);
+    f.head = tc_head;
+    f.ctx = &ctx;
+    f.batch = small ? 32 : 512;
+    rc = fit_network (p, mkey, widths, nl, NN_NONE, &f, &(struct nn_data) { n, x, y },
+                      tc_feature_names[features]);
+  }
+  if (rc == 0) {
+    char *list = dtype_list (*dtypes);
+    snprintf (k2, sizeof k2, "%s.rows", key);
+    params_set (p, k2, "%zu", n);
+    snprintf (k2, sizeof k2, "%s.dtypes", key);
+    params_set (p, k2, "%s", list);
+    free (list);
+  }
+out:
+  free (x);
+  free (y);
+  free (cases);
+  return rc;
+}
+
+int
+train_tc (const struct gpu_db *gpus, const struct train_options *o, struct kset *ks)
+{
+  const struct gpu_entry **train = xcalloc (strv_len (o->in_dist) + 1, sizeof *train);
+  struct params p;
+  size_t *rows = xmalloc ((ks->n ? ks->n : 1) * sizeof *rows), nrows = 0, dropped = 0, held = 0;
+  int members = o->members ? o->members : TC_MEMBERS, rc = 0;
+  unsigned mask[TC_NGROUPS] = { 0 };
+  double t0 = pm_now ();
+  int features = o->features ? tc_features_of (o->features) : TC_FEAT_CHIP;
+
+  if (features < 0) {
+    pm_error ("--features '%s': the tensor-core networks take tc or tc-nochip", o->features);
+    free (train);
+    free (rows);
+    return EXIT_USAGE;
+  }
+  if (o->in_dist_given)
+    for (size_t i = 0; o->in_dist[i]; i++)
+      if ((train[i] = gpu_db_find (gpus, o->in_dist[i])) == NULL) {
+        pm_error ("--in-dist '%s': no such GPU (see perfmod gpus)", o->in_dist[i]);
+        free (train);
+        free (rows);
+        return EXIT_USAGE;
+      }
+  for (size_t i = 0; i < ks->n; i++) {
+    const struct krow *r = &ks->v[i];
+    bool ok = !o->in_dist_given;
+    for (size_t g = 0; train[g]; g++)
+      ok |= r->gpu == train[g];
+    if (!ok) {
+      dropped++;
+      continue;
+    }
+    if (!krow_in_split (r, o->split, SPLIT_SEED)) {
+      held++;
+      continue;
+    }
+    rows[nrows++] = i;
+  }
+  if (!o->in_dist_given) {      /* record the GPUs the rows came from */
+    size_t ng = 0;
+    for (size_t i = 0; i < nrows; i++) {
+      size_t g;
+      for (g = 0; g < ng && train[g] != ks->v[rows[i]].gpu; g++)
+        ;
+      if (g == ng) {
+        train = xrealloc (train, (ng + 2) * sizeof *train);
+        train[ng++] = ks->v[rows[i]].gpu;
+        train[ng] = NULL;
+      }
+    }
+  }
+  params_init (&p);
+  record_common (&p, o, ks, train, nrows, dropped);
+  params_set (&p, "part", "tensor-core");
+  params_set (&p, "split", "%s", o->split == SPLIT_TRAIN ? "train (the seeded 20 % held out)"
+                                 : "all rows");
+  if (held)
+    params_set (&p, "rows_held_out", "%zu", held);
+  params_set (&p, "members", "%d", members);
+  params_set (&p, "features", "%s", tc_feature_names[features]);
+  params_set (&p, "model", "time = max(physical floor, (roofline + launch) x exp(mean of the "
+              "members' outputs)); inputs: tc-model.h");
+  for (int g = 0; g < TC_NGROUPS && rc == 0; g++)
+    rc = train_group (g, features, ks, rows, nrows, o, members, &p, &mask[g]);
+  if (rc == 0) {
+    /* learned.h's dtypes keys, per kernel class */
+    static const struct { const char *cls; int grp; } cover[] = {
+      { "linear", TC_GEMM }, { "bmm", TC_GEMM }, { "attention", TC_ATTENTION },
+      { "elementwise", TC_VECTOR }, { "softmax", TC_VECTOR }, { "layernorm", TC_VECTOR },
+    };
+    for (size_t i = 0; i < sizeof cover / sizeof cover[0]; i++)
+      if (mask[cover[i].grp]) {
+        char *list = dtype_list (mask[cover[i].grp]), key[32];
+        snprintf (key, sizeof key, "dtypes.%s", cover[i].cls);
+        params_set (&p, key, "%s", list);
+        free (list);
+      }
+    params_set (&p, "trained_seconds", "%.1f", pm_now () - t0);
+    rc = params_save (&p, o->out);
+    if (rc == 0)
+      fprintf (stderr, "perfmod: wrote %s (%s tensor-core networks, %zu rows, %.1f s)\n", o->out,
+               o->predictor, nrows, pm_now () - t0);
+  }
+  params_free (&p);
+  free (rows);
+  free (train);
+  return rc == 0 ? 0 : EXIT_RUNTIME;
+}

@@ -1,0 +1,196 @@
+/* tc-model.h: tile-mlp's formulation of what NeuSight never measured (tensor-core GEMMs per dtype, fused attention, 16-bit vector ops, collectives), shared by perfmod train and the plugin. */
+#ifndef PERFMOD_TC_MODEL_H
+#define PERFMOD_TC_MODEL_H
+
+#include <math.h>
+#include <string.h>
+
+#include "perfmod-plugin.h"
+#include "physics.h"
+
+/* A network per group corrects the physical roofline of its kernels:
+ *   time = max (floor, (roofline + TC_LAUNCH_S) x exp (mean of the members' outputs))
+ * The inputs keep NeuSight's tile/wave structure (waves of 128 x 128
+ * output tiles over the SMs, the tail wave's occupancy, the padded tiles'
+ * useful share) and describe the chip only by ratios that carry across
+ * chips: FLOPs and bytes per clock per SM at the kernel's dtype, intensity
+ * against the ridge point, bytes against the L2. */
+enum tc_group { TC_GEMM, TC_ATTENTION, TC_VECTOR, TC_COMM, TC_NGROUPS };
+static const char *const tc_group_keys[TC_NGROUPS] = { "tc_gemm", "tc_attention", "tc_vector",
+                                                       "tc_comm" };
+static const int tc_group_nfeat[TC_NGROUPS] = { 14, 14, 12, 10 };
+#define TC_NFEAT_MAX 14
+#define TC_TILE 128.0
+#define TC_LAUNCH_S 2e-6      /* a nominal kernel's fixed cost the correction starts from */
+#define TC_COMM_LATENCY_S 1e-5 /* a collective's, likewise */
+
+/* Input sets: "tc" describes the chip by FLOPs and bytes per clock per
+ * SM; "tc-nochip" leaves them out (0), so the network sees the chip only
+ * through the kernel's ratios to its peak, bandwidth and L2. */
+enum tc_features { TC_FEAT_CHIP = 0, TC_FEAT_NOCHIP = 1, TC_NFEATSETS };
+static const char *const tc_feature_names[TC_NFEATSETS] = { "tc", "tc-nochip" };
+
+static inline int
+tc_features_of (const char *name)
+{
+  for (int i = 0; i < TC_NFEATSETS; i++)
+    if (strcmp (name, tc_feature_names[i]) == 0)
+      return i;
+  return -1;
+}
+
+struct tc_case {
+  double x[TC_NFEAT_MAX];
+  int nfeat;
+  double base;    /* seconds the network's output scales */
+  double floor;   /* seconds no prediction goes under (physics.h) */
+};
+
+/* The group that models k, or -1 (fp32 matrix and vector kernels stay
+ * with NeuSight's networks). */
+static inline int
+tc_group_of (const struct perfmod_kernel *k)
+{
+  switch (k->kclass) {
+  case PERFMOD_KERNEL_LINEAR:
+  case PERFMOD_KERNEL_BMM:
+    return k->dtype != PERFMOD_DTYPE_FP32 ? TC_GEMM : -1;
+  case PERFMOD_KERNEL_ATTENTION:
+    return TC_ATTENTION;
+  case PERFMOD_KERNEL_ELEMENTWISE:
+  case PERFMOD_KERNEL_SOFTMAX:
+  case PERFMOD_KERNEL_LAYERNORM:
+  case PERFMOD_KERNEL_MEMORY:
+    return k->dtype == PERFMOD_DTYPE_FP16 || k->dtype == PERFMOD_DTYPE_BF16 ? TC_VECTOR : -1;
+  case PERFMOD_KERNEL_COMM:
+    return TC_COMM;
+  default:
+    return -1;
+  }
+}
+
+static inline double
+tc_log2 (double v)
+{
+  return log2 (v > 1e-30 ? v : 1e-30);
+}
+
+/* Waves of `tiles` blocks over the SMs: log2 of the (fractional) count
+ * and the tail wave's occupancy. */
+static inline void
+tc_waves (double tiles, double sms, double *x)
+{
+  double waves = ceil (tiles / sms);
+  x[0] = tc_log2 (tiles / sms);
+  x[1] = tiles / (waves * sms);
+}
+
+/* The chip at the kernel's dtype: FLOPs and bytes per clock per SM. */
+static inline void
+tc_chip (const struct phys_cost *c, const struct perfmod_gpu *g, int features, double *x)
+{
+  double per = g->sms * g->clock_mhz * 1e6;
+  x[0] = features == TC_FEAT_NOCHIP ? 0 : tc_log2 (c->peak / per);
+  x[1] = features == TC_FEAT_NOCHIP ? 0 : tc_log2 (g->mem_bw_gbps * 1e9 / per);
+}
+
+/* k's case; -1 if no group models it or the GPU lacks what it needs. */
+static inline int
+tc_case_of (const struct perfmod_kernel *k, const struct perfmod_gpu *g, int features,
+            struct tc_case *c)
+{
+  struct phys_cost pc;
+  int grp = tc_group_of (k);
+  double roof, ridge, l2 = g->l2_mb > 0 ? g->l2_mb * 1e6 : 1e6, *x = c->x;
+  if (grp < 0 || phys_cost_of (k, g, &pc) < 0 || !(g->sms > 0) || !(g->clock_mhz > 0) ||
+      !(pc.bw > 0))
+    return -1;
+  roof = phys_roofline (&pc);
+  ridge = pc.peak > 0 ? pc.peak / (g->mem_bw_gbps * 1e9) : 1;
+  c->nfeat = tc_group_nfeat[grp];
+  c->floor = phys_floor (&pc, g);
+  c->base = roof + (grp == TC_COMM ? TC_COMM_LATENCY_S : TC_LAUNCH_S);
+  switch (grp) {
+  case TC_GEMM: {
+    double b = k->kclass == PERFMOD_KERNEL_LINEAR ? 1 : (double) k->b;
+    double m = (double) k->m, n = (double) k->n, kk = (double) k->k;
+    double tm = ceil (m / TC_TILE), tk = ceil (kk / TC_TILE);
+    x[0] = tc_log2 (m);
+    x[1] = tc_log2 (n);
+    x[2] = tc_log2 (kk);
+    x[3] = tc_log2 (b);
+    tc_waves (b * tm * tk, g->sms, x + 4);
+    x[6] = m * kk / (tm * tk * TC_TILE * TC_TILE);
+    x[7] = tc_log2 (pc.flops / pc.bytes / ridge);
+    x[8] = tc_log2 (pc.bytes / l2);
+    x[9] = tc_log2 (roof / 1e-6);
+    x[10] = k->dtype == PERFMOD_DTYPE_FP8;
+    tc_chip (&pc, g, features, x + 11);
+    x[13] = k->dtype == PERFMOD_DTYPE_TF32;
+    return 0;
+  }
+  case TC_ATTENTION: {
+    double h = (double) k->h, kvh = k->kv_heads > 0 ? (double) k->kv_heads : h;
+    double blocks = k->m > 1 ? (double) k->b * h * ceil ((double) k->m / TC_TILE)
+                             : (double) k->b * kvh;
+    x[0] = tc_log2 ((double) k->m);
+    x[1] = tc_log2 ((double) k->n);
+    x[2] = tc_log2 ((double) k->k);
+    x[3] = tc_log2 (h / kvh);
+    x[4] = tc_log2 ((double) k->b * h);
+    tc_waves (blocks, g->sms, x + 5);
+    x[7] = tc_log2 (pc.flops / pc.bytes / ridge);
+    x[8] = tc_log2 (pc.bytes / l2);
+    x[9] = tc_log2 (roof / 1e-6);
+    x[10] = k->causal;
+    x[11] = k->dtype == PERFMOD_DTYPE_FP8;
+    tc_chip (&pc, g, features, x + 12);
+    return 0;
+  }
+  case TC_VECTOR: {
+    double e = k->elem_bytes > 0 ? k->elem_bytes : 2;
+    double rows = k->b > 0 ? (double) k->b : 1, h = k->h > 0 ? (double) k->h : 1;
+    double mpo = pc.bytes / (rows * h);
+    x[0] = tc_log2 (rows);
+    x[1] = tc_log2 (h);
+    x[2] = tc_log2 (pc.bytes / l2);
+    x[3] = tc_log2 (roof / 1e-6);
+    x[4] = k->kclass == PERFMOD_KERNEL_ELEMENTWISE;
+    x[5] = k->kclass == PERFMOD_KERNEL_SOFTMAX;
+    x[6] = k->kclass == PERFMOD_KERNEL_LAYERNORM;
+    x[7] = k->kclass == PERFMOD_KERNEL_MEMORY;
+    x[8] = tc_log2 (mpo / e);
+    x[9] = tc_log2 (rows / g->sms);
+    tc_chip (&pc, g, features, x + 10);
+    x[10] = tc_log2 (pc.flops > 0 ? pc.flops / pc.bytes / ridge : 1e-3);
+    return 0;
+  }
+  case TC_COMM: {
+    static const char *const ops[] = { "all_reduce", "all_gather", "reduce_scatter", "alltoall",
+                                       "send_recv" };
+    for (int i = 0; i < 5; i++)
+      x[i] = k->op && strcmp (k->op, ops[i]) == 0;
+    x[5] = tc_log2 (k->ranks);
+    x[6] = tc_log2 (k->bytes);
+    x[7] = tc_log2 (roof / 1e-6);
+    x[8] = tc_log2 (g->link_gbps);
+    x[9] = tc_log2 (k->bytes / l2);
+    return k->ranks >= 2 && g->link_gbps > 0 ? 0 : -1;
+  }
+  default:
+    return -1;
+  }
+}
+
+/* Seconds from the mean of the members' outputs. */
+static inline double
+tc_time (const struct tc_case *c, double out)
+{
+  if (out > 20)
+    out = 20;
+  if (out < -20)
+    out = -20;
+  return fmax (c->floor, c->base * exp (out));
+}
+
+#endif /* PERFMOD_TC_MODEL_H */
