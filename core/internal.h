@@ -635,6 +635,9 @@ int kset_load (struct kset *s, const char *dir, const struct gpu_db *gpus,
 int kset_load_file (struct kset *s, const char *path, const struct gpu_db *gpus,
                     const struct tile_rules *tiles);
 void kset_free (struct kset *s);
+/* A file read into s from row `before` on: with errors its rows are dropped
+ * and it is refused (-1, reported); else it is recorded in s->files (0). */
+int kset_file_done (struct kset *s, const char *path, size_t before, int errors);
 void krow_kernel (const struct krow *r, struct perfmod_kernel *k);
 
 /* ---- mdata.c: the modern measured kernels (../shared/moderndata) ---- */

@@ -250,6 +250,12 @@ kset_load_file (struct kset *s, const char *path, const struct gpu_db *gpus,
   if (rc < 0)
     errors++;
   csv_close (&r);
+  return kset_file_done (s, path, before, errors);
+}
+
+int
+kset_file_done (struct kset *s, const char *path, size_t before, int errors)
+{
   if (errors) {
     s->n = before;
     pm_error ("%s: %d bad row%s: the file is refused", path, errors, errors == 1 ? "" : "s");

@@ -354,8 +354,8 @@ kernel_main (int argc, char **argv)
   else if (csv)
     printf ("predictor,op,dtype,gpu,ms,spread_ms,tflops,gbps,note\n");
   else
-    printf ("{\"op\": \"%s\", \"dtype\": \"%s\", \"gpu\": \"%s\", \"flops\": %.6g, "
-            "\"bytes\": %.6g, \"predictions\": [", o.op, dtype_name (dtype), ge->name, pc.flops,
+    printf ("{\"op\": \"%s\", \"dtype\": \"%s\", \"gpu\": \"%s\", \"flops\": %.17g, "
+            "\"bytes\": %.17g, \"predictions\": [", o.op, dtype_name (dtype), ge->name, pc.flops,
             moved);
   for (size_t i = 0; i < np; i++) {
     struct plugin *pl = predictor_find (&set, preds[i]);
@@ -367,11 +367,11 @@ kernel_main (int argc, char **argv)
     else if (est[i].basis)
       snprintf (note, sizeof note, "%s", est[i].basis);
     if (json)
-      printf ("%s{\"predictor\": \"%s\", \"ms\": %.6g, \"spread_ms\": %.6g, \"tflops\": %.6g, "
-              "\"gbps\": %.6g, \"note\": \"%s\"}", i ? ", " : "", preds[i], ms,
+      printf ("%s{\"predictor\": \"%s\", \"ms\": %.9g, \"spread_ms\": %.9g, \"tflops\": %.9g, "
+              "\"gbps\": %.9g, \"note\": \"%s\"}", i ? ", " : "", preds[i], ms,
               est[i].spread * 1e3, pc.flops / sec / 1e12, moved / sec / 1e9, note);
     else if (csv)
-      printf ("%s,%s,%s,%s,%.6g,%.6g,%.6g,%.6g,%s\n", preds[i], o.op, dtype_name (dtype), ge->name,
+      printf ("%s,%s,%s,%s,%.9g,%.9g,%.9g,%.9g,%s\n", preds[i], o.op, dtype_name (dtype), ge->name,
               ms, est[i].spread * 1e3, pc.flops / sec / 1e12, moved / sec / 1e9, note);
     else
       printf ("%-12s %12.4f %10.1f %10.1f  %s\n", preds[i], ms, pc.flops / sec / 1e12,
@@ -379,6 +379,7 @@ kernel_main (int argc, char **argv)
   }
   if (json)
     printf ("]}\n");
+  plugins_note_fallbacks (&set, stderr);
   free (est);
   rc = 0;
 out:

@@ -31,6 +31,21 @@ more (const struct table *t)
   return !t->fatal && t->errors < 20;
 }
 
+/* The next record, while reading on; a malformed or truncated file
+ * (reported by csv_next) refuses the table. */
+static bool
+next_row (struct table *t)
+{
+  int rc;
+  if (!more (t))
+    return false;
+  if ((rc = csv_next (&t->r)) < 0) {
+    t->errors++;
+    t->fatal = true;
+  }
+  return rc == 1;
+}
+
 /* A column the table must have; reported with the file when missing. */
 static int
 need_column (struct table *t, const char *name)
@@ -164,7 +179,7 @@ read_gemm (struct table *t)
   int ck = need_column (t, "k"), cl = need_column (t, "latency");
   if (t->errors)
     return;
-  while (more (t) && csv_next (&t->r) == 1) {
+  while (next_row (t)) {
     struct krow k = { 0 };
     if ((k.dtype = dtype_of_cell (t->r.fields[ct])) < 0)
       continue;
@@ -199,7 +214,7 @@ read_attention (struct table *t, bool decode)
   int cw = csv_column (t->r.fields, t->r.nfields, "window_size");
   if (t->errors)
     return;
-  while (more (t) && csv_next (&t->r) == 1) {
+  while (next_row (t)) {
     struct krow k = { 0 };
     int64_t isl, step = 0, beam = 1;
     if ((k.dtype = dtype_of_cell (t->r.fields[decode ? ckd : cad])) < 0)
@@ -235,7 +250,7 @@ read_nccl (struct table *t)
   int cl = need_column (t, "latency");
   if (t->errors)
     return;
-  while (more (t) && csv_next (&t->r) == 1) {
+  while (next_row (t)) {
     struct krow k = { 0 };
     int64_t ranks, elems;
     const char *dt = t->r.fields[ct];
@@ -274,7 +289,7 @@ read_vidur_network (struct table *t)
   }
   if (t->errors)
     return;
-  while (more (t) && csv_next (&t->r) == 1) {
+  while (next_row (t)) {
     struct krow k = { 0 };
     int64_t workers, elems, per_node;
     if (!cell_int (t, cw, "num_workers", 2, &workers) || !cell_int (t, cs, "size", 1, &elems) ||
@@ -313,7 +328,7 @@ read_vidur_layer (struct table *t)
   }
   if (t->errors)
     return;
-  while (more (t) && csv_next (&t->r) == 1) {
+  while (next_row (t)) {
     int64_t heads, kvh, d, x, tokens, tp;
     bool gated;
     if (!cell_int (t, chd, "n_head", 1, &heads) || !cell_int (t, ckv, "n_kv_head", 1, &kvh) ||
@@ -383,7 +398,7 @@ read_aiter (struct table *t)
   int cus = need_column (t, "us"), cb = csv_column (t->r.fields, t->r.nfields, "B");
   if (t->errors)
     return;
-  while (more (t) && csv_next (&t->r) == 1) {
+  while (next_row (t)) {
     struct krow k = { 0 };
     double us;
     char *dev;
@@ -420,7 +435,7 @@ static void
 read_llmcompass (struct table *t, bool first_is_data)
 {
   bool have = first_is_data;
-  while (more (t) && (have || csv_next (&t->r) == 1)) {
+  while (have ? more (t) : next_row (t)) {
     struct krow k = { 0 };
     char *end;
     have = false;
@@ -569,16 +584,7 @@ read_table (struct kset *s, const char *path, enum kind kind, const struct gpu_d
   default: break;
   }
   csv_close (&t.r);
-  if (t.errors) {
-    s->n = before;
-    pm_error ("%s: %d bad row%s: the file is refused", path, t.errors, t.errors == 1 ? "" : "s");
-    return -1;
-  }
-  size_t nf = strv_len (s->files);
-  s->files = xrealloc (s->files, (nf + 2) * sizeof *s->files);
-  s->files[nf] = xstrdup (path);
-  s->files[nf + 1] = NULL;
-  return 1;
+  return kset_file_done (s, path, before, t.errors) < 0 ? -1 : 1;
 }
 
 /* Depth-first over dir in sorted order; counts the tables known. */

@@ -95,6 +95,18 @@ train_group (int grp, int features, const struct kset *ks, const size_t *rows, s
   }
   if (rc == 0) {
     char *list = dtype_list (*dtypes);
+    /* The inputs' range in training: the plugin keeps a kernel's inside it,
+     * so a GPU unlike the training ones is not extrapolated to. */
+    snprintf (k2, sizeof k2, "%s.range", key);
+    double *rg = params_add_tensor (p, k2, 2, (size_t) nf);
+    for (int j = 0; j < nf; j++) {
+      rg[j] = INFINITY;
+      rg[nf + j] = -INFINITY;
+      for (size_t i = 0; i < n; i++) {
+        rg[j] = fmin (rg[j], x[i * (size_t) nf + j]);
+        rg[nf + j] = fmax (rg[nf + j], x[i * (size_t) nf + j]);
+      }
+    }
     snprintf (k2, sizeof k2, "%s.rows", key);
     params_set (p, k2, "%zu", n);
     snprintf (k2, sizeof k2, "%s.dtypes", key);
@@ -117,10 +129,10 @@ train_tc (const struct gpu_db *gpus, const struct train_options *o, struct kset 
   int members = o->members ? o->members : TC_MEMBERS, rc = 0;
   unsigned mask[TC_NGROUPS] = { 0 };
   double t0 = pm_now ();
-  int features = o->features ? tc_features_of (o->features) : TC_FEAT_CHIP;
+  int features = o->features ? tc_features_of (o->features) : TC_FEAT_NOCHIP;
 
   if (features < 0) {
-    pm_error ("--features '%s': the tensor-core networks take tc or tc-nochip", o->features);
+    pm_error ("--features '%s': the tensor-core networks take tc-nochip or tc", o->features);
     free (train);
     free (rows);
     return EXIT_USAGE;

@@ -3,6 +3,8 @@
 #define PERFMOD_TC_MODEL_H
 
 #include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "perfmod-plugin.h"
@@ -18,15 +20,21 @@
 enum tc_group { TC_GEMM, TC_ATTENTION, TC_VECTOR, TC_COMM, TC_NGROUPS };
 static const char *const tc_group_keys[TC_NGROUPS] = { "tc_gemm", "tc_attention", "tc_vector",
                                                        "tc_comm" };
-static const int tc_group_nfeat[TC_NGROUPS] = { 14, 14, 12, 10 };
-#define TC_NFEAT_MAX 14
+static const int tc_group_nfeat[TC_NGROUPS] = { 15, 15, 14, 10 };
+#define TC_NFEAT_MAX 15
 #define TC_TILE 128.0
-#define TC_LAUNCH_S 2e-6      /* a nominal kernel's fixed cost the correction starts from */
-#define TC_COMM_LATENCY_S 1e-5 /* a collective's, likewise */
+/* A nominal kernel's fixed cost the correction starts from, in clock
+ * cycles (a slower clock pays longer), and a collective's in seconds. */
+#define TC_LAUNCH_CYCLES 4000.0
+#define TC_COMM_LATENCY_S 1e-5
 
-/* Input sets: "tc" describes the chip by FLOPs and bytes per clock per
- * SM; "tc-nochip" leaves them out (0), so the network sees the chip only
- * through the kernel's ratios to its peak, bandwidth and L2. */
+/* Input sets: "tc-nochip", the default, sees the chip only through the
+ * kernel's ratios to its peak, bandwidth, L2, SMs and clock; "tc" also
+ * describes it by FLOPs and bytes per clock per SM and its board power
+ * per peak TFLOP/s.  With three or four training GPUs those three inputs
+ * are a handful of points a network extrapolates from on a GPU unlike
+ * them: leaving one GPU out, bf16 GEMMs were 19-51 % off with them and
+ * 15-20 % without (doc/precision.md). */
 enum tc_features { TC_FEAT_CHIP = 0, TC_FEAT_NOCHIP = 1, TC_NFEATSETS };
 static const char *const tc_feature_names[TC_NFEATSETS] = { "tc", "tc-nochip" };
 
@@ -85,13 +93,18 @@ tc_waves (double tiles, double sms, double *x)
   x[1] = tiles / (waves * sms);
 }
 
-/* The chip at the kernel's dtype: FLOPs and bytes per clock per SM. */
+/* The chip at the kernel's dtype: FLOPs and bytes per clock per SM, and
+ * watts per peak TFLOP/s (0 where gpus.d has no TDP). */
 static inline void
 tc_chip (const struct phys_cost *c, const struct perfmod_gpu *g, int features, double *x)
 {
   double per = g->sms * g->clock_mhz * 1e6;
-  x[0] = features == TC_FEAT_NOCHIP ? 0 : tc_log2 (c->peak / per);
-  x[1] = features == TC_FEAT_NOCHIP ? 0 : tc_log2 (g->mem_bw_gbps * 1e9 / per);
+  double tdp = g->struct_size >= offsetof (struct perfmod_gpu, tdp_w) + sizeof g->tdp_w
+               ? g->tdp_w : 0;
+  bool chip = features == TC_FEAT_CHIP;
+  x[0] = chip ? tc_log2 (c->peak / per) : 0;
+  x[1] = chip ? tc_log2 (g->mem_bw_gbps * 1e9 / per) : 0;
+  x[2] = chip && tdp > 0 && c->peak > 0 ? tc_log2 (tdp / (c->peak / 1e12)) : 0;
 }
 
 /* k's case; -1 if no group models it or the GPU lacks what it needs. */
@@ -101,7 +114,7 @@ tc_case_of (const struct perfmod_kernel *k, const struct perfmod_gpu *g, int fea
 {
   struct phys_cost pc;
   int grp = tc_group_of (k);
-  double roof, ridge, l2 = g->l2_mb > 0 ? g->l2_mb * 1e6 : 1e6, *x = c->x;
+  double roof, ridge, l2 = g->l2_mb > 0 ? g->l2_mb * 1e6 : 1e6, *x = c->x, kcycles;
   if (grp < 0 || phys_cost_of (k, g, &pc) < 0 || !(g->sms > 0) || !(g->clock_mhz > 0) ||
       !(pc.bw > 0))
     return -1;
@@ -109,7 +122,8 @@ tc_case_of (const struct perfmod_kernel *k, const struct perfmod_gpu *g, int fea
   ridge = pc.peak > 0 ? pc.peak / (g->mem_bw_gbps * 1e9) : 1;
   c->nfeat = tc_group_nfeat[grp];
   c->floor = phys_floor (&pc, g);
-  c->base = roof + (grp == TC_COMM ? TC_COMM_LATENCY_S : TC_LAUNCH_S);
+  c->base = roof + (grp == TC_COMM ? TC_COMM_LATENCY_S : TC_LAUNCH_CYCLES / (g->clock_mhz * 1e6));
+  kcycles = roof * g->clock_mhz * 1e3;     /* the roofline in thousands of clock cycles */
   switch (grp) {
   case TC_GEMM: {
     double b = k->kclass == PERFMOD_KERNEL_LINEAR ? 1 : (double) k->b;
@@ -123,10 +137,10 @@ tc_case_of (const struct perfmod_kernel *k, const struct perfmod_gpu *g, int fea
     x[6] = m * kk / (tm * tk * TC_TILE * TC_TILE);
     x[7] = tc_log2 (pc.flops / pc.bytes / ridge);
     x[8] = tc_log2 (pc.bytes / l2);
-    x[9] = tc_log2 (roof / 1e-6);
+    x[9] = tc_log2 (kcycles);
     x[10] = k->dtype == PERFMOD_DTYPE_FP8;
     tc_chip (&pc, g, features, x + 11);
-    x[13] = k->dtype == PERFMOD_DTYPE_TF32;
+    x[14] = k->dtype == PERFMOD_DTYPE_TF32;
     return 0;
   }
   case TC_ATTENTION: {
@@ -141,7 +155,7 @@ tc_case_of (const struct perfmod_kernel *k, const struct perfmod_gpu *g, int fea
     tc_waves (blocks, g->sms, x + 5);
     x[7] = tc_log2 (pc.flops / pc.bytes / ridge);
     x[8] = tc_log2 (pc.bytes / l2);
-    x[9] = tc_log2 (roof / 1e-6);
+    x[9] = tc_log2 (kcycles);
     x[10] = k->causal;
     x[11] = k->dtype == PERFMOD_DTYPE_FP8;
     tc_chip (&pc, g, features, x + 12);
@@ -154,15 +168,15 @@ tc_case_of (const struct perfmod_kernel *k, const struct perfmod_gpu *g, int fea
     x[0] = tc_log2 (rows);
     x[1] = tc_log2 (h);
     x[2] = tc_log2 (pc.bytes / l2);
-    x[3] = tc_log2 (roof / 1e-6);
+    x[3] = tc_log2 (kcycles);
     x[4] = k->kclass == PERFMOD_KERNEL_ELEMENTWISE;
     x[5] = k->kclass == PERFMOD_KERNEL_SOFTMAX;
     x[6] = k->kclass == PERFMOD_KERNEL_LAYERNORM;
     x[7] = k->kclass == PERFMOD_KERNEL_MEMORY;
     x[8] = tc_log2 (mpo / e);
     x[9] = tc_log2 (rows / g->sms);
-    tc_chip (&pc, g, features, x + 10);
     x[10] = tc_log2 (pc.flops > 0 ? pc.flops / pc.bytes / ridge : 1e-3);
+    tc_chip (&pc, g, features, x + 11);
     return 0;
   }
   case TC_COMM: {

@@ -47,6 +47,7 @@ static struct state {
   struct learned tc;
   struct perfmod_mlp *tcnet[TC_NGROUPS][MAX_MEMBERS];
   int tcmembers[TC_NGROUPS];
+  const double *tcrange[TC_NGROUPS]; /* 2 x inputs: training's min, max */
   int tc_state;                 /* 0 not tried, 1 loaded, -1 failed or absent */
   int tc_features;              /* enum tc_features */
 } S;
@@ -410,7 +411,7 @@ tc_setup (struct state *s)
   }
   v = host->params_get (s->tc.params, "features");
   if (v == NULL || (s->tc_features = tc_features_of (v)) < 0) {
-    host->error ("%s: features: expected tc or tc-nochip, not '%s'", s->tc.path,
+    host->error ("%s: features: expected tc-nochip or tc, not '%s'", s->tc.path,
                  v ? v : "(missing)");
     s->tc.failed = 1;
     return -1;
@@ -434,6 +435,15 @@ tc_setup (struct state *s)
       }
     }
     s->tcmembers[g] = members;
+    size_t rr, rc2;
+    snprintf (name, sizeof name, "%s.range", tc_group_keys[g]);
+    s->tcrange[g] = host->params_tensor (s->tc.params, name, &rr, &rc2);
+    if (s->tcrange[g] && rr * rc2 != 2 * (size_t) tc_group_nfeat[g]) {
+      host->error ("%s: %s has %zu values, not 2 x %d", s->tc.path, name, rr * rc2,
+                   tc_group_nfeat[g]);
+      s->tc.failed = 1;
+      return -1;
+    }
   }
   s->tc_state = 1;
   return 1;
@@ -466,6 +476,10 @@ tc_estimate (struct state *s, const struct perfmod_kernel *k, const struct perfm
                       g == TC_COMM ? ", link bandwidth" : "");
     return -1;
   }
+  /* inside the training's range: no extrapolation to an unlike GPU */
+  if (s->tcrange[g])
+    for (int j = 0; j < c.nfeat; j++)
+      c.x[j] = fmin (fmax (c.x[j], s->tcrange[g][j]), s->tcrange[g][c.nfeat + j]);
   for (int e = 0; e < s->tcmembers[g]; e++) {
     s->l.host->mlp_eval (s->tcnet[g][e], c.x, &out);
     sum += out;

@@ -10,7 +10,7 @@ out=${2:-${TMPDIR:-/tmp}/perfmod-modern-eval}
 run=${PERFMOD_RUN:-$top/run}
 seed=${SEED:-1}
 members=${MEMBERS:-3}
-tables=${TABLES:-gemm,context_attention,nccl,vidur_layer}
+tables=${TABLES:-gemm,context_attention,generation_attention,nccl,vidur_layer}
 mkdir -p "$out"
 export OPENBLAS_NUM_THREADS=1
 

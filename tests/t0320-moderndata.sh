@@ -1,0 +1,165 @@
+#!/bin/sh
+# t0320-moderndata.sh: the modern measured-kernel tables: gzip CSV readers, one row per shape (the median), the seeded split, eval's groups, the physical roofline per dtype, bad input with file:line, and tile-mlp's tensor-core networks.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+plan 36
+
+D="$TMP/md"
+G="$D/aiconfigurator/h100_sxm"
+mkdir -p "$G/gemm/a/1" "$G/gemm/b/1" "$G/attention/a/1" "$G/comm/nccl/1" \
+  "$D/vidur/data/profiling/compute/a100/org/m" "$D/llmcompass/x"
+H=framework,version,device,op_name,kernel_source,gemm_dtype,m,n,k,latency
+dev="NVIDIA H100 80GB HBM3"
+# The same bf16 shape in three libraries (1, 2, 6 ms: the median is 2), an fp8 row, and rows
+# that are left out by rule: m = 0, and dtypes perfmod does not model.
+{ echo $H
+  echo "A,1,$dev,gemm,x,bfloat16,4096,4096,4096,1.0"
+  echo "A,1,$dev,gemm,x,fp8,4096,4096,4096,0.5"
+  echo "A,1,$dev,gemm,x,bfloat16,0,4096,4096,0.001"
+  echo "A,1,$dev,gemm,x,fp8_block,4096,4096,4096,0.6"
+  echo "A,1,$dev,gemm,x,int8_wo,16,4096,4096,0.02"; } | gzip >"$G/gemm/a/1/gemm_perf.csv.gz"
+{ echo $H
+  echo "B,1,$dev,gemm,x,bfloat16,4096,4096,4096,2.0"
+  echo "B,2,$dev,gemm,x,bfloat16,4096,4096,4096,6.0"
+  echo "B,1,$dev,gemm,x,bfloat16,16,8192,1024,0.01"; } | gzip >"$G/gemm/b/1/gemm_perf.csv.gz"
+{ echo framework,version,device,op_name,kernel_source,batch_size,isl,num_heads,num_key_value_heads,head_dim,beam_width,attn_dtype,kv_cache_dtype,step,latency
+  echo "A,1,$dev,context_attention,fa,2,1024,32,8,128,1,bfloat16,bfloat16,0,0.2"; } \
+  | gzip >"$G/attention/a/1/context_attention_perf.csv.gz"
+{ echo nccl_dtype,num_gpus,message_size,kernel_source,op_name,latency
+  echo "half,8,1048576,NCCL,all_reduce,0.05"; } | gzip >"$G/comm/nccl/1/nccl_perf.csv.gz"
+printf '64, 12288, 12288, 0.1900ms, 101.7Tflops\n' >"$D/llmcompass/x/matmul_A100.csv"
+
+run_pm eval --data "$D" --predictor roofline --per-op --format csv
+ok $rc "eval reads the gzip tables, LLMCompass's headerless matmuls"
+ok $(awk -F, 'NR > 1 && $4 == "gemm"' "$TMP/out" | wc -l | awk '{ print ($1 == 3) ? 0 : 1 }') \
+  "gemm: three shapes (bf16 4096^3, fp8 4096^3, bf16 16x1024x8192); m = 0 and unmodelled dtypes left out"
+ok $(awk -F, 'NR > 1 && $4 == "gemm" && $7 == "bf16" && $9 == 4096 { print ($16 == 3 && $17 == 2) ? 0 : 1 }' "$TMP/out") \
+  "one row per shape: the median of its three measurements (1, 2, 6 ms -> 2 ms)"
+# The physical roofline: max(2mnk / peak, bytes / bandwidth), the peak per dtype from gpus.d.
+# perfmod gpus: name vendor SMs fp32_gflops tf32_tf bf16_tf fp8_tf mem_gb mem_gbps ... link/nic
+peaks=$("$PERFMOD" gpus | awk 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i }
+  $1 == "NVIDIA_H100_80GB_HBM3" { print $c["bf16_tf"], $c["fp8_tf"], $c["mem_gbps"] }')
+set -- $peaks
+bf16=$1 fp8=$2 bw=$3
+ok $(awk -F, -v p="$bf16" -v q="$fp8" -v bw="$bw" 'NR > 1 && $4 == "gemm" && $9 == 4096 {
+       pk = ($7 == "fp8") ? q : p; e = ($7 == "fp8") ? 1 : 2
+       t = 2 * 4096^3 / (pk * 1e12); m = (4096 * 4096 * (2 * e + (($7 == "fp8") ? 2 : e))) / (bw * 1e9)
+       if (m > t) t = m; d = $18 / (t * 1e3) - 1; if (d < -1e-6 || d > 1e-6) bad++; n++ }
+     END { print (n == 2 && !bad) ? 0 : 1 }' "$TMP/out") "roofline: FLOPs over each dtype's peak (bf16 and fp8), physical bytes"
+ok $(awk -F, -v bw="$bw" 'NR > 1 && $4 == "gemm" && $9 == 16 {
+       t = 2 * (16 * 8192 + 8192 * 1024 + 16 * 1024) / (bw * 1e9); d = $18 / (t * 1e3) - 1
+       print (d > -1e-6 && d < 1e-6) ? 0 : 1 }' "$TMP/out") "roofline: a memory-bound GEMM at the bandwidth (bytes in 1e9, not 2^30)"
+ok $(awk -F, -v p="$bf16" 'NR > 1 && $4 == "context_attention" {
+       pairs = 1024 * 1025 / 2; t = 4 * 2 * 32 * 128 * pairs / (p * 1e12); d = $18 / (t * 1e3) - 1
+       print (d > -1e-6 && d < 1e-6 && $6 == "attn-prefill" && $13 == 8) ? 0 : 1 }' "$TMP/out") \
+  "fused attention: 4 b h d pairs FLOPs, causal pairs, grouped-query heads kept"
+link=$("$PERFMOD" gpus | awk 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i }
+  $1 == "h100-sxm" { split($c["link/nic"], l, "/"); print l[1] }')
+ok $(awk -F, -v l="$link" 'NR > 1 && $4 == "nccl" {
+       t = 2 * 7 / 8 * 1048576 * 2 / (l * 1e9); d = $18 / (t * 1e3) - 1
+       print (d > -1e-6 && d < 1e-6 && $6 == "all_reduce" && $14 == 8) ? 0 : 1 }' "$TMP/out") \
+  "NCCL: elements of half, a ring all-reduce moves 2 (n-1)/n of the buffer over the link"
+ok $(awk -F, 'NR > 1 && $4 == "llmcompass_gemm" { print ($5 == "a100-sxm-80gb" && $17 == 0.19 && $7 == "fp16") ? 0 : 1 }' "$TMP/out") \
+  "LLMCompass: the GPU from the file name, fp16, '0.19ms' read as 0.19 ms"
+
+run_pm eval --data "$D" --predictor roofline --dtype fp8 --format csv
+ok $(awk -F, 'NR > 1 { n++; if ($4 != "fp8") bad++ } END { print (n == 1 && !bad) ? 0 : 1 }' "$TMP/out") \
+  "--dtype fp8 keeps the fp8 rows only"
+run_pm eval --data "$D" --predictor roofline --table gemm --gpu h100 --format csv
+ok $(awk -F, 'NR > 1 { n++; if ($2 != "gemm") bad++ } END { print (n == 2 && !bad) ? 0 : 1 }' "$TMP/out") \
+  "--table gemm --gpu h100 keeps that table on that GPU (bf16 and fp8 groups)"
+expect_fail 2 "--table 'gemmm': expected a comma list of gemm" "an unknown --table is refused" -- \
+  eval --data "$D" --table gemmm
+expect_fail 2 "--split 'half': expected all, holdout or train" "an unknown --split is refused" -- \
+  eval --data "$D" --split half
+
+# --- the seeded split: 200 shapes, disjoint halves that add up, about a fifth held out ---
+S="$TMP/split/aiconfigurator/h100_sxm/gemm/a/1"
+mkdir -p "$S"
+{ echo $H; i=1; while [ $i -le 200 ]; do echo "A,1,$dev,gemm,x,bfloat16,$((i * 16)),4096,1024,0.0$i"; i=$((i + 1)); done; } \
+  | gzip >"$S/gemm_perf.csv.gz"
+count () { "$PERFMOD" eval --data "$TMP/split" --predictor roofline --per-op --format csv --split "$1" 2>/dev/null | awk -F, 'NR > 1' | cut -d, -f9 | sort; }
+count all >"$TMP/all"; count holdout >"$TMP/hold"; count train >"$TMP/train"
+ok $(sort "$TMP/hold" "$TMP/train" | cmp -s - "$TMP/all" && [ -z "$(comm -12 "$TMP/hold" "$TMP/train")" ] && echo 0 || echo 1) \
+  "--split holdout and train are disjoint and together every shape"
+ok $(wc -l <"$TMP/hold" | awk '{ print ($1 >= 20 && $1 <= 60) ? 0 : 1 }') "--split holdout is about 20 % of the shapes"
+count holdout >"$TMP/hold2"
+ok $(cmp -s "$TMP/hold" "$TMP/hold2" && echo 0 || echo 1) "the held-out shapes are the same on every run"
+
+# --- bad input: file:line, exit 2, nothing on stdout ---
+B="$TMP/bad/aiconfigurator/h100_sxm/gemm/a/1"
+mkdir -p "$B"
+{ echo $H; echo "A,1,$dev,gemm,x,bfloat16,16,16,16,1.0"; echo "A,1,$dev,gemm,x,bfloat16,16,16,16,fast"; } | gzip >"$B/gemm_perf.csv.gz"
+expect_fail 2 "gemm_perf.csv.gz:3: column 'latency': 'fast' is not a number" \
+  "a bad latency names file:line and the column" -- eval --data "$TMP/bad" --predictor roofline
+{ echo $H; echo "A,1,NVIDIA H999,gemm,x,bfloat16,16,16,16,1.0"; } | gzip >"$B/gemm_perf.csv.gz"
+expect_fail 2 "gemm_perf.csv.gz:2: device 'NVIDIA H999' is not in gpus.d" \
+  "an unknown device names file:line" -- eval --data "$TMP/bad" --predictor roofline
+{ echo framework,device,m,n,k,latency; echo "A,$dev,16,16,16,1.0"; } | gzip >"$B/gemm_perf.csv.gz"
+expect_fail 2 "gemm_perf.csv.gz:1: no 'gemm_dtype' column" "a missing column names the file's header" -- \
+  eval --data "$TMP/bad" --predictor roofline
+{ echo $H; i=0; while [ $i -lt 3000 ]; do echo "A,1,$dev,gemm,x,bfloat16,$i,16,16,1.0"; i=$((i + 1)); done; } \
+  | gzip | head -c 2000 >"$B/gemm_perf.csv.gz"
+expect_fail 2 "gemm_perf.csv.gz:[0-9]+: compressed data ends early" "a truncated gzip table is refused, not half read" -- \
+  eval --data "$TMP/bad" --predictor roofline
+{ echo $H; echo "A,1,$dev,gemm,x,bfloat16,-4,16,16,1.0"; } | gzip >"$B/gemm_perf.csv.gz"
+expect_fail 2 "gemm_perf.csv.gz:2: column 'm': '-4' is not an integer >= 0" "a negative dimension is refused" -- \
+  eval --data "$TMP/bad" --predictor roofline
+rm -f "$B/gemm_perf.csv.gz"
+mkdir -p "$TMP/bad/llmcompass"
+printf '64, 128, 128, 0.19s, 1Tflops\n' >"$TMP/bad/llmcompass/matmul_A100.csv"
+expect_fail 2 "matmul_A100.csv:1: time '0.19s' is not a positive number of ms" \
+  "LLMCompass: a time not in ms is refused" -- eval --data "$TMP/bad" --predictor roofline
+
+# --- perfmod kernel ---
+run_pm kernel --op gemm --m 4096 --n 4096 --k 4096 --gpu h100 --dtype bf16 --predictor roofline --format csv
+ok $(awk -F, -v p="$bf16" 'NR == 2 { d = $5 / (2 * 4096^3 / (p * 1e12) * 1e3) - 1; print (d > -1e-6 && d < 1e-6) ? 0 : 1 }' "$TMP/out") \
+  "kernel --op gemm: the roofline of a 4096^3 bf16 GEMM"
+run_pm kernel --op attention --batch 2 --seq 1024 --heads 32 --kv-heads 8 --head-dim 128 --gpu h100 --predictor roofline --format json
+ok $([ $rc -eq 0 ] && jq -e '.dtype == "bf16" and .flops == 4 * 2 * 32 * 128 * (1024 * 1025 / 2)' "$TMP/out" >/dev/null && echo 0 || echo 1) \
+  "kernel --op attention: bf16 by default on h100, causal FLOPs, valid JSON"
+run_pm kernel --op collective --coll all_gather --bytes 8e6 --ranks 4 --gpu h100 --predictor roofline --format csv
+ok $(awk -F, -v l="$link" 'NR == 2 { d = $5 / (3 / 4 * 8e6 / (l * 1e9) * 1e3) - 1; print (d > -1e-6 && d < 1e-6) ? 0 : 1 }' "$TMP/out") \
+  "kernel --op collective: an all-gather moves (n-1)/n of the buffer"
+run_pm kernel --op norm --rows 1024 --cols 4096 --gpu h100 --predictor roofline,tile-mlp
+ok $([ $rc -eq 0 ] && grep -q 'not trained on bf16 LN kernels' "$TMP/out" && echo 0 || echo 1) \
+  "kernel: a predictor without the dtype is marked"
+expect_fail 2 "--op 'conv': expected gemm, bmm, attention" "kernel: an unknown op is refused" -- kernel --op conv
+expect_fail 2 "kernel --op gemm needs --k" "kernel: a missing dimension names its option" -- kernel --op gemm --m 1 --n 1
+expect_fail 2 "--dtype fp8: a100-sxm-80gb has no fp8 matrix units" "kernel: fp8 on an A100 is refused" -- \
+  kernel --op gemm --m 1 --n 1 --k 1 --gpu a100 --dtype fp8
+expect_fail 2 "--m '0': expected an integer from 1 to 2\\^40" "kernel: a zero dimension is refused with the range" -- \
+  kernel --op gemm --m 0 --n 1 --k 1
+
+# --- tile-mlp's tensor-core networks ---
+T="$TMP/tc/aiconfigurator/h100_sxm"
+mkdir -p "$T/gemm/a/1" "$T/attention/a/1"
+awk -v dev="$dev" 'BEGIN { print "framework,version,device,op_name,kernel_source,gemm_dtype,m,n,k,latency"
+  for (i = 1; i <= 120; i++) { m = 16 * i; printf "A,1,%s,gemm,x,bfloat16,%d,4096,4096,%.6f\n", dev, m, 0.004 + 2 * m * 4096 * 4096 / 7e11 }
+  for (i = 1; i <= 120; i++) { m = 16 * i; printf "A,1,%s,gemm,x,fp8,%d,4096,4096,%.6f\n", dev, m, 0.004 + 2 * m * 4096 * 4096 / 1.4e12 } }' \
+  | gzip >"$T/gemm/a/1/gemm_perf.csv.gz"
+awk -v dev="$dev" 'BEGIN { print "framework,version,device,op_name,kernel_source,batch_size,isl,num_heads,num_key_value_heads,head_dim,beam_width,attn_dtype,kv_cache_dtype,step,latency"
+  for (i = 1; i <= 100; i++) { s = 64 * i; printf "A,1,%s,context_attention,fa,2,%d,32,8,128,1,bfloat16,bfloat16,0,%.6f\n", dev, s, 0.01 + 2 * 32 * 128 * s * s / 3e11 } }' \
+  | gzip >"$T/attention/a/1/context_attention_perf.csv.gz"
+run_pm train --predictor tile-mlp --data "$TMP/tc" --members 1 --epochs 3 --out "$TMP/tc.params"
+ok $([ $rc -eq 0 ] && grep -q '^part' "$TMP/tc.params" && grep -Eq '^dtypes.linear.*bf16,fp8' "$TMP/tc.params" && echo 0 || echo 1) \
+  "train on the modern tables writes tensor-core networks with the dtypes they saw"
+run_pm kernel --op attention --batch 2 --seq 2048 --heads 32 --kv-heads 8 --head-dim 128 --gpu h100 \
+  --predictor roofline,tile-mlp --plugin-opt tile-mlp:tc_params="$TMP/tc.params" --format csv
+ok $(awk -F, 'NR == 2 { r = $5 } NR == 3 { print ($1 == "tile-mlp" && $5 >= r && $9 == "") ? 0 : 1 }' "$TMP/out") \
+  "tile-mlp predicts fused attention from its networks, never under the physical floor"
+run_pm eval --data "$TMP/tc" --predictor tile-mlp --plugin-opt tile-mlp:tc_params="$TMP/tc.params" --per-op --format csv
+ok $(awk -F, -v p="$bf16" -v q="$fp8" 'NR > 1 && $1 == "tile-mlp" && $4 == "gemm" { n++
+       pk = ($7 == "fp8") ? q : p; if ($18 < 2 * $9 * $10 * $11 / (pk * 1e12) * 1e3 * (1 - 1e-9)) bad++ }
+     END { print (n == 240 && !bad) ? 0 : 1 }' "$TMP/out") "no tensor-core GEMM predicted faster than its dtype's peak"
+expect_fail 1 "none.params" \
+  "without tensor-core parameters, tile-mlp refuses an attention kernel" -- \
+  kernel --op attention --batch 1 --seq 64 --heads 4 --head-dim 64 --predictor tile-mlp \
+  --plugin-opt tile-mlp:tc_params="$TMP/none.params"
+run_pm train --predictor linreg --data "$TMP/tc" --out "$TMP/x.params"
+ok $([ $rc -eq 2 ] && grep -q "learns NeuSight's fp32 kernels only" "$TMP/err" && [ ! -e "$TMP/x.params" ] && echo 0 || echo 1) \
+  "linreg refuses the modern tables, writing nothing"
+printf 'perfmod-params 1\npredictor tile-mlp\n' >"$TMP/wrong.params"
+expect_fail 1 "wrong.params" "a tensor-core file that is not one is refused, naming it" -- \
+  kernel --op attention --batch 1 --seq 64 --heads 4 --head-dim 64 --predictor tile-mlp \
+  --plugin-opt tile-mlp:tc_params="$TMP/wrong.params"
+finish
