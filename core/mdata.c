@@ -22,6 +22,7 @@ struct table {
   int errors;
   bool fatal;              /* a problem of the whole table: stop reading it */
   size_t skipped;          /* rows of chips gpus.d does not know (aiter) */
+  size_t ncols;            /* the header's fields; 0: no header (LLMCompass) */
 };
 
 /* Read on: no whole-table problem and fewer than 20 bad rows. */
@@ -37,13 +38,20 @@ static bool
 next_row (struct table *t)
 {
   int rc;
-  if (!more (t))
-    return false;
-  if ((rc = csv_next (&t->r)) < 0) {
+  while (more (t)) {
+    if ((rc = csv_next (&t->r)) < 0) {
+      t->errors++;
+      t->fatal = true;
+    }
+    if (rc != 1)
+      return false;
+    if (t->ncols == 0 || t->r.nfields == t->ncols)
+      return true;
+    pm_error ("%s:%ld: %zu fields, the header has %zu", t->path, t->r.line, t->r.nfields,
+              t->ncols);
     t->errors++;
-    t->fatal = true;
   }
-  return rc == 1;
+  return false;
 }
 
 /* A column the table must have; reported with the file when missing. */
@@ -572,6 +580,7 @@ read_table (struct kset *s, const char *path, enum kind kind, const struct gpu_d
     csv_close (&t.r);
     return -1;
   }
+  t.ncols = kind == K_LLMC ? 0 : t.r.nfields;
   switch (kind) {
   case K_GEMM: read_gemm (&t); break;
   case K_CTX: read_attention (&t, false); break;

@@ -129,10 +129,12 @@ tc_case_of (const struct perfmod_kernel *k, const struct perfmod_gpu *g, int fea
     double b = k->kclass == PERFMOD_KERNEL_LINEAR ? 1 : (double) k->b;
     double m = (double) k->m, n = (double) k->n, kk = (double) k->k;
     double tm = ceil (m / TC_TILE), tk = ceil (kk / TC_TILE);
-    x[0] = tc_log2 (m);
+    /* A batch of products is seen as one product of the batch's rows
+     * stacked: the tables hold almost no batched GEMMs to learn b from. */
+    x[0] = tc_log2 (b * m);
     x[1] = tc_log2 (n);
     x[2] = tc_log2 (kk);
-    x[3] = tc_log2 (b);
+    x[3] = 0;
     tc_waves (b * tm * tk, g->sms, x + 4);
     x[6] = m * kk / (tm * tk * TC_TILE * TC_TILE);
     x[7] = tc_log2 (pc.flops / pc.bytes / ridge);

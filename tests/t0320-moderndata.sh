@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0320-moderndata.sh: the modern measured-kernel tables: gzip CSV readers, one row per shape (the median), the seeded split, eval's groups, the physical roofline per dtype, bad input with file:line, and tile-mlp's tensor-core networks.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 37
+plan 38
 
 D="$TMP/md"
 G="$D/aiconfigurator/h100_sxm"
@@ -100,6 +100,9 @@ expect_fail 2 "gemm_perf.csv.gz:1: no 'gemm_dtype' column" "a missing column nam
 { echo $H; i=0; while [ $i -lt 3000 ]; do echo "A,1,$dev,gemm,x,bfloat16,$i,16,16,1.0"; i=$((i + 1)); done; } \
   | gzip | head -c 2000 >"$B/gemm_perf.csv.gz"
 expect_fail 2 "gemm_perf.csv.gz:[0-9]+: compressed data ends early" "a truncated gzip table is refused, not half read" -- \
+  eval --data "$TMP/bad" --predictor roofline
+{ echo $H; echo "A,1,$dev,gemm,x,bfloat16,16,16,16,1.0"; echo "A,1,$dev,gemm,x,bfloat16,16"; } | gzip >"$B/gemm_perf.csv.gz"
+expect_fail 2 "gemm_perf.csv.gz:3: 7 fields, the header has 10" "a short row names file:line, no read past it" -- \
   eval --data "$TMP/bad" --predictor roofline
 { echo $H; echo "A,1,$dev,gemm,x,bfloat16,-4,16,16,1.0"; } | gzip >"$B/gemm_perf.csv.gz"
 expect_fail 2 "gemm_perf.csv.gz:2: column 'm': '-4' is not an integer >= 0" "a negative dimension is refused" -- \
