@@ -45,60 +45,6 @@ dtype_list (unsigned mask)
   return s;
 }
 
-/* Each training GPU's own network: it learns what is left of that GPU's
- * rows after the ensemble (log(measured / predicted)), and the plugin
- * adds it on that GPU only, so a GPU outside the training set is
- * predicted by the ensemble alone (key GROUP.gpu.NAME). */
-static int
-train_specialists (int grp, const char *key, const struct kset *ks, const size_t *idx,
-                   const struct tc_case *cases, const double *x, const double *y, size_t n,
-                   const double *mean_out, const struct train_options *o, struct params *p)
-{
-  int nf = tc_group_nfeat[grp], rc = 0;
-  const int widths[] = { nf, 48, 48, 1 };
-  const struct gpu_entry *seen[32];
-  size_t ng = 0;
-  struct tc_case *rc_cases = xmalloc ((n ? n : 1) * sizeof *rc_cases);
-  double *sx = xmalloc ((n ? n : 1) * (size_t) nf * sizeof *sx);
-  double *sy = xmalloc ((n ? n : 1) * sizeof *sy);
-  struct tc_ctx ctx = { rc_cases };
-  char label[96], mkey[200];
-
-  for (size_t i = 0; i < n; i++) {
-    const struct gpu_entry *g = ks->v[idx[i]].gpu;
-    size_t j;
-    for (j = 0; j < ng && seen[j] != g; j++)
-      ;
-    if (j == ng && ng < sizeof seen / sizeof seen[0])
-      seen[ng++] = g;
-  }
-  for (size_t j = 0; j < ng && rc == 0; j++) {
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++)
-      if (ks->v[idx[i]].gpu == seen[j]) {
-        rc_cases[m] = cases[i];
-        rc_cases[m].base = tc_time (&cases[i], mean_out[i]);   /* the ensemble's time */
-        rc_cases[m].floor = 0;
-        memcpy (sx + m * (size_t) nf, x + i * (size_t) nf, (size_t) nf * sizeof *sx);
-        sy[m++] = y[i];
-      }
-    if (m < 500)
-      continue;
-    struct nn_fit f;
-    snprintf (mkey, sizeof mkey, "%s.gpu.%s", key, seen[j]->name);
-    fit_setup (&f, label, sizeof label, mkey, o, 25, 5, NN_LOSS_MAPE, 77u + (uint64_t) j);
-    f.head = tc_head;
-    f.ctx = &ctx;
-    f.batch = 512;
-    rc = fit_network (p, mkey, widths, 3, NN_NONE, &f, &(struct nn_data) { m, sx, sy },
-                      "residual");
-  }
-  free (rc_cases);
-  free (sx);
-  free (sy);
-  return rc;
-}
-
 /* One group's ensemble from the rows it models. */
 static int
 train_group (int grp, int features, const struct kset *ks, const size_t *rows, size_t nrows,
@@ -109,7 +55,7 @@ train_group (int grp, int features, const struct kset *ks, const size_t *rows, s
   bool small = grp == TC_COMM;
   const int widths[] = { nf, small ? 32 : 96, small ? 32 : 96, small ? 32 : 96, 1 };
   const int nl = (int) (sizeof widths / sizeof widths[0]) - 1;
-  size_t n = 0, *idx = xmalloc ((nrows ? nrows : 1) * sizeof *idx);
+  size_t n = 0;
   double *x = xmalloc ((nrows ? nrows : 1) * TC_NFEAT_MAX * sizeof *x);
   double *y = xmalloc ((nrows ? nrows : 1) * sizeof *y);
   struct tc_case *cases = xmalloc ((nrows ? nrows : 1) * sizeof *cases);
@@ -127,7 +73,6 @@ train_group (int grp, int features, const struct kset *ks, const size_t *rows, s
       continue;
     memcpy (x + n * (size_t) nf, cases[n].x, (size_t) nf * sizeof *x);
     y[n] = r->latency_s;
-    idx[n] = rows[i];
     *dtypes |= 1u << r->dtype;
     n++;
   }
@@ -147,28 +92,6 @@ train_group (int grp, int features, const struct kset *ks, const size_t *rows, s
     f.batch = small ? 32 : 512;
     rc = fit_network (p, mkey, widths, nl, NN_NONE, &f, &(struct nn_data) { n, x, y },
                       tc_feature_names[features]);
-  }
-  if (rc == 0) {
-    /* the ensemble's mean output on every training row, for the residuals */
-    double *mean = xcalloc (n, sizeof *mean), *out = xmalloc (n * sizeof *out);
-    for (int e = 1; e <= members && rc == 0; e++) {
-      struct mlp m;
-      struct mlp_ws ws;
-      char mkey[64];
-      snprintf (mkey, sizeof mkey, "%s.%d", key, e);
-      if ((rc = mlp_from_params (&m, p, mkey, nf, 1)) < 0)
-        break;
-      mlp_ws_init (&ws, &m, n);
-      mlp_forward (&m, &ws, x, n, out);
-      for (size_t i = 0; i < n; i++)
-        mean[i] += out[i] / members;
-      mlp_ws_free (&ws);
-      mlp_free (&m);
-    }
-    if (rc == 0)
-      rc = train_specialists (grp, key, ks, idx, cases, x, y, n, mean, o, p);
-    free (mean);
-    free (out);
   }
   if (rc == 0) {
     char *list = dtype_list (*dtypes);
@@ -191,7 +114,6 @@ train_group (int grp, int features, const struct kset *ks, const size_t *rows, s
     free (list);
   }
 out:
-  free (idx);
   free (x);
   free (y);
   free (cases);

@@ -48,12 +48,6 @@ static struct state {
   struct perfmod_mlp *tcnet[TC_NGROUPS][MAX_MEMBERS];
   int tcmembers[TC_NGROUPS];
   const double *tcrange[TC_NGROUPS]; /* 2 x inputs: training's min, max */
-  struct tc_spec {              /* a training GPU's own network, looked up once */
-    const char *gpu;            /* the perfmod_gpu's name, as the core passes it */
-    int group;
-    struct perfmod_mlp *net;    /* NULL: none for this GPU */
-  } *spec;
-  size_t nspec;
   int tc_state;                 /* 0 not tried, 1 loaded, -1 failed or absent */
   int tc_features;              /* enum tc_features */
 } S;
@@ -81,10 +75,6 @@ tm_fini (void *state)
     for (int e = 0; e < MAX_MEMBERS; e++)
       if (s->tcnet[g][e])
         s->l.host->mlp_free (s->tcnet[g][e]);
-  for (size_t i = 0; i < s->nspec; i++)
-    if (s->spec[i].net)
-      s->l.host->mlp_free (s->spec[i].net);
-  s->l.host->free (s->spec);
   learned_fini (&s->tc);
   learned_fini (&s->l);
 }
@@ -463,34 +453,6 @@ tc_setup (struct state *s)
 #endif
 }
 
-/* A training GPU's own network (perfmod train's residual on that GPU's
- * rows), loaded on first use; NULL on any other GPU. */
-static struct perfmod_mlp *
-tc_specialist (struct state *s, const struct perfmod_gpu *gpu, int g)
-{
-  const struct perfmod_host *host = s->l.host;
-  struct tc_spec *c;
-  char key[200];
-  for (size_t i = 0; i < s->nspec; i++)
-    if (s->spec[i].gpu == gpu->name && s->spec[i].group == g)
-      return s->spec[i].net;
-  struct tc_spec *grown = host->alloc ((s->nspec + 1) * sizeof *grown);
-  if (s->nspec)
-    memcpy (grown, s->spec, s->nspec * sizeof *grown);
-  host->free (s->spec);
-  s->spec = grown;
-  c = &s->spec[s->nspec++];
-  c->gpu = gpu->name;
-  c->group = g;
-  c->net = NULL;
-  snprintf (key, sizeof key, "%s.gpu.%s.layers", tc_group_keys[g], gpu->name);
-  if (host->params_get (s->tc.params, key) != NULL) {
-    snprintf (key, sizeof key, "%s.gpu.%s", tc_group_keys[g], gpu->name);
-    c->net = host->mlp_load (s->tc.params, key, tc_group_nfeat[g], 1);
-  }
-  return c->net;
-}
-
 /* A kernel the tensor-core networks model: the geometric mean of the
  * members' times, their spread; 0 if none models it. */
 static int
@@ -524,12 +486,6 @@ tc_estimate (struct state *s, const struct perfmod_kernel *k, const struct perfm
     sum2 += out * out;
   }
   est->seconds = tc_time (&c, sum / s->tcmembers[g]);
-  struct perfmod_mlp *spec = tc_specialist (s, gpu, g);
-  if (spec) {                   /* a training GPU: its own residual on top */
-    double ens = est->seconds;
-    s->l.host->mlp_eval (spec, c.x, &out);
-    est->seconds = fmax (c.floor, ens * exp (fmin (fmax (out, -20), 20)));
-  }
   est->spread = 0;
   if (s->tcmembers[g] > 1) {
     double sd = sqrt (fmax (0, (sum2 - sum * sum / s->tcmembers[g]) / (s->tcmembers[g] - 1)));
