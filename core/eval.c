@@ -176,7 +176,8 @@ eval_modern (struct plugin **preds, size_t npred, const struct kset *ks,
                 (long long) row->kv_heads, row->ranks, row->bytes, row->nmeas,
                 row->latency_s * 1e3, t * 1e3, 100 * e);
     }
-    qsort (gv, ng, sizeof *gv, group_cmp);
+    if (ng)
+      qsort (gv, ng, sizeof *gv, group_cmp);
     for (size_t i = 0; i < ng; i++) {
       struct group *g = &gv[i];
       if (g->failed)

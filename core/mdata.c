@@ -653,6 +653,8 @@ static void
 median_per_shape (struct kset *s)
 {
   size_t out = 0;
+  if (s->n == 0)
+    return;
   qsort (s->v, s->n, sizeof *s->v, shape_cmp);
   for (size_t i = 0; i < s->n;) {
     size_t j = i + 1;

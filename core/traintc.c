@@ -48,7 +48,8 @@ dtype_list (unsigned mask)
 /* One group's ensemble from the rows it models. */
 static int
 train_group (int grp, int features, const struct kset *ks, const size_t *rows, size_t nrows,
-             const struct train_options *o, int members, struct params *p, unsigned *dtypes)
+             const struct train_options *o, int members, struct params *p, unsigned *dtypes,
+             unsigned *class_dtypes)
 {
   int nf = tc_group_nfeat[grp], rc = 0;
   /* Collectives come in a few hundred rows: a smaller network, longer. */
@@ -74,6 +75,7 @@ train_group (int grp, int features, const struct kset *ks, const size_t *rows, s
     memcpy (x + n * (size_t) nf, cases[n].x, (size_t) nf * sizeof *x);
     y[n] = r->latency_s;
     *dtypes |= 1u << r->dtype;
+    class_dtypes[r->kclass] |= 1u << r->dtype;
     n++;
   }
   if (n < 64) {
@@ -127,7 +129,7 @@ train_tc (const struct gpu_db *gpus, const struct train_options *o, struct kset 
   struct params p;
   size_t *rows = xmalloc ((ks->n ? ks->n : 1) * sizeof *rows), nrows = 0, dropped = 0, held = 0;
   int members = o->members ? o->members : TC_MEMBERS, rc = 0;
-  unsigned mask[TC_NGROUPS] = { 0 };
+  unsigned mask[TC_NGROUPS] = { 0 }, class_mask[PERFMOD_KERNEL_ATTENTION + 1] = { 0 };
   double t0 = pm_now ();
   int features = o->features ? tc_features_of (o->features) : TC_FEAT_NOCHIP;
 
@@ -185,16 +187,21 @@ train_tc (const struct gpu_db *gpus, const struct train_options *o, struct kset 
   params_set (&p, "model", "time = max(physical floor, (roofline + launch) x exp(mean of the "
               "members' outputs)); inputs: tc-model.h");
   for (int g = 0; g < TC_NGROUPS && rc == 0; g++)
-    rc = train_group (g, features, ks, rows, nrows, o, members, &p, &mask[g]);
+    rc = train_group (g, features, ks, rows, nrows, o, members, &p, &mask[g], class_mask);
   if (rc == 0) {
-    /* learned.h's dtypes keys, per kernel class */
-    static const struct { const char *cls; int grp; } cover[] = {
-      { "linear", TC_GEMM }, { "bmm", TC_GEMM }, { "attention", TC_ATTENTION },
-      { "elementwise", TC_VECTOR }, { "softmax", TC_VECTOR }, { "layernorm", TC_VECTOR },
+    /* learned.h's dtypes keys: a class covers the dtypes its own rows had
+     * (a group whose networks were not trained covers none); a batched
+     * product is a GEMM's rows stacked (tc-model.h) */
+    static const struct { const char *cls; int kclass, grp; } cover[] = {
+      { "linear", PERFMOD_KERNEL_LINEAR, TC_GEMM }, { "bmm", PERFMOD_KERNEL_LINEAR, TC_GEMM },
+      { "attention", PERFMOD_KERNEL_ATTENTION, TC_ATTENTION },
+      { "elementwise", PERFMOD_KERNEL_ELEMENTWISE, TC_VECTOR },
+      { "softmax", PERFMOD_KERNEL_SOFTMAX, TC_VECTOR },
+      { "layernorm", PERFMOD_KERNEL_LAYERNORM, TC_VECTOR },
     };
     for (size_t i = 0; i < sizeof cover / sizeof cover[0]; i++)
-      if (mask[cover[i].grp]) {
-        char *list = dtype_list (mask[cover[i].grp]), key[32];
+      if (mask[cover[i].grp] && class_mask[cover[i].kclass]) {
+        char *list = dtype_list (class_mask[cover[i].kclass]), key[32];
         snprintf (key, sizeof key, "dtypes.%s", cover[i].cls);
         params_set (&p, key, "%s", list);
         free (list);

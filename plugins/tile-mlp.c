@@ -544,8 +544,15 @@ tm_dtypes (void *state, int kclass)
   unsigned mask = learned_dtypes (&s->l, kclass, class_of (kclass) >= 0);
   if (kclass == PERFMOD_KERNEL_ATTENTION)
     mask = 0;
-  if (tc_setup (s) > 0)
-    mask |= learned_dtypes (&s->tc, kclass, 1);
+  if (tc_setup (s) > 0) {
+    unsigned tc = learned_dtypes (&s->tc, kclass, 1), half = (1u << PERFMOD_DTYPE_FP16) |
+                                                            (1u << PERFMOD_DTYPE_BF16);
+    /* a vector kernel moves the same bytes in fp16 and bf16: one covers the other */
+    if ((kclass == PERFMOD_KERNEL_ELEMENTWISE || kclass == PERFMOD_KERNEL_SOFTMAX ||
+         kclass == PERFMOD_KERNEL_LAYERNORM) && (tc & half))
+      tc |= half;
+    mask |= tc;
+  }
   return mask;
 }
 

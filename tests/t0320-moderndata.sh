@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0320-moderndata.sh: the modern measured-kernel tables: gzip CSV readers, one row per shape (the median), the seeded split, eval's groups, the physical roofline per dtype, bad input with file:line, and tile-mlp's tensor-core networks.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 37
+plan 36
 
 D="$TMP/md"
 G="$D/aiconfigurator/h100_sxm"
@@ -123,9 +123,10 @@ ok $([ $rc -eq 0 ] && jq -e '.dtype == "bf16" and .flops == 4 * 2 * 32 * 128 * (
 run_pm kernel --op collective --coll all_gather --bytes 8e6 --ranks 4 --gpu h100 --predictor roofline --format csv
 ok $(awk -F, -v l="$link" 'NR == 2 { d = $5 / (3 / 4 * 8e6 / (l * 1e9) * 1e3) - 1; print (d > -1e-6 && d < 1e-6) ? 0 : 1 }' "$TMP/out") \
   "kernel --op collective: an all-gather moves (n-1)/n of the buffer"
-run_pm kernel --op norm --rows 1024 --cols 4096 --gpu h100 --predictor roofline,tile-mlp
-ok $([ $rc -eq 0 ] && grep -q 'not trained on bf16 LN kernels' "$TMP/out" && echo 0 || echo 1) \
-  "kernel: a predictor without the dtype is marked"
+run_pm kernel --op gemm --m 64 --n 64 --k 64 --gpu h100 --predictor roofline,linreg
+ok $([ $rc -eq 0 ] && grep -q 'linreg .*not trained on bf16 FC kernels' "$TMP/out" &&
+     grep -q 'linreg has no model of its own' "$TMP/err" && echo 0 || echo 1) \
+  "kernel: a predictor without the dtype is marked, and says so once on stderr"
 expect_fail 2 "--op 'conv': expected gemm, bmm, attention" "kernel: an unknown op is refused" -- kernel --op conv
 expect_fail 2 "kernel --op gemm needs --k" "kernel: a missing dimension names its option" -- kernel --op gemm --m 1 --n 1
 expect_fail 2 "--dtype fp8: a100-sxm-80gb has no fp8 matrix units" "kernel: fp8 on an A100 is refused" -- \
