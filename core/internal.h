@@ -792,6 +792,7 @@ void record_common (struct params *p, const struct train_options *o, const struc
                     const struct gpu_entry *const *train, size_t rows, size_t dropped);
 /* traintc.c: tile-mlp's tensor-core networks from the modern tables. */
 int train_tc (const struct gpu_db *gpus, const struct train_options *o, struct kset *ks);
+int train_linreg_tc (const struct gpu_db *gpus, const struct train_options *o, struct kset *ks);
 int train_run (const struct gpu_db *gpus, const struct tile_rules *tiles,
                const struct train_options *o);
 struct tw_case;

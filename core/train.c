@@ -838,13 +838,15 @@ train_run (const struct gpu_db *gpus, const struct tile_rules *tiles, const stru
     return EXIT_USAGE;
   }
   if (tables > 0) {
-    if (strcmp (o->predictor, "tile-mlp") != 0) {
-      pm_error ("--data %s: the bf16/fp16/fp8 tables train tile-mlp's tensor-core networks; "
-                "%s learns NeuSight's fp32 kernels only", o->data, o->predictor);
+    if (strcmp (o->predictor, "tile-mlp") != 0 && strcmp (o->predictor, "linreg") != 0) {
+      pm_error ("--data %s: the bf16/fp16/fp8 tables train tile-mlp's tensor-core networks "
+                "and linreg's per-dtype fits; %s learns NeuSight's fp32 kernels only", o->data,
+                o->predictor);
       kset_free (&ks);
       return EXIT_USAGE;
     }
-    rc = train_tc (gpus, o, &ks);
+    rc = strcmp (o->predictor, "linreg") == 0 ? train_linreg_tc (gpus, o, &ks)
+                                              : train_tc (gpus, o, &ks);
     kset_free (&ks);
     return rc;
   }

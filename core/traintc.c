@@ -1,4 +1,4 @@
-/* traintc.c: perfmod train for tile-mlp's tensor-core networks: GEMMs per dtype, fused attention, 16-bit vector ops and collectives from the modern tables. */
+/* traintc.c: perfmod train on the modern tables: tile-mlp's tensor-core networks (GEMMs per dtype, fused attention, 16-bit vector ops, collectives) and linreg's per-dtype fits. */
 #include <config.h>
 
 #include <math.h>
@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "linreg-model.h"
 #include "tc-model.h"
 
 #define TC_MEMBERS 3
@@ -215,5 +216,132 @@ train_tc (const struct gpu_db *gpus, const struct train_options *o, struct kset 
   params_free (&p);
   free (rows);
   free (train);
+  return rc == 0 ? 0 : EXIT_RUNTIME;
+}
+
+/* ---- linreg on the modern tables ---- */
+
+/* Li et al.'s model per GPU, dtype and group (plugins/linreg.c): t = coef
+ * x work + intercept, work being FLOPs (GEMMs, attention), bytes (vector
+ * kernels, copies) or the bytes a GPU sends (collectives); a GPU without a
+ * fit gets 1/coef = a x scale + b from the training GPUs' 1/coef, scale
+ * being the dtype's peak, the bandwidth or the link bandwidth. */
+int
+train_linreg_tc (const struct gpu_db *gpus, const struct train_options *o, struct kset *ks)
+{
+  struct params p;
+  const struct gpu_entry *seen[32];
+  size_t ng = 0, *rows = xmalloc ((ks->n ? ks->n : 1) * sizeof *rows), nrows = 0, dropped = 0;
+  double *x = xmalloc ((ks->n ? ks->n : 1) * sizeof *x), *y = xmalloc ((ks->n ? ks->n : 1) * sizeof *y);
+  const struct gpu_entry *want[32] = { NULL };
+  int rc = 0;
+
+  for (size_t t = 0; o->in_dist_given && o->in_dist[t] && t < 31; t++)
+    if ((want[t] = gpu_db_find (gpus, o->in_dist[t])) == NULL) {
+      pm_error ("--in-dist '%s': no such GPU (see perfmod gpus)", o->in_dist[t]);
+      free (rows);
+      free (x);
+      free (y);
+      return EXIT_USAGE;
+    }
+  for (size_t i = 0; i < ks->n; i++) {
+    const struct krow *r = &ks->v[i];
+    bool ok = !o->in_dist_given || gpu_listed (want, r->gpu);
+    if (!ok) {
+      dropped++;
+      continue;
+    }
+    if (!krow_in_split (r, o->split, SPLIT_SEED))
+      continue;
+    rows[nrows++] = i;
+    size_t g;
+    for (g = 0; g < ng && seen[g] != r->gpu; g++)
+      ;
+    if (g == ng && ng < sizeof seen / sizeof seen[0] - 1)
+      seen[ng++] = r->gpu;
+  }
+  seen[ng] = NULL;
+  params_init (&p);
+  record_common (&p, o, ks, seen, nrows, dropped);
+  params_set (&p, "part", "tensor-core");
+  params_set (&p, "model", "t = coef * work + intercept per GPU, dtype and group; work = FLOPs "
+              "(GEMMs, attention), bytes (vector, copies) or bytes sent (collectives); other "
+              "GPUs: 1/coef = a * scale + b, scale the dtype's peak, the bandwidth or the link");
+  for (int grp = 0; grp < LR_NGROUPS && rc == 0; grp++)
+    for (int d = 0; d < PERFMOD_DTYPE_COUNT && rc == 0; d++) {
+      double inv[32], scale[32], *fit;
+      char key[96], *list = xstrdup ("");
+      size_t nfit = 0;
+      double fits[32][2];
+      for (size_t g = 0; g < ng; g++) {
+        size_t n = 0;
+        for (size_t i = 0; i < nrows; i++) {
+          const struct krow *r = &ks->v[rows[i]];
+          struct perfmod_kernel k;
+          struct phys_cost c;
+          if (r->gpu != seen[g] || r->dtype != d)
+            continue;
+          krow_kernel (r, &k);
+          if (lr_group_of (&k) != grp || phys_cost_of (&k, &r->gpu->gpu, &c) < 0)
+            continue;
+          x[n] = lr_work (&k, &c);
+          y[n++] = r->latency_s;
+        }
+        if (n < 8 || fit_line (x, y, n, &fits[nfit][0], &fits[nfit][1]) < 0 ||
+            !(fits[nfit][0] > 0))
+          continue;
+        inv[nfit] = 1 / fits[nfit][0];
+        scale[nfit] = lr_scale (grp, d, &seen[g]->gpu);
+        char *t = xasprintf ("%s%s%s", list, nfit ? "," : "", seen[g]->name);
+        free (list);
+        list = t;
+        nfit++;
+      }
+      if (nfit) {
+        snprintf (key, sizeof key, "%s.%s.gpus", lr_group_keys[grp], dtype_name (d));
+        params_set (&p, key, "%s", list);
+        snprintf (key, sizeof key, "%s.%s.fit", lr_group_keys[grp], dtype_name (d));
+        fit = params_add_tensor (&p, key, nfit, 2);
+        for (size_t g = 0; g < nfit; g++) {
+          fit[2 * g] = fits[g][0];
+          fit[2 * g + 1] = fits[g][1];
+        }
+        snprintf (key, sizeof key, "%s.%s.extrapolate", lr_group_keys[grp], dtype_name (d));
+        double *ext = params_add_tensor (&p, key, 1, 2);
+        /* one GPU, or GPUs of one scale: throughput in proportion to the scale */
+        if (nfit < 2 || fit_line (scale, inv, nfit, &ext[0], &ext[1]) < 0) {
+          ext[0] = inv[0] / scale[0];
+          ext[1] = 0;
+        }
+      }
+      free (list);
+    }
+  /* learned.h's dtypes keys, from the fits there are */
+  static const struct { const char *cls; int grp; } cover[] = {
+    { "linear", LR_GEMM }, { "bmm", LR_GEMM }, { "attention", LR_ATTENTION },
+    { "elementwise", LR_VECTOR }, { "softmax", LR_VECTOR }, { "layernorm", LR_VECTOR },
+  };
+  for (size_t i = 0; i < sizeof cover / sizeof cover[0] && rc == 0; i++) {
+    char *list = xstrdup (""), key[96];
+    for (int d = 0; d < PERFMOD_DTYPE_COUNT; d++) {
+      snprintf (key, sizeof key, "%s.%s.gpus", lr_group_keys[cover[i].grp], dtype_name (d));
+      if (params_get (&p, key)) {
+        char *t = xasprintf ("%s%s%s", list, *list ? "," : "", dtype_name (d));
+        free (list);
+        list = t;
+      }
+    }
+    if (*list) {
+      snprintf (key, sizeof key, "dtypes.%s", cover[i].cls);
+      params_set (&p, key, "%s", list);
+    }
+    free (list);
+  }
+  if (rc == 0 && (rc = params_save (&p, o->out)) == 0)
+    fprintf (stderr, "perfmod: wrote %s (linreg per-dtype fits, %zu rows)\n", o->out, nrows);
+  params_free (&p);
+  free (rows);
+  free (x);
+  free (y);
   return rc == 0 ? 0 : EXIT_RUNTIME;
 }

@@ -2,8 +2,10 @@
 #include <config.h>
 
 #include <stdio.h>
+#include <string.h>
 
 #include "learned.h"
+#include "linreg-model.h"
 
 /* Work is 2*B*M*N*K FLOPs for matrix kernels and bytes moved (B*H*MemPerO)
  * for vector kernels.  Coefficients per training GPU come from perfmod
@@ -15,25 +17,105 @@ static const char *const class_keys[] = {
   [PERFMOD_KERNEL_LAYERNORM] = "layernorm",
 };
 
-static struct learned L;
+/* L: NeuSight's fp32 fits; TC: the per-dtype fits of the modern tables
+ * (perfmod train --predictor linreg --data MODERNDATA), a file of their
+ * own: DATADIR/params/linreg-tc.params unless tc_params= names another. */
+static struct learned L, TC;
+static int tc_state;            /* 0 not tried, 1 loaded, -1 absent or failed */
 
 static int
 linreg_init (const struct perfmod_host *h, void **state)
 {
   *state = &L;
+  tc_state = 0;
+  if (learned_init (&TC, h, "linreg") < 0)
+    return -1;
   return learned_init (&L, h, "linreg");
 }
 
 static void
 linreg_fini (void *state)
 {
+  learned_fini (&TC);
   learned_fini (state);
 }
+
+static const char *const linreg_keys[] = { "params", "tc_params", NULL };
 
 static int
 linreg_config (void *state, const char *key, const char *value)
 {
+  if (strcmp (key, "tc_params") == 0)
+    return learned_config (&TC, "params", value);
   return learned_config (state, key, value);
+}
+
+/* The per-dtype fits, loaded on first use: 1 there are some, 0 none (the
+ * default file absent), -1 after host->error(). */
+static int
+tc_load (const struct perfmod_host *host)
+{
+  if (tc_state > 0)
+    return 1;
+  if (tc_state < 0)
+    return TC.failed ? (host->error ("no per-dtype fits (loading %s failed)", TC.path), -1) : 0;
+  tc_state = -1;
+  if (TC.path == NULL) {
+    const char *dir = host->datadir ();
+    FILE *fp;
+    TC.path = host->alloc (strlen (dir) + 32);
+    strcpy (TC.path, dir);
+    strcat (TC.path, "/params/linreg-tc.params");
+    if ((fp = fopen (TC.path, "r")) == NULL)
+      return 0;
+    fclose (fp);
+  }
+  if (learned_params (&TC) == NULL)
+    return -1;
+  tc_state = 1;
+  return 1;
+}
+
+/* A kernel the per-dtype fits model: 1 with *seconds, 0 when none does. */
+static int
+tc_predict (const struct perfmod_host *host, const struct perfmod_kernel *k,
+            const struct perfmod_gpu *gpu, double *seconds)
+{
+  struct perfmod_kernel own;
+  struct phys_cost c;
+  const double *fit, *ext;
+  size_t rows;
+  char key[96];
+  int grp, g, rc;
+
+  memset (&own, 0, sizeof own);
+  memcpy (&own, k, k->struct_size < sizeof own ? k->struct_size : sizeof own);
+  if ((grp = lr_group_of (&own)) < 0 || own.dtype < 0 || own.dtype >= PERFMOD_DTYPE_COUNT ||
+      (rc = tc_load (host)) == 0)
+    return 0;
+  if (rc < 0 || phys_cost_of (&own, gpu, &c) < 0)
+    return -1;
+  snprintf (key, sizeof key, "%s.%s.fit", lr_group_keys[grp], learned_dtype_names[own.dtype]);
+  if ((fit = host->params_tensor (TC.params, key, &rows, NULL)) == NULL)
+    return 0;                   /* no fit of this dtype: NeuSight's, as its fp32 equivalent */
+  snprintf (key, sizeof key, "%s.%s.extrapolate", lr_group_keys[grp],
+            learned_dtype_names[own.dtype]);
+  ext = host->params_tensor (TC.params, key, NULL, NULL);
+  snprintf (key, sizeof key, "%s.%s.gpus", lr_group_keys[grp], learned_dtype_names[own.dtype]);
+  g = learned_list_index (&TC, key, gpu->name);
+  if (g >= 0 && (size_t) g < rows)
+    *seconds = fit[2 * g] * lr_work (&own, &c) + fit[2 * g + 1];
+  else {
+    double inv = ext ? ext[0] * lr_scale (grp, own.dtype, gpu) + ext[1] : 0;
+    if (!(inv > 0)) {
+      host->error ("%s: the %s line gives no positive throughput for %s", TC.path, key, gpu->name);
+      return -1;
+    }
+    *seconds = lr_work (&own, &c) / inv;
+  }
+  if (*seconds < 0)
+    *seconds = 0;
+  return 1;
 }
 
 static int
@@ -48,6 +130,9 @@ linreg_predict (void *state, const struct perfmod_kernel *k, const struct perfmo
   char name[64];
   int g;
 
+  int tc = tc_predict (host, k, gpu, seconds);
+  if (tc != 0)
+    return tc < 0 ? -1 : 0;
   if (k->kclass == PERFMOD_KERNEL_MEMORY) {         /* no class: memory-bound copy */
     *seconds = k->bytes / (gpu->mem_bw_gbps * 1073741824.0);
     return 0;
@@ -98,8 +183,13 @@ linreg_predict (void *state, const struct perfmod_kernel *k, const struct perfmo
 static unsigned
 linreg_dtypes (void *state, int kclass)
 {
-  return learned_dtypes (state, kclass,
-                         kclass >= PERFMOD_KERNEL_LINEAR && kclass <= PERFMOD_KERNEL_LAYERNORM);
+  unsigned mask = learned_dtypes (state, kclass,
+                                  kclass >= PERFMOD_KERNEL_LINEAR && kclass <= PERFMOD_KERNEL_LAYERNORM);
+  if (kclass == PERFMOD_KERNEL_ATTENTION)
+    mask = 0;
+  if (tc_load (L.host) > 0)
+    mask |= learned_dtypes (&TC, kclass, 1);
+  return mask;
 }
 
 static struct perfmod_plugin plugin = {
@@ -110,7 +200,7 @@ static struct perfmod_plugin plugin = {
   .init = linreg_init,
   .fini = linreg_fini,
   .predict = linreg_predict,
-  .config_keys = learned_config_keys,
+  .config_keys = linreg_keys,
   .config = linreg_config,
   .dtypes = linreg_dtypes,
 };

@@ -1,8 +1,9 @@
 #!/bin/sh
-# modern-eval.sh: tile-mlp's tensor-core networks validated two ways on ../shared/moderndata:
-# (a) the seeded 20 % of each GPU's shapes held out, (b) leave one GPU out over the four
-# aiconfigurator GPUs (vidur's over A100/H100/A40).  Usage: scripts/modern-eval.sh [DATA [OUTDIR]]
-# Prints the eval tables; the parameters of each fold are left in OUTDIR.
+# modern-eval.sh: the learned predictors on ../shared/moderndata, validated two ways: (a) the
+# seeded 20 % of each GPU's shapes held out, (b) leave one GPU out over the four aiconfigurator
+# GPUs (vidur's per-layer ops over A100/H100/A40).  Usage: scripts/modern-eval.sh [DATA [OUTDIR]]
+# Prints the eval tables; the parameters of each fold are left in OUTDIR.  PREDICTORS (default
+# "tile-mlp linreg") chooses which are trained; roofline is always printed beside them.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 data=${1:-$top/../shared/moderndata}
@@ -10,15 +11,29 @@ out=${2:-${TMPDIR:-/tmp}/perfmod-modern-eval}
 run=${PERFMOD_RUN:-$top/run}
 seed=${SEED:-1}
 members=${MEMBERS:-3}
+predictors=${PREDICTORS:-tile-mlp linreg}
 tables=${TABLES:-gemm,context_attention,generation_attention,nccl,vidur_layer}
 mkdir -p "$out"
 export OPENBLAS_NUM_THREADS=1
 
+# train_and_eval NAME EVAL-ARGS -- TRAIN-ARGS: each predictor trained with TRAIN-ARGS into
+# OUTDIR/P-NAME.params, then one eval with EVAL-ARGS over all of them.
+train_and_eval () {
+  name=$1 evalargs=$2
+  shift 3
+  list=roofline opts=
+  for p in $predictors; do
+    extra=
+    [ "$p" = tile-mlp ] && extra="--members $members"
+    "$run" train --predictor "$p" --data "$data" --seed "$seed" $extra "$@" --out "$out/$p-$name.params"
+    list="$list,$p" opts="$opts --plugin-opt $p:tc_params=$out/$p-$name.params"
+  done
+  # shellcheck disable=SC2086
+  "$run" eval --data "$data" $evalargs --predictor "$list" $opts
+}
+
 echo "== (a) in-distribution: the seeded 20 % of every GPU's shapes held out"
-"$run" train --predictor tile-mlp --data "$data" --table "$tables" --split train \
-  --members "$members" --seed "$seed" --out "$out/in-dist.params"
-"$run" eval --data "$data" --table "$tables" --split holdout --predictor tile-mlp \
-  --plugin-opt tile-mlp:tc_params="$out/in-dist.params"
+train_and_eval in-dist "--table $tables --split holdout" -- --table "$tables" --split train
 
 # The folds: the GPU left out (its gpus.d sections) and the ones trained on.
 # aiconfigurator's H100 rows join NeuSight's section by their device column and
@@ -26,10 +41,7 @@ echo "== (a) in-distribution: the seeded 20 % of every GPU's shapes held out"
 fold () {
   name=$1 test=$2 train=$3 tabs=$4
   echo "== (b) leave one GPU out: $name (trained on $train)"
-  "$run" train --predictor tile-mlp --data "$data" --table "$tabs" --in-dist "$train" \
-    --members "$members" --seed "$seed" --out "$out/logo-$name.params"
-  "$run" eval --data "$data" --table "$tabs" --gpu "$test" --predictor tile-mlp \
-    --plugin-opt tile-mlp:tc_params="$out/logo-$name.params"
+  train_and_eval "logo-$name" "--table $tabs --gpu $test" -- --table "$tabs" --in-dist "$train"
 }
 A100=a100-sxm-80gb H100=NVIDIA_H100_80GB_HBM3,h100-sxm L40S=l40s RTX=rtx-pro-6000-server
 aic=${AIC_TABLES:-gemm,context_attention,nccl}

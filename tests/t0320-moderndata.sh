@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0320-moderndata.sh: the modern measured-kernel tables: gzip CSV readers, one row per shape (the median), the seeded split, eval's groups, the physical roofline per dtype, bad input with file:line, and tile-mlp's tensor-core networks.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 36
+plan 38
 
 D="$TMP/md"
 G="$D/aiconfigurator/h100_sxm"
@@ -123,9 +123,9 @@ ok $([ $rc -eq 0 ] && jq -e '.dtype == "bf16" and .flops == 4 * 2 * 32 * 128 * (
 run_pm kernel --op collective --coll all_gather --bytes 8e6 --ranks 4 --gpu h100 --predictor roofline --format csv
 ok $(awk -F, -v l="$link" 'NR == 2 { d = $5 / (3 / 4 * 8e6 / (l * 1e9) * 1e3) - 1; print (d > -1e-6 && d < 1e-6) ? 0 : 1 }' "$TMP/out") \
   "kernel --op collective: an all-gather moves (n-1)/n of the buffer"
-run_pm kernel --op gemm --m 64 --n 64 --k 64 --gpu h100 --predictor roofline,linreg
-ok $([ $rc -eq 0 ] && grep -q 'linreg .*not trained on bf16 FC kernels' "$TMP/out" &&
-     grep -q 'linreg has no model of its own' "$TMP/err" && echo 0 || echo 1) \
+run_pm kernel --op gemm --m 64 --n 64 --k 64 --gpu h100 --predictor roofline,habitat
+ok $([ $rc -eq 0 ] && grep -q 'habitat .*not trained on bf16 FC kernels' "$TMP/out" &&
+     grep -q 'habitat has no model of its own' "$TMP/err" && echo 0 || echo 1) \
   "kernel: a predictor without the dtype is marked, and says so once on stderr"
 expect_fail 2 "--op 'conv': expected gemm, bmm, attention" "kernel: an unknown op is refused" -- kernel --op conv
 expect_fail 2 "kernel --op gemm needs --k" "kernel: a missing dimension names its option" -- kernel --op gemm --m 1 --n 1
@@ -159,9 +159,17 @@ expect_fail 1 "none.params" \
   "without tensor-core parameters, tile-mlp refuses an attention kernel" -- \
   kernel --op attention --batch 1 --seq 64 --heads 4 --head-dim 64 --predictor tile-mlp \
   --plugin-opt tile-mlp:tc_params="$TMP/none.params"
-run_pm train --predictor linreg --data "$TMP/tc" --out "$TMP/x.params"
+run_pm train --predictor habitat --data "$TMP/tc" --out "$TMP/x.params"
 ok $([ $rc -eq 2 ] && grep -q "learns NeuSight's fp32 kernels only" "$TMP/err" && [ ! -e "$TMP/x.params" ] && echo 0 || echo 1) \
-  "linreg refuses the modern tables, writing nothing"
+  "habitat refuses the modern tables, writing nothing"
+# The fixture's GEMMs take exactly 4 us + FLOPs / 7e14 (bf16) or / 1.4e15 (fp8) seconds:
+# Li et al.'s line per GPU and dtype finds it.
+run_pm train --predictor linreg --data "$TMP/tc" --out "$TMP/lr.params"
+ok $([ $rc -eq 0 ] && grep -aEq '^dtypes.linear: bf16,fp8' "$TMP/lr.params" && grep -aq '^dtypes.attention: bf16' "$TMP/lr.params" && echo 0 || echo 1) \
+  "linreg on the modern tables: per-dtype fits, their dtypes recorded"
+run_pm eval --data "$TMP/tc" --table gemm --predictor linreg --plugin-opt linreg:tc_params="$TMP/lr.params" --per-op --format csv
+ok $(awk -F, 'NR > 1 && $1 == "linreg" { n++; e = $19 < 0 ? -$19 : $19; if (e > 0.05) bad++ }
+     END { print (n == 240 && !bad) ? 0 : 1 }' "$TMP/out") "linreg's per-dtype line reproduces linear latencies (within the fixture's rounding, 0.05 %)"
 printf 'perfmod-params 1\npredictor tile-mlp\n' >"$TMP/wrong.params"
 expect_fail 1 "wrong.params" "a tensor-core file that is not one is refused, naming it" -- \
   kernel --op attention --batch 1 --seq 64 --heads 4 --head-dim 64 --predictor tile-mlp \
