@@ -45,8 +45,13 @@ static const char *const linreg_keys[] = { "params", "tc_params", NULL };
 static int
 linreg_config (void *state, const char *key, const char *value)
 {
-  if (strcmp (key, "tc_params") == 0)
+  if (strcmp (key, "tc_params") == 0) {
+    if (strcmp (value, "none") == 0) {     /* NeuSight's fits alone */
+      tc_state = -1;
+      return 0;
+    }
     return learned_config (&TC, "params", value);
+  }
   return learned_config (state, key, value);
 }
 

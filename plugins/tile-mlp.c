@@ -93,8 +93,13 @@ tm_config (void *state, const char *key, const char *value)
     s->clamp = strcmp (value, "on") == 0;
     return 0;
   }
-  if (strcmp (key, "tc_params") == 0)
+  if (strcmp (key, "tc_params") == 0) {
+    if (strcmp (value, "none") == 0) {     /* NeuSight's networks alone */
+      s->tc_state = -1;
+      return 0;
+    }
     return learned_config (&s->tc, "params", value);
+  }
   return learned_config (&s->l, key, value);
 }
 

@@ -77,34 +77,34 @@ expect_fail 2 "--dtype bf16 and --precision fp8 disagree" "--dtype and --precisi
 
 # --- a predictor without the dtype: one line on stderr, a mark in the table ---
 notes () { grep -c '^perfmod: note: ' "$TMP/err"; }
-run_pm $T --gpu h100 --mode train --precision bf16 --predictor roofline,linreg
+run_pm $T --gpu h100 --mode train --precision bf16 --predictor roofline,linreg --plugin-opt linreg:tc_params=none
 ok $([ $rc -eq 0 ] && [ "$(notes)" -eq 1 ] &&
      grep -q '^perfmod: note: linreg has no model of its own for this run.s bf16 FC, BMM, EW, Softmax, LN kernels (it covers fp32)' "$TMP/err" &&
      echo 0 || echo 1) "linreg at bf16: one note on stderr, naming it, the dtype and the classes"
 ok $(awk '/^ +roofline +linreg\*$/ { h = 1 } /^\(\*: / { f = 1 } END { exit !(h && f) }' "$TMP/out"; echo $?) \
   "the table marks linreg's column with * and explains it in a footnote"
-run_pm $T --gpu h100 --mode train --precision bf16 --predictor roofline,linreg --strategy tp=2,dp=2 --gpus-per-node 4
+run_pm $T --gpu h100 --mode train --precision bf16 --predictor roofline,linreg --strategy tp=2,dp=2 --gpus-per-node 4 --plugin-opt linreg:tc_params=none
 ok $([ $rc -eq 0 ] && [ "$(notes)" -eq 1 ] && grep -q '^perfmod: note: linreg ' "$TMP/err" &&
      awk '/^ +roofline +linreg\*$/ { h = 1 } /^\(\*: / { f = 1 } END { exit !(h && f) }' "$TMP/out" && echo 0 || echo 1) \
   "with --strategy: still one note, over every stage graph and the optimizer, and the mark"
-run_pm $T --gpu h100 --mode train --precision bf16 --predictor roofline,linreg --strategy tp=2,dp=2 --gpus-per-node 4 --format json
+run_pm $T --gpu h100 --mode train --precision bf16 --predictor roofline,linreg --strategy tp=2,dp=2 --gpus-per-node 4 --format json --plugin-opt linreg:tc_params=none
 ok $([ $rc -eq 0 ] && jq -e '[.predictions[].dtype_fallback] == [false, true] and .precision == "bf16"' "$TMP/out" >/dev/null &&
      echo 0 || echo 1) "JSON under a strategy: dtype_fallback false for roofline, true for linreg"
-run_pm $T --gpu h100 --mode inf --dtype fp8 --predictor linreg,roofline --format json
+run_pm $T --gpu h100 --mode inf --dtype fp8 --predictor linreg,roofline --format json --plugin-opt linreg:tc_params=none
 ok $([ $rc -eq 0 ] && [ "$(notes)" -eq 1 ] && grep -q 'bf16 EW, Softmax, LN and fp8 FC, BMM kernels' "$TMP/err" &&
      jq -e '[.predictions[].dtype_fallback] == [true, false] and .dtypes.gemm == "fp8" and .dtypes.other == "bf16"' "$TMP/out" >/dev/null &&
      echo 0 || echo 1) "fp8 inference: one note naming both dtypes; JSON dtype_fallback and dtypes"
-run_pm $T --gpu h100 --mode train --precision fp32 --predictor roofline,linreg
+run_pm $T --gpu h100 --mode train --precision fp32 --predictor roofline,linreg --plugin-opt linreg:tc_params=none
 ok $([ $rc -eq 0 ] && [ "$(notes)" -eq 0 ] && ! grep -q 'linreg\*' "$TMP/out" && echo 0 || echo 1) \
   "at fp32, which its parameters cover, no note and no mark"
 
 # The parameter file's dtypes keys: all classes, one class, a bad name.
 sed '1a dtypes: fp32,bf16' "$top_srcdir/params/linreg.params" > "$TMP/lr-bf16.params"
-run_pm $T --gpu h100 --mode train --precision bf16 --predictor linreg --plugin-opt linreg:params="$TMP/lr-bf16.params"
+run_pm $T --gpu h100 --mode train --precision bf16 --predictor linreg --plugin-opt linreg:params="$TMP/lr-bf16.params" --plugin-opt linreg:tc_params=none
 ok $([ $rc -eq 0 ] && [ "$(notes)" -eq 0 ] && ! grep -q 'linreg\*' "$TMP/out" && echo 0 || echo 1) \
   "dtypes: fp32,bf16 in the parameter file: bf16 is covered, no note"
 sed '1a dtypes.linear: fp32,bf16' "$top_srcdir/params/linreg.params" > "$TMP/lr-fc.params"
-run_pm $T --gpu h100 --mode train --precision bf16 --predictor linreg --plugin-opt linreg:params="$TMP/lr-fc.params"
+run_pm $T --gpu h100 --mode train --precision bf16 --predictor linreg --plugin-opt linreg:params="$TMP/lr-fc.params" --plugin-opt linreg:tc_params=none
 ok $([ $rc -eq 0 ] && [ "$(notes)" -eq 1 ] && grep -q 'bf16 BMM, EW' "$TMP/err" && ! grep -q 'FC' "$TMP/err" &&
      echo 0 || echo 1) "dtypes.linear covers FC alone: the note names the other classes"
 sed '1a dtypes: fp32,bf17' "$top_srcdir/params/linreg.params" > "$TMP/lr-bad.params"
@@ -116,7 +116,7 @@ NEUSIGHT=${PERFMOD_NEUSIGHT:-$top_srcdir/../shared/neusight}
 if [ -f "$NEUSIGHT/summary/distributed.csv" ]; then
   sed '1a dtypes: bf16' "$top_srcdir/params/linreg.params" > "$TMP/lr-only.params"
   run_pm reproduce --neusight "$NEUSIGHT" --table distributed --predictor linreg \
-    --plugin-opt linreg:params="$TMP/lr-only.params"
+    --plugin-opt linreg:params="$TMP/lr-only.params" --plugin-opt linreg:tc_params=none
   ok $([ $rc -eq 0 ] && [ "$(notes)" -eq 1 ] && grep -q 'fp32 FC, BMM' "$TMP/err" && echo 0 || echo 1) \
     "reproduce --table distributed: one note for the whole table"
 else

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0320-moderndata.sh: the modern measured-kernel tables: gzip CSV readers, one row per shape (the median), the seeded split, eval's groups, the physical roofline per dtype, bad input with file:line, and tile-mlp's tensor-core networks.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 38
+plan 40
 
 D="$TMP/md"
 G="$D/aiconfigurator/h100_sxm"
@@ -127,6 +127,12 @@ run_pm kernel --op gemm --m 64 --n 64 --k 64 --gpu h100 --predictor roofline,hab
 ok $([ $rc -eq 0 ] && grep -q 'habitat .*not trained on bf16 FC kernels' "$TMP/out" &&
      grep -q 'habitat has no model of its own' "$TMP/err" && echo 0 || echo 1) \
   "kernel: a predictor without the dtype is marked, and says so once on stderr"
+run_pm kernel --op gemm --m 64 --n 64 --k 64 --gpu h100 --predictor linreg
+ok $([ $rc -eq 0 ] && ! grep -q 'not trained' "$TMP/out" && [ ! -s "$TMP/err" ] && echo 0 || echo 1) \
+  "linreg's shipped per-dtype fits cover a bf16 GEMM: no note"
+run_pm kernel --op gemm --m 64 --n 64 --k 64 --gpu h100 --predictor linreg --plugin-opt linreg:tc_params=none
+ok $([ $rc -eq 0 ] && grep -q 'not trained on bf16 FC' "$TMP/out" && echo 0 || echo 1) \
+  "tc_params=none: NeuSight's fp32 fits alone, marked"
 expect_fail 2 "--op 'conv': expected gemm, bmm, attention" "kernel: an unknown op is refused" -- kernel --op conv
 expect_fail 2 "kernel --op gemm needs --k" "kernel: a missing dimension names its option" -- kernel --op gemm --m 1 --n 1
 expect_fail 2 "--dtype fp8: a100-sxm-80gb has no fp8 matrix units" "kernel: fp8 on an A100 is refused" -- \
