@@ -127,7 +127,7 @@ group_cmp (const void *pa, const void *pb)
  * median |error| and mean signed error per table, class, dtype and GPU.
  * A predictor that cannot predict a class says why once, on stderr. */
 static int
-eval_modern (struct plugin **preds, size_t npred, const struct kset *ks,
+eval_modern (struct plugin **preds, char **names, size_t npred, const struct kset *ks,
              const struct eval_options *o)
 {
   bool csv = strcmp (o->format, "csv") == 0;
@@ -170,7 +170,7 @@ eval_modern (struct plugin **preds, size_t npred, const struct kset *ks,
       g->sum_signed += e;
       if (o->per_kernel)
         printf ("%s,%s,%ld,%s,%s,%s,%s,%lld,%lld,%lld,%lld,%lld,%lld,%d,%.0f,%d,%.9g,%.9g,%.6f\n",
-                o->predictors[p], row->file, row->line, row->set, row->gpu->name,
+                names[p], row->file, row->line, row->set, row->gpu->name,
                 krow_report_class (row), dtype_name (row->dtype), (long long) row->b,
                 (long long) row->m, (long long) row->n, (long long) row->k, (long long) row->h,
                 (long long) row->kv_heads, row->ranks, row->bytes, row->nmeas,
@@ -182,16 +182,16 @@ eval_modern (struct plugin **preds, size_t npred, const struct kset *ks,
       struct group *g = &gv[i];
       if (g->failed)
         fprintf (stderr, "perfmod: %s: %zu %s %s rows on %s not predicted: %s\n",
-                 o->predictors[p], g->failed, g->set, g->cls, g->gpu, g->why);
+                 names[p], g->failed, g->set, g->cls, g->gpu, g->why);
       if (!o->per_kernel && g->n) {
         qsort (g->err, g->n, sizeof *g->err, dbl_cmp);
         double med = g->n % 2 ? g->err[g->n / 2] : 0.5 * (g->err[g->n / 2 - 1] + g->err[g->n / 2]);
         double mape = 100 * g->sum_abs / (double) g->n, bias = 100 * g->sum_signed / (double) g->n;
         if (csv)
-          printf ("%s,%s,%s,%s,%s,%zu,%.4f,%.4f,%.4f\n", o->predictors[p], g->set, g->cls,
+          printf ("%s,%s,%s,%s,%s,%zu,%.4f,%.4f,%.4f\n", names[p], g->set, g->cls,
                   dtype_name (g->dtype), g->gpu, g->n, mape, 100 * med, bias);
         else
-          printf ("%-10s %-20s %-14s %-5s %-26s %7zu %8.2f %8.2f %+8.2f\n", o->predictors[p],
+          printf ("%-10s %-20s %-14s %-5s %-26s %7zu %8.2f %8.2f %+8.2f\n", names[p],
                   g->set, g->cls, dtype_name (g->dtype), g->gpu, g->n, mape, 100 * med, bias);
       }
       free (g->err);
@@ -241,7 +241,17 @@ eval_kernels (struct plugin_set *set, const struct gpu_db *gpus, const struct ti
     if (ks.n == 0)
       fprintf (stderr, "perfmod: %s: no rows for --dtype %s --gpu %s\n", o->data,
                o->dtype >= 0 ? dtype_name (o->dtype) : "(any)", o->gpus ? "(as given)" : "(any)");
-    rc = eval_modern (preds, npred, &ks, o);
+    /* without --predictor: the predictors that have models of these kernels */
+    static char *modern[] = { "roofline", "linreg", "tile-mlp", NULL };
+    struct plugin *mp[3];
+    bool dflt = o->default_predictors;
+    for (size_t p = 0; dflt && p < 3; p++)
+      if ((mp[p] = predictor_find (set, modern[p])) == NULL) {
+        rc = EXIT_USAGE;
+        break;
+      }
+    if (rc == 0)
+      rc = eval_modern (dflt ? mp : preds, dflt ? modern : o->predictors, dflt ? 3 : npred, &ks, o);
     kset_free (&ks);
     goto out;
   }

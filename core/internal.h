@@ -568,6 +568,7 @@ struct eval_options {
   int split;                  /* enum kernel_split */
   uint64_t seed;              /* of the held-out split */
   char **tables;              /* --table: the kinds of table read (NULL: all) */
+  bool default_predictors;    /* no --predictor: the modern tables take roofline, linreg, tile-mlp */
 };
 /* Which rows of the modern tables: all, the seeded 20 % held out, or the rest. */
 enum kernel_split { SPLIT_ALL = 0, SPLIT_HOLDOUT = 1, SPLIT_TRAIN = 2 };

@@ -1156,6 +1156,7 @@ cmd_eval (struct cli *c, struct plugin_set *set)
   o.in_dist_text = c->in_dist ? c->in_dist : DEFAULT_IN_DIST;
   o.in_dist = strv_split (o.in_dist_text, ',');
   o.per_kernel = c->per_op;
+  o.default_predictors = c->predictors == NULL;
   o.seed = SPLIT_SEED;
   if (eval_filters (c, &gpus, &o.dtype, &o.gpus, &o.split, &o.tables) < 0) {
     rc = EXIT_USAGE;
