@@ -791,6 +791,9 @@ int fit_network (struct params *p, const char *key, const int *widths, int nl, i
                  const struct nn_fit *f, const struct nn_data *d, const char *features);
 void record_common (struct params *p, const struct train_options *o, const struct kset *ks,
                     const struct gpu_entry *const *train, size_t rows, size_t dropped);
+/* KEY.range: the 2 x nf tensor of the inputs' minimum and maximum over the
+ * n rows of x (n x nf), for a predictor that keeps a kernel inside it. */
+void params_put_range (struct params *p, const char *key, const double *x, size_t n, int nf);
 /* traintc.c: tile-mlp's tensor-core networks from the modern tables. */
 int train_tc (const struct gpu_db *gpus, const struct train_options *o, struct kset *ks);
 int train_linreg_tc (const struct gpu_db *gpus, const struct train_options *o, struct kset *ks);

@@ -64,6 +64,22 @@ fit_network (struct params *p, const char *key, const int *widths, int nl, int o
   return rc;
 }
 
+void
+params_put_range (struct params *p, const char *key, const double *x, size_t n, int nf)
+{
+  char name[96];
+  snprintf (name, sizeof name, "%s.range", key);
+  double *rg = params_add_tensor (p, name, 2, (size_t) nf);
+  for (int j = 0; j < nf; j++) {
+    rg[j] = INFINITY;
+    rg[nf + j] = -INFINITY;
+    for (size_t i = 0; i < n; i++) {
+      rg[j] = fmin (rg[j], x[i * (size_t) nf + j]);
+      rg[nf + j] = fmax (rg[nf + j], x[i * (size_t) nf + j]);
+    }
+  }
+}
+
 /* Least squares y = a x + b.  -1 if x has no spread. */
 int
 fit_line (const double *x, const double *y, size_t n, double *a, double *b)
@@ -762,16 +778,7 @@ train_tilemlp_class (size_t c, const struct tilemlp_variant *v, const struct kse
     snprintf (k2, sizeof k2, "%s.rows_without_tile", key);
     params_set (p, k2, "%zu (left out)", skipped);
     /* The feature range seen in training, for predictors that stay inside it. */
-    snprintf (k2, sizeof k2, "%s.range", key);
-    double *rg = params_add_tensor (p, k2, 2, (size_t) nf);
-    for (int j = 0; j < nf; j++) {
-      rg[j] = INFINITY;
-      rg[nf + j] = -INFINITY;
-      for (size_t i = 0; i < n; i++) {
-        rg[j] = fmin (rg[j], x[i * (size_t) nf + j]);
-        rg[nf + j] = fmax (rg[nf + j], x[i * (size_t) nf + j]);
-      }
-    }
+    params_put_range (p, key, x, n, nf);
     if (v->features != TW_FEAT_NEUSIGHT && fit_classes[c].kclass != PERFMOD_KERNEL_LINEAR &&
         fit_classes[c].kclass != PERFMOD_KERNEL_BMM) {
       for (size_t i = 0; i < n; i++)        /* y is free now */

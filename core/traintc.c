@@ -21,13 +21,8 @@ static void
 tc_head (void *ctx, size_t row, const double *out, int nout, double *pred, double *dpred)
 {
   const struct tc_ctx *t = ctx;
-  double o = out[0];
   (void) nout;
-  if (o > 20)
-    o = 20;
-  if (o < -20)
-    o = -20;
-  *pred = t->cases[row].base * exp (o);
+  *pred = t->cases[row].base * tc_factor (out[0]);
   if (dpred)
     dpred[0] = *pred;
 }
@@ -70,7 +65,6 @@ train_group (int grp, int features, const struct kset *ks, const size_t *rows, s
     const struct krow *r = &ks->v[rows[i]];
     struct perfmod_kernel k;
     krow_kernel (r, &k);
-    k.isolated = 1;
     if (tc_group_of (&k) != grp || tc_case_of (&k, &r->gpu->gpu, features, &cases[n]) < 0)
       continue;
     memcpy (x + n * (size_t) nf, cases[n].x, (size_t) nf * sizeof *x);
@@ -100,16 +94,7 @@ train_group (int grp, int features, const struct kset *ks, const size_t *rows, s
     char *list = dtype_list (*dtypes);
     /* The inputs' range in training: the plugin keeps a kernel's inside it,
      * so a GPU unlike the training ones is not extrapolated to. */
-    snprintf (k2, sizeof k2, "%s.range", key);
-    double *rg = params_add_tensor (p, k2, 2, (size_t) nf);
-    for (int j = 0; j < nf; j++) {
-      rg[j] = INFINITY;
-      rg[nf + j] = -INFINITY;
-      for (size_t i = 0; i < n; i++) {
-        rg[j] = fmin (rg[j], x[i * (size_t) nf + j]);
-        rg[nf + j] = fmax (rg[nf + j], x[i * (size_t) nf + j]);
-      }
-    }
+    params_put_range (p, key, x, n, nf);
     snprintf (k2, sizeof k2, "%s.rows", key);
     params_set (p, k2, "%zu", n);
     snprintf (k2, sizeof k2, "%s.dtypes", key);
@@ -123,12 +108,71 @@ out:
   return rc;
 }
 
+/* The rows both trainers learn from: those of the --in-dist GPUs (every
+ * GPU without it) in the --split; *want the resolved --in-dist GPUs (NULL
+ * without it), *seen the GPUs the rows came from (both NULL-terminated,
+ * free them); -1 after naming an unknown GPU. */
+static int
+modern_rows (const struct gpu_db *gpus, const struct train_options *o, const struct kset *ks,
+             size_t **rows, size_t *nrows, size_t *dropped, size_t *held,
+             const struct gpu_entry ***want, const struct gpu_entry ***seen)
+{
+  size_t nw = o->in_dist_given ? strv_len (o->in_dist) : 0, ng = 0;
+  *want = NULL;
+  if (o->in_dist_given) {
+    *want = xcalloc (nw + 1, sizeof **want);
+    for (size_t i = 0; i < nw; i++)
+      if (((*want)[i] = gpu_db_find (gpus, o->in_dist[i])) == NULL) {
+        pm_error ("--in-dist '%s': no such GPU (see perfmod gpus)", o->in_dist[i]);
+        free (*want);
+        return -1;
+      }
+  }
+  *rows = xmalloc ((ks->n ? ks->n : 1) * sizeof **rows);
+  *seen = xcalloc (1, sizeof **seen);
+  *nrows = *dropped = *held = 0;
+  for (size_t i = 0; i < ks->n; i++) {
+    const struct krow *r = &ks->v[i];
+    size_t g;
+    if (!gpu_listed (*want, r->gpu)) {
+      (*dropped)++;
+      continue;
+    }
+    if (!krow_in_split (r, o->split, SPLIT_SEED)) {
+      (*held)++;
+      continue;
+    }
+    (*rows)[(*nrows)++] = i;
+    for (g = 0; g < ng && (*seen)[g] != r->gpu; g++)
+      ;
+    if (g == ng) {
+      *seen = xrealloc (*seen, (ng + 2) * sizeof **seen);
+      (*seen)[ng++] = r->gpu;
+      (*seen)[ng] = NULL;
+    }
+  }
+  return 0;
+}
+
+/* The classes' dtypes keys of learned.h, masks indexed by kernel class. */
+static void
+put_dtypes (struct params *p, const unsigned *class_mask)
+{
+  for (size_t i = 0; i < sizeof tc_class_cover / sizeof tc_class_cover[0]; i++)
+    if (class_mask[tc_class_cover[i].kclass]) {
+      char *list = dtype_list (class_mask[tc_class_cover[i].kclass]), key[32];
+      snprintf (key, sizeof key, "dtypes.%s", tc_class_cover[i].cls);
+      params_set (p, key, "%s", list);
+      free (list);
+    }
+}
+
 int
 train_tc (const struct gpu_db *gpus, const struct train_options *o, struct kset *ks)
 {
-  const struct gpu_entry **train = xcalloc (strv_len (o->in_dist) + 1, sizeof *train);
+  const struct gpu_entry **want, **seen;
   struct params p;
-  size_t *rows = xmalloc ((ks->n ? ks->n : 1) * sizeof *rows), nrows = 0, dropped = 0, held = 0;
+  size_t *rows, nrows, dropped, held;
   int members = o->members ? o->members : TC_MEMBERS, rc = 0;
   unsigned mask[TC_NGROUPS] = { 0 }, class_mask[PERFMOD_KERNEL_ATTENTION + 1] = { 0 };
   double t0 = pm_now ();
@@ -136,48 +180,12 @@ train_tc (const struct gpu_db *gpus, const struct train_options *o, struct kset 
 
   if (features < 0) {
     pm_error ("--features '%s': the tensor-core networks take tc-nochip or tc", o->features);
-    free (train);
-    free (rows);
     return EXIT_USAGE;
   }
-  if (o->in_dist_given)
-    for (size_t i = 0; o->in_dist[i]; i++)
-      if ((train[i] = gpu_db_find (gpus, o->in_dist[i])) == NULL) {
-        pm_error ("--in-dist '%s': no such GPU (see perfmod gpus)", o->in_dist[i]);
-        free (train);
-        free (rows);
-        return EXIT_USAGE;
-      }
-  for (size_t i = 0; i < ks->n; i++) {
-    const struct krow *r = &ks->v[i];
-    bool ok = !o->in_dist_given;
-    for (size_t g = 0; train[g]; g++)
-      ok |= r->gpu == train[g];
-    if (!ok) {
-      dropped++;
-      continue;
-    }
-    if (!krow_in_split (r, o->split, SPLIT_SEED)) {
-      held++;
-      continue;
-    }
-    rows[nrows++] = i;
-  }
-  if (!o->in_dist_given) {      /* record the GPUs the rows came from */
-    size_t ng = 0;
-    for (size_t i = 0; i < nrows; i++) {
-      size_t g;
-      for (g = 0; g < ng && train[g] != ks->v[rows[i]].gpu; g++)
-        ;
-      if (g == ng) {
-        train = xrealloc (train, (ng + 2) * sizeof *train);
-        train[ng++] = ks->v[rows[i]].gpu;
-        train[ng] = NULL;
-      }
-    }
-  }
+  if (modern_rows (gpus, o, ks, &rows, &nrows, &dropped, &held, &want, &seen) < 0)
+    return EXIT_USAGE;
   params_init (&p);
-  record_common (&p, o, ks, train, nrows, dropped);
+  record_common (&p, o, ks, want ? want : seen, nrows, dropped);
   params_set (&p, "part", "tensor-core");
   params_set (&p, "split", "%s", o->split == SPLIT_TRAIN ? "train (the seeded 20 % held out)"
                                  : "all rows");
@@ -190,23 +198,12 @@ train_tc (const struct gpu_db *gpus, const struct train_options *o, struct kset 
   for (int g = 0; g < TC_NGROUPS && rc == 0; g++)
     rc = train_group (g, features, ks, rows, nrows, o, members, &p, &mask[g], class_mask);
   if (rc == 0) {
-    /* learned.h's dtypes keys: a class covers the dtypes its own rows had
-     * (a group whose networks were not trained covers none); a batched
-     * product is a GEMM's rows stacked (tc-model.h) */
-    static const struct { const char *cls; int kclass, grp; } cover[] = {
-      { "linear", PERFMOD_KERNEL_LINEAR, TC_GEMM }, { "bmm", PERFMOD_KERNEL_LINEAR, TC_GEMM },
-      { "attention", PERFMOD_KERNEL_ATTENTION, TC_ATTENTION },
-      { "elementwise", PERFMOD_KERNEL_ELEMENTWISE, TC_VECTOR },
-      { "softmax", PERFMOD_KERNEL_SOFTMAX, TC_VECTOR },
-      { "layernorm", PERFMOD_KERNEL_LAYERNORM, TC_VECTOR },
-    };
-    for (size_t i = 0; i < sizeof cover / sizeof cover[0]; i++)
-      if (mask[cover[i].grp] && class_mask[cover[i].kclass]) {
-        char *list = dtype_list (class_mask[cover[i].kclass]), key[32];
-        snprintf (key, sizeof key, "dtypes.%s", cover[i].cls);
-        params_set (&p, key, "%s", list);
-        free (list);
-      }
+    /* a class covers the dtypes its own rows had; a group whose networks
+     * were not trained covers none */
+    for (size_t i = 0; i < sizeof tc_class_cover / sizeof tc_class_cover[0]; i++)
+      if (!mask[tc_class_cover[i].grp])
+        class_mask[tc_class_cover[i].kclass] = 0;
+    put_dtypes (&p, class_mask);
     params_set (&p, "trained_seconds", "%.1f", pm_now () - t0);
     rc = params_save (&p, o->out);
     if (rc == 0)
@@ -215,7 +212,8 @@ train_tc (const struct gpu_db *gpus, const struct train_options *o, struct kset 
   }
   params_free (&p);
   free (rows);
-  free (train);
+  free (want);
+  free (seen);
   return rc == 0 ? 0 : EXIT_RUNTIME;
 }
 
@@ -230,37 +228,18 @@ int
 train_linreg_tc (const struct gpu_db *gpus, const struct train_options *o, struct kset *ks)
 {
   struct params p;
-  const struct gpu_entry *seen[32];
-  size_t ng = 0, *rows = xmalloc ((ks->n ? ks->n : 1) * sizeof *rows), nrows = 0, dropped = 0;
-  double *x = xmalloc ((ks->n ? ks->n : 1) * sizeof *x), *y = xmalloc ((ks->n ? ks->n : 1) * sizeof *y);
-  const struct gpu_entry *want[32] = { NULL };
+  const struct gpu_entry **want, **seen;
+  size_t *rows, nrows, dropped, held, ng;
+  unsigned class_mask[PERFMOD_KERNEL_ATTENTION + 1] = { 0 };
   int rc = 0;
 
-  for (size_t t = 0; o->in_dist_given && o->in_dist[t] && t < 31; t++)
-    if ((want[t] = gpu_db_find (gpus, o->in_dist[t])) == NULL) {
-      pm_error ("--in-dist '%s': no such GPU (see perfmod gpus)", o->in_dist[t]);
-      free (rows);
-      free (x);
-      free (y);
-      return EXIT_USAGE;
-    }
-  for (size_t i = 0; i < ks->n; i++) {
-    const struct krow *r = &ks->v[i];
-    bool ok = !o->in_dist_given || gpu_listed (want, r->gpu);
-    if (!ok) {
-      dropped++;
-      continue;
-    }
-    if (!krow_in_split (r, o->split, SPLIT_SEED))
-      continue;
-    rows[nrows++] = i;
-    size_t g;
-    for (g = 0; g < ng && seen[g] != r->gpu; g++)
-      ;
-    if (g == ng && ng < sizeof seen / sizeof seen[0] - 1)
-      seen[ng++] = r->gpu;
-  }
-  seen[ng] = NULL;
+  if (modern_rows (gpus, o, ks, &rows, &nrows, &dropped, &held, &want, &seen) < 0)
+    return EXIT_USAGE;
+  for (ng = 0; seen[ng]; ng++)
+    ;
+  double *x = xmalloc ((nrows ? nrows : 1) * sizeof *x), *y = xmalloc ((nrows ? nrows : 1) * sizeof *y);
+  double *inv = xmalloc ((ng ? ng : 1) * sizeof *inv), *scale = xmalloc ((ng ? ng : 1) * sizeof *scale);
+  double *fits = xmalloc ((ng ? ng : 1) * 2 * sizeof *fits);
   params_init (&p);
   record_common (&p, o, ks, seen, nrows, dropped);
   params_set (&p, "part", "tensor-core");
@@ -269,10 +248,9 @@ train_linreg_tc (const struct gpu_db *gpus, const struct train_options *o, struc
               "GPUs: 1/coef = a * scale + b, scale the dtype's peak, the bandwidth or the link");
   for (int grp = 0; grp < LR_NGROUPS && rc == 0; grp++)
     for (int d = 0; d < PERFMOD_DTYPE_COUNT && rc == 0; d++) {
-      double inv[32], scale[32], *fit;
+      double *fit;
       char key[96], *list = xstrdup ("");
       size_t nfit = 0;
-      double fits[32][2];
       for (size_t g = 0; g < ng; g++) {
         size_t n = 0;
         for (size_t i = 0; i < nrows; i++) {
@@ -287,10 +265,10 @@ train_linreg_tc (const struct gpu_db *gpus, const struct train_options *o, struc
           x[n] = lr_work (&k, &c);
           y[n++] = r->latency_s;
         }
-        if (n < 8 || fit_line (x, y, n, &fits[nfit][0], &fits[nfit][1]) < 0 ||
-            !(fits[nfit][0] > 0))
+        if (n < 8 || fit_line (x, y, n, &fits[2 * nfit], &fits[2 * nfit + 1]) < 0 ||
+            !(fits[2 * nfit] > 0))
           continue;
-        inv[nfit] = 1 / fits[nfit][0];
+        inv[nfit] = 1 / fits[2 * nfit];
         scale[nfit] = lr_scale (grp, d, &seen[g]->gpu);
         char *t = xasprintf ("%s%s%s", list, nfit ? "," : "", seen[g]->name);
         free (list);
@@ -302,10 +280,10 @@ train_linreg_tc (const struct gpu_db *gpus, const struct train_options *o, struc
         params_set (&p, key, "%s", list);
         snprintf (key, sizeof key, "%s.%s.fit", lr_group_keys[grp], dtype_name (d));
         fit = params_add_tensor (&p, key, nfit, 2);
-        for (size_t g = 0; g < nfit; g++) {
-          fit[2 * g] = fits[g][0];
-          fit[2 * g + 1] = fits[g][1];
-        }
+        memcpy (fit, fits, nfit * 2 * sizeof *fit);
+        for (size_t t = 0; t < sizeof tc_class_cover / sizeof tc_class_cover[0]; t++)
+          if (tc_class_cover[t].grp == grp)
+            class_mask[tc_class_cover[t].kclass] |= 1u << d;
         snprintf (key, sizeof key, "%s.%s.extrapolate", lr_group_keys[grp], dtype_name (d));
         double *ext = params_add_tensor (&p, key, 1, 2);
         /* one GPU, or GPUs of one scale: throughput in proportion to the scale */
@@ -316,32 +294,17 @@ train_linreg_tc (const struct gpu_db *gpus, const struct train_options *o, struc
       }
       free (list);
     }
-  /* learned.h's dtypes keys, from the fits there are */
-  static const struct { const char *cls; int grp; } cover[] = {
-    { "linear", LR_GEMM }, { "bmm", LR_GEMM }, { "attention", LR_ATTENTION },
-    { "elementwise", LR_VECTOR }, { "softmax", LR_VECTOR }, { "layernorm", LR_VECTOR },
-  };
-  for (size_t i = 0; i < sizeof cover / sizeof cover[0] && rc == 0; i++) {
-    char *list = xstrdup (""), key[96];
-    for (int d = 0; d < PERFMOD_DTYPE_COUNT; d++) {
-      snprintf (key, sizeof key, "%s.%s.gpus", lr_group_keys[cover[i].grp], dtype_name (d));
-      if (params_get (&p, key)) {
-        char *t = xasprintf ("%s%s%s", list, *list ? "," : "", dtype_name (d));
-        free (list);
-        list = t;
-      }
-    }
-    if (*list) {
-      snprintf (key, sizeof key, "dtypes.%s", cover[i].cls);
-      params_set (&p, key, "%s", list);
-    }
-    free (list);
-  }
+  put_dtypes (&p, class_mask);       /* the dtypes the fits there are cover */
   if (rc == 0 && (rc = params_save (&p, o->out)) == 0)
     fprintf (stderr, "perfmod: wrote %s (linreg per-dtype fits, %zu rows)\n", o->out, nrows);
   params_free (&p);
   free (rows);
+  free (want);
+  free (seen);
   free (x);
   free (y);
+  free (inv);
+  free (scale);
+  free (fits);
   return rc == 0 ? 0 : EXIT_RUNTIME;
 }

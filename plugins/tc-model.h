@@ -198,15 +198,29 @@ tc_case_of (const struct perfmod_kernel *k, const struct perfmod_gpu *g, int fea
   }
 }
 
+/* The factor a network's output scales the base time by (bounded, so a
+ * wild output cannot overflow). */
+static inline double
+tc_factor (double out)
+{
+  return exp (fmin (fmax (out, -20), 20));
+}
+
 /* Seconds from the mean of the members' outputs. */
 static inline double
 tc_time (const struct tc_case *c, double out)
 {
-  if (out > 20)
-    out = 20;
-  if (out < -20)
-    out = -20;
-  return fmax (c->floor, c->base * exp (out));
+  return fmax (c->floor, c->base * tc_factor (out));
 }
+
+/* The kernel classes of learned.h's dtypes keys and the group that models
+ * each (a batched product is a GEMM's rows stacked). */
+static const struct { const char *cls; int kclass, grp; } tc_class_cover[] = {
+  { "linear", PERFMOD_KERNEL_LINEAR, TC_GEMM }, { "bmm", PERFMOD_KERNEL_LINEAR, TC_GEMM },
+  { "attention", PERFMOD_KERNEL_ATTENTION, TC_ATTENTION },
+  { "elementwise", PERFMOD_KERNEL_ELEMENTWISE, TC_VECTOR },
+  { "softmax", PERFMOD_KERNEL_SOFTMAX, TC_VECTOR },
+  { "layernorm", PERFMOD_KERNEL_LAYERNORM, TC_VECTOR },
+};
 
 #endif /* PERFMOD_TC_MODEL_H */
