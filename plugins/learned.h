@@ -185,6 +185,52 @@ learned_params (struct learned *l)
   return l->params;
 }
 
+/* The per-dtype models of the modern tables, a parameter file of their
+ * own beside the fp32 one: DATADIR/params/NAME-tc.params if it is there,
+ * or --plugin-opt NAME:tc_params=FILE, or none (tc_params=none).  *state:
+ * 0 not tried, 1 loaded, -1 absent, left out or refused.  Returns 1 when
+ * loaded, 0 when there is none, -1 after host->error() for a file that is
+ * there but unusable. */
+static inline int
+learned_optional (struct learned *l, int *state)
+{
+  if (*state > 0)
+    return 1;
+  if (*state < 0) {
+    if (l->failed)
+      l->host->error ("no per-dtype models (loading %s failed)", l->path);
+    return l->failed ? -1 : 0;
+  }
+  *state = -1;
+  if (l->path == NULL) {
+    const char *dir = l->host->datadir ();
+    FILE *fp;
+    l->path = l->host->alloc (strlen (dir) + strlen (l->name) + 24);
+    strcpy (l->path, dir);
+    strcat (l->path, "/params/");
+    strcat (l->path, l->name);
+    strcat (l->path, "-tc.params");
+    if ((fp = fopen (l->path, "r")) == NULL)
+      return 0;
+    fclose (fp);
+  }
+  if (learned_params (l) == NULL)
+    return -1;
+  *state = 1;
+  return 1;
+}
+
+/* tc_params=FILE or none for learned_optional. */
+static inline int
+learned_optional_config (struct learned *l, int *state, const char *value)
+{
+  if (strcmp (value, "none") == 0) {
+    *state = -1;
+    return 0;
+  }
+  return learned_config (l, "params", value);
+}
+
 /* Position of name in the comma-separated list under key, or -1. */
 static inline int
 learned_list_index (struct learned *l, const char *key, const char *name)

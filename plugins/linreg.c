@@ -45,40 +45,9 @@ static const char *const linreg_keys[] = { "params", "tc_params", NULL };
 static int
 linreg_config (void *state, const char *key, const char *value)
 {
-  if (strcmp (key, "tc_params") == 0) {
-    if (strcmp (value, "none") == 0) {     /* NeuSight's fits alone */
-      tc_state = -1;
-      return 0;
-    }
-    return learned_config (&TC, "params", value);
-  }
+  if (strcmp (key, "tc_params") == 0)
+    return learned_optional_config (&TC, &tc_state, value);
   return learned_config (state, key, value);
-}
-
-/* The per-dtype fits, loaded on first use: 1 there are some, 0 none (the
- * default file absent), -1 after host->error(). */
-static int
-tc_load (const struct perfmod_host *host)
-{
-  if (tc_state > 0)
-    return 1;
-  if (tc_state < 0)
-    return TC.failed ? (host->error ("no per-dtype fits (loading %s failed)", TC.path), -1) : 0;
-  tc_state = -1;
-  if (TC.path == NULL) {
-    const char *dir = host->datadir ();
-    FILE *fp;
-    TC.path = host->alloc (strlen (dir) + 32);
-    strcpy (TC.path, dir);
-    strcat (TC.path, "/params/linreg-tc.params");
-    if ((fp = fopen (TC.path, "r")) == NULL)
-      return 0;
-    fclose (fp);
-  }
-  if (learned_params (&TC) == NULL)
-    return -1;
-  tc_state = 1;
-  return 1;
 }
 
 /* A kernel the per-dtype fits model: 1 with *seconds, 0 when none does. */
@@ -96,7 +65,7 @@ tc_predict (const struct perfmod_host *host, const struct perfmod_kernel *k,
   memset (&own, 0, sizeof own);
   memcpy (&own, k, k->struct_size < sizeof own ? k->struct_size : sizeof own);
   if ((grp = lr_group_of (&own)) < 0 || own.dtype < 0 || own.dtype >= PERFMOD_DTYPE_COUNT ||
-      (rc = tc_load (host)) == 0)
+      (rc = learned_optional (&TC, &tc_state)) == 0)
     return 0;
   if (rc < 0 || phys_cost_of (&own, gpu, &c) < 0)
     return -1;
@@ -192,7 +161,7 @@ linreg_dtypes (void *state, int kclass)
                                   kclass >= PERFMOD_KERNEL_LINEAR && kclass <= PERFMOD_KERNEL_LAYERNORM);
   if (kclass == PERFMOD_KERNEL_ATTENTION)
     mask = 0;
-  if (tc_load (L.host) > 0)
+  if (learned_optional (&TC, &tc_state) > 0)
     mask |= learned_dtypes (&TC, kclass, 1);
   return mask;
 }

@@ -48,7 +48,8 @@ static struct state {
   struct perfmod_mlp *tcnet[TC_NGROUPS][MAX_MEMBERS];
   int tcmembers[TC_NGROUPS];
   const double *tcrange[TC_NGROUPS]; /* 2 x inputs: training's min, max */
-  int tc_state;                 /* 0 not tried, 1 loaded, -1 failed or absent */
+  int tc_state;                 /* learned_optional's */
+  int tc_ready;                 /* loaded and checked */
   int tc_features;              /* enum tc_features */
 } S;
 
@@ -93,13 +94,8 @@ tm_config (void *state, const char *key, const char *value)
     s->clamp = strcmp (value, "on") == 0;
     return 0;
   }
-  if (strcmp (key, "tc_params") == 0) {
-    if (strcmp (value, "none") == 0) {     /* NeuSight's networks alone */
-      s->tc_state = -1;
-      return 0;
-    }
-    return learned_config (&s->tc, "params", value);
-  }
+  if (strcmp (key, "tc_params") == 0)
+    return learned_optional_config (&s->tc, &s->tc_state, value);
   return learned_config (&s->l, key, value);
 }
 
@@ -387,27 +383,10 @@ tc_setup (struct state *s)
   const struct perfmod_host *host = s->l.host;
   const char *v, *part;
   char name[64];
-  FILE *fp;
-  if (s->tc_state > 0)
-    return 1;
-  if (s->tc_state < 0) {
-    if (!s->tc.failed)
-      return 0;
-    host->error ("no tensor-core parameters (loading %s failed)", s->tc.path);
-    return -1;
-  }
-  s->tc_state = -1;
-  if (s->tc.path == NULL) {     /* the default: DATADIR/params/tile-mlp-tc.params, if present */
-    const char *dir = host->datadir ();
-    s->tc.path = host->alloc (strlen (dir) + 40);
-    strcpy (s->tc.path, dir);
-    strcat (s->tc.path, "/params/" TILEMLP_NAME "-tc.params");
-    if ((fp = fopen (s->tc.path, "r")) == NULL)
-      return 0;
-    fclose (fp);
-  }
-  if (learned_params (&s->tc) == NULL)
-    return -1;
+  int rc = learned_optional (&s->tc, &s->tc_state);
+  if (rc <= 0 || s->tc_ready)
+    return rc;
+  s->tc_state = -1;             /* until the checks below pass */
   part = host->params_get (s->tc.params, "part");
   if (part == NULL || strcmp (part, "tensor-core") != 0) {
     host->error ("%s: not tensor-core parameters (part = %s)", s->tc.path, part ? part : "(none)");
@@ -451,6 +430,7 @@ tc_setup (struct state *s)
     }
   }
   s->tc_state = 1;
+  s->tc_ready = 1;
   return 1;
 #else
   (void) s;
