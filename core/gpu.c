@@ -293,6 +293,15 @@ gpu_db_load (struct gpu_db *db, const char *dir)
   return 0;
 }
 
+int
+gpu_db_load_data (struct gpu_db *db)
+{
+  char *dir = xasprintf ("%s/gpus.d", pm_datadir ());
+  int rc = gpu_db_load (db, dir);
+  free (dir);
+  return rc;
+}
+
 const struct gpu_entry *
 gpu_db_find (const struct gpu_db *db, const char *name)
 {

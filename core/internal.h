@@ -111,6 +111,8 @@ struct gpu_db {
   size_t n;
 };
 int gpu_db_load (struct gpu_db *db, const char *dir);
+/* The data directory's gpus.d (pm_datadir). */
+int gpu_db_load_data (struct gpu_db *db);
 const struct gpu_entry *gpu_db_find (const struct gpu_db *db, const char *name);
 const char *gpu_source (const struct gpu_entry *e, const char *key);
 void gpu_db_free (struct gpu_db *db);
@@ -338,6 +340,9 @@ extern const struct perfmod_host pm_host;
 /* Load every *.so in dirs (NULL-terminated) that is a valid plugin; bad
  * ones are reported and skipped.  Returns the number of refusals. */
 int plugins_load (struct plugin_set *set, char *const *dirs);
+/* The plugin directories: $PERFMOD_PLUGIN_DIR or the installed one, then
+ * the n --plugin-path directories (NULL-terminated; strv_free it). */
+char **plugin_search_dirs (char *const *extra, size_t n);
 struct plugin *plugins_find (struct plugin_set *set, const char *name, int kind);
 /* The predictor plugin NAME, or NULL after an error naming it. */
 struct plugin *predictor_find (struct plugin_set *set, const char *name);

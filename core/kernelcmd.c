@@ -261,18 +261,6 @@ parse (int argc, char **argv, struct kopts *o)
   return 0;
 }
 
-/* The dtype a user of this GPU runs by default (the precision issue's
- * rule, as for predictions). */
-static int
-default_kernel_dtype (const struct perfmod_gpu *g)
-{
-  if (g->tensor_tflops[PERFMOD_DTYPE_BF16] > 0)
-    return PERFMOD_DTYPE_BF16;
-  if (g->tensor_tflops[PERFMOD_DTYPE_FP16] > 0)
-    return PERFMOD_DTYPE_FP16;
-  return PERFMOD_DTYPE_FP32;
-}
-
 int
 kernel_main (int argc, char **argv)
 {
@@ -282,8 +270,7 @@ kernel_main (int argc, char **argv)
   const struct gpu_entry *ge;
   struct perfmod_kernel k;
   struct phys_cost pc;
-  char **preds = NULL, **dirs, *gdir;
-  const char *env = getenv ("PERFMOD_PLUGIN_DIR");
+  char **preds = NULL, **dirs;
   int dtype, rc = EXIT_USAGE, p;
   bool json, csv;
 
@@ -298,8 +285,7 @@ kernel_main (int argc, char **argv)
   }
   json = strcmp (o.format, "json") == 0;
   csv = strcmp (o.format, "csv") == 0;
-  gdir = xasprintf ("%s/gpus.d", pm_datadir ());
-  if (gpu_db_load (&gpus, gdir) < 0)
+  if (gpu_db_load_data (&gpus) < 0)
     goto out;
   if ((ge = gpu_db_find (&gpus, o.gpu ? o.gpu : "h100")) == NULL) {
     pm_error ("--gpu '%s': no such GPU (see perfmod gpus)", o.gpu);
@@ -316,13 +302,10 @@ kernel_main (int argc, char **argv)
     }
   }
   else
-    dtype = default_kernel_dtype (&ge->gpu);
+    dtype = default_dtype (&ge->gpu);
   if (build_kernel (&o, dtype, &k) < 0)
     goto out;
-  dirs = xcalloc (o.npaths + 2, sizeof *dirs);
-  dirs[0] = xstrdup (env && *env ? env : PLUGINDIR);
-  for (size_t i = 0; i < o.npaths; i++)
-    dirs[i + 1] = xstrdup (o.paths[i]);
+  dirs = plugin_search_dirs (o.paths, o.npaths);
   plugins_load (&set, dirs);
   strv_free (dirs);
   for (size_t i = 0; i < o.npopts; i++)
@@ -386,7 +369,6 @@ out:
   strv_free (preds);
   plugins_unload (&set);
   gpu_db_free (&gpus);
-  free (gdir);
   free (o.paths);
   free (o.popts);
   return rc;

@@ -70,25 +70,6 @@ usage (FILE *fp)
          "Exit status: 0 success, 1 runtime failure, 2 bad usage or bad input.\n", fp);
 }
 
-static char **
-plugin_dirs (const struct cli *c)
-{
-  const char *env = getenv ("PERFMOD_PLUGIN_DIR");
-  char **dirs = xcalloc (c->npaths + 2, sizeof *dirs);
-  dirs[0] = xstrdup (env && *env ? env : PLUGINDIR);
-  for (size_t i = 0; i < c->npaths; i++)
-    dirs[i + 1] = xstrdup (c->plugin_paths[i]);
-  return dirs;
-}
-
-static int
-load_gpus (struct gpu_db *db)
-{
-  char *dir = xasprintf ("%s/gpus.d", pm_datadir ());
-  int rc = gpu_db_load (db, dir);
-  free (dir);
-  return rc;
-}
 
 static void
 assume (struct cli *c, const char *what)
@@ -126,7 +107,7 @@ static int
 cmd_gpus (void)
 {
   struct gpu_db db;
-  if (load_gpus (&db) < 0)
+  if (gpu_db_load_data (&db) < 0)
     return EXIT_USAGE;
   /* The columns up to l2_mb are fixed (scripts read them by position);
    * later ones: fp32 matrix-core peak, TDP, base/boost clock, link/NIC GB/s. */
@@ -438,7 +419,7 @@ workload_load (struct cli *c, struct workload *w)
     pm_error ("--format '%s': expected table, csv or json", c->format);
     return EXIT_USAGE;
   }
-  if (load_gpus (&w->gpus) < 0)
+  if (gpu_db_load_data (&w->gpus) < 0)
     return EXIT_USAGE;
   bool gpu_default = c->gpu == NULL;
   if (gpu_default)
@@ -1076,7 +1057,7 @@ cmd_train (struct cli *c)
     pm_error ("train needs --predictor NAME (one), --data DIR and --out FILE");
     return EXIT_USAGE;
   }
-  if (load_gpus (&gpus) < 0)
+  if (gpu_db_load_data (&gpus) < 0)
     return EXIT_USAGE;
   if (load_tiles (&tiles) < 0) {
     gpu_db_free (&gpus);
@@ -1136,7 +1117,7 @@ cmd_eval (struct cli *c, struct plugin_set *set)
     pm_error ("--format '%s': eval prints table or csv", c->format);
     return EXIT_USAGE;
   }
-  if (load_gpus (&gpus) < 0)
+  if (gpu_db_load_data (&gpus) < 0)
     return EXIT_USAGE;
   if (load_tiles (&tiles) < 0) {
     gpu_db_free (&gpus);
@@ -1331,7 +1312,7 @@ main (int argc, char **argv)
     cli_free (&c);
     return rc;
   }
-  dirs = plugin_dirs (&c);
+  dirs = plugin_search_dirs (c.plugin_paths, c.npaths);
   plugins_load (&set, dirs);
   strv_free (dirs);
   rc = 0;
@@ -1378,7 +1359,7 @@ main (int argc, char **argv)
       pm_error ("--format '%s': reproduce prints table or csv", ro.format);
       rc = EXIT_USAGE;
     }
-    else if (load_gpus (&gpus) < 0)
+    else if (gpu_db_load_data (&gpus) < 0)
       rc = EXIT_USAGE;
     else if ((ro.out = open_memstream (&buf, &len)) == NULL ||
              (ro.err = open_memstream (&ebuf, &elen)) == NULL) {

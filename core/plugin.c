@@ -477,6 +477,17 @@ plugins_unload (struct plugin_set *set)
   memset (set, 0, sizeof *set);
 }
 
+char **
+plugin_search_dirs (char *const *extra, size_t n)
+{
+  const char *env = getenv ("PERFMOD_PLUGIN_DIR");
+  char **dirs = xcalloc (n + 2, sizeof *dirs);
+  dirs[0] = xstrdup (env && *env ? env : PLUGINDIR);
+  for (size_t i = 0; i < n; i++)
+    dirs[i + 1] = xstrdup (extra[i]);
+  return dirs;
+}
+
 /* NeuSight's tables are reproduced unit for unit: its roofline counts
  * matrix bytes in 2^30 against GB/s.  Only the shipped roofline has the
  * key; a set without it is left as it is. */
