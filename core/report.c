@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "physics.h"
 
 /* Kernels shorter than this are dominated by launch and scheduling
  * overhead rather than by either roof (a few microseconds on every
@@ -16,16 +17,15 @@ void
 kernel_cost (const struct perfmod_kernel *k, double *flops, double *bytes)
 {
   double b = (double) k->b;
+  struct phys_cost c;
   switch (k->kclass) {
   case PERFMOD_KERNEL_LINEAR:
-  case PERFMOD_KERNEL_BMM: {
-    /* the output in its own dtype where it differs (fp8 GEMMs write bf16) */
-    double out = k->out_elem_bytes > 0 ? k->out_elem_bytes : k->elem_bytes;
-    *flops = 2.0 * b * (double) k->m * (double) k->n * (double) k->k;
-    *bytes = b * (k->elem_bytes * ((double) k->m * (double) k->n + (double) k->n * (double) k->k)
-                  + out * (double) k->m * (double) k->k);
+  case PERFMOD_KERNEL_BMM:
+  case PERFMOD_KERNEL_ATTENTION:  /* physics.h's counts, which the predictors use */
+    phys_cost_of (k, NULL, &c);
+    *flops = c.flops;
+    *bytes = c.bytes;
     break;
-  }
   case PERFMOD_KERNEL_ELEMENTWISE:
   case PERFMOD_KERNEL_SOFTMAX:
   case PERFMOD_KERNEL_LAYERNORM:

@@ -49,7 +49,8 @@ phys_comm_bytes (const char *op, double bytes, double n)
   return (n - 1) / n * bytes;     /* all_gather, reduce_scatter, alltoall */
 }
 
-/* The kernel's cost on gpu; -1 if its class has none. */
+/* The kernel's cost on gpu (NULL: its FLOPs and bytes alone, no peak or
+ * bandwidth); -1 if its class has none. */
 static inline int
 phys_cost_of (const struct perfmod_kernel *k, const struct perfmod_gpu *gpu,
               struct phys_cost *c)
@@ -57,8 +58,10 @@ phys_cost_of (const struct perfmod_kernel *k, const struct perfmod_gpu *gpu,
   double e = k->elem_bytes > 0 ? k->elem_bytes : 4;
   double eo = PHYS_HAS (k, out_elem_bytes) && k->out_elem_bytes > 0 ? k->out_elem_bytes : e;
   memset (c, 0, sizeof *c);
-  c->peak = perfmod_gpu_peak_flops (gpu, k->dtype);
-  c->bw = gpu->mem_bw_gbps * 1e9;
+  if (gpu) {
+    c->peak = perfmod_gpu_peak_flops (gpu, k->dtype);
+    c->bw = gpu->mem_bw_gbps * 1e9;
+  }
   switch (k->kclass) {
   case PERFMOD_KERNEL_LINEAR:
   case PERFMOD_KERNEL_BMM: {
@@ -85,7 +88,7 @@ phys_cost_of (const struct perfmod_kernel *k, const struct perfmod_gpu *gpu,
                  ? k->own_mem_per_output : k->mem_per_output;
     c->flops = (double) k->b * (double) k->h * k->ops_per_output;
     c->bytes = (double) k->b * (double) k->h * mpo;
-    c->peak = gpu->fp32_gflops * 1e9;   /* vector units */
+    c->peak = gpu ? gpu->fp32_gflops * 1e9 : 0;   /* vector units */
     return 0;
   }
   case PERFMOD_KERNEL_MEMORY:
@@ -93,7 +96,7 @@ phys_cost_of (const struct perfmod_kernel *k, const struct perfmod_gpu *gpu,
     return 0;
   case PERFMOD_KERNEL_COMM:
     c->comm_bytes = phys_comm_bytes (k->op, k->bytes, PHYS_HAS (k, ranks) ? k->ranks : 0);
-    c->bw = gpu->link_gbps * 1e9;
+    c->bw = gpu ? gpu->link_gbps * 1e9 : 0;
     return 0;
   default:
     return -1;
