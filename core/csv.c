@@ -2,6 +2,7 @@
 #include <config.h>
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -147,6 +148,23 @@ csv_close (struct csv_reader *r)
   free (r->buf);
   free (r->fields);
   memset (r, 0, sizeof *r);
+}
+
+bool
+csv_int (const struct csv_reader *r, size_t col, const char *name, int64_t min, int64_t *out)
+{
+  const char *v = r->fields[col];
+  double d;
+  /* Some writers print integral columns as floats ("128.0"). */
+  if (parse_int64 (v, out) && *out >= min)
+    return true;
+  if (parse_double (v, &d) && d == floor (d) && d >= (double) min && d < 9e15) {
+    *out = (int64_t) d;
+    return true;
+  }
+  pm_error ("%s:%ld: column '%s': '%s' is not an integer >= %lld", r->path, r->line, name, v,
+            (long long) min);
+  return false;
 }
 
 int

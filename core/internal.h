@@ -76,6 +76,10 @@ int csv_open (struct csv_reader *r, const char *path);
 /* 1: a record in r->fields; 0: end of file; -1: malformed (reported). */
 int csv_next (struct csv_reader *r);
 void csv_close (struct csv_reader *r);
+/* Field col of the current record as an integer >= min ("128.0" too);
+ * false after naming file:line, the column and the value. */
+bool csv_int (const struct csv_reader *r, size_t col, const char *name, int64_t min,
+              int64_t *out);
 /* Column index of name in the header record, or -1. */
 int csv_column (char **header, size_t n, const char *name);
 

@@ -131,18 +131,7 @@ static const char *const col_names[NCOLS] = {
 static bool
 field_int (struct csv_reader *r, const int *col, int c, int64_t *out, int64_t min)
 {
-  const char *v = r->fields[col[c]];
-  double d;
-  /* Some writers print integral columns as floats ("128.0"). */
-  if (parse_int64 (v, out) && *out >= min)
-    return true;
-  if (parse_double (v, &d) && d == floor (d) && d >= (double) min && d < 9e15) {
-    *out = (int64_t) d;
-    return true;
-  }
-  pm_error ("%s:%ld: column '%s': '%s' is not an integer >= %lld", r->path, r->line,
-            col_names[c], v, (long long) min);
-  return false;
+  return csv_int (r, (size_t) col[c], col_names[c], min, out);
 }
 
 int

@@ -80,16 +80,8 @@ cell_double (struct table *t, int col, const char *name, double *out)
 static bool
 cell_int (struct table *t, int col, const char *name, int64_t min, int64_t *out)
 {
-  double d;
-  const char *v = t->r.fields[col];
-  if (parse_int64 (v, out) && *out >= min)
+  if (csv_int (&t->r, (size_t) col, name, min, out))
     return true;
-  if (parse_double (v, &d) && d == floor (d) && d >= (double) min && d < 9e15) {
-    *out = (int64_t) d;
-    return true;
-  }
-  pm_error ("%s:%ld: column '%s': '%s' is not an integer >= %lld", t->path, t->r.line, name, v,
-            (long long) min);
   t->errors++;
   return false;
 }
