@@ -418,6 +418,9 @@ void prediction_free (struct prediction *p);
 void kop_to_kernel (const struct kop *o, const struct node *nd, const struct precision *pr,
                     struct perfmod_kernel *k);
 double dtype_bytes (int dtype);
+/* k's dtype, its element bytes and, for an fp8 GEMM, the bf16 output's
+ * (set k->kclass first). */
+void kernel_set_dtype (struct perfmod_kernel *k, int dtype);
 /* Training in this dtype is mixed precision (fp32 master weights). */
 bool dtype_mixed (int dtype);
 const char *dtype_name (int dtype);

@@ -46,8 +46,7 @@ krow_kernel (const struct krow *r, struct perfmod_kernel *k)
   k->struct_size = sizeof *k;
   k->kclass = r->kclass;
   k->op = r->op;
-  k->dtype = r->dtype;
-  k->elem_bytes = dtype_bytes (r->dtype);
+  kernel_set_dtype (k, r->dtype);
   k->library_name = r->kname;
   k->tile[0] = r->tile[0];
   k->tile[1] = r->tile[1];
@@ -58,8 +57,6 @@ krow_kernel (const struct krow *r, struct perfmod_kernel *k)
     k->m = r->m;
     k->n = r->n;
     k->k = r->k;
-    if (r->dtype == PERFMOD_DTYPE_FP8)
-      k->out_elem_bytes = 2;      /* fp8 GEMMs write bf16 */
     break;
   case PERFMOD_KERNEL_ATTENTION:
     k->b = r->b;

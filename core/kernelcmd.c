@@ -58,9 +58,9 @@ need (int64_t v, const char *opt, const char *op)
   return false;
 }
 
-/* The kernel the options describe; -1 after a message. */
+/* The kernel's class and shape the options describe; -1 after a message. */
 static int
-build_kernel (const struct kopts *o, int dtype, struct perfmod_kernel *k)
+build_shape (const struct kopts *o, int dtype, struct perfmod_kernel *k)
 {
   static const struct { const char *fn; int inputs; double ops; } fns[] = {
     { "add", 2, 1 }, { "mul", 2, 1 }, { "gelu", 1, 8 }, { "relu", 1, 1 }, { "silu_mul", 2, 5 },
@@ -68,8 +68,6 @@ build_kernel (const struct kopts *o, int dtype, struct perfmod_kernel *k)
   };
   memset (k, 0, sizeof *k);
   k->struct_size = sizeof *k;
-  k->dtype = dtype;
-  k->elem_bytes = dtype_bytes (dtype);
   k->op = o->op;
   if (strcmp (o->op, "gemm") == 0 || strcmp (o->op, "bmm") == 0) {
     bool bmm = o->op[0] == 'b';
@@ -83,8 +81,6 @@ build_kernel (const struct kopts *o, int dtype, struct perfmod_kernel *k)
     k->m = o->m;
     k->n = o->k;
     k->k = o->n;
-    if (dtype == PERFMOD_DTYPE_FP8)
-      k->out_elem_bytes = 2;
     return 0;
   }
   if (strcmp (o->op, "attention") == 0 || strcmp (o->op, "decode") == 0) {
@@ -134,7 +130,7 @@ build_kernel (const struct kopts *o, int dtype, struct perfmod_kernel *k)
     }
     k->b = o->rows;
     k->h = o->cols;
-    k->mem_per_output = (inputs + 1) * k->elem_bytes;
+    k->mem_per_output = (inputs + 1) * dtype_bytes (dtype);
     k->own_mem_per_output = k->mem_per_output;
     k->ops_per_output = ops;
     return 0;
@@ -169,6 +165,16 @@ build_kernel (const struct kopts *o, int dtype, struct perfmod_kernel *k)
   pm_error ("--op '%s': expected gemm, bmm, attention, decode, elementwise, norm, softmax or "
             "collective", o->op);
   return -1;
+}
+
+/* The kernel the options describe, in dtype; -1 after a message. */
+static int
+build_kernel (const struct kopts *o, int dtype, struct perfmod_kernel *k)
+{
+  if (build_shape (o, dtype, k) < 0)
+    return -1;
+  kernel_set_dtype (k, dtype);
+  return 0;
 }
 
 static int

@@ -144,6 +144,17 @@ ops_per_output (const char *op)
   return 1;
 }
 
+void
+kernel_set_dtype (struct perfmod_kernel *k, int dtype)
+{
+  k->dtype = dtype;
+  k->elem_bytes = dtype_sizes[dtype];
+  k->out_elem_bytes = 0;
+  if (dtype == PERFMOD_DTYPE_FP8 &&
+      (k->kclass == PERFMOD_KERNEL_LINEAR || k->kclass == PERFMOD_KERNEL_BMM))
+    k->out_elem_bytes = dtype_sizes[PERFMOD_DTYPE_BF16];   /* fp8 GEMMs write bf16 */
+}
+
 /* Each kernel gets its class's dtype under the run's precision. */
 void
 kop_to_kernel (const struct kop *o, const struct node *nd, const struct precision *pr,
@@ -160,14 +171,8 @@ kop_to_kernel (const struct kop *o, const struct node *nd, const struct precisio
   k->n = o->n;
   k->k = o->k;
   k->h = o->h;
-  k->dtype = dtype;
-  k->elem_bytes = eb;
+  kernel_set_dtype (k, dtype);
   switch (o->kclass) {
-  case PERFMOD_KERNEL_LINEAR:
-  case PERFMOD_KERNEL_BMM:
-    if (dtype == PERFMOD_DTYPE_FP8)
-      k->out_elem_bytes = dtype_sizes[PERFMOD_DTYPE_BF16];   /* fp8 GEMMs write bf16 */
-    break;
   case PERFMOD_KERNEL_ELEMENTWISE:
   case PERFMOD_KERNEL_SOFTMAX:
   case PERFMOD_KERNEL_LAYERNORM:
