@@ -28,6 +28,7 @@ struct bctx {
   int64_t hp, kvp;       /* attention heads and key/value heads */
   int64_t fp;            /* feed-forward width */
   int64_t vp;            /* vocabulary rows */
+  bool flash;            /* fused attention (not with T5's position bias) */
 };
 
 static struct node *
@@ -70,7 +71,7 @@ vec_class (const char *op)
        : strcmp (op, "ln") == 0 ? PERFMOD_KERNEL_LAYERNORM : PERFMOD_KERNEL_ELEMENTWISE;
 }
 
-static void
+static struct kop *
 vec_op (struct node *nd, int phase, const char *op, int64_t rows, int64_t cols)
 {
   struct kop *o = node_add_op (nd, phase, vec_class (op), op);
@@ -81,6 +82,7 @@ vec_op (struct node *nd, int phase, const char *op, int64_t rows, int64_t cols)
    * would otherwise count its weight many times over). */
   if (phase == PHASE_ACC)
     o->traffic = 3;
+  return o;
 }
 
 static void
@@ -182,7 +184,10 @@ linear (struct bctx *c, const char *name, int64_t m, int64_t n, int64_t k, bool 
   o->m = m; o->n = k; o->k = n;
   o = node_add_op (nd, PHASE_BW, PERFMOD_KERNEL_LINEAR, "linear");   /* weight gradient */
   o->m = k; o->n = m; o->k = n;
-  vec_op (nd, PHASE_ACC, "add", 1, n * k);
+  /* Megatron-Core's weight-gradient GEMM adds into the fp32 main_grad
+   * itself (gradient_accumulation_fusion): no separate sum */
+  if (!c->o->te)
+    vec_op (nd, PHASE_ACC, "add", 1, n * k);
   if (bias)
     vec_op (nd, PHASE_ACC, "add", 1, k);
 }
@@ -248,14 +253,57 @@ set_prefix (struct bctx *c, const char *stem, int i)
 
 /* ---- attention ---- */
 
+/* Nodes [first, now) are the attention core, which selective
+ * recomputation runs again in the backward pass. */
+static void
+mark_core (struct bctx *c, size_t first)
+{
+  for (size_t i = first; i < c->g->n; i++)
+    c->g->nodes[i].attn_core = true;
+}
+
+/* Fused attention (FlashAttention 2/3, cuDNN's through Transformer
+ * Engine, PyTorch's SDPA): one kernel forward over h query heads of width
+ * dh against kvh key/value heads, no scores in memory; its backward is one
+ * kernel too (op attention_bwd: it recomputes the scores, five products to
+ * the forward's two; physics.h's PHYS_ATTN_BWD_* say what that costs). */
+static void
+flash_attention (struct bctx *c, int64_t h, int64_t kvh, int64_t dh)
+{
+  size_t first = c->g->n;
+  bool decode = c->kv > c->s;
+  double q = (double) c->t * (double) (h * dh);
+  double kv = 2.0 * (double) c->b * (double) c->kv * (double) (kvh * dh);
+  struct node *nd = add_node (c, "core_attention", "ATTENTION", q + kv, q);
+  for (int p = 0; p < (c->train ? 2 : 1); p++) {
+    struct kop *o = node_add_op (nd, p ? PHASE_BW : PHASE_FW, PERFMOD_KERNEL_ATTENTION,
+                                 p ? "attention_bwd" : decode ? "attention_decode" : "attention");
+    o->b = c->b;
+    o->m = c->s;
+    o->n = c->kv;
+    o->k = dh;
+    o->h = h;
+    o->kv_heads = kvh;
+    o->causal = !c->m->encoder && !decode;
+  }
+  mark_core (c, first);
+}
+
 /* Scores and context for heads h of width dh over c->kv keys; kvh < h
- * repeats each key/value head (grouped-query attention). */
+ * repeats each key/value head (grouped-query attention).  With --attention
+ * flash (PyTorch's SDPA) the scale, mask, softmax and dropout are inside
+ * the one fused kernel. */
 static void
 attention_core (struct bctx *c, int64_t h, int64_t dh, const char *scale, const char *mask,
                 double mask_elems, bool drop)
 {
   int64_t bh = c->b * h, rows = bh * c->s;
   double scores = (double) rows * (double) c->kv;
+  size_t first = c->g->n;
+  if (c->flash) {
+    flash_attention (c, h, h, dh);
+    return;
+  }
   bmm (c, "scores", bh, c->s, dh, c->kv);
   if (c->o->fusion && !c->train && mask && strcmp (mask, "where") != 0) {
     char ops[48];
@@ -291,6 +339,7 @@ attention_core (struct bctx *c, int64_t h, int64_t dh, const char *scale, const 
   if (drop)
     dropout (c, "attn_dropout", scores);
   bmm (c, "context", bh, c->s, c->kv, dh);
+  mark_core (c, first);
 }
 
 /* The repeated layer: built once, run the stage's number of layers. */
@@ -392,11 +441,13 @@ gpt2_layer_megatron (struct bctx *c)
   double tdq = (double) t * (double) dq, tf = (double) t * (double) f;
   double scores = (double) rows * (double) c->kv, causal = (double) c->s * (double) c->kv;
   struct node *nd;
+  size_t first;
 
   site (c, PERFMOD_SITE_PARAMS);
   unary (c, "input_layernorm", "ln", tn, d);
   site (c, PERFMOD_SITE_ATTN_IN);
   linear (c, "query_key_value", t, d, 3 * dq, true);
+  first = c->g->n;
   bmm (c, "scores", bh, c->s, dh, c->kv);
   nd = add_node (c, "mask", "masked_fill", causal + scores, scores);
   mem_op (nd, PHASE_FW, causal + 2 * scores);
@@ -405,6 +456,7 @@ gpt2_layer_megatron (struct bctx *c)
   unary (c, "softmax", "softmax", rows, c->kv);
   dropout (c, "attention_dropout", scores);
   bmm (c, "context", bh, c->s, c->kv, dh);
+  mark_core (c, first);
   copy (c, "context_permute", "contiguous", tdq, tdq);
   linear (c, "dense", t, dq, d, false);
   site (c, PERFMOD_SITE_ATTN_OUT);
@@ -796,6 +848,175 @@ llama_graph (struct bctx *c)
   }
 }
 
+/* ---- Megatron-Core with Transformer Engine ---- */
+
+/* The decoder layer Megatron-Core builds with Transformer Engine's modules
+ * (megatron/core/models/gpt, TE spec) for GPT-3, Llama and Mixtral, in
+ * 16-bit training: TE's LayerNormLinear runs the norm as one kernel and
+ * the GEMM (its bias in the epilogue); rotary embeddings are one fused
+ * kernel; attention is fused (cuDNN or FlashAttention) or, unfused, two
+ * products around one fused scale-mask-softmax; the projections' biases,
+ * dropout and the residual add are one kernel (bias_dropout_add); the MLP
+ * is one GEMM to 2f (gate and up together when gated), one fused
+ * activation (bias-GeLU or SwiGLU), one GEMM back; the loss is
+ * Megatron's fused cross-entropy.  Each fused kernel's traffic is what it
+ * reads and writes per output element; doc/training.md has the list. */
+
+/* A fused vector kernel over rows x cols: fw and bw elements moved per
+ * output element (bw 0: no backward kernel), and with `acc` a gradient
+ * sum over cols per parameter vector (a norm's weight, a bias). */
+static struct node *
+te_vec (struct bctx *c, const char *name, const char *op, int64_t rows, int64_t cols, double fw,
+        double bw, int acc)
+{
+  double out = (double) rows * (double) cols;
+  char opname[32];
+  struct node *nd;
+  snprintf (opname, sizeof opname, "VEC%s", op);
+  nd = add_node (c, name, opname, out * (fw - 1), out);
+  vec_op (nd, PHASE_FW, op, rows, cols)->traffic = fw;
+  if (!c->train)
+    return nd;
+  if (bw > 0)
+    vec_op (nd, PHASE_BW, op, rows, cols)->traffic = bw;
+  for (int i = 0; i < acc; i++)
+    vec_op (nd, PHASE_ACC, "add", 1, cols);
+  return nd;
+}
+
+/* LayerNorm or RMSNorm: reads x, writes y; backward reads x and dy,
+ * writes dx; the weight's (and LayerNorm's bias's) gradient sums. */
+static void
+te_norm (struct bctx *c, const char *name, int64_t rows, int64_t cols)
+{
+  bool rms = c->m->family != FAM_GPT2 && c->m->family != FAM_OPT;
+  te_vec (c, name, "ln", rows, cols, 2, 3, rms ? 1 : 2);
+}
+
+/* bias + dropout + residual add: reads the output and the residual,
+ * writes the sum (and a one-byte mask with dropout); backward applies the
+ * mask and accumulates the residual's gradient. */
+static void
+te_residual (struct bctx *c, const char *name, int64_t rows, int64_t cols, bool bias)
+{
+  te_vec (c, name, "add", rows, cols, bias ? 3.5 : 3, bias ? 3.5 : 3, bias ? 1 : 0);
+}
+
+/* The attention core, unfused: QK^T, one fused scale-mask-softmax (and
+ * dropout), the context product; grouped key/value heads expanded. */
+static void
+te_unfused_attention (struct bctx *c, int64_t h, int64_t kvh, int64_t dh, bool drop)
+{
+  int64_t bh = c->b * h, rows = bh * c->s;
+  double scores = (double) rows * (double) c->kv;
+  size_t first = c->g->n;
+  if (kvh < h) {
+    double rep = (double) c->b * (double) h * (double) c->kv * (double) dh;
+    copy (c, "repeat_k", "expand", rep / (double) (h / kvh), rep);
+    copy (c, "repeat_v", "expand", rep / (double) (h / kvh), rep);
+  }
+  bmm (c, "scores", bh, c->s, dh, c->kv);
+  te_vec (c, "scale_mask_softmax", "softmax", rows, c->kv, 2, 3, 0);
+  if (drop)
+    dropout (c, "attention_dropout", scores);
+  bmm (c, "context", bh, c->s, c->kv, dh);
+  mark_core (c, first);
+}
+
+/* Routed experts as Megatron-Core's MoE layer runs them: router GEMM,
+ * fused top-k softmax, tokens permuted to their experts, each local
+ * expert's fc1 (gate and up), SwiGLU and fc2 (a grouped GEMM: the same
+ * products), the outputs unpermuted and weighted back. */
+static void
+te_moe (struct bctx *c, int64_t f)
+{
+  const struct model_cfg *m = c->m;
+  const struct shard *sh = c->sh;
+  int64_t local = m->experts / sh->experts, t = c->t, d = m->hidden;
+  int64_t te = expert_tokens (m, t * sh->experts, c->b * sh->experts);
+  double routed = (double) t * (double) m->top_k * (double) d;
+  if (sh->expert_load > 1)
+    te = (int64_t) ceil ((double) te * sh->expert_load);
+  linear (c, "router", t, d, m->experts, false);
+  te_vec (c, "router_topk", "softmax", t, m->experts, 2, 3, 0);
+  copy (c, "permute", "index_select", routed, routed);
+  site (c, PERFMOD_SITE_MOE_DISPATCH);
+  for (int64_t e = 0; e < local; e++) {
+    char buf[64];
+    snprintf (buf, sizeof buf, "expert_%lld_fc1", (long long) e);
+    linear (c, buf, te, d, 2 * f, false);
+    snprintf (buf, sizeof buf, "expert_%lld_swiglu", (long long) e);
+    te_vec (c, buf, "silu", te, f, 3, 5, 0);
+    snprintf (buf, sizeof buf, "expert_%lld_fc2", (long long) e);
+    linear (c, buf, te, f, d, false);
+  }
+  site (c, PERFMOD_SITE_MOE_COMBINE);
+  copy (c, "unpermute", "index_add", routed, (double) t * (double) d);
+}
+
+static void
+te_layer (struct bctx *c)
+{
+  const struct model_cfg *m = c->m;
+  int64_t t = c->t, tn = c->tn, d = m->hidden, h = c->hp, kvh = c->kvp, dh = m->head_dim;
+  int64_t f = c->fp;
+  bool gpt = m->family == FAM_GPT2;      /* biases, dropout, GeLU; else none, SwiGLU */
+
+  site (c, PERFMOD_SITE_PARAMS);
+  te_norm (c, "input_layernorm", tn, d);
+  site (c, PERFMOD_SITE_ATTN_IN);
+  linear (c, "linear_qkv", t, d, (h + 2 * kvh) * dh, gpt);
+  if (!gpt)
+    te_vec (c, "rotary", "mul", t * (h + kvh), dh, 2, 2, 0);
+  if (c->flash)
+    flash_attention (c, h, kvh, dh);
+  else
+    te_unfused_attention (c, h, kvh, dh, gpt);
+  linear (c, "linear_proj", t, h * dh, d, false);
+  site (c, PERFMOD_SITE_ATTN_OUT);
+  te_residual (c, "bias_dropout_add_1", tn, d, gpt);
+  te_norm (c, "pre_mlp_layernorm", tn, d);
+  site (c, PERFMOD_SITE_MLP_IN);
+  if (m->family == FAM_MIXTRAL)
+    te_moe (c, f);
+  else {
+    linear (c, "linear_fc1", t, d, gpt ? f : 2 * f, false);
+    if (gpt)
+      te_vec (c, "bias_gelu", "gelu", t, f, 2, 3, 1);
+    else
+      te_vec (c, "swiglu", "silu", t, f, 3, 5, 0);
+    linear (c, "linear_fc2", t, f, d, false);
+  }
+  site (c, PERFMOD_SITE_MLP_OUT);
+  te_residual (c, "bias_dropout_add_2", tn, d, gpt);
+}
+
+static void
+te_graph (struct bctx *c)
+{
+  const struct model_cfg *m = c->m;
+  int64_t t = c->t, tn = c->tn, d = m->hidden, v = c->vp;
+  double tnd = (double) tn * (double) d;
+  if (c->sh->embed) {
+    embedding (c, "word_embeddings", v, d);
+    site (c, PERFMOD_SITE_EMBED);
+    if (m->family == FAM_GPT2) {         /* learned positions, embedding dropout */
+      add2 (c, "position_add", tn, d, (double) c->s * (double) d);
+      dropout (c, "embedding_dropout", tnd);
+    }
+  }
+  layer_span (c, "decoder_layers", te_layer);
+  if (c->sh->head) {
+    te_norm (c, "final_layernorm", tn, d);
+    site (c, PERFMOD_SITE_LOGITS);
+    linear (c, "output_layer", t, d, v, false);
+    /* fused cross-entropy: reads the logits forward; backward writes
+     * their gradient from them */
+    if (c->train)
+      te_vec (c, "cross_entropy", "softmax", t, v, 1, 2, 0);
+  }
+}
+
 /* ---- Switch Transformer (T5 encoder-decoder) ---- */
 
 static void
@@ -933,6 +1154,15 @@ graph_build (struct graph *g, const struct model_cfg *m, const struct build_opti
     pm_error ("--fusion with kernels=megatron: Megatron's layer has its own fusions");
     return -1;
   }
+  if (o->te && m->family != FAM_GPT2 && m->family != FAM_LLAMA && m->family != FAM_MIXTRAL) {
+    pm_error ("%s: kernels=te: Megatron-Core's layer is modelled for GPT, Llama and Mixtral "
+              "(model_type %s is not)", m->name, m->arch);
+    return -1;
+  }
+  if (o->te && (o->fusion || o->megatron)) {
+    pm_error ("kernels=te: Transformer Engine's layer has its own fusions (no --fusion)");
+    return -1;
+  }
   if (o->kv_len > 0 && o->train) {
     pm_error ("a decode step is an inference phase (--mode inf)");
     return -1;
@@ -958,12 +1188,14 @@ graph_build (struct graph *g, const struct model_cfg *m, const struct build_opti
   c.kvp = m->kv_heads / c.sh->heads;
   c.fp = m->ffn / c.sh->ffn;
   c.vp = (m->vocab + c.sh->vocab - 1) / c.sh->vocab;
+  c.flash = o->flash && m->family != FAM_SWITCH;
   g->source = xstrdup ("builder");
   g->batch = o->batch;
   g->seq = o->seq;
   g->train = o->train;
   g->repeat = 1;
-  switch (m->family) {
+  switch (o->te ? -1 : m->family) {
+  case -1: te_graph (&c); break;
   case FAM_GPT2: gpt2_graph (&c); break;
   case FAM_OPT: opt_graph (&c); break;
   case FAM_BERT: bert_graph (&c); break;

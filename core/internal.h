@@ -125,8 +125,9 @@ void gpu_db_free (struct gpu_db *db);
 enum pm_schedule { SCHED_1F1B, SCHED_GPIPE, SCHED_INTERLEAVED };
 enum pm_recompute { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL };
 /* Whose kernels run the model: PyTorch eager (Hugging Face's modules, as
- * NeuSight traced them) or Megatron-LM's fused GPT layer. */
-enum pm_kernels { KERNELS_EAGER, KERNELS_MEGATRON };
+ * NeuSight traced them), Megatron-LM's fused fp32 GPT layer, or
+ * Megatron-Core's layer with Transformer Engine's fused kernels. */
+enum pm_kernels { KERNELS_EAGER, KERNELS_MEGATRON, KERNELS_TE };
 #define PM_MAX_STAGES 256
 struct strategy {
   int tp, pp, dp, ep, mbs, vp, zero;
@@ -137,6 +138,7 @@ struct strategy {
   enum pm_recompute recompute;
   enum pm_kernels kernels;
   bool dp_set;
+  bool kernels_set;      /* kernels given (else the run's default) */
 };
 struct preset {
   char *name;
@@ -204,6 +206,7 @@ struct memory_options {
   int64_t kv_len;        /* decode step: cached tokens (0: prefill) */
   int64_t gen;           /* inference: tokens generated after the prompt */
   const struct mem_shard *shard; /* NULL: the whole model on one device */
+  bool flash;            /* fused attention: no scores kept */
 };
 struct mem_shard {       /* one device's share under graph-level parallelism */
   int tp;                /* activations split over tensor-parallel ranks */
@@ -269,6 +272,9 @@ struct kop {             /* one kernel of a node */
   double bytes;
   int dim;
   bool overlap;
+  /* ATTENTION kernels: key/value heads, sliding window, causal mask */
+  int64_t kv_heads, window;
+  bool causal;
 };
 struct node {
   char *name;
@@ -278,6 +284,7 @@ struct node {
   struct kop *ops[NPHASES];
   size_t nops[NPHASES];
   bool fused;            /* a fused element-wise chain: one kernel per phase */
+  bool attn_core;        /* the attention core: re-run by selective recomputation */
 };
 struct graph {
   char *source;          /* file it came from, or "builder" */
@@ -318,6 +325,8 @@ struct build_options {
   bool train;
   bool fusion;           /* element-wise chains fused (inference) */
   bool megatron;         /* Megatron-LM's GPT layer kernels (GPT-2/GPT-3 family) */
+  bool te;               /* Megatron-Core's layer with Transformer Engine's kernels */
+  bool flash;            /* fused (FlashAttention) attention, else scores materialised */
   int64_t kv_len;        /* > 0: one decode step over a cache of kv_len tokens */
   const struct shard *shard; /* NULL: the whole model on one device */
 };
@@ -461,6 +470,7 @@ struct dist_options {
   const struct strategy *s;
   const struct precision *prec; /* NULL: fp32 */
   bool train, fusion;
+  bool flash;            /* fused attention kernels */
   int64_t batch, seq;    /* global batch (sequences) and tokens per sequence */
   int64_t gen;
   int gpus_per_node;
@@ -482,6 +492,10 @@ struct dist_result {
   double flops;          /* rank 0's FLOPs per step */
   int microbatches;
   size_t kernels, unique_kernels;
+  double recompute_ms;   /* rank 0's recomputed forwards per step (inside pipeline_ms) */
+  /* per pipeline rank, one micro-batch through all its chunks (ms) */
+  double stage_fw_ms[PM_MAX_STAGES], stage_bw_ms[PM_MAX_STAGES];
+  double stage_recompute_ms[PM_MAX_STAGES];  /* of stage_bw_ms */
   struct memory_estimate mem;   /* the pipeline rank with the most */
   int mem_rank;
   struct perfmod_plan plan;

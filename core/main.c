@@ -20,7 +20,7 @@
 
 struct cli {
   const char *model, *opgraph, *gpu, *mode, *dtype, *precision, *predictors, *strategy, *format;
-  const char *neusight, *table, *graph, *plot;
+  const char *neusight, *table, *graph, *plot, *attention;
   const char *data, *out, *reference, *in_dist, *features, *split;
   int64_t batch, seq, nodes, gpus_per_node, layers, seed, epochs, members, gen;
   bool seed_given;
@@ -42,7 +42,8 @@ usage (FILE *fp)
          "               [--predictor NAME[,NAME...]]\n"
          "               [--strategy SPEC|PRESET] [--nodes N] [--gpus-per-node N] [--explain]\n"
          "               [--per-op] [--format table|csv|json] [--plugin-path DIR]...\n"
-         "               [--layers N] [--fusion] [--gen N] [--plot FILE.svg] [--verbose]\n"
+         "               [--layers N] [--fusion] [--attention flash|unfused] [--gen N]\n"
+         "               [--plot FILE.svg] [--verbose]\n"
          "       perfmod plugins | gpus | strategies | models [--plugin-path DIR]...\n"
          "       perfmod graph [--model ...|--opgraph ...] [--format table|csv]: the kernels\n"
          "       perfmod reproduce [--neusight DIR] [--graph opgraph|builder]\n"
@@ -326,6 +327,8 @@ struct workload {
   const struct precision *prec;  /* the run's dtypes and bytes */
   int64_t batch, seq;            /* the run's: given, or the imported graph's */
   bool train, have_model, have_graph;
+  bool flash;                    /* fused attention kernels */
+  enum pm_kernels kernels;       /* whose layer a built graph runs (a strategy may say) */
 };
 
 static void
@@ -376,6 +379,43 @@ precision_resolve (struct cli *c, struct workload *w, int dtype)
       return -1;
     }
   }
+  return 0;
+}
+
+/* The attention kernel and whose layer a built graph runs.  Fused
+ * attention (FlashAttention, cuDNN's, PyTorch's SDPA) needs 16-bit
+ * attention on a GPU of the Ampere generation or later, which gpus.d
+ * tells by its bf16 matrix units; it is the default there.  A mixed-
+ * precision training step of GPT, Llama or Mixtral is the one
+ * Megatron-Core runs with Transformer Engine; the rest run the eager
+ * PyTorch modules (Hugging Face's, as NeuSight traced them). */
+static int
+kernels_resolve (struct cli *c, struct workload *w)
+{
+  int fam = w->m.family;
+  bool can = dtype_mixed (w->prec->other) && default_dtype (&w->ge->gpu) == PERFMOD_DTYPE_BF16;
+  if (c->attention && strcmp (c->attention, "flash") != 0 && strcmp (c->attention, "unfused") != 0) {
+    pm_error ("--attention '%s': expected flash or unfused", c->attention);
+    return -1;
+  }
+  if (c->attention && strcmp (c->attention, "flash") == 0 && !can) {
+    pm_error ("--attention flash: fused attention runs in bf16 or fp16 on GPUs with bf16 matrix "
+              "units; this run's attention is %s on %s", dtype_name (w->prec->other), w->ge->name);
+    return -1;
+  }
+  w->flash = c->attention ? strcmp (c->attention, "flash") == 0 : can;
+  w->kernels = w->train && dtype_mixed (w->prec->gemm) &&
+               (fam == FAM_GPT2 || fam == FAM_LLAMA || fam == FAM_MIXTRAL) ? KERNELS_TE
+                                                                           : KERNELS_EAGER;
+  if (c->opgraph)
+    return 0;                    /* an imported graph runs the kernels it traced */
+  if (c->attention == NULL)
+    assume (c, w->flash ? "--attention flash" : can ? "--attention unfused"
+                        : "--attention unfused (fused attention needs bf16/fp16 on a GPU with "
+                          "bf16 matrix units)");
+  if (w->train)
+    assume (c, w->kernels == KERNELS_TE ? "kernels te (Megatron-Core with Transformer Engine)"
+                                        : "kernels eager (PyTorch modules)");
   return 0;
 }
 
@@ -443,6 +483,8 @@ workload_load (struct cli *c, struct workload *w)
       goto fail;
     w->have_model = true;
   }
+  if (kernels_resolve (c, w) < 0)
+    goto fail;
   if (c->opgraph) {
     int64_t layers = c->layers ? c->layers : w->have_model ? w->m.layers : 1;
     if (opgraph_import (&w->g, c->opgraph, layers) < 0)
@@ -460,7 +502,8 @@ workload_load (struct cli *c, struct workload *w)
       assume (c, "--seq 1024");
     }
     struct build_options bo = { .batch = c->batch, .seq = c->seq, .train = w->train,
-                                .fusion = c->fusion };
+                                .fusion = c->fusion, .flash = w->flash,
+                                .te = w->kernels == KERNELS_TE };
     if (graph_build (&w->g, &w->m, &bo) < 0)
       goto fail;
   }
@@ -491,6 +534,7 @@ dist_options_init (struct dist_options *o, const struct cli *c, const struct wor
   o->prec = w->prec;
   o->train = w->train;
   o->fusion = c->fusion;
+  o->flash = w->flash;
   o->batch = w->batch;
   o->seq = w->seq;
   o->gpus_per_node = gpn;
@@ -521,6 +565,8 @@ cmd_graph (struct cli *c, struct plugin_set *set)
         workload_free (&w);
         return EXIT_USAGE;
       }
+      if (!s.kernels_set)
+        s.kernels = w.kernels;
       dist_options_init (&o, c, &w, &s, gpn);
       graph_free (&w.g);
       w.have_graph = false;
@@ -574,6 +620,25 @@ print_column_head (const struct plugin *pl)
   char head[64];
   snprintf (head, sizeof head, "%s%s", pl->p.name, plugin_fell_back (pl) ? "*" : "");
   printf (" %14s", head);
+}
+
+/* Per pipeline stage and predictor: one micro-batch's forward and
+ * backward, and the forwards recomputation runs again inside the latter. */
+static void
+explain_stages (const struct strategy *s, const struct dist_result *r, char **names, size_t npred,
+                FILE *out)
+{
+  fprintf (out, "\nper pipeline stage, one micro-batch (ms; recompute=%s runs %s again in the "
+           "backward):\n%-10s %-6s %12s %12s %12s\n", recompute_name (s->recompute),
+           s->recompute == RECOMPUTE_FULL ? "each layer's forward"
+           : s->recompute == RECOMPUTE_SELECTIVE ? "the attention core" : "nothing",
+           "predictor", "stage", "forward", "backward", "recompute");
+  for (size_t p = 0; p < npred; p++)
+    for (int k = 0; k < s->pp; k++)
+      fprintf (out, "%-10s %-6d %12.3f %12.3f %12.3f\n", names[p], k, r[p].stage_fw_ms[k],
+               r[p].stage_bw_ms[k], r[p].stage_recompute_ms[k]);
+  fprintf (out, "(backward includes recompute; recompute per step on rank 0: %.3f ms with %s)\n",
+           r[0].recompute_ms, names[0]);
 }
 
 /* A step under a strategy: the plugins' plans, the stage graphs, the
@@ -708,6 +773,8 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
       explain_strategy (set, s, &w->m, &w->ge->gpu, w->batch, w->seq, w->prec->gemm, gpn,
                         explain_stream (c)) < 0)
     goto out;
+  if (c->explain)
+    explain_stages (s, r, names, npred, explain_stream (c));
   rc = 0;
 out:
   free (r);
@@ -751,6 +818,8 @@ cmd_predict (struct cli *c, struct plugin_set *set)
 
   if (strategy_load (c, &s, gpn, batch) < 0)
     goto out;
+  if (!s.kernels_set)
+    s.kernels = w.kernels;
   if (s.kernels == KERNELS_MEGATRON && (c->opgraph || !w.have_model)) {
     pm_error ("--strategy kernels=megatron: an imported graph runs the kernels it traced");
     goto out;
@@ -772,7 +841,7 @@ cmd_predict (struct cli *c, struct plugin_set *set)
     /* The mean decode step: attention grows linearly with the cache, so
      * the step at the middle of the generation is the average one. */
     struct build_options bo = { .batch = batch, .seq = seq, .fusion = c->fusion,
-                                .kv_len = seq + c->gen / 2 };
+                                .kv_len = seq + c->gen / 2, .flash = w.flash };
     if (train || !w.have_model || c->opgraph) {
       pm_error ("--gen: decode steps are predicted for inference of a --model (built graph)");
       goto out;
@@ -782,7 +851,8 @@ cmd_predict (struct cli *c, struct plugin_set *set)
     have_decode = true;
   }
   if (w.have_model) {
-    struct memory_options mo = { w.prec, batch, seq, train, s.recompute, 0, c->gen, NULL };
+    struct memory_options mo = { w.prec, batch, seq, train, s.recompute, 0, c->gen, NULL,
+                                 w.flash };
     memory_estimate (&w.m, &mo, &ge->gpu, &mem);
   }
   flops = graph_flops (gp, w.prec, train);
@@ -1168,7 +1238,7 @@ main (int argc, char **argv)
   enum { O_MODEL = 256, O_OPGRAPH, O_GPU, O_BATCH, O_SEQ, O_MODE, O_DTYPE, O_PRECISION, O_PRED,
          O_STRAT,
          O_NODES, O_GPN, O_PEROP, O_FORMAT, O_PPATH, O_EXPLAIN, O_NEUSIGHT, O_TABLE, O_LAYERS,
-         O_DATA, O_OUT, O_SEED, O_EPOCHS, O_MEMBERS, O_REFERENCE, O_INDIST, O_POPT, O_FUSION, O_GEN, O_GRAPH,
+         O_DATA, O_OUT, O_SEED, O_EPOCHS, O_MEMBERS, O_REFERENCE, O_INDIST, O_POPT, O_FUSION, O_ATTENTION, O_GEN, O_GRAPH,
          O_PLOT, O_KEEPTHR, O_KEEPFLOOR, O_FEATURES, O_SPLIT };
   static const struct option opts[] = {
     { "model", required_argument, NULL, O_MODEL },
@@ -1199,6 +1269,7 @@ main (int argc, char **argv)
     { "in-dist", required_argument, NULL, O_INDIST },
     { "plugin-opt", required_argument, NULL, O_POPT },
     { "fusion", no_argument, NULL, O_FUSION },
+    { "attention", required_argument, NULL, O_ATTENTION },
     { "gen", required_argument, NULL, O_GEN },
     { "graph", required_argument, NULL, O_GRAPH },
     { "plot", required_argument, NULL, O_PLOT },
@@ -1262,6 +1333,7 @@ main (int argc, char **argv)
     case O_STRAT: c.strategy = optarg; break;
     case O_PEROP: c.per_op = true; break;
     case O_FUSION: c.fusion = true; break;
+    case O_ATTENTION: c.attention = optarg; break;
     case O_KEEPTHR: c.keep_throttled = true; break;
     case O_KEEPFLOOR: c.keep_floor = true; break;
     case O_FEATURES: c.features = optarg; break;

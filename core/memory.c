@@ -20,7 +20,7 @@
  * norm, dropout and residual terms (its 10) only with sequence parallelism. */
 static double
 layer_activations (const struct model_cfg *m, double b, double s, double eb,
-                   enum pm_recompute rc, double tp, bool sp)
+                   enum pm_recompute rc, double tp, bool sp, bool flash)
 {
   double h = (double) m->hidden, a = (double) m->heads, f = (double) m->ffn;
   double r = (double) m->kv_heads / (double) m->heads, sbh = s * b * h, k = 1;
@@ -37,8 +37,11 @@ layer_activations (const struct model_cfg *m, double b, double s, double eb,
   /* q, k, v, the projection input; fc1 and activation outputs (gated:
    * gate, up, act) */
   split = sbh * eb * (2 + 2 * r) + k * s * b * f * eb * (gated ? 3 : 2);
-  /* softmax output, and with dropout its mask and output */
-  scores = a * s * s * b * (attn_dropout ? 2 * eb + 1 : eb);
+  /* softmax output, and with dropout its mask and output; fused
+   * attention keeps only the softmax's fp32 log-sum-exp per query row (it
+   * recomputes the scores in its backward and regenerates the dropout
+   * mask from the RNG state) */
+  scores = flash ? 4 * a * s * b : a * s * s * b * (attn_dropout ? 2 * eb + 1 : eb);
   return replicated / (sp ? tp : 1) + split / tp + (rc == RECOMPUTE_SELECTIVE ? 0 : scores / tp);
 }
 
@@ -72,7 +75,7 @@ memory_estimate (const struct model_cfg *m, const struct memory_options *o,
     out->gradients = p * pr->grad_bytes / (sh ? sh->gradients : 1)
                    + (sh ? p * pr->grad_bytes * sh->gradient_buffers : 0);
     out->optimizer = p * (pr->master_bytes + pr->moment_bytes) / (sh ? sh->optimizer : 1);
-    out->activations = copies * layer_activations (m, b, s, eb, o->recompute, tp, sp);
+    out->activations = copies * layer_activations (m, b, s, eb, o->recompute, tp, sp, o->flash);
     /* logits and their gradient in fp32 for the loss (the last stage),
      * the embedding's output (the first), counted in 2 bytes whatever
      * the precision (an fp32 run holds 4: kept, as the distributed

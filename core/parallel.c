@@ -130,6 +130,7 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
                                          false) * pr->weight_bytes;
     c.zero = s->zero;
     c.sequence_parallel = s->sp;
+    c.megatron_core = s->kernels == KERNELS_TE;
     plan_init (&p);
     pm_current_plugin = pl->p.name;
     pm_plugin_errmsg[0] = '\0';
@@ -194,6 +195,7 @@ site_seconds (const struct dist_plan *dp, int site, const struct comm_groups *g,
  * the collectives inside. */
 struct chunk_times {
   double fw, bw;
+  double recompute;      /* of bw: forwards run again (ms per micro-batch) */
   double comm[NDIMS];    /* ms per micro-batch */
   double flops;          /* per micro-batch */
   bool built;
@@ -224,6 +226,8 @@ chunk_build (struct graph *gr, const struct model_cfg *m, const struct dist_opti
   bo.train = o->train;
   bo.fusion = o->fusion;
   bo.megatron = o->s->kernels == KERNELS_MEGATRON;
+  bo.te = o->s->kernels == KERNELS_TE;
+  bo.flash = o->flash;
   bo.shard = &sh;
   return graph_build (gr, m, &bo);
 }
@@ -265,8 +269,16 @@ chunk_predict (struct plugin *pred, const struct model_cfg *m, const struct perf
     t[p] = compute + (comm - pr.overlap_ms[p]) +
            (pr.overlap_ms[p] > compute ? pr.overlap_ms[p] - compute : 0);
   }
+  /* Recomputation runs forwards again before the backward: selective
+   * the attention core (Korthikanti et al. 2022), full the whole layer
+   * with its collectives. */
+  out->recompute = 0;
+  if (o->train && o->s->recompute != RECOMPUTE_NONE)
+    for (size_t i = gr.layer_begin; i < gr.layer_end; i++)
+      if (o->s->recompute == RECOMPUTE_FULL || gr.nodes[i].attn_core)
+        out->recompute += pr.per_node[i].t[PHASE_FW] * (double) graph_weight (&gr, i);
   out->fw = t[PHASE_FW];
-  out->bw = t[PHASE_BW] + t[PHASE_ACC];
+  out->bw = t[PHASE_BW] + t[PHASE_ACC] + out->recompute;
   for (int d = 0; d < NDIMS; d++)
     out->comm[d] = pr.comm_ms[d][PHASE_FW] + pr.comm_ms[d][PHASE_BW] + pr.comm_ms[d][PHASE_ACC];
   out->built = true;
@@ -313,6 +325,10 @@ dist_check (const struct model_cfg *m, const struct dist_options *o)
   if (s->kernels == KERNELS_MEGATRON && m->family != FAM_GPT2) {
     pm_error ("%s: kernels=megatron: Megatron-LM's GPT layer is modelled for the GPT-2/GPT-3 "
               "family only (model_type %s is not)", m->name, m->arch);
+    return -1;
+  }
+  if (s->pp > PM_MAX_STAGES) {
+    pm_error ("pp=%d: at most %d pipeline stages are modelled", s->pp, PM_MAX_STAGES);
     return -1;
   }
   if (s->kernels == KERNELS_MEGATRON && o->fusion) {
@@ -406,6 +422,7 @@ rank_memory (const struct model_cfg *m, const struct perfmod_gpu *gpu,
   mo.recompute = s->recompute;
   mo.gen = o->gen;
   mo.shard = &ms;
+  mo.flash = o->flash;
   memory_estimate (m, &mo, gpu, mem);
 }
 
@@ -455,8 +472,12 @@ dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cf
     }
     fw[c] = times[k].fw;
     bw[c] = times[k].bw;
+    r->stage_fw_ms[c % p] += times[k].fw;
+    r->stage_bw_ms[c % p] += times[k].bw;
+    r->stage_recompute_ms[c % p] += times[k].recompute;
     /* what rank 0 runs in the step */
     if (c % p == 0) {
+      r->recompute_ms += times[k].recompute * r->microbatches;
       for (int d = 0; d < NDIMS; d++)
         r->comm_ms[d] += times[k].comm[d] * r->microbatches;
       r->flops += times[k].flops * r->microbatches;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "physics.h"
 
 static const char *const dtype_names[PERFMOD_DTYPE_COUNT] = { "fp32", "tf32", "fp16", "bf16", "fp8" };
 static const double dtype_sizes[PERFMOD_DTYPE_COUNT] = { 4, 4, 2, 2, 1 };
@@ -127,6 +128,7 @@ kclass_name (int kclass)
   case PERFMOD_KERNEL_LAYERNORM: return "LN";
   case PERFMOD_KERNEL_MEMORY: return "MEM";
   case PERFMOD_KERNEL_COMM: return "COMM";
+  case PERFMOD_KERNEL_ATTENTION: return "ATTN";
   default: return "?";
   }
 }
@@ -171,6 +173,9 @@ kop_to_kernel (const struct kop *o, const struct node *nd, const struct precisio
   k->n = o->n;
   k->k = o->k;
   k->h = o->h;
+  k->kv_heads = o->kv_heads;
+  k->window = o->window;
+  k->causal = o->causal;
   kernel_set_dtype (k, dtype);
   switch (o->kclass) {
   case PERFMOD_KERNEL_ELEMENTWISE:
@@ -258,6 +263,9 @@ kernel_hash (const struct perfmod_kernel *k)
   h = mix (h, dbl_bits (k->bytes));
   h = mix (h, dbl_bits (k->own_mem_per_output));
   h = mix (h, (uint64_t) k->isolated);
+  h = mix (h, (uint64_t) k->kv_heads);
+  h = mix (h, (uint64_t) k->window);
+  h = mix (h, (uint64_t) k->causal);
   return mix (h, (uint64_t) k->dtype);
 }
 
@@ -269,7 +277,8 @@ kernel_same (const struct perfmod_kernel *a, const struct perfmod_kernel *b)
          a->mem_per_output == b->mem_per_output && a->ops_per_output == b->ops_per_output &&
          a->bytes == b->bytes && a->dtype == b->dtype &&
          a->own_mem_per_output == b->own_mem_per_output && a->isolated == b->isolated &&
-         a->out_elem_bytes == b->out_elem_bytes;
+         a->out_elem_bytes == b->out_elem_bytes && a->kv_heads == b->kv_heads &&
+         a->window == b->window && a->causal == b->causal;
 }
 
 static struct memo_slot *
@@ -333,6 +342,50 @@ group_comm_seconds (const struct kop *op, const struct perfmod_gpu *gpu,
   return 0;
 }
 
+static int kernel_estimate (struct plugin *pred, struct memo *memo,
+                            const struct perfmod_kernel *k, const struct perfmod_gpu *gpu,
+                            const struct run_options *o, struct perfmod_estimate *out,
+                            size_t *unique);
+
+/* A fused attention kernel for a predictor with no model of it at its
+ * dtype: its two matrix products over every query-key pair (the scores
+ * and the context, as batched products over the heads), scaled to the
+ * pairs a causal mask leaves; the backward PHYS_ATTN_BWD_WORK times
+ * that.  No scores travel through memory, as in the fused kernel.  The
+ * run's note names the predictor's ATTN kernels as predicted outside its
+ * own model. */
+static int
+attention_as_products (struct plugin *pred, struct memo *memo, const struct perfmod_kernel *k,
+                       const struct perfmod_gpu *gpu, const struct run_options *o,
+                       struct perfmod_estimate *out, size_t *unique)
+{
+  struct perfmod_kernel p = *k;
+  struct perfmod_estimate e[2];
+  double scale = phys_attention_pairs (k) / ((double) k->m * (double) k->n);
+  p.kclass = PERFMOD_KERNEL_BMM;
+  p.op = intern ("bmm");
+  p.b = k->b * k->h;
+  p.h = p.kv_heads = p.window = 0;
+  p.causal = 0;
+  kernel_set_dtype (&p, k->dtype);
+  p.n = k->k;                    /* scores: (m x d) (d x n) */
+  p.k = k->n;
+  if (kernel_estimate (pred, memo, &p, gpu, o, &e[0], unique) < 0)
+    return -1;
+  p.n = k->n;                    /* context: (m x n) (n x d) */
+  p.k = k->k;
+  if (kernel_estimate (pred, memo, &p, gpu, o, &e[1], unique) < 0)
+    return -1;
+  if (phys_attention_bwd (k))
+    scale *= PHYS_ATTN_BWD_WORK;
+  memset (out, 0, sizeof *out);
+  out->seconds = scale * (e[0].seconds + e[1].seconds);
+  out->spread = scale * (e[0].spread + e[1].spread);
+  out->basis = "as its matrix products";
+  pred->fallback[k->dtype] |= 1u << PERFMOD_KERNEL_ATTENTION;
+  return 0;
+}
+
 static int
 kernel_estimate (struct plugin *pred, struct memo *memo, const struct perfmod_kernel *k,
                  const struct perfmod_gpu *gpu, const struct run_options *o,
@@ -344,6 +397,8 @@ kernel_estimate (struct plugin *pred, struct memo *memo, const struct perfmod_ke
     out->seconds = comm_seconds (k, gpu, o->comm_group);
     return 0;
   }
+  if (k->kclass == PERFMOD_KERNEL_ATTENTION && !plugin_covers (pred, k->kclass, k->dtype))
+    return attention_as_products (pred, memo, k, gpu, o, out, unique);
   s = memo_slot (memo, k);
   if (!s->used) {
     if (plugin_estimate (pred, k, gpu, &s->est) < 0) {

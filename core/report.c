@@ -13,6 +13,8 @@
  * CUDA GPU since Pascal). */
 #define LATENCY_BOUND_S 5e-6
 
+#define NKCLASS (PERFMOD_KERNEL_ATTENTION + 1)
+
 void
 kernel_cost (const struct perfmod_kernel *k, double *flops, double *bytes)
 {
@@ -103,7 +105,7 @@ struct listing {
   bool csv;
   FILE *out;
   /* per class (index kclass) and phase: weighted kernels, FLOPs, bytes */
-  double count[8][NPHASES], flops[8][NPHASES], bytes[8][NPHASES];
+  double count[NKCLASS][NPHASES], flops[NKCLASS][NPHASES], bytes[NKCLASS][NPHASES];
 };
 
 static void
@@ -111,7 +113,7 @@ list_kernel (void *ctx, size_t i, int phase, const struct perfmod_kernel *k)
 {
   struct listing *l = ctx;
   double flops, bytes, w = (double) graph_weight (l->g, i);
-  int c = k->kclass >= 0 && k->kclass < 8 ? k->kclass : 0;
+  int c = k->kclass >= 0 && k->kclass < NKCLASS ? k->kclass : 0;
   kernel_cost (k, &flops, &bytes);
   l->count[c][phase] += w;
   l->flops[c][phase] += w * flops;
@@ -145,7 +147,7 @@ graph_report (const struct graph *g, const struct perfmod_gpu *gpu, const struct
   fprintf (out, "%-8s %-5s %-5s %10s %14s %14s %10s  %s\n", "class", "phase", "dtype", "kernels",
           "GFLOP", "GB", "FLOP/byte", "regime");
   double tf = 0, tb = 0, tn = 0;
-  for (int c = 1; c < 8; c++)
+  for (int c = 1; c < NKCLASS; c++)
     for (int p = 0; p < NPHASES; p++) {
       if (l.count[c][p] == 0)
         continue;

@@ -8,7 +8,7 @@
 
 static const char *const sched_names[] = { "1f1b", "gpipe", "interleaved" };
 static const char *const recompute_names[] = { "none", "selective", "full" };
-static const char *const kernels_names[] = { "eager", "megatron" };
+static const char *const kernels_names[] = { "eager", "megatron", "te" };
 
 const char *schedule_name (enum pm_schedule s) { return sched_names[s]; }
 const char *recompute_name (enum pm_recompute r) { return recompute_names[r]; }
@@ -61,7 +61,7 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
     } enums[] = {
       { sched_names, 3, "gpipe, 1f1b or interleaved" },
       { recompute_names, 3, "none, selective or full" },
-      { kernels_names, 2, "eager or megatron" },
+      { kernels_names, 3, "eager, megatron or te" },
     };
     int which = idx == 7 ? 0 : idx == 8 ? 1 : 2;
     int e = enum_index (val, enums[which].names, enums[which].n);
@@ -73,8 +73,10 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
       s->schedule = (enum pm_schedule) e;
     else if (idx == 8)
       s->recompute = (enum pm_recompute) e;
-    else
+    else {
       s->kernels = (enum pm_kernels) e;
+      s->kernels_set = true;
+    }
     return 0;
   }
   if (idx == 11) {                      /* layers per stage, "10:10:8:8" */

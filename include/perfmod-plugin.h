@@ -160,6 +160,11 @@ struct perfmod_parallel_case {
   double layer_param_bytes; /* parameter bytes of one layer on one device (ZeRO-3 gathers) */
   int zero;                 /* ZeRO stage 0..3 */
   int sequence_parallel;    /* tp: the sequence-parallel variant */
+  /* Since perfmod 0.6: Megatron-Core runs the step (kernels=te): its
+   * gradients accumulate in one contiguous buffer that the data-parallel
+   * collectives use in place, and are reduced during the backward pass
+   * (--overlap-grad-reduce, as its recipes run). */
+  int megatron_core;
 };
 
 /* Since perfmod 0.3: graph-level parallelism.  A parallelism plugin's

@@ -1,6 +1,8 @@
 /* dp.c: data parallelism: gradient all-reduce or ZeRO-1/2/3 sharding and its collectives; and the seeds' closed form. */
 #include <config.h>
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -23,9 +25,10 @@ dp_explain (void *state, const struct perfmod_parallel_case *c, struct perfmod_r
 
 static struct {
   const struct perfmod_host *host;
-  int overlap;          /* gradient buckets reduced during the backward pass */
+  int overlap;          /* gradient buckets reduced during the backward pass; -1: as the
+                           framework does (Megatron-Core yes, the rest no) */
   int bucket_view;      /* gradients are views of the buckets: no copy */
-} S = { NULL, 0, 0 };
+} S = { NULL, -1, 0 };
 
 static int
 dp_init (const struct perfmod_host *host, void **state)
@@ -62,19 +65,23 @@ dp_plan (void *state, const struct perfmod_parallel_case *c, struct perfmod_plan
 {
   double x = c->degree, grads = c->grad_bytes;
   double params = grads / 4 * (c->elem_bytes < 4 ? 2 : 4);
+  bool mcore = c->struct_size >= offsetof (struct perfmod_parallel_case, megatron_core)
+                                 + sizeof c->megatron_core && c->megatron_core;
+  int overlap = S.overlap >= 0 ? S.overlap : mcore;
   (void) state;
   /* PyTorch's DistributedDataParallel copies the gradients into its
    * all-reduce buckets unless gradient_as_bucket_view is set: one more
-   * copy of the unsharded gradients (dp:bucket_view=1 drops it). */
-  if (c->zero < 2 && !S.bucket_view)
+   * copy of the unsharded gradients (dp:bucket_view=1 drops it).
+   * Megatron-Core's buffer is the buckets: no copy. */
+  if (c->zero < 2 && !S.bucket_view && !mcore)
     p->gradient_buffers = 1;
   if (c->zero == 0)
-    return perfmod_plan_comm (p, PERFMOD_COLL_ALLREDUCE, PERFMOD_SITE_GRADS, 1, grads, S.overlap);
+    return perfmod_plan_comm (p, PERFMOD_COLL_ALLREDUCE, PERFMOD_SITE_GRADS, 1, grads, overlap);
   p->optimizer = x;
   if (c->zero >= 2)
     p->gradients = x;
   perfmod_plan_comm (p, PERFMOD_COLL_REDUCE_SCATTER, PERFMOD_SITE_GRADS, 1, grads,
-                     S.overlap || c->zero == 3);
+                     overlap || c->zero == 3);
   if (c->zero < 3)
     return perfmod_plan_comm (p, PERFMOD_COLL_ALLGATHER, PERFMOD_SITE_GRADS, 0, params, 0);
   p->weights = x;

@@ -148,10 +148,13 @@ habitat_predict (void *state, const struct perfmod_kernel *k, const struct perfm
 }
 
 /* The dtypes its networks and reference table cover: the parameter
- * file's dtypes keys (fp32 alone without them). */
+ * file's dtypes keys (fp32 alone without them); none for fused attention,
+ * which Habitat never measured (the core predicts it as its products). */
 static unsigned
 habitat_dtypes (void *state, int kclass)
 {
+  if (kclass == PERFMOD_KERNEL_ATTENTION)
+    return 0;
   return learned_dtypes (&((struct state *) state)->l, kclass,
                          kclass >= PERFMOD_KERNEL_LINEAR && kclass <= PERFMOD_KERNEL_LAYERNORM);
 }

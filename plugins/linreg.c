@@ -61,9 +61,11 @@ tc_predict (const struct perfmod_host *host, const struct perfmod_kernel *k,
   size_t rows;
   char key[96];
   int grp, g, rc;
+  double scale;
 
   memset (&own, 0, sizeof own);
   memcpy (&own, k, k->struct_size < sizeof own ? k->struct_size : sizeof own);
+  scale = tc_as_forward (&own);
   if ((grp = lr_group_of (&own)) < 0 || own.dtype < 0 || own.dtype >= PERFMOD_DTYPE_COUNT ||
       (rc = learned_optional (&TC, &tc_state)) == 0)
     return 0;
@@ -87,8 +89,7 @@ tc_predict (const struct perfmod_host *host, const struct perfmod_kernel *k,
     }
     *seconds = lr_work (&own, &c) / inv;
   }
-  if (*seconds < 0)
-    *seconds = 0;
+  *seconds = *seconds < 0 ? 0 : *seconds * scale;
   return 1;
 }
 

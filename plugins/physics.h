@@ -3,6 +3,7 @@
 #define PERFMOD_PHYSICS_H
 
 #include <math.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -33,6 +34,25 @@ phys_attention_pairs (const struct perfmod_kernel *k)
   if (w > 0 && w < n)
     pairs = fmin (pairs, m * w);
   return pairs;
+}
+
+/* A fused attention's backward (op "attention_bwd") recomputes the
+ * scores and runs five products to the forward's two: 2.5 times the
+ * forward's FLOPs, the count FlashAttention's own benchmarks use.  It also
+ * runs slower per FLOP.  On an H100 SXM5, head width 128, no mask, the
+ * FlashAttention-3 paper (Shah et al. 2024, figures 5 and 6) measures
+ * cuDNN's kernels at 617, 609 and 600 TFLOP/s forward and 465, 499 and
+ * 518 backward at 2k, 4k and 8k tokens, FlashAttention-2's at 362, 368,
+ * 370 and 291, 310, 318: the backward takes 2.9 to 3.3 times the forward's
+ * time.  Predictors that learned the forward from measurements take
+ * PHYS_ATTN_BWD_TIME times it; the roofline counts the work. */
+#define PHYS_ATTN_BWD_WORK 2.5
+#define PHYS_ATTN_BWD_TIME 3.0
+
+static inline bool
+phys_attention_bwd (const struct perfmod_kernel *k)
+{
+  return k->kclass == PERFMOD_KERNEL_ATTENTION && k->op && strcmp (k->op, "attention_bwd") == 0;
 }
 
 /* Bytes each rank moves over its link for a collective on `bytes` over n
@@ -79,6 +99,10 @@ phys_cost_of (const struct perfmod_kernel *k, const struct perfmod_gpu *gpu,
       kv = (double) k->window;    /* a decode step reads only the window */
     c->flops = 4 * b * h * d * phys_attention_pairs (k);
     c->bytes = b * e * (2 * (double) k->m * h * d + 2 * kv * kvh * d);
+    if (phys_attention_bwd (k)) {  /* reads q, k, v, o, do; writes dq, dk, dv */
+      c->flops *= PHYS_ATTN_BWD_WORK;
+      c->bytes *= 2;
+    }
     return 0;
   }
   case PERFMOD_KERNEL_ELEMENTWISE:

@@ -198,6 +198,18 @@ tc_case_of (const struct perfmod_kernel *k, const struct perfmod_gpu *g, int fea
   }
 }
 
+/* A fused attention's backward is predicted as PHYS_ATTN_BWD_TIME times
+ * its forward, which the networks learned from measurements (physics.h):
+ * k is made the forward; the factor is returned (1 for any other kernel). */
+static inline double
+tc_as_forward (struct perfmod_kernel *k)
+{
+  if (!phys_attention_bwd (k))
+    return 1;
+  k->op = "attention";
+  return PHYS_ATTN_BWD_TIME;
+}
+
 /* The factor a network's output scales the base time by (bounded, so a
  * wild output cannot overflow). */
 static inline double

@@ -446,9 +446,10 @@ tc_estimate (struct state *s, const struct perfmod_kernel *k, const struct perfm
 {
   struct perfmod_kernel own;
   struct tc_case c;
-  double out, sum = 0, sum2 = 0;
+  double out, sum = 0, sum2 = 0, scale;
   int g, rc;
   kernel_copy (&own, k);
+  scale = tc_as_forward (&own);
   if ((g = tc_group_of (&own)) < 0 || (rc = tc_setup (s)) == 0)
     return 0;
   if (rc < 0)
@@ -470,7 +471,7 @@ tc_estimate (struct state *s, const struct perfmod_kernel *k, const struct perfm
     sum += out;
     sum2 += out * out;
   }
-  est->seconds = tc_time (&c, sum / s->tcmembers[g]);
+  est->seconds = scale * tc_time (&c, sum / s->tcmembers[g]);
   est->spread = 0;
   if (s->tcmembers[g] > 1) {
     double sd = sqrt (fmax (0, (sum2 - sum * sum / s->tcmembers[g]) / (s->tcmembers[g] - 1)));

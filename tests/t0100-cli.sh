@@ -20,7 +20,7 @@ ok $(awk -F, 'NR == 2 { exit !($2 > $3 && $4 > 0 && ($3 + $4 - $2) < 1e-6 * $2) 
   "training: e2e = fw + bw (bw includes accumulation), bw > 0"
 
 run_pm --mode train --per-op --format csv
-ok $([ $rc -eq 0 ] && grep -q '^roofline,h_0_attn_c_attn,Linear,0,36,' "$TMP/out" && echo 0 || echo 1) \
+ok $([ $rc -eq 0 ] && grep -q "^roofline,decoder_layers_0_linear_qkv,Linear,0,36," "$TMP/out" && echo 0 || echo 1) \
   "--per-op lists layer kernels with their count (36 layers)"
 
 run_pm --help

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0120-precision.sh: --dtype and --precision: each kernel's dtype, the defaults per GPU, refusals, a predictor's dtype fallback said once and marked, and the memory terms.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 38
+plan 39
 
 tiny="$TMP/tiny.json"
 # GPT-2, L=4, d=8, 4 heads, f=32, v=16
@@ -79,7 +79,7 @@ expect_fail 2 "--dtype bf16 and --precision fp8 disagree" "--dtype and --precisi
 notes () { grep -c '^perfmod: note: ' "$TMP/err"; }
 run_pm $T --gpu h100 --mode train --precision bf16 --predictor roofline,linreg --plugin-opt linreg:tc_params=none
 ok $([ $rc -eq 0 ] && [ "$(notes)" -eq 1 ] &&
-     grep -q '^perfmod: note: linreg has no model of its own for this run.s bf16 FC, BMM, EW, Softmax, LN kernels (it covers fp32)' "$TMP/err" &&
+     grep -q '^perfmod: note: linreg has no model of its own for this run.s bf16 FC, BMM, EW, Softmax, LN, ATTN kernels (it covers fp32)' "$TMP/err" &&
      echo 0 || echo 1) "linreg at bf16: one note on stderr, naming it, the dtype and the classes"
 ok $(awk '/^ +roofline +linreg\*$/ { h = 1 } /^\(\*: / { f = 1 } END { exit !(h && f) }' "$TMP/out"; echo $?) \
   "the table marks linreg's column with * and explains it in a footnote"
@@ -91,7 +91,7 @@ run_pm $T --gpu h100 --mode train --precision bf16 --predictor roofline,linreg -
 ok $([ $rc -eq 0 ] && jq -e '[.predictions[].dtype_fallback] == [false, true] and .precision == "bf16"' "$TMP/out" >/dev/null &&
      echo 0 || echo 1) "JSON under a strategy: dtype_fallback false for roofline, true for linreg"
 run_pm $T --gpu h100 --mode inf --dtype fp8 --predictor linreg,roofline --format json --plugin-opt linreg:tc_params=none
-ok $([ $rc -eq 0 ] && [ "$(notes)" -eq 1 ] && grep -q 'bf16 EW, Softmax, LN and fp8 FC, BMM kernels' "$TMP/err" &&
+ok $([ $rc -eq 0 ] && [ "$(notes)" -eq 1 ] && grep -q 'bf16 BMM, EW, LN, ATTN and fp8 FC kernels' "$TMP/err" &&
      jq -e '[.predictions[].dtype_fallback] == [true, false] and .dtypes.gemm == "fp8" and .dtypes.other == "bf16"' "$TMP/out" >/dev/null &&
      echo 0 || echo 1) "fp8 inference: one note naming both dtypes; JSON dtype_fallback and dtypes"
 run_pm $T --gpu h100 --mode train --precision fp32 --predictor roofline,linreg --plugin-opt linreg:tc_params=none
@@ -101,8 +101,8 @@ ok $([ $rc -eq 0 ] && [ "$(notes)" -eq 0 ] && ! grep -q 'linreg\*' "$TMP/out" &&
 # The parameter file's dtypes keys: all classes, one class, a bad name.
 sed '1a dtypes: fp32,bf16' "$top_srcdir/params/linreg.params" > "$TMP/lr-bf16.params"
 run_pm $T --gpu h100 --mode train --precision bf16 --predictor linreg --plugin-opt linreg:params="$TMP/lr-bf16.params" --plugin-opt linreg:tc_params=none
-ok $([ $rc -eq 0 ] && [ "$(notes)" -eq 0 ] && ! grep -q 'linreg\*' "$TMP/out" && echo 0 || echo 1) \
-  "dtypes: fp32,bf16 in the parameter file: bf16 is covered, no note"
+ok $([ $rc -eq 0 ] && [ "$(notes)" -eq 1 ] && grep -q "this run's bf16 ATTN kernels" "$TMP/err" && echo 0 || echo 1) \
+  "dtypes: fp32,bf16 in the parameter file: bf16 is covered, but for fused attention (predicted as its products)"
 sed '1a dtypes.linear: fp32,bf16' "$top_srcdir/params/linreg.params" > "$TMP/lr-fc.params"
 run_pm $T --gpu h100 --mode train --precision bf16 --predictor linreg --plugin-opt linreg:params="$TMP/lr-fc.params" --plugin-opt linreg:tc_params=none
 ok $([ $rc -eq 0 ] && [ "$(notes)" -eq 1 ] && grep -q 'bf16 BMM, EW' "$TMP/err" && ! grep -q 'FC' "$TMP/err" &&
@@ -145,12 +145,18 @@ for p in bf16 fp8; do
     "$p training: 2 (bf16 weights) + 4 + 12 (fp32 master and moments) bytes per parameter"
 done
 # activations, Korthikanti et al. with e-byte elements and 1-byte masks: per layer
-# sbh (16 e + 2) + a s^2 b (2 e + 1); the fp32 logits and their gradient, 8 b s V; the
-# embedding's output, 2 s b h.  GPT-2 Large: L = 36, h = 1280, a = 20, V = 50257.
-act () { awk -v e="$1" 'BEGIN { s = 1024; b = 1; h = 1280; a = 20; L = 36; V = 50257;
-         printf "%.17g", (L * (s*b*h * (16*e + 2) + a*s*s*b * (2*e + 1)) + 8*b*s*V + 2*s*b*h) / 1e9 }'; }
-ok $(near "$a32" "$(act 4)" && near "$(mem activations)" "$(act 2)" && echo 0 || echo 1) \
-  "activations: 4-byte elements in fp32, 2-byte ones in fp8 (bf16), by hand"
+# sbh (16 e + 2) + a s^2 b (2 e + 1) unfused (fp32), sbh (16 e + 2) + 4 a s b with fused
+# attention (bf16: only the fp32 log-sum-exp per query row); the fp32 logits and their
+# gradient, 8 b s V; the embedding's output, 2 s b h.  GPT-2 Large: L = 36, h = 1280,
+# a = 20, V = 50257.
+act () { awk -v e="$1" -v flash="$2" 'BEGIN { s = 1024; b = 1; h = 1280; a = 20; L = 36; V = 50257;
+         att = flash ? 4*a*s*b : a*s*s*b * (2*e + 1);
+         printf "%.17g", (L * (s*b*h * (16*e + 2) + att) + 8*b*s*V + 2*s*b*h) / 1e9 }'; }
+ok $(near "$a32" "$(act 4 0)" && near "$(mem activations)" "$(act 2 1)" && echo 0 || echo 1) \
+  "activations: 4-byte elements and the scores in fp32, 2-byte ones and fused attention in fp8 (bf16), by hand"
+run_pm $M --mode train --precision bf16 --attention unfused
+ok $([ $rc -eq 0 ] && near "$(mem activations)" "$(act 2 0)" && echo 0 || echo 1) \
+  "activations: --attention unfused keeps the scores (a s^2 b (2 e + 1) per layer)"
 run_pm $M --mode inf --dtype fp32
 w32=$(mem weights) kv32=$(mem kv_cache)
 run_pm $M --mode inf --dtype bf16

@@ -2,7 +2,7 @@
 # t0800-builder.sh: native graphs from model configs: built-ins, kernels and FLOPs by hand, the cross-check against NeuSight's traces, memory, decode, refusals.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 neusight_or_skip
-plan 41
+plan 43
 
 # --- built-in models and their published parameter counts ---
 run_pm models
@@ -18,14 +18,14 @@ ok $(awk '$1=="gpt2-large"&&$NF==774030080{a++} $1=="llama2-7b"&&$NF==6738415616
 
 # --- a tiny GPT-2 by hand: L=2, d=8, 2 heads, f=32, v=16; batch 1 x 4 tokens ---
 printf '{"model_type": "gpt2", "n_layer": 2, "n_embd": 8, "n_head": 2, "n_inner": 32,\n "n_positions": 16, "vocab_size": 16}\n' > "$TMP/tiny.json"
-run_pm graph --model "$TMP/tiny.json" --batch 1 --seq 4 --mode inf --format csv
+run_pm graph --model "$TMP/tiny.json" --batch 1 --seq 4 --mode inf --format csv --dtype fp32
 # FC forward FLOPs: 2 t (d*3d + d*d + d*f + f*d) L + 2 t d v = 12288 + 1024
 ok $(awk -F, 'NR>1&&$6=="FC"&&$5=="fw"{f+=$4*$13; n+=$4} END{print (f==13312&&n==9)?0:1}' "$TMP/out") \
   "tiny GPT-2: 9 linear kernels, 13312 forward FLOPs"
 # BMM: scores (2,4,4,4) and context (2,4,4,4): 2 x 2*2*4*4*4 per layer, 2 layers
 ok $(awk -F, 'NR>1&&$6=="BMM"{f+=$4*$13; n+=$4} END{print (f==1024&&n==4)?0:1}' "$TMP/out") \
   "tiny GPT-2: 4 BMM kernels, 1024 FLOPs"
-run_pm graph --model "$TMP/tiny.json" --batch 1 --seq 4 --mode train --format csv
+run_pm graph --model "$TMP/tiny.json" --batch 1 --seq 4 --mode train --format csv --dtype fp32
 ok $(awk -F, 'NR>1&&$6=="FC"{n[$5]+=$4} END{print (n["fw"]==9&&n["bw"]==18)?0:1}' "$TMP/out") \
   "training: two gradient GEMMs per linear"
 # weight-gradient accumulation: one add per weight and per bias (lm_head has none)
@@ -33,7 +33,7 @@ ok $(awk -F, 'NR>1&&$5=="acc"{n+=$4} END{print n}' "$TMP/out" | grep -qx 28 && e
   "training: 28 accumulation kernels (2 layers x (4 linears x 2 + 2 LN x 2) + ln_f x 2 + lm_head + wte)"
 
 # --- FLOPs: Megatron's formula and the 6 N T rule on GPT-3 2.7B ---
-run_pm graph --model gpt3-2.7b --batch 1 --seq 2048 --mode train --format csv
+run_pm graph --model gpt3-2.7b --batch 1 --seq 2048 --mode train --format csv --dtype fp32
 ok $(awk -F, 'NR>1&&($6=="FC"||$6=="BMM"){f+=$4*$13}
      END{s=2048;L=32;h=2560;V=50257; m=72*s*L*h*h*(1+s/(6*h)+V/(12*h*L));
          d=f/m-1; print (d<1e-9&&d>-1e-9)?0:1}' "$TMP/out") \
@@ -79,18 +79,18 @@ kernels () { awk -F, 'NR>1&&($6=="FC"||$6=="BMM"){k[$5" "$6" "$8" "$9" "$10" "$1
 run_pm graph --format csv --opgraph "$NEUSIGHT/results/opgraph/gpt2_large-train-1024-4.csv" \
   --model "$NEUSIGHT/DLmodel_configs/gpt2_large.json" --mode train
 kernels "$TMP/out" > "$TMP/k.trace"
-run_pm graph --format csv --model "$NEUSIGHT/DLmodel_configs/gpt2_large.json" --mode train --batch 4 --seq 1024
+run_pm graph --format csv --model "$NEUSIGHT/DLmodel_configs/gpt2_large.json" --mode train --batch 4 --seq 1024 --dtype fp32
 kernels "$TMP/out" > "$TMP/k.built"
 ok $(cmp -s "$TMP/k.trace" "$TMP/k.built" && echo 0 || echo 1) "GPT-2 Large training: the same matrix kernels as the trace"
 run_pm graph --format csv --opgraph "$NEUSIGHT/results/opgraph/opt_13-inf-2048-8.csv" \
   --model "$NEUSIGHT/DLmodel_configs/opt_13.json" --mode inf
 kernels "$TMP/out" > "$TMP/k.trace"
-run_pm graph --format csv --model "$NEUSIGHT/DLmodel_configs/opt_13.json" --mode inf --batch 8 --seq 2048
+run_pm graph --format csv --model "$NEUSIGHT/DLmodel_configs/opt_13.json" --mode inf --batch 8 --seq 2048 --dtype fp32
 kernels "$TMP/out" > "$TMP/k.built"
 ok $(cmp -s "$TMP/k.trace" "$TMP/k.built" && echo 0 || echo 1) "OPT-1.3B inference: the same matrix kernels as the trace"
 
 # --- memory: the hand-derived terms ---
-run_pm --model gpt3-2.7b --gpu h100 --mode train --batch 1 --seq 2048 --dtype bf16 --format json
+run_pm --model gpt3-2.7b --gpu h100 --mode train --batch 1 --seq 2048 --dtype bf16 --format json --attention unfused
 mem () { sed -n "s/.*\"$1\": \([0-9.e+-]*\).*/\1/p" "$TMP/out" | head -1; }
 P=2651553280
 ok $(awk -v w="$(mem weights)" -v g="$(mem gradients)" -v o="$(mem optimizer)" -v P=$P \
@@ -98,7 +98,11 @@ ok $(awk -v w="$(mem weights)" -v g="$(mem gradients)" -v o="$(mem optimizer)" -
 # Korthikanti et al.: 34 s b h + 5 a s^2 b per layer; plus the fp32 logits and their gradient, and the embedding output
 ok $(awk -v a="$(mem activations)" 'BEGIN{s=2048;b=1;h=2560;n=32;L=32;V=50257;
      x=L*(34*s*b*h+5*n*s*s*b)+8*b*s*V+2*s*b*h; d=a*1e9/x-1; print (d<1e-8&&d>-1e-8)?0:1}') \
-  "activations: 34sbh + 5as^2b per layer (no recomputation)"
+  "activations: 34sbh + 5as^2b per layer (no recomputation, unfused attention)"
+run_pm --model gpt3-2.7b --gpu h100 --mode train --batch 1 --seq 2048 --dtype bf16 --format json
+ok $(awk -v a="$(mem activations)" 'BEGIN{s=2048;b=1;h=2560;n=32;L=32;V=50257;
+     x=L*(34*s*b*h+4*n*s*b)+8*b*s*V+2*s*b*h; d=a*1e9/x-1; print (d<1e-8&&d>-1e-8)?0:1}') \
+  "activations with fused attention (the bf16 default): 34sbh + 4asb (the fp32 log-sum-exp) per layer"
 ok $(awk -v t="$(mem total)" -v r="$(mem reserve)" -v w="$(mem weights)" -v g="$(mem gradients)" \
      -v o="$(mem optimizer)" -v a="$(mem activations)" \
      'BEGIN{s=w+g+o+a; d=r-(1+0.05*s); e=t-(s+r); print (d<1e-6&&d>-1e-6&&e<1e-6&&e>-1e-6)?0:1}') \
@@ -131,9 +135,13 @@ run_pm graph --model mixtral-8x7b --batch 1 --seq 128 --mode inf --format csv
 ok $(awk -F, 'NR>1&&$6=="FC"&&$9==32{n+=$4} END{print n==32*8*3?0:1}' "$TMP/out") "Mixtral: 8 experts x 3 GEMMs of 32 tokens per layer"
 run_pm graph --model llama3-8b --batch 1 --seq 128 --mode inf --format csv
 ok $(awk -F, 'NR>1&&$6=="FC"&&$10==4096&&$11==1024{n+=$4} END{print n==64?0:1}' "$TMP/out") "Llama 3: k and v projections to 8 x 128 (grouped-query)"
-run_pm graph --model llama3-8b --batch 2 --seq 128 --mode inf --format csv
+run_pm graph --model llama3-8b --batch 2 --seq 128 --mode inf --format csv --attention unfused
 ok $(awk -F, 'NR>1&&$6=="BMM"{print $8,$9,$10,$11}' "$TMP/out" | sort -u | tr '\n' ' ' |
      grep -qx '64 128 128 128 ' && echo 0 || echo 1) "Llama 3 attention: 2 x 32 heads of 128 over 128 tokens"
+run_pm graph --model llama3-8b --batch 2 --seq 128 --mode inf --format csv
+ok $(awk -F, 'NR>1&&($6=="BMM"||$6=="Softmax"){bad=1} NR>1&&$6=="ATTN"{print $4,$7,$8,$9,$10,$11,$12}
+     END{exit bad}' "$TMP/out" | tr '\n' ' ' | grep -qx '32 attention 2 128 128 128 32 ' && echo 0 || echo 1) \
+  "Llama 3 attention fused (bf16 default): one kernel per layer, 2 x 32 heads of 128 over 128 tokens, no BMM or softmax"
 run_pm --model llama3-8b --gpu h100 --mode inf --batch 1 --seq 1024 --gen 64 --format csv
 ok $([ $rc -eq 0 ] && head -1 "$TMP/out" | grep -q 'ttft_ms,tpot_ms,tokens_per_s' && echo 0 || echo 1) "--gen adds ttft, tpot and tokens/s columns"
 

@@ -8,9 +8,9 @@ tiny="$TMP/tiny.json"
 printf '{"model_type": "gpt2", "n_layer": 4, "n_embd": 8, "n_head": 4, "n_inner": 32,\n "n_positions": 16, "vocab_size": 16}\n' > "$tiny"
 
 # --- tensor parallelism: the shards and the all-reduces ---
-run_pm graph --model "$tiny" --batch 1 --seq 4 --mode train --format csv
+run_pm graph --model "$tiny" --batch 1 --seq 4 --mode train --format csv --strategy kernels=eager --attention unfused
 cp "$TMP/out" "$TMP/one.csv"
-run_pm graph --model "$tiny" --batch 1 --seq 4 --mode train --format csv --strategy tp=2
+run_pm graph --model "$tiny" --batch 1 --seq 4 --mode train --format csv --strategy tp=2,kernels=eager --attention unfused
 cp "$TMP/out" "$TMP/tp2.csv"
 # c_attn (4, 8, 24) becomes (4, 8, 12); c_fc (4, 8, 32) -> (4, 8, 16); c_proj's reduced dim halves
 # columns: node,op,layer,count,phase,class,kernel,b,m,n,k,h,flops,bytes,...
@@ -31,7 +31,7 @@ ok $(awk -F, '$6=="COMM"&&$1=="h_0_tp_allreduce_fw"{print ($14==4*8*2)?0:1; exit
   "tp=2: an all-reduce moves one micro-batch's hidden state (4 tokens x 8 x 2 bytes)"
 ok $(awk -F, '$1=="h_0_ln_1"&&$5=="fw"{print ($8==4)?0:1}' "$TMP/tp2.csv") \
   "tp=2 without sequence parallelism: the norms see every token"
-run_pm graph --model "$tiny" --batch 1 --seq 4 --mode train --format csv --strategy tp=2,sp=1
+run_pm graph --model "$tiny" --batch 1 --seq 4 --mode train --format csv --strategy tp=2,sp=1,kernels=eager --attention unfused
 ok $(awk -F, '$1=="h_0_ln_1"&&$5=="fw"{ln=$8} $6=="COMM"&&$3==0{n[$7]++}
      END{print (ln==2&&n["allgather"]==6&&n["reduce_scatter"]==4&&n["allreduce"]==0)?0:1}' "$TMP/out") \
   "sp=1: norms on half the tokens; per layer 6 all-gathers (2 re-gathered for the weight gradients) and 4 reduce-scatters replace the all-reduces"
@@ -39,35 +39,35 @@ ok $(awk -F, '$1=="h_0_ln_1"&&$5=="fw"{ln=$8} $6=="COMM"&&$3==0{n[$7]++}
 # --- expert parallelism on a small Mixtral ---
 mix="$TMP/mix.json"
 printf '{"model_type": "mixtral", "num_hidden_layers": 2, "hidden_size": 16, "num_attention_heads": 4,\n "num_key_value_heads": 2, "intermediate_size": 32, "vocab_size": 32, "num_local_experts": 4,\n "num_experts_per_tok": 2, "max_position_embeddings": 64}\n' > "$mix"
-run_pm graph --model "$mix" --batch 2 --seq 8 --mode train --format csv --strategy ep=2,dp=2 --gpus-per-node 8
+run_pm graph --model "$mix" --batch 2 --seq 8 --mode train --format csv --strategy ep=2,dp=2,kernels=eager --gpus-per-node 8 --attention unfused
 ok $(awk -F, '$1~/^layers_0_expert_[0-9]+_gate_proj$/&&$5=="fw"{n++; m=$9}
      $6=="COMM"&&$7=="alltoall"{a[$5]++} END{print (n==2&&m==8&&a["fw"]==2&&a["bw"]==2)?0:1}' "$TMP/out") \
   "ep=2: 2 of 4 experts per rank, each on 8 x 2 x 2 / 4 = 8 tokens; all-to-all dispatch and combine each way"
-run_pm graph --model "$mix" --batch 2 --seq 8 --mode train --format csv --strategy ep=2,dp=2 --gpus-per-node 8 --plugin-opt ep:imbalance=1.5
+run_pm graph --model "$mix" --batch 2 --seq 8 --mode train --format csv --strategy ep=2,dp=2,kernels=eager --gpus-per-node 8 --plugin-opt ep:imbalance=1.5 --attention unfused
 ok $(awk -F, '$1=="layers_0_expert_0_gate_proj"&&$5=="fw"{r=($9==12)?0:1} END{print r+0}' "$TMP/out") \
   "ep:imbalance=1.5: the busiest rank's experts get 1.5 x the tokens"
 
 # --- predictions under a strategy ---
-run_pm --model gpt2-large --gpu h100 --mode train --batch 8 --strategy tp=1 --format csv
+run_pm --model gpt2-large --gpu h100 --mode train --batch 8 --strategy tp=1,kernels=eager --format csv --attention unfused
 one=$(awk -F, 'NR==2{print $3}' "$TMP/out")
-run_pm --model gpt2-large --gpu h100 --mode train --batch 8 --strategy dp=4 --format csv
+run_pm --model gpt2-large --gpu h100 --mode train --batch 8 --strategy dp=4,kernels=eager --format csv --attention unfused
 ok $(awk -F, -v one="$one" 'NR==2{print ($3<one/3&&$10>0&&$5==$10)?0:1}' "$TMP/out") \
   "dp=4: a quarter of the micro-batches plus an exposed gradient all-reduce"
-run_pm --model gpt2-large --gpu h100 --mode train --batch 8 --strategy dp=4 --format csv --plugin-opt dp:overlap=1
+run_pm --model gpt2-large --gpu h100 --mode train --batch 8 --strategy dp=4,kernels=eager --format csv --plugin-opt dp:overlap=1 --attention unfused
 ok $(awk -F, 'NR==2{print ($5<$10&&$11>0)?0:1}' "$TMP/out") \
   "dp:overlap=1: the gradient buckets hide behind the backward pass"
-run_pm --model gpt2-large --gpu h100 --mode train --batch 8 --strategy pp=4,mbs=1 --format csv
+run_pm --model gpt2-large --gpu h100 --mode train --batch 8 --strategy pp=4,mbs=1,kernels=eager --format csv --attention unfused
 # the last stage also runs the 50257-wide output layer and loss: more than (p-1)/(m+p-1) = 0.27
 ok $(awk -F, 'NR==2{b=$4; print (b>0.27&&b<0.5&&$9>0)?0:1}' "$TMP/out") \
   "pp=4 with 8 micro-batches: a bubble above the uniform (p-1)/(m+p-1), from the uneven last stage"
 bubble=$(awk -F, 'NR==2{print $4}' "$TMP/out")
-run_pm --model gpt2-large --gpu h100 --mode train --batch 8 --strategy pp=4,mbs=1,schedule=interleaved,vp=3 --format csv
+run_pm --model gpt2-large --gpu h100 --mode train --batch 8 --strategy pp=4,mbs=1,schedule=interleaved,vp=3,kernels=eager --format csv --attention unfused
 ok $(awk -F, -v b="$bubble" 'NR==2{print ($4<b*0.8)?0:1}' "$TMP/out") \
   "interleaved 1F1B with 3 virtual stages shrinks the bubble"
 
 # --- ZeRO: what each stage shards ---
 for z in 0 1 2 3; do
-  run_pm --model gpt2-large --gpu h100 --mode train --dtype bf16 --batch 8 --strategy dp=8,zero=$z --format json
+  run_pm --model gpt2-large --gpu h100 --mode train --dtype bf16 --batch 8 --strategy dp=8,zero=$z,kernels=eager --format json --attention unfused
   jq -r '.predictions[0].memory | "\(.weights) \(.gradients) \(.optimizer)"' "$TMP/out" > "$TMP/z$z"
 done
 ok $(set -- $(cat "$TMP/z0") $(cat "$TMP/z1"); awk -v o0="$3" -v o1="$6" -v g0="$2" -v g1="$5" \
@@ -76,7 +76,7 @@ ok $(set -- $(cat "$TMP/z0") $(cat "$TMP/z2"); awk -v g0="$2" -v g2="$5" -v w0="
      'BEGIN{print (g2<g0/8+1e-6&&w2==w0)?0:1}') "zero=2: the gradients over 8 (and no bucket copy)"
 ok $(set -- $(cat "$TMP/z0") $(cat "$TMP/z3"); awk -v w0="$1" -v w3="$4" \
      'BEGIN{d=w3*8-w0; print (d<1e-6&&d>-1e-6)?0:1}') "zero=3: the weights over 8"
-run_pm --model gpt2-large --gpu h100 --mode train --dtype bf16 --batch 8 --strategy dp=8,zero=3 --format csv
+run_pm --model gpt2-large --gpu h100 --mode train --dtype bf16 --batch 8 --strategy dp=8,zero=3,kernels=eager --format csv --attention unfused
 ok $(awk -F, 'NR==2{print ($10>0)?0:1}' "$TMP/out") "zero=3: parameter all-gathers and gradient reduce-scatters"
 
 # --- refusals: degrees the model or the cluster cannot take ---
@@ -128,13 +128,13 @@ ok $(awk -F, '$3==0{n[$1]++} END{print (("h_0_bias_gelu" in n) && ("h_0_bias_dro
 ok $(awk -F, 'FNR==1{f++} $3==0{k[f]+=1} $6=="FC"||$6=="BMM"{fl[f]+=$4*$13}
      END{print (k[2]<k[1]&&fl[1]==fl[2])?0:1}' "$TMP/one.csv" "$TMP/meg.csv") \
   "kernels=megatron: fewer kernels per layer than the eager layer, the same matrix FLOPs"
-run_pm --model gpt2-large --gpu h100 --mode train --batch 4 --strategy dp=4 --predictor roofline
+run_pm --model gpt2-large --gpu h100 --mode train --batch 4 --strategy dp=4,kernels=eager --attention unfused --predictor roofline
 grep '^step_ms' "$TMP/out" >"$TMP/eager"
-run_pm --model gpt2-large --gpu h100 --mode train --batch 4 --strategy dp=4,kernels=megatron --predictor roofline
+run_pm --model gpt2-large --gpu h100 --mode train --batch 4 --strategy dp=4,kernels=megatron --attention unfused --predictor roofline
 ok $(grep -q 'kernels=megatron:' "$TMP/out" &&
      awk 'NR==FNR{e=$2; next} /^step_ms/{print ($2<e)?0:1}' "$TMP/eager" "$TMP/out") \
   "kernels=megatron: said in the strategy line; under roofline the step is shorter (fewer memory passes)"
-expect_fail 2 "--strategy: kernels=fused: expected eager or megatron" "an unknown kernels value is refused" -- \
+expect_fail 2 "--strategy: kernels=fused: expected eager, megatron or te" "an unknown kernels value is refused" -- \
   --model gpt2-large --mode train --strategy kernels=fused
 expect_fail 2 "kernels=megatron: Megatron-LM's GPT layer is modelled for the GPT-2/GPT-3 family only" \
   "kernels=megatron on another family is refused" -- --model bert-large --mode train --strategy kernels=megatron

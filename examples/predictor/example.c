@@ -9,6 +9,7 @@
  *   perfmod --plugin-path . --predictor example
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include <perfmod-plugin.h>     /* the only header a plugin needs */
 
@@ -73,6 +74,14 @@ example_predict (void *state, const struct perfmod_kernel *k, const struct perfm
     break;
   case PERFMOD_KERNEL_MEMORY:
     bytes = k->bytes;
+    break;
+  case PERFMOD_KERNEL_ATTENTION:
+    /* fused attention: QK^T and PV over every query-key pair (half of
+     * them under a causal mask); the backward does 2.5 times the work */
+    flops = 4.0 * (double) k->b * (double) k->h * (double) k->m * (double) k->n * (double) k->k
+            * (k->causal ? 0.5 : 1) * (strcmp (k->op, "attention_bwd") == 0 ? 2.5 : 1);
+    bytes = k->elem_bytes * (double) k->b * (double) k->k *
+            (2.0 * (double) k->m * (double) k->h + 2.0 * (double) k->n * (double) k->kv_heads);
     break;
   default:
     host->error ("kernel class %d is not supported", k->kclass);
