@@ -860,7 +860,7 @@ llama_graph (struct bctx *c)
  * is one GEMM to 2f (gate and up together when gated), one fused
  * activation (bias-GeLU or SwiGLU), one GEMM back; the loss is
  * Megatron's fused cross-entropy.  Each fused kernel's traffic is what it
- * reads and writes per output element; doc/training.md has the list. */
+ * reads and writes per output element; doc/megatron.md has the list. */
 
 /* A fused vector kernel over rows x cols: fw and bw elements moved per
  * output element (bw 0: no backward kernel), and with `acc` a gradient

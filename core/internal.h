@@ -565,12 +565,16 @@ struct reproduce_options {
   bool build;                 /* perfmod's built graphs instead of NeuSight's traces */
   FILE *out;                  /* the tables; the caller prints them once all succeeded */
   FILE *err;                  /* the CSV's summary and notes, printed to stderr after them */
+  const char *published;      /* --table published: the runs' file */
 };
 int reproduce (struct plugin_set *set, const struct gpu_db *gpus,
                const struct reproduce_options *o);
 /* distributed.c: --table distributed. */
 int reproduce_distributed (struct plugin_set *set, const struct gpu_db *gpus,
                            const struct reproduce_options *o);
+/* published.c: --table published, the runs of o->published. */
+int reproduce_published (struct plugin_set *set, const struct gpu_db *gpus,
+                         const struct reproduce_options *o);
 /* The paper's name of a perfmod predictor (perop.csv rows), or NULL. */
 const char *paper_method_name (const char *predictor);
 

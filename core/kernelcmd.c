@@ -17,7 +17,8 @@ kernel_usage (FILE *fp)
          "  gemm         --m M --n N --k K          (M x K) by (K x N)\n"
          "  bmm          --batch B --m M --n N --k K\n"
          "  attention    --batch B --seq S --heads H [--kv-heads G] --head-dim D\n"
-         "               [--window W] [--no-causal]  fused prefill over S tokens\n"
+         "               [--window W] [--no-causal] [--backward]\n"
+         "                                          fused prefill over S tokens (or its backward)\n"
          "  decode       --batch B --kv-len L --heads H [--kv-heads G] --head-dim D\n"
          "               [--window W]                one token against L cached ones\n"
          "  elementwise  --rows R --cols C [--fn add|mul|gelu|relu|silu_mul|rope]\n"
@@ -34,6 +35,7 @@ struct kopts {
   int64_t m, n, k, batch, seq, heads, kv_heads, head_dim, kv_len, window, rows, cols, ranks;
   double bytes;
   bool no_causal;
+  bool backward;         /* attention: the backward kernel */
   char **paths, **popts;
   size_t npaths, npopts;
 };
@@ -69,6 +71,10 @@ build_shape (const struct kopts *o, int dtype, struct perfmod_kernel *k)
   memset (k, 0, sizeof *k);
   k->struct_size = sizeof *k;
   k->op = o->op;
+  if (o->backward && strcmp (o->op, "attention") != 0) {
+    pm_error ("--backward: only fused attention's backward is its own kernel (--op attention)");
+    return -1;
+  }
   if (strcmp (o->op, "gemm") == 0 || strcmp (o->op, "bmm") == 0) {
     bool bmm = o->op[0] == 'b';
     if (!need (o->m, "m", o->op) || !need (o->n, "n", o->op) || !need (o->k, "k", o->op) ||
@@ -95,7 +101,7 @@ build_shape (const struct kopts *o, int dtype, struct perfmod_kernel *k)
       return -1;
     }
     k->kclass = PERFMOD_KERNEL_ATTENTION;
-    k->op = decode ? "attention_decode" : "attention";
+    k->op = decode ? "attention_decode" : o->backward ? "attention_bwd" : "attention";
     k->b = o->batch;
     k->m = decode ? 1 : o->seq;
     k->n = decode ? o->kv_len : o->seq;
@@ -182,7 +188,7 @@ parse (int argc, char **argv, struct kopts *o)
 {
   enum { K_OP = 256, K_GPU, K_DTYPE, K_PRED, K_FORMAT, K_FN, K_COLL, K_M, K_N, K_K, K_BATCH,
          K_SEQ, K_HEADS, K_KVH, K_HD, K_KVLEN, K_WIN, K_ROWS, K_COLS, K_RANKS, K_BYTES,
-         K_NOCAUSAL, K_PPATH, K_POPT };
+         K_NOCAUSAL, K_BACKWARD, K_PPATH, K_POPT };
   static const struct option opts[] = {
     { "op", required_argument, NULL, K_OP }, { "gpu", required_argument, NULL, K_GPU },
     { "dtype", required_argument, NULL, K_DTYPE },
@@ -199,6 +205,7 @@ parse (int argc, char **argv, struct kopts *o)
     { "cols", required_argument, NULL, K_COLS }, { "ranks", required_argument, NULL, K_RANKS },
     { "bytes", required_argument, NULL, K_BYTES },
     { "no-causal", no_argument, NULL, K_NOCAUSAL },
+    { "backward", no_argument, NULL, K_BACKWARD },
     { "plugin-path", required_argument, NULL, K_PPATH },
     { "plugin-opt", required_argument, NULL, K_POPT },
     { "verbose", no_argument, NULL, 'v' }, { "help", no_argument, NULL, 'h' },
@@ -236,6 +243,7 @@ parse (int argc, char **argv, struct kopts *o)
       }
       break;
     case K_NOCAUSAL: o->no_causal = true; break;
+    case K_BACKWARD: o->backward = true; break;
     case K_PPATH:
       o->paths = xrealloc (o->paths, (o->npaths + 1) * sizeof *o->paths);
       o->paths[o->npaths++] = optarg;

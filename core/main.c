@@ -20,7 +20,7 @@
 
 struct cli {
   const char *model, *opgraph, *gpu, *mode, *dtype, *precision, *predictors, *strategy, *format;
-  const char *neusight, *table, *graph, *plot, *attention;
+  const char *neusight, *table, *graph, *plot, *attention, *published;
   const char *data, *out, *reference, *in_dist, *features, *split;
   int64_t batch, seq, nodes, gpus_per_node, layers, seed, epochs, members, gen;
   bool seed_given;
@@ -47,7 +47,8 @@ usage (FILE *fp)
          "       perfmod plugins | gpus | strategies | models [--plugin-path DIR]...\n"
          "       perfmod graph [--model ...|--opgraph ...] [--format table|csv]: the kernels\n"
          "       perfmod reproduce [--neusight DIR] [--graph opgraph|builder]\n"
-         "               [--table inf|train|perop|nodesum|distributed|all]\n"
+         "               [--table inf|train|perop|nodesum|distributed|all|published]\n"
+         "               [--published FILE]\n"
          "               [--predictor LIST] [--format table|csv]\n"
          "       perfmod eval --data DIR [--predictor LIST] [--format table|csv]\n"
          "               [--in-dist GPU,...] [--neusight DIR] [--per-op]\n"
@@ -1238,7 +1239,7 @@ main (int argc, char **argv)
   enum { O_MODEL = 256, O_OPGRAPH, O_GPU, O_BATCH, O_SEQ, O_MODE, O_DTYPE, O_PRECISION, O_PRED,
          O_STRAT,
          O_NODES, O_GPN, O_PEROP, O_FORMAT, O_PPATH, O_EXPLAIN, O_NEUSIGHT, O_TABLE, O_LAYERS,
-         O_DATA, O_OUT, O_SEED, O_EPOCHS, O_MEMBERS, O_REFERENCE, O_INDIST, O_POPT, O_FUSION, O_ATTENTION, O_GEN, O_GRAPH,
+         O_DATA, O_OUT, O_SEED, O_EPOCHS, O_MEMBERS, O_REFERENCE, O_INDIST, O_POPT, O_FUSION, O_ATTENTION, O_PUBLISHED, O_GEN, O_GRAPH,
          O_PLOT, O_KEEPTHR, O_KEEPFLOOR, O_FEATURES, O_SPLIT };
   static const struct option opts[] = {
     { "model", required_argument, NULL, O_MODEL },
@@ -1270,6 +1271,7 @@ main (int argc, char **argv)
     { "plugin-opt", required_argument, NULL, O_POPT },
     { "fusion", no_argument, NULL, O_FUSION },
     { "attention", required_argument, NULL, O_ATTENTION },
+    { "published", required_argument, NULL, O_PUBLISHED },
     { "gen", required_argument, NULL, O_GEN },
     { "graph", required_argument, NULL, O_GRAPH },
     { "plot", required_argument, NULL, O_PLOT },
@@ -1334,6 +1336,7 @@ main (int argc, char **argv)
     case O_PEROP: c.per_op = true; break;
     case O_FUSION: c.fusion = true; break;
     case O_ATTENTION: c.attention = optarg; break;
+    case O_PUBLISHED: c.published = optarg; break;
     case O_KEEPTHR: c.keep_throttled = true; break;
     case O_KEEPFLOOR: c.keep_floor = true; break;
     case O_FEATURES: c.features = optarg; break;
@@ -1404,8 +1407,19 @@ main (int argc, char **argv)
     struct reproduce_options ro;
     struct gpu_db gpus;
     const char *env = getenv ("PERFMOD_NEUSIGHT");
+    char *published = NULL;
     ro.neusight = c.neusight ? c.neusight : env && *env ? env : NULL;
     ro.table = c.table ? c.table : "all";
+    bool pub = strcmp (ro.table, "published") == 0;
+    /* the installed runs, or the source tree's (./run) */
+    if (pub && c.published == NULL) {
+      published = xasprintf ("%s/published-runs.csv", pm_datadir ());
+      if (access (published, R_OK) != 0) {
+        free (published);
+        published = xasprintf ("%s/tests/published-runs.csv", pm_datadir ());
+      }
+    }
+    ro.published = c.published ? c.published : published;
     ro.format = c.format;
     ro.build = c.graph && strcmp (c.graph, "builder") == 0;
     if (c.graph && !ro.build && strcmp (c.graph, "opgraph") != 0) {
@@ -1417,14 +1431,23 @@ main (int argc, char **argv)
                 "per-node latencies are joined by the traces' node names", ro.table);
       rc = EXIT_USAGE;
     }
-    else if (ro.neusight == NULL) {
+    else if (c.published && !pub) {
+      pm_error ("--published FILE goes with --table published");
+      rc = EXIT_USAGE;
+    }
+    else if (pub && (c.graph || c.neusight)) {
+      pm_error ("--table published predicts built graphs of its runs: no --graph or --neusight");
+      rc = EXIT_USAGE;
+    }
+    else if (ro.neusight == NULL && !pub) {
       pm_error ("reproduce needs --neusight DIR (or PERFMOD_NEUSIGHT): the NeuSight artifact folder");
       rc = EXIT_USAGE;
     }
     else if (strcmp (ro.table, "inf") && strcmp (ro.table, "train") && strcmp (ro.table, "perop") &&
              strcmp (ro.table, "nodesum") && strcmp (ro.table, "distributed") &&
-             strcmp (ro.table, "all")) {
-      pm_error ("--table '%s': expected inf, train, perop, nodesum, distributed or all", ro.table);
+             strcmp (ro.table, "all") && !pub) {
+      pm_error ("--table '%s': expected inf, train, perop, nodesum, distributed, all or "
+                "published", ro.table);
       rc = EXIT_USAGE;
     }
     else if (strcmp (ro.format, "table") && strcmp (ro.format, "csv")) {
@@ -1443,16 +1466,21 @@ main (int argc, char **argv)
       rc = EXIT_RUNTIME;
     }
     else {
-      ro.predictors = strv_split (c.predictors ? c.predictors : "roofline", ',');
-      plugins_neusight_units (&set);   /* the paper's tables, unit for unit */
-      if (strcmp (ro.table, "distributed") == 0)
-        rc = reproduce_distributed (&set, &gpus, &ro);
+      ro.predictors = strv_split (c.predictors ? c.predictors : pub ? "roofline,tile-mlp"
+                                                                  : "roofline", ',');
+      if (pub)
+        rc = reproduce_published (&set, &gpus, &ro);   /* physical units */
       else {
-        rc = reproduce (&set, &gpus, &ro);
-        /* all: the distributed table too, in table form (its CSV has its own rows) */
-        if (rc == 0 && strcmp (ro.table, "all") == 0 && strcmp (ro.format, "table") == 0) {
-          fputc ('\n', ro.out);
+        plugins_neusight_units (&set);   /* the paper's tables, unit for unit */
+        if (strcmp (ro.table, "distributed") == 0)
           rc = reproduce_distributed (&set, &gpus, &ro);
+        else {
+          rc = reproduce (&set, &gpus, &ro);
+          /* all: the distributed table too, in table form (its CSV has its own rows) */
+          if (rc == 0 && strcmp (ro.table, "all") == 0 && strcmp (ro.format, "table") == 0) {
+            fputc ('\n', ro.out);
+            rc = reproduce_distributed (&set, &gpus, &ro);
+          }
         }
       }
       fclose (ro.out);
@@ -1467,6 +1495,7 @@ main (int argc, char **argv)
       strv_free (ro.predictors);
       gpu_db_free (&gpus);
     }
+    free (published);
   }
   else if (strcmp (cmd, "eval") == 0)
     rc = cmd_eval (&c, &set);

@@ -1,0 +1,400 @@
+/* published.c: perfmod reproduce --table published: measured multi-GPU training runs from papers and vendors' pages, predicted step for step. */
+#include <config.h>
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* One run of the file (tests/published-runs.csv; its comment block cites
+ * each source).  What the source published is converted to seconds per
+ * step by the metric's rule (published_step). */
+struct pub_run {
+  char *id, *model, *gpu, *precision, *recompute, *metric, *flops, *source;
+  int64_t gpus, tp, pp, dp, cp, ep, vp, mbs, batch, seq, sp;
+  double value, memory_gib;   /* memory_gib: NAN when not published */
+  long line;
+};
+
+static const char *const recompute_modes[] = { "none", "selective", "full" };
+static const char *const metrics[] = { "step_s", "tokens_per_s_per_gpu", "tokens_per_s",
+                                       "tflops_per_gpu", "mfu" };
+/* FLOPs per step the source counted, for tflops_per_gpu and mfu rows:
+ * Narayanan et al. 2021's (eq. 3: 96 B s l h^2 (1 + s/6h + V/16lh), with
+ * full recomputation's extra forward), the same without recomputation
+ * (72 ... V/12lh), 6 N per token, 6 N + 12 l h s per token (PaLM's, with
+ * attention), and 6 N with N the parameters a token touches (MoE: top-k of
+ * the experts). */
+static const char *const flops_rules[] = { "megatron-recompute", "megatron", "6n", "6n-attn",
+                                           "6n-active" };
+
+static int
+word_index (const char *w, const char *const *v, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    if (strcmp (w, v[i]) == 0)
+      return (int) i;
+  return -1;
+}
+
+static void
+run_free (struct pub_run *r)
+{
+  free (r->id);
+  free (r->model);
+  free (r->gpu);
+  free (r->precision);
+  free (r->recompute);
+  free (r->metric);
+  free (r->flops);
+  free (r->source);
+}
+
+/* The columns, in the order struct pub_run's integers are read. */
+static const char *const int_cols[] = { "gpus", "tp", "pp", "dp", "cp", "ep", "vp", "mbs",
+                                        "global_batch", "seq", "sp" };
+
+/* Read the file; -1 after a message naming file:line. */
+static int
+runs_load (const char *path, struct pub_run **out, size_t *nout)
+{
+  static const char *const str_cols[] = { "id", "model", "gpu", "precision", "recompute",
+                                          "metric", "value", "source" };
+  struct csv_reader r;
+  int col_s[8], col_i[11], col_flops = -1, col_mem = -1, rc;
+  struct pub_run *v = NULL;
+  size_t n = 0;
+  bool header = false;
+
+  if (csv_open (&r, path) < 0) {
+    pm_error ("%s: %s", path, strerror (errno));
+    return -1;
+  }
+  while ((rc = csv_next (&r)) > 0) {
+    struct pub_run x;
+    bool ok = true;
+    char **f = r.fields;
+    if (r.nfields == 0 || f[0][0] == '#' || (r.nfields == 1 && f[0][0] == '\0'))
+      continue;                          /* comments (the sources) and blank lines */
+    if (!header) {
+      for (size_t i = 0; i < 8; i++)
+        if ((col_s[i] = csv_column (f, r.nfields, str_cols[i])) < 0) {
+          pm_error ("%s:%ld: missing column '%s'", path, r.line, str_cols[i]);
+          ok = false;
+        }
+      for (size_t i = 0; i < 11; i++)
+        if ((col_i[i] = csv_column (f, r.nfields, int_cols[i])) < 0) {
+          pm_error ("%s:%ld: missing column '%s'", path, r.line, int_cols[i]);
+          ok = false;
+        }
+      col_flops = csv_column (f, r.nfields, "flops");
+      col_mem = csv_column (f, r.nfields, "memory_gib");
+      if (!ok)
+        goto fail;
+      header = true;
+      continue;
+    }
+    memset (&x, 0, sizeof x);
+    x.line = r.line;
+    x.memory_gib = NAN;
+    for (size_t i = 0; i < 8; i++)
+      if ((size_t) col_s[i] >= r.nfields || f[col_s[i]][0] == '\0') {
+        pm_error ("%s:%ld: empty %s", path, r.line, str_cols[i]);
+        goto fail;
+      }
+    for (size_t i = 0; i < 11; i++) {
+      int64_t *dst[] = { &x.gpus, &x.tp, &x.pp, &x.dp, &x.cp, &x.ep, &x.vp, &x.mbs, &x.batch,
+                         &x.seq, &x.sp };
+      if ((size_t) col_i[i] >= r.nfields ||
+          !csv_int (&r, (size_t) col_i[i], int_cols[i], i == 10 ? 0 : 1, dst[i]))
+        goto fail;
+    }
+    if (!parse_double (f[col_s[6]], &x.value) || !(x.value > 0) || !isfinite (x.value)) {
+      pm_error ("%s:%ld: value '%s': expected a positive number", path, r.line, f[col_s[6]]);
+      goto fail;
+    }
+    if (col_mem >= 0 && (size_t) col_mem < r.nfields && f[col_mem][0] &&
+        (!parse_double (f[col_mem], &x.memory_gib) || !(x.memory_gib > 0))) {
+      pm_error ("%s:%ld: memory_gib '%s': expected a positive number or nothing", path, r.line,
+                f[col_mem]);
+      goto fail;
+    }
+    if (word_index (f[col_s[5]], metrics, 5) < 0) {
+      pm_error ("%s:%ld: metric '%s': expected step_s, tokens_per_s_per_gpu, tokens_per_s, "
+                "tflops_per_gpu or mfu", path, r.line, f[col_s[5]]);
+      goto fail;
+    }
+    if (strcmp (f[col_s[5]], "tflops_per_gpu") == 0 || strcmp (f[col_s[5]], "mfu") == 0) {
+      const char *fl = col_flops >= 0 && (size_t) col_flops < r.nfields ? f[col_flops] : "";
+      if (word_index (fl, flops_rules, 5) < 0) {
+        pm_error ("%s:%ld: flops '%s': a %s row says how its source counted FLOPs "
+                  "(megatron-recompute, megatron, 6n, 6n-attn or 6n-active)", path, r.line, fl,
+                  f[col_s[5]]);
+        goto fail;
+      }
+      x.flops = xstrdup (fl);
+    }
+    if (x.tp * x.pp * x.dp * x.cp != x.gpus) {
+      pm_error ("%s:%ld: tp x pp x dp x cp = %lld, not the %lld GPUs", path, r.line,
+                (long long) (x.tp * x.pp * x.dp * x.cp), (long long) x.gpus);
+      goto fail;
+    }
+    if (x.sp > 1) {
+      pm_error ("%s:%ld: sp=%lld: expected 0 or 1", path, r.line, (long long) x.sp);
+      goto fail;
+    }
+    x.id = xstrdup (f[col_s[0]]);
+    x.model = xstrdup (f[col_s[1]]);
+    x.gpu = xstrdup (f[col_s[2]]);
+    x.precision = xstrdup (f[col_s[3]]);
+    x.recompute = xstrdup (f[col_s[4]]);
+    x.metric = xstrdup (f[col_s[5]]);
+    x.source = xstrdup (f[col_s[7]]);
+    if (word_index (x.recompute, recompute_modes, 3) < 0) {
+      pm_error ("%s:%ld: recompute '%s': expected none, selective or full", path, r.line,
+                x.recompute);
+      run_free (&x);
+      goto fail;
+    }
+    if (strcmp (x.precision, "fp16") != 0 && precision_train (x.precision) == NULL) {
+      pm_error ("%s:%ld: precision '%s': expected bf16, fp8, fp16 (mixed) or fp32", path, r.line,
+                x.precision);
+      run_free (&x);
+      goto fail;
+    }
+    for (size_t i = 0; i < n; i++)
+      if (strcmp (v[i].id, x.id) == 0) {
+        pm_error ("%s:%ld: id '%s' again (first at line %ld)", path, r.line, x.id, v[i].line);
+        run_free (&x);
+        goto fail;
+      }
+    v = xrealloc (v, (n + 1) * sizeof *v);
+    v[n++] = x;
+  }
+  if (rc < 0)
+    goto fail;
+  if (!header || n == 0) {
+    pm_error ("%s: no runs", path);
+    goto fail;
+  }
+  csv_close (&r);
+  *out = v;
+  *nout = n;
+  return 0;
+fail:
+  csv_close (&r);
+  for (size_t i = 0; i < n; i++)
+    run_free (&v[i]);
+  free (v);
+  return -1;
+}
+
+/* FLOPs of one step as the run's source counted them. */
+static double
+source_flops (const struct pub_run *x, const struct model_cfg *m)
+{
+  double b = (double) x->batch, s = (double) x->seq, l = (double) m->layers;
+  double h = (double) m->hidden, v = (double) m->vocab, p = model_params (m);
+  switch (word_index (x->flops, flops_rules, 5)) {
+  case 0: return 96 * b * s * l * h * h * (1 + s / (6 * h) + v / (16 * l * h));
+  case 1: return 72 * b * s * l * h * h * (1 + s / (6 * h) + v / (12 * l * h));
+  case 2: return 6 * p * b * s;
+  case 3: return (6 * p + 12 * l * h * s) * b * s;
+  default: {
+    double emb, head, experts;
+    model_param_parts (m, &emb, &head, &experts);
+    if (m->experts > 0)
+      p -= experts * (1 - (double) m->top_k / (double) m->experts);
+    return 6 * p * b * s;
+  }
+  }
+}
+
+/* The published figure as seconds per step. */
+static double
+published_step (const struct pub_run *x, const struct model_cfg *m, const struct perfmod_gpu *g,
+                const struct precision *pr)
+{
+  double tokens = (double) x->batch * (double) x->seq, n = (double) x->gpus;
+  switch (word_index (x->metric, metrics, 5)) {
+  case 0: return x->value;
+  case 1: return tokens / (x->value * n);
+  case 2: return tokens / x->value;
+  case 3: return source_flops (x, m) / (x->value * 1e12 * n);
+  default: return source_flops (x, m) / (x->value * perfmod_gpu_peak_flops (g, pr->gemm) * n);
+  }
+}
+
+/* Why a run cannot be expressed, or NULL; its strategy and options. */
+static const char *
+run_setup (const struct pub_run *x, const struct model_cfg *m, const struct gpu_entry *ge,
+           const struct precision *pr, struct strategy *s, struct dist_options *d)
+{
+  int fam = m->family;
+  if (x->cp > 1)
+    return "context parallelism (cp) is not modelled yet";
+  strategy_init (s);
+  s->tp = (int) x->tp;
+  s->pp = (int) x->pp;
+  s->dp = (int) x->dp;
+  s->dp_set = true;
+  s->ep = (int) x->ep;
+  s->vp = (int) x->vp;
+  s->mbs = (int) x->mbs;
+  s->sp = x->sp != 0;
+  s->schedule = x->vp > 1 ? SCHED_INTERLEAVED : SCHED_1F1B;
+  s->recompute = (enum pm_recompute) word_index (x->recompute, recompute_modes, 3);
+  /* Megatron-Core's distributed optimizer, as its and NeMo's recipes run */
+  s->zero = x->dp > 1 ? 1 : 0;
+  s->kernels = dtype_mixed (pr->gemm) && (fam == FAM_GPT2 || fam == FAM_LLAMA ||
+                                          fam == FAM_MIXTRAL) ? KERNELS_TE : KERNELS_EAGER;
+  s->kernels_set = true;
+  memset (d, 0, sizeof *d);
+  d->s = s;
+  d->prec = pr;
+  d->train = true;
+  d->flash = dtype_mixed (pr->other) && default_dtype (&ge->gpu) == PERFMOD_DTYPE_BF16;
+  d->batch = x->batch;
+  d->seq = x->seq;
+  d->gpus_per_node = ge->gpu.gpus_per_node;
+  return NULL;
+}
+
+static int
+cmp_double (const void *a, const void *b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+  return x < y ? -1 : x > y;
+}
+
+int
+reproduce_published (struct plugin_set *set, const struct gpu_db *gpus,
+                     const struct reproduce_options *o)
+{
+  bool csv = strcmp (o->format, "csv") == 0;
+  size_t npred = strv_len (o->predictors), n = 0, nskip = 0;
+  struct pub_run *runs = NULL;
+  struct plugin **pls;
+  double **errs;
+  size_t *nerr, *noom;
+  char **skipped;
+  int rc = 0;
+
+  if (runs_load (o->published, &runs, &n) < 0)
+    return EXIT_USAGE;
+  pls = xcalloc (npred, sizeof *pls);
+  for (size_t p = 0; p < npred; p++)
+    if ((pls[p] = predictor_find (set, o->predictors[p])) == NULL) {
+      rc = EXIT_USAGE;
+      goto out0;
+    }
+  errs = xcalloc (npred, sizeof *errs);
+  nerr = xcalloc (npred, sizeof *nerr);
+  noom = xcalloc (npred, sizeof *noom);
+  skipped = xcalloc (n, sizeof *skipped);
+  for (size_t p = 0; p < npred; p++)
+    errs[p] = xcalloc (n, sizeof **errs);
+  if (csv)
+    fprintf (o->out, "id,model,gpu,gpus,tp,pp,dp,ep,vp,mbs,global_batch,seq,precision,recompute,"
+             "predictor,published_s,predicted_s,error_pct,memory_gib,oom,source\n");
+  else
+    fprintf (o->out, "%-24s %-16s %-9s %5s %-22s %-5s %11s %-10s %11s %8s %8s\n", "run", "model",
+             "gpu", "gpus", "tp.pp.dp.ep/vp mbs", "prec", "published_s", "predictor",
+             "predicted_s", "err_%", "mem_GiB");
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    struct pub_run *x = &runs[i];
+    const struct gpu_entry *ge = gpu_db_find (gpus, x->gpu);
+    const struct precision *pr = precision_train (strcmp (x->precision, "fp16") == 0
+                                                  ? "amp-fp16" : x->precision);
+    struct model_cfg m;
+    struct strategy s;
+    struct dist_options d;
+    const char *why;
+    double pub;
+    char shape[48];
+    if (ge == NULL) {
+      pm_error ("%s:%ld: gpu '%s' is in no gpus.d section", o->published, x->line, x->gpu);
+      rc = EXIT_USAGE;
+      break;
+    }
+    if (model_cfg_builtin (&m, x->model) < 0) {
+      pm_error ("%s:%ld: model '%s' is not a built-in (perfmod models)", o->published, x->line,
+                x->model);
+      rc = EXIT_USAGE;
+      break;
+    }
+    pub = published_step (x, &m, &ge->gpu, pr);
+    if ((why = run_setup (x, &m, ge, pr, &s, &d)) != NULL) {
+      skipped[nskip++] = xasprintf ("%s (%s:%ld): %s", x->id, o->published, x->line, why);
+      model_cfg_free (&m);
+      continue;
+    }
+    snprintf (shape, sizeof shape, "%lld.%lld.%lld.%lld/%lld %lld", (long long) x->tp,
+              (long long) x->pp, (long long) x->dp, (long long) x->ep, (long long) x->vp,
+              (long long) x->mbs);
+    for (size_t p = 0; p < npred; p++) {
+      struct dist_result res;
+      double e;
+      if (dist_predict (set, pls[p], &m, &ge->gpu, &d, &res) < 0) {
+        pm_error ("%s:%ld: run %s cannot be predicted (above)", o->published, x->line, x->id);
+        rc = EXIT_RUNTIME;
+        break;
+      }
+      e = (res.step_ms / 1e3 - pub) / pub * 100;
+      errs[p][nerr[p]++] = fabs (e);
+      noom[p] += res.mem.oom;
+      if (csv)
+        fprintf (o->out, "%s,%s,%s,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%s,%s,%s,%.6g,"
+                 "%.6g,%.2f,%.2f,%s,%s\n", x->id, x->model, x->gpu, (long long) x->gpus,
+                 (long long) x->tp, (long long) x->pp, (long long) x->dp, (long long) x->ep,
+                 (long long) x->vp, (long long) x->mbs, (long long) x->batch,
+                 (long long) x->seq, x->precision, x->recompute, o->predictors[p], pub,
+                 res.step_ms / 1e3, e, res.mem.total / 1073741824.0,
+                 res.mem.oom ? "true" : "false", x->source);
+      else
+        fprintf (o->out, "%-24s %-16s %-9s %5lld %-22s %-5s %11.4g %-10s %11.4g %+8.1f %6.1f%s\n",
+                 p ? "" : x->id, p ? "" : x->model, p ? "" : x->gpu, (long long) x->gpus,
+                 p ? "" : shape, p ? "" : x->precision, pub, o->predictors[p],
+                 res.step_ms / 1e3, e, res.mem.total / 1073741824.0, res.mem.oom ? " OOM" : "");
+    }
+    model_cfg_free (&m);
+  }
+  if (rc == 0) {
+    FILE *sum = csv ? o->err : o->out;
+    fprintf (sum, "\n%-10s %5s %14s %12s %10s %14s\n", "predictor", "runs", "median_|err|_%",
+             "mean_|err|_%", "within_15%", "predicted_OOM");
+    for (size_t p = 0; p < npred; p++) {
+      double sum_e = 0, med = 0;
+      size_t k = nerr[p], within = 0;
+      qsort (errs[p], k, sizeof **errs, cmp_double);
+      for (size_t j = 0; j < k; j++) {
+        sum_e += errs[p][j];
+        within += errs[p][j] <= 15;
+      }
+      if (k)
+        med = k % 2 ? errs[p][k / 2] : (errs[p][k / 2 - 1] + errs[p][k / 2]) / 2;
+      fprintf (sum, "%-10s %5zu %14.1f %12.1f %7zu/%-2zu %14zu\n", o->predictors[p], k, med,
+               k ? sum_e / k : 0, within, k, noom[p]);
+    }
+    fprintf (sum, "(%zu runs from %s; error = predicted / published - 1 of the step time; every "
+             "run ran, so a predicted OOM is a miss)\n", n, o->published);
+    for (size_t j = 0; j < nskip; j++)
+      fprintf (sum, "skipped %s\n", skipped[j]);
+  }
+  for (size_t p = 0; p < npred; p++)
+    free (errs[p]);
+  for (size_t j = 0; j < nskip; j++)
+    free (skipped[j]);
+  free (skipped);
+  free (errs);
+  free (nerr);
+  free (noom);
+out0:
+  free (pls);
+  for (size_t i = 0; i < n; i++)
+    run_free (&runs[i]);
+  free (runs);
+  return rc;
+}

@@ -1,0 +1,139 @@
+#!/bin/sh
+# t0820-training.sh: training steps as Megatron-Core runs them: fused against unfused attention, Transformer Engine's layer, recomputation's time per mode, Megatron's memory terms against its published figures, and the published runs' file.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+plan 35
+
+near () { awk -v a="$1" -v b="$2" -v t="${3:-1e-9}" 'BEGIN { d = a / b - 1; exit !(b > 0 && d < t && d > -t) }'; }
+
+# --- fused attention in the graphs ---
+# GPT-3 2.7B, 1 x 2048 tokens: h = 2560, 32 heads of 80, 32 layers.
+G="graph --model gpt3-2.7b --gpu h100 --batch 1 --seq 2048 --mode train --format csv"
+run_pm $G
+cp "$TMP/out" "$TMP/flash.csv"
+ok $([ $rc -eq 0 ] && awk -F, 'NR>1&&$3==0&&($6=="BMM"||$6=="Softmax"){bad=1}
+     NR>1&&$3==0&&$6=="ATTN"{n[$5]+=1; c[$5]=$4; k[$5]=$7}
+     END{exit !(!bad&&n["fw"]==1&&n["bw"]==1&&c["fw"]==32&&k["fw"]=="attention"&&k["bw"]=="attention_bwd")}' \
+     "$TMP/out" && echo 0 || echo 1) \
+  "bf16 on an H100: one fused attention kernel forward, one backward per layer, no BMM or softmax"
+# causal: 4 b h d s (s+1)/2 FLOPs forward, 2.5 times that backward
+ok $(awk -F, 'NR>1&&$3==0&&$6=="ATTN"{f[$5]=$13}
+     END{x=4*32*80*2048*2049/2; exit !(f["fw"]==x&&f["bw"]==2.5*x)}' "$TMP/out"; echo $?) \
+  "fused attention FLOPs: 4 b h d s(s+1)/2 under the causal mask, the backward 2.5 times"
+# Transformer Engine's GPT layer: 4 GEMMs forward (qkv, proj, fc1, fc2), 24 s h^2 FLOPs
+ok $(awk -F, 'NR>1&&$3==0&&$6=="FC"&&$5=="fw"{n++; f+=$13} NR>1&&$3==0&&$6=="LN"&&$5=="fw"{l++}
+     NR>1&&$3==0&&$6=="EW"&&$5=="fw"{e++}
+     END{exit !(n==4&&f==24*2048*2560*2560&&l==2&&e==3)}' "$TMP/out"; echo $?) \
+  "kernels=te GPT layer: 4 GEMMs (24 s h^2 FLOPs), 2 fused norms, bias-GeLU and 2 bias-dropout-adds"
+ok $(awk -F, 'NR>1&&$3==0&&$5=="acc"&&$6=="EW"&&$12==2560*2560*3{bad=1}
+     NR>1&&$3==0&&$5=="acc"{n++} END{exit !(!bad&&n==8)}' "$TMP/out"; echo $?) \
+  "kernels=te: weight gradients accumulate in the GEMM (no sum over a weight), biases and norms are summed"
+run_pm $G --attention unfused
+ok $([ $rc -eq 0 ] && awk -F, 'NR>1&&$3==0&&$6=="ATTN"{bad=1} NR>1&&$3==0&&$6=="BMM"&&$5=="fw"{b++}
+     NR>1&&$3==0&&$6=="Softmax"&&$5=="fw"{s++} END{exit !(!bad&&b==2&&s==1)}' "$TMP/out" && echo 0 || echo 1) \
+  "--attention unfused: two products around one fused softmax"
+ok $(awk -F, 'FNR==1{f++} f==1&&$6=="FC"{a+=$4*$13} f==2&&$6=="FC"{b+=$4*$13} END{exit !(a==b)}' \
+     "$TMP/flash.csv" "$TMP/out"; echo $?) "flash and unfused graphs: the same GEMM FLOPs"
+run_pm graph --model llama3-8b --gpu h100 --batch 1 --seq 4096 --mode train --format csv
+ok $([ $rc -eq 0 ] && awk -F, 'NR>1&&$3==0&&$5=="fw"{n[$6]++}
+     NR>1&&$3==0&&$6=="FC"&&$5=="fw"&&$7=="linear"{k[$11]++}
+     END{exit !(n["FC"]==4&&n["LN"]==2&&n["ATTN"]==1&&n["EW"]==4&&k[6144]==1&&k[28672]==1)}' \
+     "$TMP/out" && echo 0 || echo 1) \
+  "kernels=te Llama layer: fused qkv (4096 + 2 x 1024 wide), gate and up in one GEMM, RMSNorms, rotary, SwiGLU"
+run_pm graph --model llama3-8b --gpu h100 --batch 2 --seq 128 --mode inf --format csv
+ok $([ $rc -eq 0 ] && grep -q ',ATTN,attention,2,128,128,128,32,' "$TMP/out" && echo 0 || echo 1) \
+  "inference (eager, PyTorch's SDPA) uses the fused kernel too"
+
+# --- refusals ---
+expect_fail 2 "--attention 'fast': expected flash or unfused" "--attention takes flash or unfused" -- \
+  --model gpt2-large --attention fast
+expect_fail 2 "--attention flash: fused attention runs in bf16 or fp16 .* fp32" \
+  "--attention flash with fp32 attention is refused" -- --model gpt2-large --mode train --precision fp32 --attention flash
+expect_fail 2 "--attention flash: .*Tesla_V100" "--attention flash on a V100 (no bf16 matrix units) is refused" -- \
+  --model gpt2-large --gpu v100 --attention flash
+expect_fail 2 "kernels=te: Megatron-Core's layer is modelled for GPT, Llama and Mixtral" \
+  "kernels=te on BERT is refused" -- --model bert-large --mode train --strategy kernels=te
+run_pm --model gpt2-large --mode train --precision fp32
+ok $([ $rc -eq 0 ] && grep -q 'attention unfused (fused attention needs bf16/fp16' "$TMP/out" &&
+     grep -q 'kernels eager' "$TMP/out" && echo 0 || echo 1) \
+  "fp32 training: unfused attention and eager kernels, both on the assumed line"
+run_pm --model gpt2-large --mode train
+ok $([ $rc -eq 0 ] && grep -q -- '--attention flash' "$TMP/out" && grep -q 'kernels te' "$TMP/out" && echo 0 || echo 1) \
+  "bf16 training on the default H100: fused attention and Transformer Engine's kernels, said"
+
+# --- recomputation costs time ---
+# Llama 3 8B, 1 x 4096 tokens: 32 layers; the attention core is one fused kernel per layer.
+S="--model llama3-8b --gpu h100 --mode train --batch 1 --seq 4096 --predictor roofline --explain"
+stage () { awk -v c="$1" '$1 == "roofline" && $2 == "0" { print $c }' "$TMP/out"; }
+for r in none selective full; do
+  run_pm $S --strategy recompute=$r
+  eval "fw_$r=\$(stage 3) bw_$r=\$(stage 4) rc_$r=\$(stage 5)"
+  eval "step_$r=\$(awk '/^step_ms/ { print \$2 }' \"\$TMP/out\")"
+done
+run_pm kernel --op attention --gpu h100 --batch 1 --seq 4096 --heads 32 --kv-heads 8 --head-dim 128 \
+  --predictor roofline --format csv
+core=$(awk -F, '$1 == "roofline" { print 32 * $5 }' "$TMP/out")
+ok $([ "$rc_none" = 0.000 ] && echo 0 || echo 1) "recompute=none: nothing runs again"
+ok $(near "$rc_selective" "$core" 1e-3; echo $?) \
+  "recompute=selective: the 32 layers' attention forwards again ($rc_selective ms = 32 x perfmod kernel's)"
+ok $(near "$bw_selective" "$(awk -v b="$bw_none" -v r="$rc_selective" 'BEGIN { print b + r }')" 1e-4; echo $?) \
+  "recompute=selective: the backward grows by exactly that"
+ok $(awk -v r="$rc_full" -v f="$fw_full" 'BEGIN { exit !(r < f && r > 0.9 * f) }'; echo $?) \
+  "recompute=full: the layers' forward again (below the forward with its embedding and head: $rc_full of $fw_full ms)"
+ok $(awk -v a="$step_none" -v b="$step_selective" -v c="$step_full" 'BEGIN { exit !(a < b && b < c) }'; echo $?) \
+  "step time: none < selective < full"
+run_pm $S --strategy pp=2,mbs=1,recompute=full --batch 4
+ok $([ $rc -eq 0 ] && [ "$(awk '$1 == "roofline" && $2 ~ /^[01]$/ && $5 > 0' "$TMP/out" | wc -l)" -eq 2 ] &&
+     echo 0 || echo 1) "--explain shows the recomputed time of each pipeline stage"
+
+# --- memory as Megatron allocates it (tests/published-memory.csv) ---
+P=2651553280        # GPT-3 2.7B's parameters
+bpp () {  # bytes per parameter of weights, gradients and optimizer state
+  jq -r '.predictions[0].memory | (.weights + .gradients + .optimizer) * 1e9' "$TMP/out" |
+    awk -v p=$P '{ printf "%.12g", $1 / p }'; }
+M="--model gpt3-2.7b --gpu h100 --mode train --batch 8 --seq 256 --format json"
+while IFS=, read -r prec row repl a b; do
+  case $prec in precision|\#*) continue;; esac
+  run_pm $M --precision "$prec" --strategy dp=8,kernels=te
+  r=$(bpp)
+  run_pm $M --precision "$prec" --strategy dp=8,zero=1,kernels=te
+  d=$(bpp)
+  ok $(near "$r" "$repl" 1e-9 && near "$d" "$(awk -v a="$a" -v b="$b" 'BEGIN { print a + b / 8 }')" 1e-9 &&
+       echo 0 || echo 1) "$prec ($row): $repl bytes per parameter, $a + $b/d with the distributed optimizer (got $r, $d)"
+done < "$top_srcdir/tests/published-memory.csv"
+run_pm $M --strategy dp=8,kernels=eager
+ok $(near "$(bpp)" 22 1e-9; echo $?) "PyTorch DDP (kernels=eager) keeps one more gradient copy in its buckets: 22"
+run_pm $M --strategy dp=8,kernels=eager --plugin-opt dp:bucket_view=1
+ok $(near "$(bpp)" 18 1e-9; echo $?) "... not with gradient_as_bucket_view: 18"
+
+# --- the published runs ---
+run_pm reproduce --table published --predictor roofline
+ok $([ $rc -eq 0 ] && awk '/^roofline +[0-9]+ / { exit !($2 >= 20) }' "$TMP/out" && echo 0 || echo 1) \
+  "reproduce --table published: at least 20 runs predicted"
+H="id,model,gpu,gpus,tp,pp,dp,cp,ep,vp,mbs,global_batch,seq,precision,recompute,sp,metric,value,memory_gib,source,flops"
+good="r1,gpt3-2.7b,h100,8,1,1,8,1,1,1,1,64,2048,bf16,none,0,step_s,1.5,,src,"
+bad () { printf '# a comment, "quoted"\n%s\n%s\n' "$H" "$1" > "$TMP/runs.csv"; }
+bad "$good"
+run_pm reproduce --table published --published "$TMP/runs.csv" --format csv --predictor roofline
+ok $([ $rc -eq 0 ] && [ "$(grep -c '^r1,' "$TMP/out")" -eq 1 ] && echo 0 || echo 1) "a well-formed file of one run"
+bad "r1,gpt3-2.7b,h100,8,2,1,8,1,1,1,1,64,2048,bf16,none,0,step_s,1.5,,src,"
+expect_fail 2 "runs.csv:3: tp x pp x dp x cp = 16, not the 8 GPUs" "a strategy that is not the GPUs: file:line" -- \
+  reproduce --table published --published "$TMP/runs.csv"
+bad "r1,gpt3-2.7b,h100,8,1,1,8,1,1,1,1,64,2048,bf16,none,0,tflops_per_gpu,150,,src,"
+expect_fail 2 "runs.csv:3: flops '': a tflops_per_gpu row says how its source counted FLOPs" \
+  "a FLOP rate without its FLOP count: file:line" -- reproduce --table published --published "$TMP/runs.csv"
+bad "r1,gpt3-2.7b,h100,8,1,1,8,1,1,1,1,64,2048,bf16,none,0,speed,1.5,,src,"
+expect_fail 2 "runs.csv:3: metric 'speed'" "an unknown metric: file:line" -- \
+  reproduce --table published --published "$TMP/runs.csv"
+bad "r1,gpt3-9b,h100,8,1,1,8,1,1,1,1,64,2048,bf16,none,0,step_s,1.5,,src,"
+expect_fail 2 "runs.csv:3: model 'gpt3-9b' is not a built-in" "an unknown model: file:line" -- \
+  reproduce --table published --published "$TMP/runs.csv"
+bad "r1,gpt3-2.7b,h100,8,1,1,8,1,1,1,1,64,2048,bf16,none,0,step_s,-1,,src,"
+expect_fail 2 "runs.csv:3: value '-1': expected a positive number" "a negative value: file:line" -- \
+  reproduce --table published --published "$TMP/runs.csv"
+printf '%s\n%s\n%s\n' "$H" "$good" "$good" > "$TMP/runs.csv"
+expect_fail 2 "runs.csv:3: id 'r1' again \\(first at line 2\\)" "a repeated id: both lines" -- \
+  reproduce --table published --published "$TMP/runs.csv"
+printf 'id,model\nr1,gpt3-2.7b\n' > "$TMP/runs.csv"
+expect_fail 2 "runs.csv:1: missing column 'gpu'" "a missing column: file:line" -- \
+  reproduce --table published --published "$TMP/runs.csv"
+finish
