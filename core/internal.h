@@ -32,6 +32,21 @@ char *xasprintf (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
  * ok false: the caller's writes failed, so the file is dropped. */
 FILE *atomic_open (const char *path, char **tmp);
 int atomic_commit (FILE *fp, char *tmp, const char *path, bool ok);
+/* Names to positions in O(1): the name strings are the caller's and must
+ * outlive the index.  Zero-initialised is empty. */
+struct name_slot {
+  const char *name;
+  size_t pos;
+};
+struct name_index {
+  struct name_slot *v;
+  size_t cap, n;
+};
+/* name's slot, or NULL. */
+const struct name_slot *name_index_lookup (const struct name_index *x, const char *name);
+/* Add name at pos, or move it there. */
+void name_index_put (struct name_index *x, const char *name, size_t pos);
+void name_index_free (struct name_index *x);
 char *xvasprintf (const char *fmt, va_list ap) __attribute__ ((format (printf, 1, 0)));
 bool parse_int64 (const char *s, int64_t *out);
 bool parse_double (const char *s, double *out);
@@ -691,6 +706,7 @@ struct params {
   size_t nt;
   void *map;             /* the loaded file, mapped, or NULL */
   size_t map_len;
+  struct name_index kidx, tidx;  /* keys and tensors by name */
 };
 void params_init (struct params *p);
 void params_free (struct params *p);

@@ -52,6 +52,8 @@ params_free (struct params *p)
   }
   free (p->t);
   free (p->path);
+  name_index_free (&p->kidx);
+  name_index_free (&p->tidx);
   if (p->map)
     munmap (p->map, p->map_len);
   params_init (p);
@@ -71,10 +73,8 @@ key_ok (const char *k)
 const char *
 params_get (const struct params *p, const char *key)
 {
-  for (size_t i = 0; i < p->nkv; i++)
-    if (strcmp (p->keys[i], key) == 0)
-      return p->vals[i];
-  return NULL;
+  const struct name_slot *e = name_index_lookup (&p->kidx, key);
+  return e ? p->vals[e->pos] : NULL;
 }
 
 void
@@ -88,25 +88,24 @@ params_set (struct params *p, const char *key, const char *fmt, ...)
   for (char *c = v; *c; c++)   /* one line per key */
     if (*c == '\n')
       *c = ' ';
-  for (size_t i = 0; i < p->nkv; i++)
-    if (strcmp (p->keys[i], key) == 0) {
-      free (p->vals[i]);
-      p->vals[i] = v;
-      return;
-    }
+  const struct name_slot *e = name_index_lookup (&p->kidx, key);
+  if (e) {
+    free (p->vals[e->pos]);
+    p->vals[e->pos] = v;
+    return;
+  }
   p->keys = xrealloc (p->keys, (p->nkv + 1) * sizeof *p->keys);
   p->vals = xrealloc (p->vals, (p->nkv + 1) * sizeof *p->vals);
   p->keys[p->nkv] = xstrdup (key);
+  name_index_put (&p->kidx, p->keys[p->nkv], p->nkv);
   p->vals[p->nkv++] = v;
 }
 
 const struct ptensor *
 params_tensor (const struct params *p, const char *name)
 {
-  for (size_t i = 0; i < p->nt; i++)
-    if (strcmp (p->t[i].name, name) == 0)
-      return &p->t[i];
-  return NULL;
+  const struct name_slot *e = name_index_lookup (&p->tidx, name);
+  return e ? &p->t[e->pos] : NULL;
 }
 
 /* A tensor of the header, its values to come (read or mapped). */
@@ -121,23 +120,24 @@ declare_tensor (struct params *p, const char *name, size_t rows, size_t cols)
   t->cols = cols;
   t->mapped = false;
   t->v = NULL;
+  name_index_put (&p->tidx, t->name, p->nt - 1);
   return t;
 }
 
 double *
 params_add_tensor (struct params *p, const char *name, size_t rows, size_t cols)
 {
+  const struct name_slot *e = name_index_lookup (&p->tidx, name);
   struct ptensor *t = NULL;
-  for (size_t i = 0; i < p->nt && t == NULL; i++)
-    if (strcmp (p->t[i].name, name) == 0) {
-      t = &p->t[i];
-      if (!t->mapped)
-        free (t->v);
-      t->mapped = false;
-      t->rows = rows;
-      t->cols = cols;
-    }
-  if (t == NULL)
+  if (e) {
+    t = &p->t[e->pos];
+    if (!t->mapped)
+      free (t->v);
+    t->mapped = false;
+    t->rows = rows;
+    t->cols = cols;
+  }
+  else
     t = declare_tensor (p, name, rows, cols);
   t->v = xcalloc (rows * cols, sizeof (double));
   return t->v;

@@ -314,3 +314,67 @@ atomic_commit (FILE *fp, char *tmp, const char *path, bool ok)
   free (tmp);
   return 0;
 }
+
+/* FNV-1a: names hashed for the indexes below. */
+static size_t
+name_hash (const char *s)
+{
+  uint64_t h = 14695981039346656037ULL;
+  for (; *s; s++)
+    h = (h ^ (unsigned char) *s) * 1099511628211ULL;
+  return (size_t) h;
+}
+
+const struct name_slot *
+name_index_lookup (const struct name_index *x, const char *name)
+{
+  if (x->cap == 0)
+    return NULL;
+  for (size_t i = name_hash (name) & (x->cap - 1);; i = (i + 1) & (x->cap - 1)) {
+    if (x->v[i].name == NULL)
+      return NULL;
+    if (strcmp (x->v[i].name, name) == 0)
+      return &x->v[i];
+  }
+}
+
+static void
+slot_put (struct name_slot *v, size_t cap, const char *name, size_t pos)
+{
+  size_t i = name_hash (name) & (cap - 1);
+  while (v[i].name && strcmp (v[i].name, name) != 0)
+    i = (i + 1) & (cap - 1);
+  v[i].name = name;
+  v[i].pos = pos;
+}
+
+void
+name_index_put (struct name_index *x, const char *name, size_t pos)
+{
+  struct name_slot *e = (struct name_slot *) name_index_lookup (x, name);
+  if (e) {
+    e->name = name;
+    e->pos = pos;
+    return;
+  }
+  /* at most half full: probes stay short */
+  if (2 * (x->n + 1) > x->cap) {
+    size_t cap = x->cap ? 2 * x->cap : 64;
+    struct name_slot *v = xcalloc (cap, sizeof *v);
+    for (size_t i = 0; i < x->cap; i++)
+      if (x->v[i].name)
+        slot_put (v, cap, x->v[i].name, x->v[i].pos);
+    free (x->v);
+    x->v = v;
+    x->cap = cap;
+  }
+  slot_put (x->v, x->cap, name, pos);
+  x->n++;
+}
+
+void
+name_index_free (struct name_index *x)
+{
+  free (x->v);
+  memset (x, 0, sizeof *x);
+}

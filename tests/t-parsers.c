@@ -49,6 +49,29 @@ test_csv (void)
   free (p);
 }
 
+/* Interning by hash: equal names, one copy; 10^5 distinct names each
+ * found again (a linear pool made this quadratic). */
+static void
+test_intern (void)
+{
+  enum { N = 100000 };
+  const char **v = xcalloc (N, sizeof *v);
+  char name[32];
+  int bad = 0;
+  for (int i = 0; i < N; i++) {
+    snprintf (name, sizeof name, "kernel_%d", i);
+    v[i] = intern (name);
+    bad += strcmp (v[i], name) != 0;
+  }
+  for (int i = 0; i < N; i++) {
+    snprintf (name, sizeof name, "kernel_%d", i);
+    bad += intern (name) != v[i];
+  }
+  ok (bad == 0 && intern ("kernel_7") != intern ("kernel_8"),
+      "intern: 100000 distinct names, each interned once and found again");
+  free (v);
+}
+
 static void
 test_pylit (void)
 {
@@ -140,6 +163,7 @@ main (void)
   if (mkdtemp (tmpdir) == NULL)
     return 1;
   test_csv ();
+  test_intern ();
   test_pylit ();
   test_strategy ();
   test_opgraph ();
