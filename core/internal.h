@@ -20,6 +20,9 @@ double pm_now (void);
 /* The data directory: $PERFMOD_DATADIR, else the installed one. */
 const char *pm_datadir (void);
 void pm_error (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+/* From here on pm_error keeps its first message in buf (len bytes)
+ * instead of printing; buf NULL prints again. */
+void pm_error_capture (char *buf, size_t len);
 extern int pm_verbose;
 void pm_debug (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
 void *xmalloc (size_t n);
@@ -32,6 +35,9 @@ char *xasprintf (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
  * ok false: the caller's writes failed, so the file is dropped. */
 FILE *atomic_open (const char *path, char **tmp);
 int atomic_commit (FILE *fp, char *tmp, const char *path, bool ok);
+/* 0 if path exists and is no directory; else -1 after one line naming
+ * path and what it was to be (e.g. "a model config"). */
+int input_file_check (const char *path, const char *what);
 /* Names to positions in O(1): the name strings are the caller's and must
  * outlive the index.  Zero-initialised is empty. */
 struct name_slot {
@@ -68,6 +74,7 @@ struct ini_file {
   FILE *fp;
   int line;              /* line just read */
   int section_line;      /* line of the last [section] header */
+  int long_line;         /* a line did not fit inih's buffer of this many bytes */
 };
 typedef int (*ini_file_handler) (void *user, const char *section, const char *name,
                                  const char *value);
@@ -85,8 +92,9 @@ struct csv_reader {
   size_t cap;
   char **fields;
   size_t nfields, fcap;
+  int bom;               /* bytes of a UTF-8 BOM read at the start; -1 past it */
 };
-/* -1 with errno set if path cannot be opened. */
+/* -1 with errno set if path cannot be opened (EISDIR for a directory). */
 int csv_open (struct csv_reader *r, const char *path);
 /* 1: a record in r->fields; 0: end of file; -1: malformed (reported). */
 int csv_next (struct csv_reader *r);

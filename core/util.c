@@ -40,12 +40,30 @@ vmsg (const char *prefix, const char *fmt, va_list ap)
   fputc ('\n', stderr);
 }
 
+/* Where pm_error keeps its first message instead of printing it, if set. */
+static char *capture;
+static size_t capture_len;
+
+void
+pm_error_capture (char *buf, size_t len)
+{
+  capture = buf;
+  capture_len = len;
+  if (buf && len)
+    buf[0] = '\0';
+}
+
 void
 pm_error (const char *fmt, ...)
 {
   va_list ap;
   va_start (ap, fmt);
-  vmsg ("", fmt, ap);
+  if (capture) {
+    if (capture[0] == '\0')
+      vsnprintf (capture, capture_len, fmt, ap);
+  }
+  else
+    vmsg ("", fmt, ap);
   va_end (ap);
 }
 
@@ -248,17 +266,31 @@ strv_split (const char *s, char sep)
   return v;
 }
 
+/* inih reads a line into a buffer of num bytes and parses the rest of a
+ * longer line as a line of its own (Debian's build: 200 bytes): a silently
+ * wrong key.  So a line that does not fit is refused here, and the parse
+ * stopped; ini_file_parse reports it. */
 static char *
 ini_file_reader (char *str, int num, void *stream)
 {
   struct ini_file *f = stream;
-  char *r = fgets (str, num, f->fp);
-  if (r) {
-    f->line++;
-    if (str[strspn (str, " \t")] == '[')
-      f->section_line = f->line;
+  size_t len;
+  int c;
+
+  if (f->long_line || fgets (str, num, f->fp) == NULL)
+    return NULL;
+  f->line++;
+  len = strlen (str);
+  if (len > 0 && str[len - 1] != '\n' && (c = getc (f->fp)) != EOF && c != '\n') {
+    /* a line that ends in \r\n just past the buffer still fits */
+    if (c != '\r' || (c = getc (f->fp)) != '\n') {
+      f->long_line = num;
+      return NULL;
+    }
   }
-  return r;
+  if (str[strspn (str, " \t")] == '[')
+    f->section_line = f->line;
+  return str;
 }
 
 int
@@ -269,12 +301,17 @@ ini_file_parse (struct ini_file *f, const char *path, ini_file_handler h, void *
   f->path = path;
   f->fp = fopen (path, "r");
   if (f->fp == NULL) {
-    pm_error ("%s: cannot open", path);
+    pm_error ("%s: cannot open: %s", path, strerror (errno));
     return -1;
   }
   rc = ini_parse_stream (ini_file_reader, f, h, user);
   fclose (f->fp);
   f->fp = NULL;
+  if (f->long_line) {
+    pm_error ("%s:%d: line longer than %d characters, the INI reader's limit (split it or "
+              "shorten it)", path, f->line, f->long_line - 1);
+    return -1;
+  }
   if (rc > 0) {
     pm_error ("%s:%d: syntax error (expected [section] or key = value)", path, rc);
     return -1;
@@ -312,6 +349,21 @@ atomic_commit (FILE *fp, char *tmp, const char *path, bool ok)
     return -1;
   }
   free (tmp);
+  return 0;
+}
+
+int
+input_file_check (const char *path, const char *what)
+{
+  struct stat st;
+  if (stat (path, &st) < 0) {
+    pm_error ("%s: cannot read %s: %s", path, what, strerror (errno));
+    return -1;
+  }
+  if (S_ISDIR (st.st_mode)) {
+    pm_error ("%s: is a directory, not %s", path, what);
+    return -1;
+  }
   return 0;
 }
 

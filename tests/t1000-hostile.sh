@@ -1,7 +1,7 @@
 #!/bin/sh
-# t1000-hostile.sh: hostile and careless input to the readers (issue 23): large traces and kernel tables.
+# t1000-hostile.sh: hostile and careless input to the readers (issue 23): large traces, byte order marks, long INI lines, bad gpus.d and strategies.d, directories.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 2
+plan 21
 
 # one_line STATUS PATTERN DESCRIPTION -- ARGS: as expect_fail, and stderr is one line.
 one_line () {
@@ -44,5 +44,90 @@ awk 'BEGIN { print "OPName,Latency,Device,Kernel Name,Grid x,Grid y,Grid z,B,M,N
 run_pm eval --data "$TMP/k" --predictor roofline --format csv --neusight "$TMP/none"
 ok $([ $rc -eq 0 ] && grep -q '^roofline,FC,in,100000,' "$TMP/out" && echo 0 || echo 1) \
   "a kernel table of 100,000 rows, each kernel named apart, is evaluated whole"
+
+# --- A UTF-8 byte order mark (spreadsheets write one) is not part of a column name.
+printf '\357\273\277' >"$TMP/bom.csv"
+cat >>"$TMP/bom.csv" <<'EOF'
+Name,OpName,FwOps,BwOps,AccOps,Prev,Next,InputShapes,OutputShape
+lin,Linear,"[['Linear', (64, 256, 512)]]",[],[],set(),set(),"[(64, 256)]","(64, 512)"
+EOF
+run_pm --opgraph "$TMP/bom.csv" --gpu a100 --format csv
+ok $([ $rc -eq 0 ] && [ -s "$TMP/out" ] && echo 0 || echo 1) "an op graph with a byte order mark loads"
+mkdir -p "$TMP/kb"
+{ printf '\357\273\277'; head -3 "$TMP/k/linear.csv"; } >"$TMP/kb/linear.csv"
+run_pm eval --data "$TMP/kb" --predictor roofline --format csv --neusight "$TMP/none"
+ok $([ $rc -eq 0 ] && grep -q '^roofline,FC,in,2,' "$TMP/out" && echo 0 || echo 1) \
+  "a kernel table with a byte order mark is read, not refused for a missing OPName column"
+
+# --- INI lines longer than inih's buffer (Debian: 199 characters) are
+# refused with file:line, in each configuration directory.
+long=$(awk 'BEGIN { while (n++ < 300) printf "x" }')
+datadir
+printf '[h100-sxm]\nnote = %s' "$long" >"$TMP/d/gpus.d/99-local.ini"
+PERFMOD_DATADIR="$TMP/d" one_line 2 "gpus.d/99-local.ini:2: line longer than 199 characters" \
+  "gpus.d: a 300-character note at the end of the file is refused with file:line" -- gpus
+# the tail of a cut line would have been read as a key of its own
+printf '[h100-sxm]\nnote = %.192smem_gb = 1\n' "$long" >"$TMP/d/gpus.d/99-local.ini"
+PERFMOD_DATADIR="$TMP/d" one_line 2 "gpus.d/99-local.ini:2: line longer than" \
+  "gpus.d: a long line whose tail reads 'mem_gb = 1' is refused, not misread" -- gpus
+datadir
+printf '[mine]\ntp = 2\ndescription = %s\n' "$long" >"$TMP/d/strategies.d/20-local.ini"
+PERFMOD_DATADIR="$TMP/d" one_line 2 "strategies.d/20-local.ini:3: line longer than" \
+  "strategies.d: a long line is refused with file:line" -- strategies
+datadir
+printf '[mine]\nclasses = linear\npattern = %s\n' "$long" >"$TMP/d/tiles.d/20-local.ini"
+PERFMOD_DATADIR="$TMP/d" one_line 2 "tiles.d/20-local.ini:3: line longer than" \
+  "tiles.d: a long line is refused with file:line" -- eval --data "$TMP/kb"
+
+# --- gpus.d: capacities must be positive, every number finite.
+bad_gpu () {  # bad_gpu KEY VALUE
+  datadir
+  printf '[h100-sxm]\n%s = %s\n' "$1" "$2" >"$TMP/d/gpus.d/99-local.ini"
+  PERFMOD_DATADIR="$TMP/d" one_line 2 "99-local.ini:2: $1: '$(echo "$2" | sed 's/+/[+]/')' is not" \
+    "gpus.d: $1 = $2 is refused at load with file:line" -- gpus
+}
+bad_gpu sms 0
+bad_gpu mem_bw_gbps 0
+bad_gpu mem_gb -80
+bad_gpu fp32_gflops inf
+bad_gpu l2_mb NaN
+bad_gpu bf16_tflops +Inf
+bad_gpu link_latency_us -1
+
+# --- strategies.d: a preset defined again in a later file.
+datadir
+printf '; local presets\n[tp8]\ntp = 4\n' >"$TMP/d/strategies.d/20-local.ini"
+PERFMOD_DATADIR="$TMP/d" one_line 2 "20-local.ini:2: \[tp8\] is already defined at .*10-megatron.ini:[0-9]+" \
+  "strategies.d: a preset redefined in a second file blames the second file:line and names the first" \
+  -- strategies
+
+# --- A directory where a file is expected, a path that is not there.
+one_line 2 "^perfmod: $TMP: is a directory, not a model config" "--model DIR is refused, naming it" -- --model "$TMP"
+one_line 2 "$TMP: cannot open the op graph: Is a directory" "--opgraph DIR is refused, naming it" -- --opgraph "$TMP"
+one_line 2 "/nonexistent: cannot read the kernel table: No such file" "eval --data /nonexistent says so" -- \
+  eval --data /nonexistent
+gen () {  # gen DIR: kernels on the five training GPUs, each class
+  mkdir -p "$1"
+  awk -v dir="$1" 'BEGIN {
+    split("Tesla P4,Tesla P100-PCIE-16GB,Tesla V100-PCIE-32GB,Tesla T4,NVIDIA A100-PCIE-40GB", g, ",")
+    mm = "OPName,Latency,Device,Kernel Name,Grid x,Grid y,Grid z,B,M,N,K"
+    vv = "OPName,Latency,Device,Kernel Name,Grid x,Grid y,Grid z,B,H"
+    print mm > (dir "/bmm.csv"); print mm > (dir "/linear.csv")
+    print vv > (dir "/elem.csv"); print vv > (dir "/ln.csv"); print vv > (dir "/softmax.csv")
+    for (i = 1; i <= 5; i++)
+      for (j = 1; j <= 20; j++) {
+        printf "bmm,%g,%s,ampere_sgemm_128x64_nn,1,1,%d,%d,%d,128,%d\n", 0.01 * j * i, g[i], j, j, 64 * j, 32 + 8 * j > (dir "/bmm.csv")
+        printf "linear,%g,%s,ampere_sgemm_64x64_tn,1,1,1,1,%d,128,%d\n", 0.01 * j * i, g[i], 64 * j, 32 + 8 * j > (dir "/linear.csv")
+        printf "add,%g,%s,add_kernel,%d,1,1,%d,512\n", 0.01 * j * i, g[i], 100 * j, 1000 * j > (dir "/elem.csv")
+        printf "ln,%g,%s,ln_kernel,%d,1,1,%d,512\n", 0.01 * j * i, g[i], 1000 * j, 1000 * j > (dir "/ln.csv")
+        printf "softmax,%g,%s,softmax_kernel,%d,1,1,%d,512\n", 0.01 * j * i, g[i], 1000 * j, 1000 * j > (dir "/softmax.csv")
+      }
+  }'
+}
+gen "$TMP/train"
+one_line 2 "/nonexistent: cannot read the kernel table: No such file" "train --data /nonexistent says so" -- \
+  train --predictor linreg --data /nonexistent --out "$TMP/x.params"
+ok $([ ! -e "$TMP/x.params" ] && ! ls "$TMP"/x.params.tmp* >/dev/null 2>&1 && echo 0 || echo 1) \
+  "... and leaves no file, whole or aside"
 
 finish
