@@ -397,6 +397,11 @@ const char *plugin_kind_name (int kind);
 extern const char *pm_current_plugin;
 /* Last error a plugin reported through the host. */
 extern char pm_plugin_errmsg[512];
+/* A run's exit status once its plugins are done: 2 (bad input) if a
+ * plugin refused an input file, such as a parameter file, else rc. */
+int plugins_exit_status (int rc);
+/* Whether a plugin has refused an input file. */
+bool plugins_input_fault (void);
 
 /* ---- predict.c ---- */
 struct phase_times {
@@ -705,6 +710,7 @@ struct ptensor {
   size_t rows, cols;
   double *v;             /* rows x cols, row-major */
   bool mapped;           /* v lies in the file's read-only mapping: never write it */
+  int line;              /* its line in the file's header, when loaded */
 };
 struct params {
   char *path;            /* file it was loaded from, if any */

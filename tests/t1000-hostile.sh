@@ -1,7 +1,7 @@
 #!/bin/sh
-# t1000-hostile.sh: hostile and careless input to the readers (issue 23): large traces, byte order marks, long INI lines, bad gpus.d and strategies.d, directories.
+# t1000-hostile.sh: hostile and careless input to the readers (issue 23): large traces, byte order marks, long INI lines, bad gpus.d, strategies.d and parameter files, directories.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 21
+plan 30
 
 # one_line STATUS PATTERN DESCRIPTION -- ARGS: as expect_fail, and stderr is one line.
 one_line () {
@@ -100,6 +100,71 @@ printf '; local presets\n[tp8]\ntp = 4\n' >"$TMP/d/strategies.d/20-local.ini"
 PERFMOD_DATADIR="$TMP/d" one_line 2 "20-local.ini:2: \[tp8\] is already defined at .*10-megatron.ini:[0-9]+" \
   "strategies.d: a preset redefined in a second file blames the second file:line and names the first" \
   -- strategies
+
+# --- Parameter files: linreg's, written here: per class a fit (coef,
+# intercept for Tesla_T4) and an extrapolation line, values 1, 0, inf or nan.
+f64 () {
+  for v; do
+    case $v in
+      1) printf '\000\000\000\000\000\000\360\077' ;;
+      inf) printf '\000\000\000\000\000\000\360\177' ;;
+      nan) printf '\000\000\000\000\000\000\370\177' ;;
+      *) printf '\000\000\000\000\000\000\000\000' ;;
+    esac
+  done
+}
+lr () {  # lr FILE EXTRAPOLATE-SHAPE VALUE [HEADER-LINE]
+  {
+    printf 'perfmod-params 1\npredictor: linreg\ngpus: Tesla_T4\n%s' "${4:-}"
+    for c in bmm linear elementwise softmax layernorm; do
+      printf 'tensor %s.fit 1 2\ntensor %s.extrapolate %s\n' $c $c "$2"
+    done
+    printf 'data\n'
+    for c in bmm linear elementwise softmax layernorm; do
+      f64 "$3" "$3"
+      [ "$2" = "1 2" ] && f64 "$3" "$3" || f64 "$3"
+    done
+  } >"$1"
+}
+LR="--model gpt2-large --gpu a100 --dtype fp32 --predictor linreg --plugin-opt linreg:tc_params=none"
+lr "$TMP/lr.params" "1 2" 1
+run_pm $LR --plugin-opt "linreg:params=$TMP/lr.params"
+ok $rc "a well-formed linreg file written by hand predicts (the cases below differ from it in one way)"
+lr "$TMP/lr11.params" "1 1" 1
+one_line 2 "lr11.params: tensors '[a-z]+\.fit' \(1x2\) and '[a-z]+\.extrapolate' \(1x1\)" \
+  "linreg: a 1x1 .extrapolate tensor is refused, not read past" -- $LR --plugin-opt "linreg:params=$TMP/lr11.params"
+lr "$TMP/inf.params" "1 2" inf
+one_line 2 "inf.params:4: tensor 'bmm.fit': row 1, column 1 is inf" \
+  "a file of +Inf values is refused with file:line, not predicted as 0 ms" -- $LR --plugin-opt "linreg:params=$TMP/inf.params"
+lr "$TMP/nan.params" "1 2" 1 "scale: NaN
+"
+one_line 2 "nan.params:4: scale: 'NaN' is not a finite number" \
+  "a header value of NaN is refused with file:line" -- $LR --plugin-opt "linreg:params=$TMP/nan.params"
+printf 'perfmod-params 1\npredictor: linreg\ntensor bmm.fit 16777216 16777216\ndata\n' >"$TMP/huge.params"
+one_line 2 "huge.params:3: tensor 'bmm.fit' is 16777216x16777216: the tensors would hold more than" \
+  "a header claiming a 2^48-value tensor is refused, not allocated" -- $LR --plugin-opt "linreg:params=$TMP/huge.params"
+printf 'perfmod-params 1\npredictor: linreg\ntensor bmm.fit 16384 16384\ndata\n' >"$TMP/big.params"
+one_line 2 "big.params:4: truncated or padded: the tensors declared hold 2147483648 bytes, the file has 0" \
+  "a header claiming 2 GiB the file does not hold is refused before anything is allocated" -- \
+  $LR --plugin-opt "linreg:params=$TMP/big.params"
+one_line 2 "$TMP: is a directory, not a parameter file" "a directory given as a parameter file is named" -- \
+  $LR --plugin-opt "linreg:params=$TMP"
+# tile-mlp's shipped file claiming one network more per class than it has
+sed 's/^members: 5$/members: 6/' "$top_srcdir/params/tile-mlp.params" >"$TMP/few.params"
+one_line 2 "few.params: no 'bmm.6.layers' key" "tile-mlp: a file with fewer members than it claims is refused" -- \
+  --model gpt2-large --gpu a100 --dtype fp32 --predictor tile-mlp --plugin-opt "tile-mlp:params=$TMP/few.params" \
+  --plugin-opt tile-mlp:tc_params=none
+# ... also where eval goes on after a kernel fails (each kernel set the networks up again, leaking them)
+G="$TMP/md/aiconfigurator/h100_sxm/gemm/a/1"
+mkdir -p "$G"
+{ echo framework,version,device,op_name,kernel_source,gemm_dtype,m,n,k,latency
+  echo "A,1,NVIDIA H100 80GB HBM3,gemm,x,bfloat16,4096,4096,4096,1.0"
+  echo "A,1,NVIDIA H100 80GB HBM3,gemm,x,bfloat16,2048,4096,4096,0.5"; } | gzip >"$G/gemm_perf.csv.gz"
+run_pm eval --data "$TMP/md" --predictor tile-mlp --plugin-opt "tile-mlp:params=$TMP/few.params" \
+  --plugin-opt tile-mlp:tc_params=none --format csv
+ok $([ $rc -eq 2 ] && grep -q "few.params: no 'bmm.6.layers' key" "$TMP/err" && [ "$(wc -l <"$TMP/err")" -eq 1 ] &&
+     echo 0 || echo 1) "eval: the same file is refused once, exit 2 (and, under ASan, without a leak)"
+[ $rc -eq 2 ] || diag "exit $rc" "$(cat "$TMP/err")"
 
 # --- A directory where a file is expected, a path that is not there.
 one_line 2 "^perfmod: $TMP: is a directory, not a model config" "--model DIR is refused, naming it" -- --model "$TMP"
