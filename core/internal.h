@@ -35,6 +35,11 @@ char *xasprintf (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
  * ok false: the caller's writes failed, so the file is dropped. */
 FILE *atomic_open (const char *path, char **tmp);
 int atomic_commit (FILE *fp, char *tmp, const char *path, bool ok);
+/* Check before a long computation that path can be written: create its
+ * file aside (reported if not: -1), kept until atomic_open reuses it or
+ * atomic_release removes it. */
+int atomic_reserve (const char *path);
+void atomic_release (const char *path);
 /* 0 if path exists and is no directory; else -1 after one line naming
  * path and what it was to be (e.g. "a model config"). */
 int input_file_check (const char *path, const char *what);

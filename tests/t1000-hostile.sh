@@ -1,7 +1,7 @@
 #!/bin/sh
-# t1000-hostile.sh: hostile and careless input to the readers (issue 23): large traces, byte order marks, long INI lines, bad gpus.d, strategies.d and parameter files, directories.
+# t1000-hostile.sh: hostile and careless input to the readers (issue 23): large traces, byte order marks, long INI lines, bad gpus.d, strategies.d and parameter files, directories, interrupted training.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 30
+plan 35
 
 # one_line STATUS PATTERN DESCRIPTION -- ARGS: as expect_fail, and stderr is one line.
 one_line () {
@@ -195,4 +195,37 @@ one_line 2 "/nonexistent: cannot read the kernel table: No such file" "train --d
 ok $([ ! -e "$TMP/x.params" ] && ! ls "$TMP"/x.params.tmp* >/dev/null 2>&1 && echo 0 || echo 1) \
   "... and leaves no file, whole or aside"
 
+# --- train's output: checked before training, never left half-written.
+one_line 2 "$TMP/no/such/dir/x.params: cannot write: No such file" \
+  "train --out in a missing directory is refused before training" -- \
+  train --predictor tile-mlp --data "$TMP/train" --out "$TMP/no/such/dir/x.params" --epochs 100000
+one_line 2 "$TMP: is a directory, not a file to write" "train --out DIR is refused before training" -- \
+  train --predictor linreg --data "$TMP/train" --out "$TMP"
+# wait_aside FILE: until FILE.tmpPID is there (at most 10 s)
+wait_aside () {
+  i=0
+  while [ $i -lt 100 ] && ! ls "$1".tmp* >/dev/null 2>&1; do sleep 0.1; i=$((i + 1)); done
+  ls "$1".tmp* >/dev/null 2>&1
+}
+"$PERFMOD" train --predictor tile-mlp --data "$TMP/train" --out "$TMP/t.params" --epochs 100000 --members 1 \
+  2>"$TMP/err" &
+pid=$!
+wait_aside "$TMP/t.params"
+aside=$?
+kill -TERM $pid
+wait $pid
+rc=$?
+ok $([ $aside -eq 0 ] && [ $rc -eq 143 ] && [ ! -e "$TMP/t.params" ] && ! ls "$TMP"/t.params.tmp* >/dev/null 2>&1 &&
+     echo 0 || echo 1) "train: its output is reserved aside at the start; SIGTERM removes it"
+[ $aside -eq 0 ] && [ $rc -eq 143 ] || diag "aside $aside, exit $rc" "$(ls "$TMP")"
+"$PERFMOD" train --predictor tile-mlp --data "$TMP/train" --out "$TMP/t.params" --epochs 100000 --members 1 \
+  2>"$TMP/err" &
+pid=$!
+wait_aside "$TMP/t.params"
+kill -KILL $pid
+wait $pid
+ok $(ls "$TMP"/t.params.tmp$pid >/dev/null 2>&1; echo $?) "train killed outright leaves its file aside"
+run_pm train --predictor linreg --data "$TMP/train" --out "$TMP/t.params"
+ok $([ $rc -eq 0 ] && [ -s "$TMP/t.params" ] && ! ls "$TMP"/t.params.tmp* >/dev/null 2>&1 && echo 0 || echo 1) \
+  "the next write of the same file removes the file a dead process left aside"
 finish
