@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include "internal.h"
@@ -12,7 +13,13 @@
 int
 csv_open (struct csv_reader *r, const char *path)
 {
+  struct stat st;
   memset (r, 0, sizeof *r);
+  /* A directory opens, then fails at the first read with a line number. */
+  if (stat (path, &st) == 0 && S_ISDIR (st.st_mode)) {
+    errno = EISDIR;
+    return -1;
+  }
   /* zlib reads a file that is not gzip-compressed as it is. */
   r->gz = gzopen (path, "rb");
   if (r->gz == NULL) {
@@ -74,6 +81,20 @@ csv_next (struct csv_reader *r)
       break;
     }
     any = true;
+    /* A UTF-8 byte order mark (spreadsheets write one) is no part of
+     * the first field: kept until all three bytes match, then dropped. */
+    if (r->bom >= 0) {
+      static const unsigned char mark[3] = { 0xef, 0xbb, 0xbf };
+      if (c == mark[r->bom] && len == (size_t) r->bom) {
+        push (r, &len, c);
+        if (++r->bom == 3) {
+          len = 0;
+          r->bom = -1;
+        }
+        continue;
+      }
+      r->bom = -1;
+    }
     if (quoted) {
       if (c == '"') {
         int d = gzgetc (r->gz);

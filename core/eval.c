@@ -156,6 +156,16 @@ eval_modern (struct plugin **preds, char **names, size_t npred, const struct kse
       krow_kernel (row, &k);
       k.isolated = 1;
       if (plugin_predict (preds[p], &k, &row->gpu->gpu, &t) < 0) {
+        /* a predictor's bad input file fails every row alike: said once */
+        if (plugins_input_fault ()) {
+          pm_error ("%s: %s", names[p], pm_plugin_errmsg);
+          for (size_t j = 0; j < ng; j++) {
+            free (gv[j].err);
+            free (gv[j].why);
+          }
+          free (gv);
+          return EXIT_USAGE;
+        }
         if (g->failed++ == 0)
           g->why = xstrdup (pm_plugin_errmsg);
         continue;

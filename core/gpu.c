@@ -6,38 +6,41 @@
 
 #include "internal.h"
 
-/* Numeric keys: name, where in struct perfmod_gpu, integer or not. */
+/* Numeric keys: name, where in struct perfmod_gpu, integer or not, and
+ * whether 0 is refused (a capacity: no SMs, no bandwidth) or allowed
+ * (none, e.g. no fp8 units). */
 struct gpu_key {
   const char *name;
   size_t offset;
   bool integer;
+  bool positive;
 };
 
 #define F(field) offsetof (struct perfmod_gpu, field)
 static const struct gpu_key gpu_keys[] = {
-  { "sms", F (sms), true },
-  { "cores_per_sm", F (cores_per_sm), true },
-  { "clock_mhz", F (clock_mhz), false },
-  { "fp32_gflops", F (fp32_gflops), false },
-  { "tf32_tflops", F (tensor_tflops[PERFMOD_DTYPE_TF32]), false },
-  { "fp16_tflops", F (tensor_tflops[PERFMOD_DTYPE_FP16]), false },
-  { "bf16_tflops", F (tensor_tflops[PERFMOD_DTYPE_BF16]), false },
-  { "fp8_tflops", F (tensor_tflops[PERFMOD_DTYPE_FP8]), false },
-  { "mem_gb", F (mem_gb), false },
-  { "mem_bw_gbps", F (mem_bw_gbps), false },
-  { "l2_mb", F (l2_mb), false },
-  { "gpus_per_node", F (gpus_per_node), true },
-  { "link_gbps", F (link_gbps), false },
-  { "nic_gbps", F (nic_gbps), false },
-  { "link_efficiency", F (link_efficiency), false },
-  { "link_latency_us", F (link_latency_us), false },
-  { "nic_efficiency", F (nic_efficiency), false },
-  { "nic_latency_us", F (nic_latency_us), false },
-  { "oversubscription", F (oversubscription), false },
-  { "fp4_tflops", F (fp4_tflops), false },
-  { "fp32_matrix_tflops", F (fp32_matrix_tflops), false },
-  { "tdp_w", F (tdp_w), false },
-  { "base_clock_mhz", F (base_clock_mhz), false },
+  { "sms", F (sms), true, true },
+  { "cores_per_sm", F (cores_per_sm), true, true },
+  { "clock_mhz", F (clock_mhz), false, true },
+  { "fp32_gflops", F (fp32_gflops), false, true },
+  { "tf32_tflops", F (tensor_tflops[PERFMOD_DTYPE_TF32]), false, false },
+  { "fp16_tflops", F (tensor_tflops[PERFMOD_DTYPE_FP16]), false, false },
+  { "bf16_tflops", F (tensor_tflops[PERFMOD_DTYPE_BF16]), false, false },
+  { "fp8_tflops", F (tensor_tflops[PERFMOD_DTYPE_FP8]), false, false },
+  { "mem_gb", F (mem_gb), false, true },
+  { "mem_bw_gbps", F (mem_bw_gbps), false, true },
+  { "l2_mb", F (l2_mb), false, true },
+  { "gpus_per_node", F (gpus_per_node), true, true },
+  { "link_gbps", F (link_gbps), false, true },
+  { "nic_gbps", F (nic_gbps), false, true },
+  { "link_efficiency", F (link_efficiency), false, false },
+  { "link_latency_us", F (link_latency_us), false, false },
+  { "nic_efficiency", F (nic_efficiency), false, false },
+  { "nic_latency_us", F (nic_latency_us), false, false },
+  { "oversubscription", F (oversubscription), false, false },
+  { "fp4_tflops", F (fp4_tflops), false, false },
+  { "fp32_matrix_tflops", F (fp32_matrix_tflops), false, false },
+  { "tdp_w", F (tdp_w), false, true },
+  { "base_clock_mhz", F (base_clock_mhz), false, true },
 };
 #undef F
 #define NKEYS (sizeof gpu_keys / sizeof gpu_keys[0])
@@ -130,16 +133,19 @@ handler (void *user, const char *section, const char *name, const char *value)
     int64_t iv;
     char *p = (char *) &e->gpu + gpu_keys[i].offset;
     if (gpu_keys[i].integer) {
-      if (!parse_int64 (value, &iv) || iv < 0 || iv > 1000000) {
-        pm_error ("%s:%d: %s: '%s' is not a non-negative integer", ps->ini.path, ps->ini.line, name, value);
+      if (!parse_int64 (value, &iv) || iv < gpu_keys[i].positive || iv > 1000000) {
+        pm_error ("%s:%d: %s: '%s' is not a %s integer (at most 1000000)", ps->ini.path,
+                  ps->ini.line, name, value, gpu_keys[i].positive ? "positive" : "non-negative");
         ps->errors++;
         return 1;
       }
       *(int *) p = (int) iv;
     }
     else {
-      if (!parse_double (value, &d) || d < 0) {
-        pm_error ("%s:%d: %s: '%s' is not a non-negative number", ps->ini.path, ps->ini.line, name, value);
+      /* parse_double refuses inf and nan */
+      if (!parse_double (value, &d) || d < 0 || (d == 0 && gpu_keys[i].positive)) {
+        pm_error ("%s:%d: %s: '%s' is not a %s number", ps->ini.path, ps->ini.line, name, value,
+                  gpu_keys[i].positive ? "positive" : "non-negative");
         ps->errors++;
         return 1;
       }

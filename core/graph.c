@@ -6,19 +6,21 @@
 
 #include "internal.h"
 
-/* A tiny string pool: kernel op names repeat thousands of times. */
-static char **pool;
-static size_t npool;
+/* The string pool: kernel op names repeat thousands of times, and a
+ * traced graph or a kernel table may hold 10^5 distinct names, so they
+ * are found by hash. */
+static struct name_index pool;
 
 const char *
 intern (const char *s)
 {
-  for (size_t i = 0; i < npool; i++)
-    if (strcmp (pool[i], s) == 0)
-      return pool[i];
-  pool = xrealloc (pool, (npool + 1) * sizeof *pool);
-  pool[npool] = xstrdup (s);
-  return pool[npool++];
+  const struct name_slot *e = name_index_lookup (&pool, s);
+  char *copy;
+  if (e)
+    return e->name;
+  copy = xstrdup (s);
+  name_index_put (&pool, copy, 0);
+  return copy;
 }
 
 struct node *

@@ -20,6 +20,9 @@ double pm_now (void);
 /* The data directory: $PERFMOD_DATADIR, else the installed one. */
 const char *pm_datadir (void);
 void pm_error (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+/* From here on pm_error keeps its first message in buf (len bytes)
+ * instead of printing; buf NULL prints again. */
+void pm_error_capture (char *buf, size_t len);
 extern int pm_verbose;
 void pm_debug (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
 void *xmalloc (size_t n);
@@ -32,6 +35,29 @@ char *xasprintf (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
  * ok false: the caller's writes failed, so the file is dropped. */
 FILE *atomic_open (const char *path, char **tmp);
 int atomic_commit (FILE *fp, char *tmp, const char *path, bool ok);
+/* Check before a long computation that path can be written: create its
+ * file aside (reported if not: -1), kept until atomic_open reuses it or
+ * atomic_release removes it. */
+int atomic_reserve (const char *path);
+void atomic_release (const char *path);
+/* 0 if path exists and is no directory; else -1 after one line naming
+ * path and what it was to be (e.g. "a model config"). */
+int input_file_check (const char *path, const char *what);
+/* Names to positions in O(1): the name strings are the caller's and must
+ * outlive the index.  Zero-initialised is empty. */
+struct name_slot {
+  const char *name;
+  size_t pos;
+};
+struct name_index {
+  struct name_slot *v;
+  size_t cap, n;
+};
+/* name's slot, or NULL. */
+const struct name_slot *name_index_lookup (const struct name_index *x, const char *name);
+/* Add name at pos, or move it there. */
+void name_index_put (struct name_index *x, const char *name, size_t pos);
+void name_index_free (struct name_index *x);
 char *xvasprintf (const char *fmt, va_list ap) __attribute__ ((format (printf, 1, 0)));
 bool parse_int64 (const char *s, int64_t *out);
 bool parse_double (const char *s, double *out);
@@ -53,6 +79,7 @@ struct ini_file {
   FILE *fp;
   int line;              /* line just read */
   int section_line;      /* line of the last [section] header */
+  int long_line;         /* a line did not fit inih's buffer of this many bytes */
 };
 typedef int (*ini_file_handler) (void *user, const char *section, const char *name,
                                  const char *value);
@@ -70,8 +97,9 @@ struct csv_reader {
   size_t cap;
   char **fields;
   size_t nfields, fcap;
+  int bom;               /* bytes of a UTF-8 BOM read at the start; -1 past it */
 };
-/* -1 with errno set if path cannot be opened. */
+/* -1 with errno set if path cannot be opened (EISDIR for a directory). */
 int csv_open (struct csv_reader *r, const char *path);
 /* 1: a record in r->fields; 0: end of file; -1: malformed (reported). */
 int csv_next (struct csv_reader *r);
@@ -383,6 +411,11 @@ const char *plugin_kind_name (int kind);
 extern const char *pm_current_plugin;
 /* Last error a plugin reported through the host. */
 extern char pm_plugin_errmsg[512];
+/* A run's exit status once its plugins are done: 2 (bad input) if a
+ * plugin refused an input file, such as a parameter file, else rc. */
+int plugins_exit_status (int rc);
+/* Whether a plugin has refused an input file. */
+bool plugins_input_fault (void);
 
 /* ---- predict.c ---- */
 struct phase_times {
@@ -700,6 +733,7 @@ struct ptensor {
   size_t rows, cols;
   double *v;             /* rows x cols, row-major */
   bool mapped;           /* v lies in the file's read-only mapping: never write it */
+  int line;              /* its line in the file's header, when loaded */
 };
 struct params {
   char *path;            /* file it was loaded from, if any */
@@ -709,6 +743,7 @@ struct params {
   size_t nt;
   void *map;             /* the loaded file, mapped, or NULL */
   size_t map_len;
+  struct name_index kidx, tidx;  /* keys and tensors by name */
 };
 void params_init (struct params *p);
 void params_free (struct params *p);

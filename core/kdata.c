@@ -1,6 +1,7 @@
 /* kdata.c: measured-kernel datasets (NeuSight's CSVs): rows joined with gpus.d, classified, tiled. */
 #include <config.h>
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,8 +141,10 @@ kset_load_file (struct kset *s, const char *path, const struct gpu_db *gpus,
   const char *file = intern (path);
   size_t before = s->n;
 
-  if (csv_open (&r, path) < 0)
+  if (csv_open (&r, path) < 0) {
+    pm_error ("%s: cannot read the kernel table: %s", path, strerror (errno));
     return -1;
+  }
   if (csv_next (&r) != 1) {
     pm_error ("%s: empty file (no header)", path);
     csv_close (&r);

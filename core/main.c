@@ -1507,7 +1507,7 @@ main (int argc, char **argv)
   plugins_note_fallbacks (&set, stderr);
   plugins_unload (&set);
   cli_free (&c);
-  return rc;
+  return plugins_exit_status (rc);
 
 usage:
   cli_free (&c);

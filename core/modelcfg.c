@@ -69,13 +69,15 @@ model_cfg_load (struct model_cfg *m, const char *path)
   static const char *const k_step[] = { "encoder_sparse_step", NULL };
   static const char *const k_cap[] = { "expert_capacity", NULL };
   json_error_t jerr;
-  json_t *root = json_load_file (path, 0, &jerr);
-  json_t *mt;
+  json_t *root, *mt;
   char *tmp;
   int errors = 0;
   size_t f;
 
   memset (m, 0, sizeof *m);
+  if (input_file_check (path, "a model config (.json)") < 0)
+    return -1;
+  root = json_load_file (path, 0, &jerr);
   if (root == NULL) {
     pm_error ("%s:%d: %s", path, jerr.line, jerr.text);
     return -1;

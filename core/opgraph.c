@@ -2,6 +2,7 @@
 #include <config.h>
 
 #define PCRE2_CODE_UNIT_WIDTH 8
+#include <errno.h>
 #include <pcre2.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,7 +178,7 @@ opgraph_import (struct graph *g, const char *path, int64_t n_layer)
 
   memset (g, 0, sizeof *g);
   if (csv_open (&r, path) < 0) {
-    pm_error ("%s: cannot open the op graph", path);
+    pm_error ("%s: cannot open the op graph: %s", path, strerror (errno));
     return -1;
   }
   rc = csv_next (&r);

@@ -3,6 +3,8 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +28,9 @@
  * load in about a millisecond instead of being copied). */
 #define PARAMS_MAGIC "perfmod-params"
 #define PAD_KEY "pad"
+/* All tensors together (2 GiB of doubles): a header claims sizes, and a
+ * file that is not a regular one has no size to check them against. */
+#define PARAMS_MAX_VALUES ((size_t) 1 << 28)
 #ifndef MAP_POPULATE
 # define MAP_POPULATE 0          /* Linux's: fault the pages in at once */
 #endif
@@ -52,6 +57,8 @@ params_free (struct params *p)
   }
   free (p->t);
   free (p->path);
+  name_index_free (&p->kidx);
+  name_index_free (&p->tidx);
   if (p->map)
     munmap (p->map, p->map_len);
   params_init (p);
@@ -71,10 +78,8 @@ key_ok (const char *k)
 const char *
 params_get (const struct params *p, const char *key)
 {
-  for (size_t i = 0; i < p->nkv; i++)
-    if (strcmp (p->keys[i], key) == 0)
-      return p->vals[i];
-  return NULL;
+  const struct name_slot *e = name_index_lookup (&p->kidx, key);
+  return e ? p->vals[e->pos] : NULL;
 }
 
 void
@@ -88,25 +93,24 @@ params_set (struct params *p, const char *key, const char *fmt, ...)
   for (char *c = v; *c; c++)   /* one line per key */
     if (*c == '\n')
       *c = ' ';
-  for (size_t i = 0; i < p->nkv; i++)
-    if (strcmp (p->keys[i], key) == 0) {
-      free (p->vals[i]);
-      p->vals[i] = v;
-      return;
-    }
+  const struct name_slot *e = name_index_lookup (&p->kidx, key);
+  if (e) {
+    free (p->vals[e->pos]);
+    p->vals[e->pos] = v;
+    return;
+  }
   p->keys = xrealloc (p->keys, (p->nkv + 1) * sizeof *p->keys);
   p->vals = xrealloc (p->vals, (p->nkv + 1) * sizeof *p->vals);
   p->keys[p->nkv] = xstrdup (key);
+  name_index_put (&p->kidx, p->keys[p->nkv], p->nkv);
   p->vals[p->nkv++] = v;
 }
 
 const struct ptensor *
 params_tensor (const struct params *p, const char *name)
 {
-  for (size_t i = 0; i < p->nt; i++)
-    if (strcmp (p->t[i].name, name) == 0)
-      return &p->t[i];
-  return NULL;
+  const struct name_slot *e = name_index_lookup (&p->tidx, name);
+  return e ? &p->t[e->pos] : NULL;
 }
 
 /* A tensor of the header, its values to come (read or mapped). */
@@ -121,23 +125,25 @@ declare_tensor (struct params *p, const char *name, size_t rows, size_t cols)
   t->cols = cols;
   t->mapped = false;
   t->v = NULL;
+  t->line = 0;
+  name_index_put (&p->tidx, t->name, p->nt - 1);
   return t;
 }
 
 double *
 params_add_tensor (struct params *p, const char *name, size_t rows, size_t cols)
 {
+  const struct name_slot *e = name_index_lookup (&p->tidx, name);
   struct ptensor *t = NULL;
-  for (size_t i = 0; i < p->nt && t == NULL; i++)
-    if (strcmp (p->t[i].name, name) == 0) {
-      t = &p->t[i];
-      if (!t->mapped)
-        free (t->v);
-      t->mapped = false;
-      t->rows = rows;
-      t->cols = cols;
-    }
-  if (t == NULL)
+  if (e) {
+    t = &p->t[e->pos];
+    if (!t->mapped)
+      free (t->v);
+    t->mapped = false;
+    t->rows = rows;
+    t->cols = cols;
+  }
+  else
     t = declare_tensor (p, name, rows, cols);
   t->v = xcalloc (rows * cols, sizeof (double));
   return t->v;
@@ -206,29 +212,22 @@ params_save (const struct params *p, const char *path)
 }
 
 /* Use the data in place when the host reads it as it is and it starts
- * aligned: 0, or -1 to read it instead (a wrong size is reported by the
- * reading path). */
+ * aligned: 0, or -1 to read it instead.  The size was checked. */
 static int
-map_data (struct params *p, FILE *fp)
+map_data (struct params *p, FILE *fp, size_t file_size)
 {
   long off = ftell (fp);
-  size_t need = 0;
-  struct stat st;
   unsigned char *map;
-  if (!host_is_le64 () || off < 0 || off % 8 != 0 || fstat (fileno (fp), &st) < 0)
-    return -1;
-  for (size_t i = 0; i < p->nt; i++)
-    need += 8 * p->t[i].rows * p->t[i].cols;
-  if ((size_t) st.st_size != (size_t) off + need)
+  if (!host_is_le64 () || off < 0 || off % 8 != 0)
     return -1;
   /* Read-only: loaded parameters are only read (plugins see them const;
    * params_add_tensor replaces a tensor rather than writing into it).  A
    * writable private mapping would be copied page by page when populated. */
-  map = mmap (NULL, (size_t) st.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fileno (fp), 0);
+  map = mmap (NULL, file_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fileno (fp), 0);
   if (map == MAP_FAILED)
     return -1;
   p->map = map;
-  p->map_len = (size_t) st.st_size;
+  p->map_len = file_size;
   for (size_t i = 0, at = (size_t) off; i < p->nt; i++) {
     p->t[i].v = (double *) (void *) (map + at);
     p->t[i].mapped = true;
@@ -237,18 +236,51 @@ map_data (struct params *p, FILE *fp)
   return 0;
 }
 
+/* A trained model's values are finite: an Inf or a NaN would predict
+ * 0 ms or nonsense, so the file is refused, naming the tensor's line. */
+static int
+check_finite (const struct params *p, const char *path)
+{
+  for (size_t i = 0; i < p->nt; i++) {
+    const struct ptensor *t = &p->t[i];
+    for (size_t j = 0; j < t->rows * t->cols; j++)
+      if (!isfinite (t->v[j])) {
+        pm_error ("%s:%d: tensor '%s': row %zu, column %zu is %g (values must be finite)", path,
+                  t->line, t->name, j / t->cols + 1, j % t->cols + 1, t->v[j]);
+        return -1;
+      }
+  }
+  return 0;
+}
+
+/* A header value that reads as a number must be a finite one (plugins
+ * read "floor.*", "output_scale_s" and the like with atof). */
+static bool
+value_ok (const char *v)
+{
+  char *end;
+  double d;
+  errno = 0;
+  d = strtod (v, &end);
+  return end == v || *end != '\0' || isfinite (d);
+}
+
 int
 params_load (struct params *p, const char *path)
 {
-  FILE *fp = fopen (path, "rb");
+  FILE *fp;
   char *line = NULL;
-  size_t cap = 0;
+  size_t cap = 0, values = 0;
   ssize_t len;
   int lineno = 0, version;
   unsigned char b[8];
+  struct stat st;
+  bool sized;
 
   params_init (p);
-  if (fp == NULL) {
+  if (input_file_check (path, "a parameter file") < 0)
+    return -1;
+  if ((fp = fopen (path, "rb")) == NULL) {
     pm_error ("%s: %s", path, strerror (errno));
     return -1;
   }
@@ -284,7 +316,14 @@ params_load (struct params *p, const char *path)
         pm_error ("%s:%d: bad or repeated tensor '%s'", path, lineno, name);
         goto fail;
       }
-      declare_tensor (p, name, rows, cols);
+      /* Each factor is below 2^24, so the product does not overflow. */
+      if (rows * cols > PARAMS_MAX_VALUES - values) {
+        pm_error ("%s:%d: tensor '%s' is %zux%zu: the tensors would hold more than %zu "
+                  "values in all", path, lineno, name, rows, cols, (size_t) PARAMS_MAX_VALUES);
+        goto fail;
+      }
+      values += rows * cols;
+      declare_tensor (p, name, rows, cols)->line = lineno;
       continue;
     }
     colon = strstr (line, ": ");
@@ -299,9 +338,24 @@ params_load (struct params *p, const char *path)
       pm_error ("%s:%d: bad or repeated key '%s'", path, lineno, line);
       goto fail;
     }
+    if (!value_ok (colon + 2)) {
+      pm_error ("%s:%d: %s: '%s' is not a finite number", path, lineno, line, colon + 2);
+      goto fail;
+    }
     params_set (p, line, "%s", colon + 2);
   }
-  if (map_data (p, fp) == 0) {
+  /* The data must be what the header declares, checked before anything
+   * is allocated for it: a header may claim any size. */
+  sized = fstat (fileno (fp), &st) == 0 && S_ISREG (st.st_mode) && ftell (fp) >= 0;
+  if (sized && (uintmax_t) st.st_size - (uintmax_t) ftell (fp) != (uintmax_t) values * 8) {
+    pm_error ("%s:%d: truncated or padded: the tensors declared hold %zu bytes, the file "
+              "has %jd after 'data'", path, lineno, values * 8,
+              (intmax_t) st.st_size - (intmax_t) ftell (fp));
+    goto fail;
+  }
+  if (sized && map_data (p, fp, (size_t) st.st_size) == 0) {
+    if (check_finite (p, path) < 0)
+      goto fail;
     free (line);
     fclose (fp);
     return 0;
@@ -327,6 +381,8 @@ params_load (struct params *p, const char *path)
     pm_error ("%s: trailing bytes after the last tensor", path);
     goto fail;
   }
+  if (check_finite (p, path) < 0)
+    goto fail;
   free (line);
   fclose (fp);
   return 0;

@@ -13,6 +13,7 @@
 
 const char *pm_current_plugin;
 char pm_plugin_errmsg[512];
+static char input_fault[512];
 
 static void
 host_error (const char *fmt, ...)
@@ -21,6 +22,41 @@ host_error (const char *fmt, ...)
   va_start (ap, fmt);
   vsnprintf (pm_plugin_errmsg, sizeof pm_plugin_errmsg, fmt, ap);
   va_end (ap);
+}
+
+/* The first fault of an input file a plugin reads: the run ends in 2. */
+static void
+note_input_fault (void)
+{
+  if (input_fault[0] == '\0')
+    snprintf (input_fault, sizeof input_fault, "%s", pm_plugin_errmsg);
+}
+
+static void
+host_input_error (const char *fmt, ...)
+{
+  va_list ap;
+  va_start (ap, fmt);
+  vsnprintf (pm_plugin_errmsg, sizeof pm_plugin_errmsg, fmt, ap);
+  va_end (ap);
+  note_input_fault ();
+}
+
+bool
+plugins_input_fault (void)
+{
+  return input_fault[0] != '\0';
+}
+
+int
+plugins_exit_status (int rc)
+{
+  if (input_fault[0] == '\0' || rc == EXIT_USAGE)
+    return rc;
+  /* a bad file a plugin did not need to fail the run is still refused */
+  if (rc == 0)
+    pm_error ("%s", input_fault);
+  return EXIT_USAGE;
 }
 
 static void
@@ -73,10 +109,18 @@ host_params_load (const char *path)
 {
   struct params *p = xmalloc (sizeof *p);
   struct timespec t0, t1;
+  int rc;
   clock_gettime (CLOCK_MONOTONIC, &t0);
-  if (params_load (p, path) < 0) {
+  /* The reason, which names the file (and line), becomes the plugin's
+   * error: the core prints it once, in the line saying what failed. */
+  pm_error_capture (pm_plugin_errmsg, sizeof pm_plugin_errmsg);
+  rc = params_load (p, path);
+  pm_error_capture (NULL, 0);
+  if (rc < 0) {
     free (p);
-    host_error ("cannot load parameter file %s (see above)", path);
+    if (pm_plugin_errmsg[0] == '\0')
+      host_error ("%s: cannot load the parameter file", path);
+    note_input_fault ();
     return NULL;
   }
   clock_gettime (CLOCK_MONOTONIC, &t1);
@@ -124,9 +168,15 @@ static struct perfmod_mlp *
 host_mlp_load (const struct perfmod_params *p, const char *prefix, int inputs, int outputs)
 {
   struct perfmod_mlp *h = xmalloc (sizeof *h);
-  if (mlp_from_params (&h->m, (const struct params *) p, prefix, inputs, outputs) < 0) {
+  int rc;
+  pm_error_capture (pm_plugin_errmsg, sizeof pm_plugin_errmsg);
+  rc = mlp_from_params (&h->m, (const struct params *) p, prefix, inputs, outputs);
+  pm_error_capture (NULL, 0);
+  if (rc < 0) {
     free (h);
-    host_error ("no usable network '%s' in the parameter file (see above)", prefix);
+    if (pm_plugin_errmsg[0] == '\0')
+      host_error ("no usable network '%s' in the parameter file", prefix);
+    note_input_fault ();
     return NULL;
   }
   mlp_ws_init (&h->ws, &h->m, 1);
@@ -167,6 +217,7 @@ const struct perfmod_host pm_host = {
   .mlp_load = host_mlp_load,
   .mlp_eval = host_mlp_eval,
   .mlp_free = host_mlp_free,
+  .input_error = host_input_error,
 };
 
 const char *

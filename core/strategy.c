@@ -195,6 +195,8 @@ struct preset_parse {
   struct preset_db *db;
   struct ini_file ini;
   int errors;
+  const char *redefined_path;   /* the [section] last reported as a redefinition */
+  int redefined_line;
 };
 
 static int
@@ -211,11 +213,23 @@ preset_handler (void *user, const char *section, const char *name, const char *v
     ps->errors++;
     return 1;
   }
-  if (strcmp (name, "description") == 0)
-    return 1;
   for (size_t i = 0; i < db->n; i++)
     if (strcmp (db->v[i].name, section) == 0)
       p = &db->v[i];
+  /* A preset is defined once: the second definition is the error, in
+   * whichever file it is (keys are not merged across sections). */
+  if (p && (strcmp (p->file, ps->ini.path) != 0 || p->line != ps->ini.section_line)) {
+    if (ps->redefined_path != ps->ini.path || ps->redefined_line != ps->ini.section_line) {
+      pm_error ("%s:%d: [%s] is already defined at %s:%d", ps->ini.path, ps->ini.section_line,
+                section, p->file, p->line);
+      ps->redefined_path = ps->ini.path;
+      ps->redefined_line = ps->ini.section_line;
+      ps->errors++;
+    }
+    return 1;
+  }
+  if (strcmp (name, "description") == 0)
+    return 1;
   if (p == NULL) {
     db->v = xrealloc (db->v, (db->n + 1) * sizeof *db->v);
     p = &db->v[db->n++];

@@ -138,7 +138,7 @@ tile_rules_load (struct tile_rules *r, const char *dir)
     if (ini_file_parse (&ps.ini, *f, handler, &ps) < 0)
       ps.errors++;
   strv_free (files);
-  for (size_t i = 0; i < r->n; i++) {
+  for (size_t i = 0; i < r->n && ps.errors == 0; i++) {
     const struct tile_rule *t = &r->v[i];
     if (t->classes == 0 || (t->re == NULL) == (t->derive == TILE_FROM_NAME)) {
       pm_error ("%s:%d: [%s] needs classes and exactly one of pattern or tile", t->file, t->line,
@@ -161,6 +161,20 @@ grid_tile (int64_t b, int64_t h, const int64_t grid[3])
   double blocks = (double) grid[0] * (double) grid[1] * (double) grid[2];
   double per = ceil ((double) b * (double) h / (blocks > 0 ? blocks : 1));
   return per <= 1 ? 1 : pow (2, ceil (log2 (per)));
+}
+
+/* The number a capture group matched, [start, end) of s, read to its end
+ * and no further ("sgemm_([0-9])([0-9])" on sgemm_128x64 is 1 by 2):
+ * -1 for a group that did not take part or holds no whole number. */
+static int
+group_number (const char *s, PCRE2_SIZE start, PCRE2_SIZE end, double *out)
+{
+  char buf[32];
+  if (start == PCRE2_UNSET || end < start || end - start >= sizeof buf)
+    return -1;
+  memcpy (buf, s + start, end - start);
+  buf[end - start] = '\0';
+  return parse_double (buf, out) ? 0 : -1;
 }
 
 int
@@ -187,13 +201,13 @@ tile_of (const struct tile_rules *r, int kclass, const char *kname, int64_t b, i
     int rc = pcre2_match (t->re, (PCRE2_SPTR) kname, PCRE2_ZERO_TERMINATED, 0, 0, md, NULL);
     if (rc >= 3) {
       PCRE2_SIZE *ov = pcre2_get_ovector_pointer (md);
-      tile[0] = strtod (kname + ov[2], NULL);
-      tile[1] = strtod (kname + ov[4], NULL);
+      int bad = group_number (kname, ov[2], ov[3], &tile[0]) < 0 ||
+                group_number (kname, ov[4], ov[5], &tile[1]) < 0;
       pcre2_match_data_free (md);
-      if (tile[0] >= 1 && tile[1] >= 1)
+      if (!bad && tile[0] >= 1 && tile[1] >= 1)
         return 0;
-      pm_error ("kernel '%s': rule [%s] (%s:%d) gives an empty tile", kname, t->name, t->file,
-                t->line);
+      pm_error ("kernel '%s': rule [%s] (%s:%d) gives %s", kname, t->name, t->file, t->line,
+                bad ? "no number in its first two groups" : "an empty tile");
       return -1;
     }
     pcre2_match_data_free (md);

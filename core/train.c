@@ -821,8 +821,9 @@ train_tilemlp (const struct kset *ks, const size_t *rows, size_t nrows,
   return rc;
 }
 
-int
-train_run (const struct gpu_db *gpus, const struct tile_rules *tiles, const struct train_options *o)
+static int
+train_run_1 (const struct gpu_db *gpus, const struct tile_rules *tiles,
+             const struct train_options *o)
 {
   const struct gpu_entry **train;
   size_t ntrain = strv_len (o->in_dist);
@@ -931,4 +932,17 @@ train_run (const struct gpu_db *gpus, const struct tile_rules *tiles, const stru
   free (rows);
   free (train);
   return rc == 0 ? 0 : EXIT_RUNTIME;
+}
+
+/* --out is checked (its file created aside) before minutes of training,
+ * and what is left aside removed whatever the outcome. */
+int
+train_run (const struct gpu_db *gpus, const struct tile_rules *tiles, const struct train_options *o)
+{
+  int rc;
+  if (atomic_reserve (o->out) < 0)
+    return EXIT_USAGE;
+  rc = train_run_1 (gpus, tiles, o);
+  atomic_release (o->out);
+  return rc;
 }

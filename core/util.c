@@ -6,6 +6,7 @@
 #include <ini.h>
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,12 +41,30 @@ vmsg (const char *prefix, const char *fmt, va_list ap)
   fputc ('\n', stderr);
 }
 
+/* Where pm_error keeps its first message instead of printing it, if set. */
+static char *capture;
+static size_t capture_len;
+
+void
+pm_error_capture (char *buf, size_t len)
+{
+  capture = buf;
+  capture_len = len;
+  if (buf && len)
+    buf[0] = '\0';
+}
+
 void
 pm_error (const char *fmt, ...)
 {
   va_list ap;
   va_start (ap, fmt);
-  vmsg ("", fmt, ap);
+  if (capture) {
+    if (capture[0] == '\0')
+      vsnprintf (capture, capture_len, fmt, ap);
+  }
+  else
+    vmsg ("", fmt, ap);
   va_end (ap);
 }
 
@@ -248,17 +267,31 @@ strv_split (const char *s, char sep)
   return v;
 }
 
+/* inih reads a line into a buffer of num bytes and parses the rest of a
+ * longer line as a line of its own (Debian's build: 200 bytes): a silently
+ * wrong key.  So a line that does not fit is refused here, and the parse
+ * stopped; ini_file_parse reports it. */
 static char *
 ini_file_reader (char *str, int num, void *stream)
 {
   struct ini_file *f = stream;
-  char *r = fgets (str, num, f->fp);
-  if (r) {
-    f->line++;
-    if (str[strspn (str, " \t")] == '[')
-      f->section_line = f->line;
+  size_t len;
+  int c;
+
+  if (f->long_line || fgets (str, num, f->fp) == NULL)
+    return NULL;
+  f->line++;
+  len = strlen (str);
+  if (len > 0 && str[len - 1] != '\n' && (c = getc (f->fp)) != EOF && c != '\n') {
+    /* a line that ends in \r\n just past the buffer still fits */
+    if (c != '\r' || (c = getc (f->fp)) != '\n') {
+      f->long_line = num;
+      return NULL;
+    }
   }
-  return r;
+  if (str[strspn (str, " \t")] == '[')
+    f->section_line = f->line;
+  return str;
 }
 
 int
@@ -269,12 +302,17 @@ ini_file_parse (struct ini_file *f, const char *path, ini_file_handler h, void *
   f->path = path;
   f->fp = fopen (path, "r");
   if (f->fp == NULL) {
-    pm_error ("%s: cannot open", path);
+    pm_error ("%s: cannot open: %s", path, strerror (errno));
     return -1;
   }
   rc = ini_parse_stream (ini_file_reader, f, h, user);
   fclose (f->fp);
   f->fp = NULL;
+  if (f->long_line) {
+    pm_error ("%s:%d: line longer than %d characters, the INI reader's limit (split it or "
+              "shorten it)", path, f->line, f->long_line - 1);
+    return -1;
+  }
   if (rc > 0) {
     pm_error ("%s:%d: syntax error (expected [section] or key = value)", path, rc);
     return -1;
@@ -283,18 +321,102 @@ ini_file_parse (struct ini_file *f, const char *path, ini_file_handler h, void *
 }
 
 /* Files written aside and renamed into place: a failed write never leaves
- * half a file under the real name. */
+ * half a file under the real name.  The file aside (PATH.tmpPID) is
+ * removed if perfmod is interrupted (SIGINT, SIGTERM, SIGHUP); one left by
+ * a process killed outright is removed by the next write of PATH. */
+static char pending[4096];
+static volatile sig_atomic_t pending_set;
+
+static void
+on_signal (int sig)
+{
+  if (pending_set)
+    unlink (pending);
+  signal (sig, SIG_DFL);
+  raise (sig);
+}
+
+static void
+pending_begin (const char *tmp)
+{
+  static bool installed;
+  if (!installed) {
+    static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+      struct sigaction sa, old;
+      /* a signal ignored by the parent (nohup) stays ignored */
+      if (sigaction (sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+        continue;
+      memset (&sa, 0, sizeof sa);
+      sa.sa_handler = on_signal;
+      sigemptyset (&sa.sa_mask);
+      sigaction (sigs[i], &sa, NULL);
+    }
+    installed = true;
+  }
+  pending_set = 0;
+  if (strlen (tmp) < sizeof pending) {
+    strcpy (pending, tmp);
+    pending_set = 1;
+  }
+}
+
+static void
+pending_end (void)
+{
+  pending_set = 0;
+}
+
+/* Remove PATH.tmpPID files whose process is gone. */
+static void
+remove_stale (const char *path)
+{
+  char *copy = xstrdup (path), *slash = strrchr (copy, '/');
+  const char *dir = slash ? (slash == copy ? "/" : copy) : ".";
+  const char *base = slash ? slash + 1 : copy;
+  size_t blen = strlen (base);
+  DIR *d;
+  struct dirent *e;
+
+  if (slash)
+    *slash = '\0';
+  if ((d = opendir (dir)) == NULL) {
+    free (copy);
+    return;
+  }
+  while ((e = readdir (d)) != NULL) {
+    const char *t = e->d_name;
+    int64_t pid;
+    if (strncmp (t, base, blen) != 0 || strncmp (t + blen, ".tmp", 4) != 0 ||
+        !isdigit ((unsigned char) t[blen + 4]) || !parse_int64 (t + blen + 4, &pid) ||
+        pid <= 0 || pid > INT32_MAX || pid == (int64_t) getpid ())
+      continue;
+    if (kill ((pid_t) pid, 0) < 0 && errno == ESRCH) {
+      char *stale = xasprintf ("%s/%s", dir, t);
+      struct stat st;
+      if (lstat (stale, &st) == 0 && S_ISREG (st.st_mode) && unlink (stale) == 0)
+        pm_debug ("%s: removed, left by process %lld", stale, (long long) pid);
+      free (stale);
+    }
+  }
+  closedir (d);
+  free (copy);
+}
+
 FILE *
 atomic_open (const char *path, char **tmp)
 {
   FILE *fp;
+  remove_stale (path);
   *tmp = xasprintf ("%s.tmp%ld", path, (long) getpid ());
   fp = fopen (*tmp, "wb");
   if (fp == NULL) {
     pm_error ("%s: cannot write: %s", path, strerror (errno));
     free (*tmp);
     *tmp = NULL;
+    return NULL;
   }
+  pending_begin (*tmp);
   return fp;
 }
 
@@ -308,9 +430,118 @@ atomic_commit (FILE *fp, char *tmp, const char *path, bool ok)
   if (!ok || rename (tmp, path) != 0) {
     pm_error ("%s: cannot write: %s", path, strerror (errno));
     unlink (tmp);
+    pending_end ();
     free (tmp);
     return -1;
   }
+  pending_end ();
   free (tmp);
   return 0;
+}
+
+int
+atomic_reserve (const char *path)
+{
+  struct stat st;
+  char *tmp;
+  FILE *fp;
+  if (stat (path, &st) == 0 && S_ISDIR (st.st_mode)) {
+    pm_error ("%s: is a directory, not a file to write", path);
+    return -1;
+  }
+  if ((fp = atomic_open (path, &tmp)) == NULL)
+    return -1;
+  fclose (fp);
+  free (tmp);
+  return 0;
+}
+
+void
+atomic_release (const char *path)
+{
+  char *tmp = xasprintf ("%s.tmp%ld", path, (long) getpid ());
+  if (pending_set && strcmp (tmp, pending) == 0) {
+    unlink (tmp);
+    pending_end ();
+  }
+  free (tmp);
+}
+
+int
+input_file_check (const char *path, const char *what)
+{
+  struct stat st;
+  if (stat (path, &st) < 0) {
+    pm_error ("%s: cannot read %s: %s", path, what, strerror (errno));
+    return -1;
+  }
+  if (S_ISDIR (st.st_mode)) {
+    pm_error ("%s: is a directory, not %s", path, what);
+    return -1;
+  }
+  return 0;
+}
+
+/* FNV-1a: names hashed for the indexes below. */
+static size_t
+name_hash (const char *s)
+{
+  uint64_t h = 14695981039346656037ULL;
+  for (; *s; s++)
+    h = (h ^ (unsigned char) *s) * 1099511628211ULL;
+  return (size_t) h;
+}
+
+const struct name_slot *
+name_index_lookup (const struct name_index *x, const char *name)
+{
+  if (x->cap == 0)
+    return NULL;
+  for (size_t i = name_hash (name) & (x->cap - 1);; i = (i + 1) & (x->cap - 1)) {
+    if (x->v[i].name == NULL)
+      return NULL;
+    if (strcmp (x->v[i].name, name) == 0)
+      return &x->v[i];
+  }
+}
+
+static void
+slot_put (struct name_slot *v, size_t cap, const char *name, size_t pos)
+{
+  size_t i = name_hash (name) & (cap - 1);
+  while (v[i].name && strcmp (v[i].name, name) != 0)
+    i = (i + 1) & (cap - 1);
+  v[i].name = name;
+  v[i].pos = pos;
+}
+
+void
+name_index_put (struct name_index *x, const char *name, size_t pos)
+{
+  struct name_slot *e = (struct name_slot *) name_index_lookup (x, name);
+  if (e) {
+    e->name = name;
+    e->pos = pos;
+    return;
+  }
+  /* at most half full: probes stay short */
+  if (2 * (x->n + 1) > x->cap) {
+    size_t cap = x->cap ? 2 * x->cap : 64;
+    struct name_slot *v = xcalloc (cap, sizeof *v);
+    for (size_t i = 0; i < x->cap; i++)
+      if (x->v[i].name)
+        slot_put (v, cap, x->v[i].name, x->v[i].pos);
+    free (x->v);
+    x->v = v;
+    x->cap = cap;
+  }
+  slot_put (x->v, x->cap, name, pos);
+  x->n++;
+}
+
+void
+name_index_free (struct name_index *x)
+{
+  free (x->v);
+  memset (x, 0, sizeof *x);
 }

@@ -294,6 +294,12 @@ struct perfmod_host {
   /* Evaluate one row: x has the network's inputs, y receives its outputs. */
   void (*mlp_eval) (struct perfmod_mlp *m, const double *x, double *y);
   void (*mlp_free) (struct perfmod_mlp *m);
+
+  /* Since perfmod 0.7.  Like error, for a fault of a file the plugin reads
+   * (a parameter file of the wrong shape, say): perfmod then exits with
+   * status 2, bad input, rather than 1.  params_load and mlp_load report
+   * their own faults so. */
+  void (*input_error) (const char *fmt, ...);
 };
 
 /* The plugin.  Fill the fields you implement; leave the rest NULL. */

@@ -35,12 +35,20 @@ habitat_init (const struct perfmod_host *h, void **state)
 }
 
 static void
+habitat_unload (struct state *s)
+{
+  for (int i = 0; i < 2; i++)
+    if (s->net[i]) {
+      s->l.host->mlp_free (s->net[i]);
+      s->net[i] = NULL;
+    }
+}
+
+static void
 habitat_fini (void *state)
 {
   struct state *s = state;
-  for (int i = 0; i < 2; i++)
-    if (s->net[i])
-      s->l.host->mlp_free (s->net[i]);
+  habitat_unload (s);
   learned_fini (&s->l);
 }
 
@@ -50,16 +58,34 @@ habitat_config (void *state, const char *key, const char *value)
   return learned_config (&((struct state *) state)->l, key, value);
 }
 
+static int setup_file (struct state *s);
+
+/* The networks and tables, set up on first use; a file refused part way
+ * is unloaded and not read again. */
 static int
 setup (struct state *s)
+{
+  if (s->ready)
+    return 0;
+  if (s->l.failed) {
+    learned_bad (&s->l) ("no parameters (%s was refused)", s->l.path);
+    return -1;
+  }
+  if (setup_file (s) == 0)
+    return 0;
+  habitat_unload (s);
+  s->l.failed = 1;
+  return -1;
+}
+
+static int
+setup_file (struct state *s)
 {
   const struct perfmod_host *host = s->l.host;
   const char *v;
   size_t rows, cols;
   const double *t;
 
-  if (s->ready)
-    return 0;
   if (learned_params (&s->l) == NULL)
     return -1;
   for (int i = 0; i < 2; i++)
@@ -69,16 +95,17 @@ setup (struct state *s)
   s->scale = v ? strtod (v, NULL) : 0;
   t = host->params_tensor (s->l.params, "reference", &rows, &cols);
   if (!(s->scale > 0) || t == NULL || cols != R_COLS) {
-    host->error ("%s: no output_scale_s or no reference table (N x 5)", s->l.path);
+    learned_bad (&s->l) ("%s: no output_scale_s or no reference table (N x 5)", s->l.path);
     return -1;
   }
   s->refs = t;
   s->nrefs = rows;
   t = host->params_tensor (s->l.params, "reference_bw", &rows, &cols);
   v = host->params_get (s->l.params, "reference_gpus");
-  if (t == NULL || rows * cols != 2 || v == NULL ||
+  if (t == NULL || rows * cols != 2 || !(t[0] > 0 && t[1] > 0) || v == NULL ||
       sscanf (v, "%63[^,],%63s", s->ref_name[0], s->ref_name[1]) != 2) {
-    host->error ("%s: needs reference_gpus (two names) and reference_bw (1 x 2)", s->l.path);
+    learned_bad (&s->l) ("%s: needs reference_gpus (two names) and reference_bw (1 x 2, positive)",
+                         s->l.path);
     return -1;
   }
   s->ref_bw[0] = t[0];

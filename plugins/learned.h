@@ -19,6 +19,23 @@ struct learned {
 
 static const char *const learned_config_keys[] = { "params", NULL };
 
+typedef void (*learned_error_fn) (const char *fmt, ...);
+
+/* How to refuse the parameter file: host->input_error (perfmod exits 2,
+ * bad input), or host->error from a core without it.  Called as
+ * learned_bad (l) ("%s: ...", l->path). */
+static inline learned_error_fn
+learned_bad (const struct learned *l)
+{
+  const struct perfmod_host *h = l->host;
+  if (h->struct_size >= offsetof (struct perfmod_host, input_error) + sizeof h->input_error &&
+      h->input_error)
+    return h->input_error;
+  return h->error;
+}
+
+static inline struct perfmod_params *learned_params (struct learned *l);
+
 static inline int
 learned_init (struct learned *l, const struct perfmod_host *host, const char *name)
 {
@@ -42,7 +59,9 @@ learned_config (struct learned *l, const char *key, const char *value)
   l->host->free (l->path);
   l->path = l->host->alloc (strlen (value) + 1);
   strcpy (l->path, value);
-  return 0;
+  /* A file named on the command line is read now: a bad one is refused
+   * before anything is predicted, whatever the run would have needed. */
+  return learned_params (l) ? 0 : -1;
 }
 
 /* The dtypes a parameter file's model covers, from its header: the key
@@ -95,7 +114,7 @@ learned_dtype_mask (struct learned *l, const char *key, const char *list, unsign
       if (strlen (learned_dtype_names[d]) == n && strncmp (p, learned_dtype_names[d], n) == 0)
         break;
     if (d == PERFMOD_DTYPE_COUNT) {
-      l->host->error ("%s: %s: '%.*s' is no dtype (expected a comma list of fp32, tf32, "
+      learned_bad (l) ("%s: %s: '%.*s' is no dtype (expected a comma list of fp32, tf32, "
                       "fp16, bf16, fp8)", l->path, key, (int) n, p);
       return -1;
     }
@@ -124,8 +143,6 @@ learned_check_dtypes (struct learned *l)
   return 0;
 }
 
-static inline struct perfmod_params *learned_params (struct learned *l);
-
 /* The plugin's dtypes() for a class it models (others: every dtype, as
  * bytes over bandwidth has no dtype to be wrong about). */
 static inline unsigned
@@ -153,7 +170,7 @@ learned_params (struct learned *l)
   const char *who;
   if (l->params || l->failed) {
     if (l->failed)
-      l->host->error ("no parameters (loading %s failed)", l->path);
+      learned_bad (l) ("no parameters (loading %s failed)", l->path);
     return l->params;
   }
   if (l->path == NULL) {
@@ -171,8 +188,8 @@ learned_params (struct learned *l)
   }
   who = l->host->params_get (l->params, "predictor");
   if (who == NULL || strcmp (who, l->name) != 0) {
-    l->host->error ("%s holds parameters for '%s', not %s", l->path, who ? who : "(none)",
-                    l->name);
+    learned_bad (l) ("%s holds parameters for '%s', not %s", l->path, who ? who : "(none)",
+                     l->name);
     l->host->params_free (l->params);
     l->params = NULL;
     l->failed = 1;
@@ -198,7 +215,7 @@ learned_optional (struct learned *l, int *state)
     return 1;
   if (*state < 0) {
     if (l->failed)
-      l->host->error ("no per-dtype models (loading %s failed)", l->path);
+      learned_bad (l) ("no per-dtype models (loading %s failed)", l->path);
     return l->failed ? -1 : 0;
   }
   *state = -1;

@@ -58,7 +58,7 @@ tc_predict (const struct perfmod_host *host, const struct perfmod_kernel *k,
   struct perfmod_kernel own;
   struct phys_cost c;
   const double *fit, *ext;
-  size_t rows;
+  size_t rows, cols, erows = 0, ecols = 0;
   char key[96];
   int grp, g, rc;
   double scale;
@@ -72,11 +72,21 @@ tc_predict (const struct perfmod_host *host, const struct perfmod_kernel *k,
   if (rc < 0 || phys_cost_of (&own, gpu, &c) < 0)
     return -1;
   snprintf (key, sizeof key, "%s.%s.fit", lr_group_keys[grp], learned_dtype_names[own.dtype]);
-  if ((fit = host->params_tensor (TC.params, key, &rows, NULL)) == NULL)
+  if ((fit = host->params_tensor (TC.params, key, &rows, &cols)) == NULL)
     return 0;                   /* no fit of this dtype: NeuSight's, as its fp32 equivalent */
+  if (cols != 2) {
+    learned_bad (&TC) ("%s: tensor '%s' is %zux%zu, not one row of (coef, intercept) per GPU "
+                       "(N x 2)", TC.path, key, rows, cols);
+    return -1;
+  }
   snprintf (key, sizeof key, "%s.%s.extrapolate", lr_group_keys[grp],
             learned_dtype_names[own.dtype]);
-  ext = host->params_tensor (TC.params, key, NULL, NULL);
+  ext = host->params_tensor (TC.params, key, &erows, &ecols);
+  if (ext && erows * ecols != 2) {
+    learned_bad (&TC) ("%s: tensor '%s' is %zux%zu, not a line (1 x 2)", TC.path, key, erows,
+                       ecols);
+    return -1;
+  }
   snprintf (key, sizeof key, "%s.%s.gpus", lr_group_keys[grp], learned_dtype_names[own.dtype]);
   g = learned_list_index (&TC, key, gpu->name);
   if (g >= 0 && (size_t) g < rows)
@@ -100,7 +110,7 @@ linreg_predict (void *state, const struct perfmod_kernel *k, const struct perfmo
   struct learned *l = state;
   const struct perfmod_host *host = l->host;
   const double *fit, *ext;
-  size_t rows, cols;
+  size_t rows, cols, erows, ecols;
   double work, coef, intercept;
   char name[64];
   int g;
@@ -121,9 +131,16 @@ linreg_predict (void *state, const struct perfmod_kernel *k, const struct perfmo
   snprintf (name, sizeof name, "%s.fit", class_keys[k->kclass]);
   fit = host->params_tensor (l->params, name, &rows, &cols);
   snprintf (name, sizeof name, "%s.extrapolate", class_keys[k->kclass]);
-  ext = host->params_tensor (l->params, name, NULL, NULL);
-  if (fit == NULL || ext == NULL || cols != 2) {
-    host->error ("%s: no %s fit", l->path, class_keys[k->kclass]);
+  ext = host->params_tensor (l->params, name, &erows, &ecols);
+  if (fit == NULL || ext == NULL) {
+    learned_bad (l) ("%s: no %s fit", l->path, class_keys[k->kclass]);
+    return -1;
+  }
+  /* the shapes are the file's: check them before reading */
+  if (cols != 2 || erows * ecols != 2) {
+    learned_bad (l) ("%s: tensors '%s.fit' (%zux%zu) and '%s' (%zux%zu): expected N x 2 "
+                     "(coef, intercept per GPU) and 1 x 2 (a line)", l->path,
+                     class_keys[k->kclass], rows, cols, name, erows, ecols);
     return -1;
   }
   g = learned_list_index (l, "gpus", gpu->name);

@@ -62,16 +62,26 @@ tm_init (const struct perfmod_host *h, void **state)
   return learned_init (&S.l, h, TILEMLP_NAME);
 }
 
+/* The fp32 networks and tile keys set up so far. */
+static void
+tm_unload (struct state *s)
+{
+  for (int c = 0; c < NCLASS; c++) {
+    for (int e = 0; e < MAX_MEMBERS; e++)
+      if (s->net[c][e]) {
+        s->l.host->mlp_free (s->net[c][e]);
+        s->net[c][e] = NULL;
+      }
+    s->l.host->free (s->keys[c]);
+    s->keys[c] = NULL;
+  }
+}
+
 static void
 tm_fini (void *state)
 {
   struct state *s = state;
-  for (int c = 0; c < NCLASS; c++) {
-    for (int e = 0; e < MAX_MEMBERS; e++)
-      if (s->net[c][e])
-        s->l.host->mlp_free (s->net[c][e]);
-    s->l.host->free (s->keys[c]);
-  }
+  tm_unload (s);
   for (int g = 0; g < TC_NGROUPS; g++)
     for (int e = 0; e < MAX_MEMBERS; e++)
       if (s->tcnet[g][e])
@@ -106,28 +116,46 @@ tile_key (const struct state *s, double v)
   return s->features != TW_FEAT_NEUSIGHT ? log2 (v + 1) : v;
 }
 
+static int setup_file (struct state *s);
+
+/* The fp32 networks, set up on first use.  A file refused part way is
+ * unloaded and not read again: each later kernel says it was refused. */
 static int
 setup (struct state *s)
+{
+  if (s->ready)
+    return 0;
+  if (s->l.failed) {
+    learned_bad (&s->l) ("no parameters (%s was refused)", s->l.path);
+    return -1;
+  }
+  if (setup_file (s) == 0)
+    return 0;
+  tm_unload (s);
+  s->l.failed = 1;
+  return -1;
+}
+
+static int
+setup_file (struct state *s)
 {
   const struct perfmod_host *host = s->l.host;
   const char *v;
   char name[64];
-  if (s->ready)
-    return 0;
   if (learned_params (&s->l) == NULL)
     return -1;
   v = host->params_get (s->l.params, "features");
   if (v == NULL || (s->features = tw_features_of (v)) < 0) {
-    host->error ("%s: features: expected neusight, extended, extended-waves or portable, "
-                 "not '%s'", s->l.path, v ? v : "(missing)");
+    learned_bad (&s->l) ("%s: features: expected neusight, extended, extended-waves or "
+                         "portable, not '%s'", s->l.path, v ? v : "(missing)");
     return -1;
   }
   s->nfeat = tw_nfeat (s->features);
   v = host->params_get (s->l.params, "members");
   s->members = v ? atoi (v) : 0;
   if (s->members < 1 || s->members > MAX_MEMBERS) {
-    host->error ("%s: members: expected 1 to %d, not '%s'", s->l.path, MAX_MEMBERS,
-                 v ? v : "(missing)");
+    learned_bad (&s->l) ("%s: members: expected 1 to %d, not '%s'", s->l.path, MAX_MEMBERS,
+                         v ? v : "(missing)");
     return -1;
   }
   for (int c = 0; c < NCLASS; c++) {
@@ -146,7 +174,7 @@ setup (struct state *s)
     size_t rr, rc;
     s->range[c] = host->params_tensor (s->l.params, name, &rr, &rc);
     if (s->clamp && (s->range[c] == NULL || rr * rc != 2 * (size_t) s->nfeat)) {
-      host->error ("%s: no feature range %s for clamp=on", s->l.path, name);
+      learned_bad (&s->l) ("%s: no feature range %s for clamp=on", s->l.path, name);
       return -1;
     }
     if (c == C_SOFTMAX || c == C_LN)
@@ -154,7 +182,8 @@ setup (struct state *s)
     snprintf (name, sizeof name, "%s.tiles", class_keys[c]);
     s->tiles[c] = host->params_tensor (s->l.params, name, &s->ntiles[c], &s->tcols[c]);
     if (s->tiles[c] == NULL || s->tcols[c] != TW_TILE_KEY + (c <= C_LINEAR ? 2u : 1u)) {
-      host->error ("%s: no tile table %s", s->l.path, name);
+      learned_bad (&s->l) ("%s: no tile table %s (N x %u)", s->l.path, name,
+                           TW_TILE_KEY + (c <= C_LINEAR ? 2u : 1u));
       return -1;
     }
     s->keys[c] = host->alloc (s->ntiles[c] * TW_TILE_KEY * sizeof (double));
@@ -389,21 +418,21 @@ tc_setup (struct state *s)
   s->tc_state = -1;             /* until the checks below pass */
   part = host->params_get (s->tc.params, "part");
   if (part == NULL || strcmp (part, "tensor-core") != 0) {
-    host->error ("%s: not tensor-core parameters (part = %s)", s->tc.path, part ? part : "(none)");
+    learned_bad (&s->tc) ("%s: not tensor-core parameters (part = %s)", s->tc.path, part ? part : "(none)");
     s->tc.failed = 1;
     return -1;
   }
   v = host->params_get (s->tc.params, "features");
   if (v == NULL || (s->tc_features = tc_features_of (v)) < 0) {
-    host->error ("%s: features: expected tc-nochip or tc, not '%s'", s->tc.path,
-                 v ? v : "(missing)");
+    learned_bad (&s->tc) ("%s: features: expected tc-nochip or tc, not '%s'", s->tc.path,
+                          v ? v : "(missing)");
     s->tc.failed = 1;
     return -1;
   }
   v = host->params_get (s->tc.params, "members");
   int members = v ? atoi (v) : 0;
   if (members < 1 || members > MAX_MEMBERS) {
-    host->error ("%s: members: expected 1 to %d", s->tc.path, MAX_MEMBERS);
+    learned_bad (&s->tc) ("%s: members: expected 1 to %d", s->tc.path, MAX_MEMBERS);
     s->tc.failed = 1;
     return -1;
   }
@@ -423,8 +452,8 @@ tc_setup (struct state *s)
     snprintf (name, sizeof name, "%s.range", tc_group_keys[g]);
     s->tcrange[g] = host->params_tensor (s->tc.params, name, &rr, &rc2);
     if (s->tcrange[g] && rr * rc2 != 2 * (size_t) tc_group_nfeat[g]) {
-      host->error ("%s: %s has %zu values, not 2 x %d", s->tc.path, name, rr * rc2,
-                   tc_group_nfeat[g]);
+      learned_bad (&s->tc) ("%s: %s has %zu values, not 2 x %d", s->tc.path, name, rr * rc2,
+                            tc_group_nfeat[g]);
       s->tc.failed = 1;
       return -1;
     }

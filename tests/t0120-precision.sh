@@ -108,7 +108,7 @@ run_pm $T --gpu h100 --mode train --precision bf16 --predictor linreg --plugin-o
 ok $([ $rc -eq 0 ] && [ "$(notes)" -eq 1 ] && grep -q 'bf16 BMM, EW' "$TMP/err" && ! grep -q 'FC' "$TMP/err" &&
      echo 0 || echo 1) "dtypes.linear covers FC alone: the note names the other classes"
 sed '1a dtypes: fp32,bf17' "$top_srcdir/params/linreg.params" > "$TMP/lr-bad.params"
-expect_fail 1 "dtypes: 'bf17' is no dtype" "an unknown dtype name in the parameter file is refused, naming the key" -- \
+expect_fail 2 "lr-bad.params: dtypes: 'bf17' is no dtype" "an unknown dtype name in the parameter file is refused, naming the key" -- \
   $T --gpu h100 --mode train --predictor linreg --plugin-opt linreg:params="$TMP/lr-bad.params"
 
 # reproduce --table distributed (fp32): a file covering bf16 alone falls back there too, once.

@@ -52,7 +52,7 @@ bad_gpu () {  # bad_gpu PATTERN DESCRIPTION CONTENT
   rc=$?
   if [ $rc -eq 2 ] && grep -Eq -- "$1" "$TMP/err" && [ ! -s "$TMP/out" ]; then ok 0 "$2"; else ok 1 "$2"; diag "rc=$rc" "$(cat "$TMP/err")"; fi
 }
-bad_gpu '99-local.ini:3: sms: .12x. is not a non-negative integer' "bad number cites file:line" \
+bad_gpu '99-local.ini:3: sms: .12x. is not a positive integer' "bad number cites file:line" \
   '[x]\nsource = s\nsms = 12x\n'
 bad_gpu '99-local.ini:2: unknown key .frobs. in \[x\]' "unknown key cites file:line" '[x]\nfrobs = 1\n'
 bad_gpu '99-local.ini:1: syntax error' "syntax error cites file:line" '[x\nsms = 1\n'

@@ -151,7 +151,7 @@ bad_gpu () {  # bad_gpu PATTERN DESCRIPTION CONTENT
 }
 bad_gpu '99-local.ini:3: fp4_tflops: .-1. is not a non-negative number' "a negative fp4_tflops cites file:line" \
   '[mi300x]\nsource.fp4_tflops = s\nfp4_tflops = -1\n'
-bad_gpu '99-local.ini:2: tdp_w: .7x. is not a non-negative number' "a bad tdp_w cites file:line" \
+bad_gpu '99-local.ini:2: tdp_w: .7x. is not a positive number' "a bad tdp_w cites file:line" \
   '[mi300x]\ntdp_w = 7x\nsource.tdp_w = s\n'
 bad_gpu "99-local.ini:1: \\[x\\]: base_clock_mhz 2000 is above the boost clock" "a base clock above the boost clock is refused" \
   '[x]\nsource = s\nsms = 1\nfp32_gflops = 1\nmem_gb = 1\nmem_bw_gbps = 1\nclock_mhz = 1500\nbase_clock_mhz = 2000\n'

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0320-moderndata.sh: the modern measured-kernel tables: gzip CSV readers, one row per shape (the median), the seeded split, eval's groups, the physical roofline per dtype, bad input with file:line, and tile-mlp's tensor-core networks.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 40
+plan 41
 
 D="$TMP/md"
 G="$D/aiconfigurator/h100_sxm"
@@ -161,8 +161,12 @@ run_pm eval --data "$TMP/tc" --predictor tile-mlp --plugin-opt tile-mlp:tc_param
 ok $(awk -F, -v p="$bf16" -v q="$fp8" 'NR > 1 && $1 == "tile-mlp" && $4 == "gemm" { n++
        pk = ($7 == "fp8") ? q : p; if ($18 < 2 * $9 * $10 * $11 / (pk * 1e12) * 1e3 * (1 - 1e-6)) bad++ }
      END { print (n == 240 && !bad) ? 0 : 1 }' "$TMP/out") "no tensor-core GEMM predicted faster than its dtype's peak"
-expect_fail 1 "none.params" \
+expect_fail 1 "attention kernels need the tensor-core parameters" \
   "without tensor-core parameters, tile-mlp refuses an attention kernel" -- \
+  kernel --op attention --batch 1 --seq 64 --heads 4 --head-dim 64 --predictor tile-mlp \
+  --plugin-opt tile-mlp:tc_params=none
+expect_fail 2 "none.params: cannot read a parameter file: No such file" \
+  "a tensor-core file that is not there is bad input, naming it" -- \
   kernel --op attention --batch 1 --seq 64 --heads 4 --head-dim 64 --predictor tile-mlp \
   --plugin-opt tile-mlp:tc_params="$TMP/none.params"
 run_pm train --predictor habitat --data "$TMP/tc" --out "$TMP/x.params"
@@ -177,7 +181,7 @@ run_pm eval --data "$TMP/tc" --table gemm --predictor linreg --plugin-opt linreg
 ok $(awk -F, 'NR > 1 && $1 == "linreg" { n++; e = $19 < 0 ? -$19 : $19; if (e > 0.05) bad++ }
      END { print (n == 240 && !bad) ? 0 : 1 }' "$TMP/out") "linreg's per-dtype line reproduces linear latencies (within the fixture's rounding, 0.05 %)"
 printf 'perfmod-params 1\npredictor tile-mlp\n' >"$TMP/wrong.params"
-expect_fail 1 "wrong.params" "a tensor-core file that is not one is refused, naming it" -- \
+expect_fail 2 "wrong.params:2: expected 'key: value'" "a tensor-core file that is not one is refused, naming it" -- \
   kernel --op attention --batch 1 --seq 64 --heads 4 --head-dim 64 --predictor tile-mlp \
   --plugin-opt tile-mlp:tc_params="$TMP/wrong.params"
 finish

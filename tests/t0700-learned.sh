@@ -361,7 +361,7 @@ expect_fail 2 "--features 'wavelets': expected neusight, extended, extended-wave
 expect_fail 2 "--features: only tile-mlp chooses its input set" "--features for another predictor" -- \
   train --predictor linreg --data "$TMP/train" --out "$TMP/x.params" --features portable
 sed 's/^features: extended-waves$/features: wavelets/' "$TMP/tm1.params" >"$TMP/bad.params"
-expect_fail 1 "bad.params: features: expected neusight, extended, extended-waves or portable, not 'wavelets'" \
+expect_fail 2 "bad.params: features: expected neusight, extended, extended-waves or portable, not 'wavelets'" \
   "tile-mlp refuses a parameter file with unknown inputs" -- \
   --predictor tile-mlp --dtype fp32 --plugin-opt "tile-mlp:params=$TMP/bad.params"
 expect_fail 1 "habitat needs --reference FILE" "habitat without reference kernels" -- \
@@ -376,9 +376,9 @@ expect_fail 2 "one/elem.csv:2: Latency 'fast'" "eval on a bad row names file:lin
 expect_fail 2 "--plugin-opt 'linreg': expected NAME:KEY=VALUE" "--plugin-opt syntax" -- --plugin-opt linreg
 expect_fail 2 "linreg accepts no key 'color'" "--plugin-opt with an unknown key" -- --plugin-opt linreg:color=red
 printf 'perfmod-params 2\npredictor: linreg\ndata\n' >"$TMP/v2.params"
-expect_fail 1 "v2.params:1: parameter file version 2; this perfmod reads version 1" \
+expect_fail 2 "v2.params:1: parameter file version 2; this perfmod reads version 1" \
   "a parameter file of another version is refused, naming it" -- \
   --predictor linreg --plugin-opt "linreg:params=$TMP/v2.params"
-expect_fail 1 "holds parameters for 'linreg', not habitat" "a parameter file of another predictor is refused" -- \
+expect_fail 2 "holds parameters for 'linreg', not habitat" "a parameter file of another predictor is refused" -- \
   --predictor habitat --plugin-opt "habitat:params=$TMP/linreg.params"
 finish
