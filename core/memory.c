@@ -19,7 +19,7 @@
  * tp ranks splits the GEMM-side terms (the paper's 24/t and 5as/ht); the
  * norm, dropout and residual terms (its 10) only with sequence parallelism. */
 static double
-layer_activations (const struct model_cfg *m, double b, double s, double eb,
+layer_activations (const struct model_cfg *m, double b, double s, double eb, double gin,
                    enum pm_recompute rc, double tp, bool sp, bool flash)
 {
   double h = (double) m->hidden, a = (double) m->heads, f = (double) m->ffn;
@@ -31,12 +31,12 @@ layer_activations (const struct model_cfg *m, double b, double s, double eb,
     k = (double) m->top_k;   /* each token's activations in k experts */
   if (rc == RECOMPUTE_FULL)
     return sbh * eb / (sp ? tp : 1);         /* the layer's input only */
-  /* the attention and MLP inputs (norm outputs), the two dropout masks,
-   * the two norms' inputs */
-  replicated = sbh * (2 * eb + (attn_dropout ? 1 : 0) + (gated ? 0 : 1)) + 2 * sbh * eb;
-  /* q, k, v, the projection input; fc1 and activation outputs (gated:
-   * gate, up, act) */
-  split = sbh * eb * (2 + 2 * r) + k * s * b * f * eb * (gated ? 3 : 2);
+  /* the attention and MLP inputs (norm outputs, kept as GEMM inputs:
+   * gin bytes), the two dropout masks, the two norms' inputs */
+  replicated = sbh * (2 * gin + (attn_dropout ? 1 : 0) + (gated ? 0 : 1)) + 2 * sbh * eb;
+  /* q, k, v, the projection's input; fc1's output (gated: gate and up)
+   * and the activation's output, fc2's input */
+  split = sbh * (eb * (1 + 2 * r) + gin) + k * s * b * f * (eb * (gated ? 2 : 1) + gin);
   /* softmax output, and with dropout its mask and output; fused
    * attention keeps only the softmax's fp32 log-sum-exp per query row (it
    * recomputes the scores in its backward and regenerates the dropout
@@ -75,7 +75,12 @@ memory_estimate (const struct model_cfg *m, const struct memory_options *o,
     out->gradients = p * pr->grad_bytes / (sh ? sh->gradients : 1)
                    + (sh ? p * pr->grad_bytes * sh->gradient_buffers : 0);
     out->optimizer = p * (pr->master_bytes + pr->moment_bytes) / (sh ? sh->optimizer : 1);
-    out->activations = copies * layer_activations (m, b, s, eb, o->recompute, tp, sp, o->flash);
+    /* Transformer Engine keeps an fp8 GEMM's input for its weight
+     * gradient as the fp8 copy it cast (assumed: one byte, its transpose
+     * alone, as Hopper's fp8 GEMMs take it) */
+    double gin = pr->gemm == PERFMOD_DTYPE_FP8 ? 1 : eb;
+    out->activations = copies * layer_activations (m, b, s, eb, gin, o->recompute, tp, sp,
+                                                   o->flash);
     /* logits and their gradient in fp32 for the loss (the last stage),
      * the embedding's output (the first), counted in 2 bytes whatever
      * the precision (an fp32 run holds 4: kept, as the distributed

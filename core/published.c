@@ -14,6 +14,8 @@
 struct pub_run {
   char *id, *model, *gpu, *precision, *recompute, *metric, *flops, *source;
   int64_t gpus, tp, pp, dp, cp, ep, vp, mbs, batch, seq, sp;
+  int zero;                   /* -1: Megatron's distributed optimizer where dp > 1 */
+  bool unfused;               /* attention: the scores materialised */
   double value, memory_gib;   /* memory_gib: NAN when not published */
   long line;
 };
@@ -63,7 +65,7 @@ runs_load (const char *path, struct pub_run **out, size_t *nout)
   static const char *const str_cols[] = { "id", "model", "gpu", "precision", "recompute",
                                           "metric", "value", "source" };
   struct csv_reader r;
-  int col_s[8], col_i[11], col_flops = -1, col_mem = -1, rc;
+  int col_s[8], col_i[11], col_flops = -1, col_mem = -1, col_zero = -1, col_att = -1, rc;
   struct pub_run *v = NULL;
   size_t n = 0;
   bool header = false;
@@ -91,6 +93,8 @@ runs_load (const char *path, struct pub_run **out, size_t *nout)
         }
       col_flops = csv_column (f, r.nfields, "flops");
       col_mem = csv_column (f, r.nfields, "memory_gib");
+      col_zero = csv_column (f, r.nfields, "zero");
+      col_att = csv_column (f, r.nfields, "attention");
       if (!ok)
         goto fail;
       header = true;
@@ -120,6 +124,24 @@ runs_load (const char *path, struct pub_run **out, size_t *nout)
       pm_error ("%s:%ld: memory_gib '%s': expected a positive number or nothing", path, r.line,
                 f[col_mem]);
       goto fail;
+    }
+    x.zero = -1;
+    if (col_zero >= 0 && (size_t) col_zero < r.nfields && f[col_zero][0]) {
+      int64_t z;
+      if (!parse_int64 (f[col_zero], &z) || z < 0 || z > 3) {
+        pm_error ("%s:%ld: zero '%s': expected a ZeRO stage 0 to 3 or nothing", path, r.line,
+                  f[col_zero]);
+        goto fail;
+      }
+      x.zero = (int) z;
+    }
+    if (col_att >= 0 && (size_t) col_att < r.nfields && f[col_att][0]) {
+      if (strcmp (f[col_att], "flash") && strcmp (f[col_att], "unfused")) {
+        pm_error ("%s:%ld: attention '%s': expected flash, unfused or nothing", path, r.line,
+                  f[col_att]);
+        goto fail;
+      }
+      x.unfused = strcmp (f[col_att], "unfused") == 0;
     }
     if (word_index (f[col_s[5]], metrics, 5) < 0) {
       pm_error ("%s:%ld: metric '%s': expected step_s, tokens_per_s_per_gpu, tokens_per_s, "
@@ -246,8 +268,9 @@ run_setup (const struct pub_run *x, const struct model_cfg *m, const struct gpu_
   s->sp = x->sp != 0;
   s->schedule = x->vp > 1 ? SCHED_INTERLEAVED : SCHED_1F1B;
   s->recompute = (enum pm_recompute) word_index (x->recompute, recompute_modes, 3);
-  /* Megatron-Core's distributed optimizer, as its and NeMo's recipes run */
-  s->zero = x->dp > 1 ? 1 : 0;
+  /* Megatron-Core's distributed optimizer, as its and NeMo's recipes run,
+   * unless the run says */
+  s->zero = x->zero >= 0 ? x->zero : x->dp > 1 ? 1 : 0;
   s->kernels = dtype_mixed (pr->gemm) && (fam == FAM_GPT2 || fam == FAM_LLAMA ||
                                           fam == FAM_MIXTRAL) ? KERNELS_TE : KERNELS_EAGER;
   s->kernels_set = true;
@@ -255,7 +278,8 @@ run_setup (const struct pub_run *x, const struct model_cfg *m, const struct gpu_
   d->s = s;
   d->prec = pr;
   d->train = true;
-  d->flash = dtype_mixed (pr->other) && default_dtype (&ge->gpu) == PERFMOD_DTYPE_BF16;
+  d->flash = !x->unfused && dtype_mixed (pr->other) &&
+             default_dtype (&ge->gpu) == PERFMOD_DTYPE_BF16;
   d->batch = x->batch;
   d->seq = x->seq;
   d->gpus_per_node = ge->gpu.gpus_per_node;

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0120-precision.sh: --dtype and --precision: each kernel's dtype, the defaults per GPU, refusals, a predictor's dtype fallback said once and marked, and the memory terms.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 39
+plan 40
 
 tiny="$TMP/tiny.json"
 # GPT-2, L=4, d=8, 4 heads, f=32, v=16
@@ -143,17 +143,22 @@ for p in bf16 fp8; do
        near "$(mem gradients)" "$(x 4*p/1e9)" &&
        near "$(mem optimizer)" "$(x 12*p/1e9)" && echo 0 || echo 1) \
     "$p training: 2 (bf16 weights) + 4 + 12 (fp32 master and moments) bytes per parameter"
+  eval "a_$p=\$(mem activations)"
 done
 # activations, Korthikanti et al. with e-byte elements and 1-byte masks: per layer
 # sbh (16 e + 2) + a s^2 b (2 e + 1) unfused (fp32), sbh (16 e + 2) + 4 a s b with fused
 # attention (bf16: only the fp32 log-sum-exp per query row); the fp32 logits and their
 # gradient, 8 b s V; the embedding's output, 2 s b h.  GPT-2 Large: L = 36, h = 1280,
 # a = 20, V = 50257.
-act () { awk -v e="$1" -v flash="$2" 'BEGIN { s = 1024; b = 1; h = 1280; a = 20; L = 36; V = 50257;
+act () { awk -v e="$1" -v flash="$2" -v fp8="${fp8:-0}" 'BEGIN { s = 1024; b = 1; h = 1280; a = 20; L = 36; V = 50257;
          att = flash ? 4*a*s*b : a*s*s*b * (2*e + 1);
-         printf "%.17g", (L * (s*b*h * (16*e + 2) + att) + 8*b*s*V + 2*s*b*h) / 1e9 }'; }
-ok $(near "$a32" "$(act 4 0)" && near "$(mem activations)" "$(act 2 1)" && echo 0 || echo 1) \
-  "activations: 4-byte elements and the scores in fp32, 2-byte ones and fused attention in fp8 (bf16), by hand"
+         printf "%.17g", (L * (s*b*h * (16*e + 2 - 7*fp8) + att) + 8*b*s*V + 2*s*b*h) / 1e9 }'; }
+ok $(near "$a32" "$(act 4 0)" && near "$a_bf16" "$(act 2 1)" && echo 0 || echo 1) \
+  "activations: 4-byte elements and the scores in fp32, 2-byte ones and fused attention in bf16, by hand"
+# fp8: Transformer Engine keeps the four GEMMs' inputs (the two norm outputs, the projection's
+# input, fc2's 4h-wide input) as 1-byte copies: 7 of the 34 sbh
+ok $(near "$a_fp8" "$(fp8=1 act 2 1)" && echo 0 || echo 1) \
+  "activations in fp8: the GEMMs' saved inputs in one byte (27 sbh per layer), by hand"
 run_pm $M --mode train --precision bf16 --attention unfused
 ok $([ $rc -eq 0 ] && near "$(mem activations)" "$(act 2 0)" && echo 0 || echo 1) \
   "activations: --attention unfused keeps the scores (a s^2 b (2 e + 1) per layer)"
