@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0820-training.sh: training steps as Megatron-Core runs them: fused against unfused attention, Transformer Engine's layer, recomputation's time per mode, Megatron's memory terms against its published figures, and the published runs' file.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 35
+plan 38
 
 near () { awk -v a="$1" -v b="$2" -v t="${3:-1e-9}" 'BEGIN { d = a / b - 1; exit !(b > 0 && d < t && d > -t) }'; }
 
@@ -133,6 +133,20 @@ expect_fail 2 "runs.csv:3: value '-1': expected a positive number" "a negative v
 printf '%s\n%s\n%s\n' "$H" "$good" "$good" > "$TMP/runs.csv"
 expect_fail 2 "runs.csv:3: id 'r1' again \\(first at line 2\\)" "a repeated id: both lines" -- \
   reproduce --table published --published "$TMP/runs.csv"
+printf '%s,zero,attention\n%s,7,\n' "$H" "$good" > "$TMP/runs.csv"
+expect_fail 2 "runs.csv:2: zero '7': expected a ZeRO stage 0 to 3" "a bad ZeRO stage: file:line" -- \
+  reproduce --table published --published "$TMP/runs.csv"
+printf '%s,zero,attention\n%s,,fast\n' "$H" "$good" > "$TMP/runs.csv"
+expect_fail 2 "runs.csv:2: attention 'fast': expected flash, unfused or nothing" \
+  "a bad attention: file:line" -- reproduce --table published --published "$TMP/runs.csv"
+# memory (GiB) of the one run with the row's zero and attention
+rowmem () {
+  printf '%s,zero,attention\n%s,%s,%s\n' "$H" "$good" "$1" "$2" > "$TMP/runs.csv"
+  run_pm reproduce --table published --published "$TMP/runs.csv" --format csv --predictor roofline
+  awk -F, '$1 == "r1" { print $19 }' "$TMP/out"; }
+m0=$(rowmem '' '') m3=$(rowmem 3 '') mu=$(rowmem '' unfused)
+ok $(awk -v a="$m3" -v b="$m0" -v u="$mu" 'BEGIN { exit !(a > 0 && a < b && u > b) }'; echo $?) \
+  "a row's zero=3 shards the weights too ($m3 < $m0 GiB); attention=unfused keeps the scores ($mu GiB)"
 printf 'id,model\nr1,gpt3-2.7b\n' > "$TMP/runs.csv"
 expect_fail 2 "runs.csv:1: missing column 'gpu'" "a missing column: file:line" -- \
   reproduce --table published --published "$TMP/runs.csv"
