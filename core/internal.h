@@ -61,6 +61,8 @@ void name_index_free (struct name_index *x);
 char *xvasprintf (const char *fmt, va_list ap) __attribute__ ((format (printf, 1, 0)));
 bool parse_int64 (const char *s, int64_t *out);
 bool parse_double (const char *s, double *out);
+/* Index of w among the n words of v, or -1. */
+int word_index (const char *w, const char *const *v, size_t n);
 char *trim (char *s);
 /* Names compared ignoring case and treating ' ', '_' and '-' alike. */
 bool name_eq (const char *a, const char *b);

@@ -32,15 +32,6 @@ static const char *const metrics[] = { "step_s", "tokens_per_s_per_gpu", "tokens
 static const char *const flops_rules[] = { "megatron-recompute", "megatron", "6n", "6n-attn",
                                            "6n-active" };
 
-static int
-word_index (const char *w, const char *const *v, size_t n)
-{
-  for (size_t i = 0; i < n; i++)
-    if (strcmp (w, v[i]) == 0)
-      return (int) i;
-  return -1;
-}
-
 static void
 run_free (struct pub_run *r)
 {

@@ -23,15 +23,6 @@ strategy_init (struct strategy *s)
   s->recompute = RECOMPUTE_NONE;
 }
 
-static int
-enum_index (const char *v, const char *const *names, size_t n)
-{
-  for (size_t i = 0; i < n; i++)
-    if (strcmp (v, names[i]) == 0)
-      return (int) i;
-  return -1;
-}
-
 /* One key=value pair; seen is a bit set of keys already given. */
 static int
 set_key (struct strategy *s, const char *key, const char *val, const char *where,
@@ -39,7 +30,7 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
 {
   static const char *const keys[] = { "tp", "pp", "dp", "ep", "mbs", "vp", "zero",
                                       "schedule", "recompute", "sp", "kernels", "split" };
-  int idx = enum_index (key, keys, sizeof keys / sizeof keys[0]);
+  int idx = word_index (key, keys, sizeof keys / sizeof keys[0]);
   int64_t v;
 
   if (idx < 0) {
@@ -64,7 +55,7 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
       { kernels_names, 3, "eager, megatron or te" },
     };
     int which = idx == 7 ? 0 : idx == 8 ? 1 : 2;
-    int e = enum_index (val, enums[which].names, enums[which].n);
+    int e = word_index (val, enums[which].names, enums[which].n);
     if (e < 0) {
       pm_error ("%s: %s=%s: expected %s", where, key, val, enums[which].expected);
       return -1;

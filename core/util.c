@@ -545,3 +545,12 @@ name_index_free (struct name_index *x)
   free (x->v);
   memset (x, 0, sizeof *x);
 }
+
+int
+word_index (const char *w, const char *const *v, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    if (strcmp (w, v[i]) == 0)
+      return (int) i;
+  return -1;
+}
