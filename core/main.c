@@ -704,6 +704,14 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
                              (json_int_t) r[p].unique_kernels);
       json_object_set_new (e, "memory", json_memory (&r[p].mem));
       json_object_set_new (e, "dtype_fallback", json_boolean (plugin_fell_back (pls[p])));
+      /* recomputed forwards (inside pipeline_ms), and per stage one micro-batch */
+      json_object_set_new (e, "recompute_ms", json_real (r[p].recompute_ms));
+      json_t *stages = json_array ();
+      for (int k = 0; k < s->pp; k++)
+        json_array_append_new (stages, json_pack ("{s:f, s:f, s:f}", "fw_ms", r[p].stage_fw_ms[k],
+                                                  "bw_ms", r[p].stage_bw_ms[k], "recompute_ms",
+                                                  r[p].stage_recompute_ms[k]));
+      json_object_set_new (e, "stages", stages);
       json_array_append_new (arr, e);
     }
     json_object_set_new (root, "predictions", arr);

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0820-training.sh: training steps as Megatron-Core runs them: fused against unfused attention, Transformer Engine's layer, recomputation's time per mode, Megatron's memory terms against its published figures, and the published runs' file.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 38
+plan 39
 
 near () { awk -v a="$1" -v b="$2" -v t="${3:-1e-9}" 'BEGIN { d = a / b - 1; exit !(b > 0 && d < t && d > -t) }'; }
 
@@ -84,6 +84,12 @@ ok $(awk -v a="$step_none" -v b="$step_selective" -v c="$step_full" 'BEGIN { exi
 run_pm $S --strategy pp=2,mbs=1,recompute=full --batch 4
 ok $([ $rc -eq 0 ] && [ "$(awk '$1 == "roofline" && $2 ~ /^[01]$/ && $5 > 0' "$TMP/out" | wc -l)" -eq 2 ] &&
      echo 0 || echo 1) "--explain shows the recomputed time of each pipeline stage"
+
+run_pm --model llama3-8b --gpu h100 --mode train --batch 4 --seq 4096 --strategy pp=2,recompute=selective \
+  --format json
+ok $([ $rc -eq 0 ] && jq -e '.predictions[0] | (.stages | length) == 2 and .recompute_ms > 0 and
+     ((.stages[0].recompute_ms * 4 / .recompute_ms) - 1 | fabs) < 1e-9' "$TMP/out" >/dev/null &&
+     echo 0 || echo 1) "JSON: recompute_ms per step (rank 0, 4 micro-batches) and per stage"
 
 # --- memory as Megatron allocates it (tests/published-memory.csv) ---
 P=2651553280        # GPT-3 2.7B's parameters
