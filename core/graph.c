@@ -1,6 +1,7 @@
 /* graph.c: the per-device op graph: nodes, their kernels per phase, and the repeated layer span. */
 #include <config.h>
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,17 +11,23 @@
  * traced graph or a kernel table may hold 10^5 distinct names, so they
  * are found by hash. */
 static struct name_index pool;
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;   /* search's threads build graphs */
 
 const char *
 intern (const char *s)
 {
-  const struct name_slot *e = name_index_lookup (&pool, s);
-  char *copy;
-  if (e)
-    return e->name;
-  copy = xstrdup (s);
-  name_index_put (&pool, copy, 0);
-  return copy;
+  const struct name_slot *e;
+  const char *name;
+  pthread_mutex_lock (&pool_lock);
+  if ((e = name_index_lookup (&pool, s)) != NULL)
+    name = e->name;
+  else {
+    char *copy = xstrdup (s);
+    name_index_put (&pool, copy, 0);
+    name = copy;
+  }
+  pthread_mutex_unlock (&pool_lock);
+  return name;
 }
 
 struct node *

@@ -24,6 +24,8 @@ void pm_error (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
  * instead of printing; buf NULL prints again. */
 void pm_error_capture (char *buf, size_t len);
 extern int pm_verbose;
+/* The GPU of a run that names none. */
+#define DEFAULT_GPU "h100"
 void pm_debug (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
 void *xmalloc (size_t n);
 void *xcalloc (size_t n, size_t size);
@@ -410,9 +412,9 @@ int plugin_configure (struct plugin_set *set, const char *opt);
 void plugins_unload (struct plugin_set *set);
 const char *plugin_kind_name (int kind);
 /* Name of the plugin whose callback runs now (for host messages). */
-extern const char *pm_current_plugin;
+extern _Thread_local const char *pm_current_plugin;
 /* Last error a plugin reported through the host. */
-extern char pm_plugin_errmsg[512];
+extern _Thread_local char pm_plugin_errmsg[512];
 /* A run's exit status once its plugins are done: 2 (bad input) if a
  * plugin refused an input file, such as a parameter file, else rc. */
 int plugins_exit_status (int rc);
@@ -509,7 +511,14 @@ struct dist_options {
   int64_t batch, seq;    /* global batch (sequences) and tokens per sequence */
   int64_t gen;
   int gpus_per_node;
+  struct dist_cache *cache; /* chunk predictions shared across strategies, or NULL */
 };
+/* Chunk predictions remembered across strategies of one model, GPU and
+ * precision (perfmod search); one per thread. */
+struct dist_cache;
+struct dist_cache *dist_cache_new (void);
+void dist_cache_free (struct dist_cache *c);
+void dist_cache_stats (const struct dist_cache *c, size_t *hits, size_t *misses);
 struct dist_plan {       /* the plugins' plans composed */
   struct perfmod_plan plan;
   struct comm_site comms[4 * PERFMOD_MAX_COMMS];
@@ -615,6 +624,8 @@ const char *paper_method_name (const char *predictor);
 
 /* ---- kernelcmd.c: perfmod kernel (argv from the word "kernel" on) ---- */
 int kernel_main (int argc, char **argv);
+/* ---- search.c: perfmod search (argv from the word "search" on) ---- */
+int search_main (int argc, char **argv);
 
 /* ---- eval.c ---- */
 struct tile_rules;

@@ -12,7 +12,7 @@
 #include "internal.h"
 
 #define DEFAULT_MODEL "gpt2-large"
-#define DEFAULT_GPU "h100"
+
 #define DEFAULT_BATCH 4
 #define DEFAULT_SEQ 1024
 /* NeuSight's training GPUs: the in-distribution split. */
@@ -54,6 +54,8 @@ usage (FILE *fp)
          "               [--in-dist GPU,...] [--neusight DIR] [--per-op]\n"
          "               [--dtype D] [--gpu G] [--split all|holdout|train]\n"
          "       perfmod kernel --op OP --gpu NAME [--dtype D] ...: one kernel (kernel --help)\n"
+         "       perfmod search --model M --gpus N --global-batch B ...: the best ways to train\n"
+         "               M on N GPUs (search --help)\n"
          "       perfmod train --predictor NAME --data DIR --out FILE [--seed S]\n"
          "               [--epochs N] [--members N] [--in-dist GPU,...] [--reference FILE]\n"
          "               [--keep-throttled] [--keep-floor] [--features SET]\n"
@@ -1301,6 +1303,8 @@ main (int argc, char **argv)
   /* perfmod kernel has options of its own (kernelcmd.c). */
   if (argc > 1 && strcmp (argv[1], "kernel") == 0)
     return kernel_main (argc - 1, argv + 1);
+  if (argc > 1 && strcmp (argv[1], "search") == 0)
+    return search_main (argc - 1, argv + 1);
   memset (&c, 0, sizeof c);
   c.format = "table";
   c.command = command_line (argc, argv);   /* before getopt permutes argv */

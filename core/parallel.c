@@ -2,6 +2,8 @@
 #include <config.h>
 
 #include <math.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -232,11 +234,244 @@ chunk_build (struct graph *gr, const struct model_cfg *m, const struct dist_opti
   return graph_build (gr, m, &bo);
 }
 
+/* ---- chunk predictions remembered across strategies (perfmod search) ----
+ * A chunk's times depend only on what its graph is built and costed from:
+ * the predictor, GPU and precision, the kernels, the micro-batch, the
+ * chunk's layers and ends, the plan's divisors and collectives and the
+ * groups those run over.  The key holds exactly that, zero-padded. */
+struct chunk_key {
+  const void *pred, *gpu, *prec;
+  int kernels, recompute, flash, fusion, train, embed, head, gpus_per_node;
+  int64_t mbs, seq, layers;
+  int heads, ffn, vocab, tokens, experts;
+  double expert_load;
+  int size[NDIMS];
+  int64_t stride[NDIMS];
+  size_t ncomms;
+  struct comm_site comms[4 * PERFMOD_MAX_COMMS];
+};
+struct cache_slot {
+  bool used;
+  struct chunk_key key;
+  struct chunk_times times;
+  size_t kernels, unique_kernels;
+};
+/* Pipeline schedules simulated, by their inputs: strategies that differ
+ * only in what happens after the pipeline (ZeRO stage, say) share one. */
+struct pipe_slot {
+  uint64_t hash;
+  double *key;           /* stages, vp, microbatches, schedule, backward, p2p, fw[], bw[] */
+  size_t len;
+  struct pipe_result result;
+};
+struct dist_cache {
+  struct cache_slot *slots;
+  size_t cap, n;
+  size_t hits, misses;
+  struct pipe_slot *pipes;
+  size_t pcap, pn;
+};
+
+struct dist_cache *
+dist_cache_new (void)
+{
+  return xcalloc (1, sizeof (struct dist_cache));
+}
+
+void
+dist_cache_free (struct dist_cache *c)
+{
+  if (c) {
+    for (size_t i = 0; i < c->pcap; i++)
+      free (c->pipes[i].key);
+    free (c->pipes);
+    free (c->slots);
+    free (c);
+  }
+}
+
+/* pipeline_simulate, remembered in c (NULL: not). */
+static int
+pipeline_cached (struct dist_cache *c, const struct pipe_input *in, struct pipe_result *out)
+{
+  size_t chunks = (size_t) in->stages * (size_t) (in->vp > 1 ? in->vp : 1);
+  size_t len = 6 + 2 * chunks, i;
+  double *key;
+  uint64_t h = 1469598103934665603ULL;
+  if (c == NULL)
+    return pipeline_simulate (in, out);
+  key = xcalloc (len, sizeof *key);
+  key[0] = in->stages;
+  key[1] = in->vp;
+  key[2] = in->microbatches;
+  key[3] = in->schedule;
+  key[4] = in->backward;
+  key[5] = in->p2p_ms;
+  memcpy (key + 6, in->fw_ms, chunks * sizeof *key);
+  memcpy (key + 6 + chunks, in->bw_ms, chunks * sizeof *key);
+  for (size_t j = 0; j < len * sizeof *key; j++)
+    h = (h ^ ((const unsigned char *) key)[j]) * 1099511628211ULL;
+  if (c->pn * 2 >= c->pcap) {
+    struct pipe_slot *old = c->pipes;
+    size_t ocap = c->pcap;
+    c->pcap = c->pcap ? 2 * c->pcap : 64;
+    c->pipes = xcalloc (c->pcap, sizeof *c->pipes);
+    for (size_t j = 0; j < ocap; j++)
+      if (old[j].key) {
+        for (i = old[j].hash & (c->pcap - 1); c->pipes[i].key; i = (i + 1) & (c->pcap - 1))
+          ;
+        c->pipes[i] = old[j];
+      }
+    free (old);
+  }
+  for (i = h & (c->pcap - 1); c->pipes[i].key; i = (i + 1) & (c->pcap - 1))
+    if (c->pipes[i].hash == h && c->pipes[i].len == len &&
+        memcmp (c->pipes[i].key, key, len * sizeof *key) == 0) {
+      *out = c->pipes[i].result;
+      free (key);
+      return 0;
+    }
+  if (pipeline_simulate (in, out) < 0) {
+    free (key);
+    return -1;
+  }
+  c->pipes[i].hash = h;
+  c->pipes[i].key = key;
+  c->pipes[i].len = len;
+  c->pipes[i].result = *out;
+  c->pn++;
+  return 0;
+}
+
+void
+dist_cache_stats (const struct dist_cache *c, size_t *hits, size_t *misses)
+{
+  *hits = c ? c->hits : 0;
+  *misses = c ? c->misses : 0;
+}
+
+static void
+chunk_key_of (struct chunk_key *k, const struct plugin *pred, const struct perfmod_gpu *gpu,
+              const struct dist_options *o, const struct dist_plan *dp,
+              const struct comm_groups *g, int64_t layers, bool embed, bool head)
+{
+  memset (k, 0, sizeof *k);
+  k->pred = pred;
+  k->gpu = gpu;
+  k->prec = o->prec;
+  k->kernels = o->s->kernels;
+  k->recompute = o->s->recompute;
+  k->flash = o->flash;
+  k->fusion = o->fusion;
+  k->train = o->train;
+  k->embed = embed;
+  k->head = head;
+  k->gpus_per_node = g->gpus_per_node;
+  k->mbs = o->s->mbs;
+  k->seq = o->seq;
+  k->layers = layers;
+  k->heads = dp->plan.heads;
+  k->ffn = dp->plan.ffn;
+  k->vocab = dp->plan.vocab;
+  k->tokens = dp->plan.tokens;
+  k->experts = dp->plan.experts;
+  k->expert_load = dp->plan.expert_load;
+  for (int d = 0; d < NDIMS; d++) {
+    k->size[d] = g->size[d];
+    k->stride[d] = g->stride[d];
+  }
+  k->ncomms = dp->ncomms;
+  for (size_t i = 0; i < dp->ncomms; i++) {
+    struct comm_site *c = &k->comms[i];   /* field by field: no padding bytes compared */
+    c->collective = dp->comms[i].collective;
+    c->site = dp->comms[i].site;
+    c->phase = dp->comms[i].phase;
+    c->dim = dp->comms[i].dim;
+    c->bytes = dp->comms[i].bytes;
+    c->overlap = dp->comms[i].overlap;
+  }
+}
+
+/* Bytes of the key that count: all but the unused collectives. */
+static size_t
+chunk_key_len (const struct chunk_key *k)
+{
+  return offsetof (struct chunk_key, comms) + k->ncomms * sizeof k->comms[0];
+}
+
+static struct cache_slot *
+cache_slot (struct dist_cache *c, const struct chunk_key *k)
+{
+  size_t len = chunk_key_len (k), i;
+  uint64_t h = 1469598103934665603ULL;
+  const unsigned char *b = (const unsigned char *) k;
+  if (c->n * 2 >= c->cap) {
+    struct dist_cache old = *c;
+    c->cap = c->cap ? c->cap * 2 : 64;
+    c->slots = xcalloc (c->cap, sizeof *c->slots);
+    c->n = 0;
+    for (size_t j = 0; j < old.cap; j++)
+      if (old.slots[j].used) {
+        *cache_slot (c, &old.slots[j].key) = old.slots[j];
+        c->n++;
+      }
+    free (old.slots);
+  }
+  for (size_t j = 0; j < len; j++)
+    h = (h ^ b[j]) * 1099511628211ULL;
+  i = h & (c->cap - 1);
+  while (c->slots[i].used && (chunk_key_len (&c->slots[i].key) != len ||
+                              memcmp (&c->slots[i].key, k, len) != 0))
+    i = (i + 1) & (c->cap - 1);
+  return &c->slots[i];
+}
+
+static int chunk_compute (struct plugin *pred, const struct model_cfg *m,
+                          const struct perfmod_gpu *gpu, const struct dist_options *o,
+                          const struct dist_plan *dp, const struct comm_groups *g,
+                          int64_t layers, bool embed, bool head, struct chunk_times *out,
+                          size_t *kernels, size_t *unique);
+
 static int
 chunk_predict (struct plugin *pred, const struct model_cfg *m, const struct perfmod_gpu *gpu,
                const struct dist_options *o, const struct dist_plan *dp,
                const struct comm_groups *g, int64_t layers, bool embed, bool head,
                struct chunk_times *out, struct dist_result *r)
+{
+  struct chunk_key key;
+  struct cache_slot *slot;
+  size_t kernels = 0, unique = 0;
+  if (o->cache == NULL) {
+    if (chunk_compute (pred, m, gpu, o, dp, g, layers, embed, head, out, &kernels, &unique) < 0)
+      return -1;
+    r->kernels += kernels;
+    r->unique_kernels += unique;
+    return 0;
+  }
+  chunk_key_of (&key, pred, gpu, o, dp, g, layers, embed, head);
+  slot = cache_slot (o->cache, &key);
+  if (!slot->used) {
+    if (chunk_compute (pred, m, gpu, o, dp, g, layers, embed, head, &slot->times,
+                       &slot->kernels, &slot->unique_kernels) < 0)
+      return -1;
+    slot->key = key;
+    slot->used = true;
+    o->cache->n++;
+    o->cache->misses++;
+  }
+  else
+    o->cache->hits++;
+  *out = slot->times;
+  r->kernels += slot->kernels;
+  r->unique_kernels += slot->unique_kernels;
+  return 0;
+}
+
+static int
+chunk_compute (struct plugin *pred, const struct model_cfg *m, const struct perfmod_gpu *gpu,
+               const struct dist_options *o, const struct dist_plan *dp,
+               const struct comm_groups *g, int64_t layers, bool embed, bool head,
+               struct chunk_times *out, size_t *kernels, size_t *unique)
 {
   struct graph gr;
   struct prediction pr;
@@ -253,8 +488,8 @@ chunk_predict (struct plugin *pred, const struct model_cfg *m, const struct perf
     graph_free (&gr);
     return -1;
   }
-  r->kernels += pr.kernels;
-  r->unique_kernels += pr.unique_kernels;
+  *kernels = pr.kernels;
+  *unique = pr.unique_kernels;
   out->flops = graph_flops (&gr, o->prec, o->train);
   t[PHASE_FW] = pr.fw_ms;
   t[PHASE_BW] = pr.bw_ms;
@@ -501,7 +736,7 @@ dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cf
   pin.fw_ms = fw;
   pin.bw_ms = bw;
   pin.p2p_ms = p2p;
-  if (pipeline_simulate (&pin, &pres) < 0)
+  if (pipeline_cached (o->cache, &pin, &pres) < 0)
     goto out;
   r->pipeline_ms = pres.step_ms;
   r->bubble = p > 1 ? pres.bubble : 0;

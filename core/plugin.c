@@ -2,6 +2,7 @@
 #include <config.h>
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <math.h>
 #include <libgen.h>
 #include <stdarg.h>
@@ -11,8 +12,9 @@
 
 #include "internal.h"
 
-const char *pm_current_plugin;
-char pm_plugin_errmsg[512];
+/* Per thread: perfmod search predicts on several. */
+_Thread_local const char *pm_current_plugin;
+_Thread_local char pm_plugin_errmsg[512];
 static char input_fault[512];
 
 static void
@@ -163,6 +165,7 @@ struct perfmod_mlp {
   struct mlp m;
   struct mlp_ws ws;
 };
+static pthread_t loader;         /* the thread that loads the networks */
 
 static struct perfmod_mlp *
 host_mlp_load (const struct perfmod_params *p, const char *prefix, int inputs, int outputs)
@@ -180,13 +183,64 @@ host_mlp_load (const struct perfmod_params *p, const char *prefix, int inputs, i
     return NULL;
   }
   mlp_ws_init (&h->ws, &h->m, 1);
+  loader = pthread_self ();
   return h;
+}
+
+/* The thread that loaded a network evaluates it in the handle's
+ * workspace; other threads (perfmod search's) each in their own, kept per
+ * handle until the thread ends. */
+struct thread_ws {
+  const struct perfmod_mlp *h;
+  struct mlp_ws ws;
+};
+struct thread_wss {
+  struct thread_ws *v;
+  size_t n;
+};
+static pthread_key_t ws_key;
+static pthread_once_t ws_once = PTHREAD_ONCE_INIT;
+
+static void
+thread_wss_free (void *p)
+{
+  struct thread_wss *t = p;
+  for (size_t i = 0; i < t->n; i++)
+    mlp_ws_free (&t->v[i].ws);
+  free (t->v);
+  free (t);
+}
+
+static void
+ws_key_init (void)
+{
+  pthread_key_create (&ws_key, thread_wss_free);
+}
+
+static struct mlp_ws *
+thread_ws_of (struct perfmod_mlp *h)
+{
+  struct thread_wss *t;
+  if (pthread_equal (pthread_self (), loader))
+    return &h->ws;
+  pthread_once (&ws_once, ws_key_init);
+  if ((t = pthread_getspecific (ws_key)) == NULL) {
+    t = xcalloc (1, sizeof *t);
+    pthread_setspecific (ws_key, t);
+  }
+  for (size_t i = 0; i < t->n; i++)
+    if (t->v[i].h == h)
+      return &t->v[i].ws;
+  t->v = xrealloc (t->v, (t->n + 1) * sizeof *t->v);
+  t->v[t->n].h = h;
+  mlp_ws_init (&t->v[t->n].ws, &h->m, 1);
+  return &t->v[t->n++].ws;
 }
 
 static void
 host_mlp_eval (struct perfmod_mlp *h, const double *x, double *y)
 {
-  mlp_forward (&h->m, &h->ws, x, 1, y);
+  mlp_forward (&h->m, thread_ws_of (h), x, 1, y);
 }
 
 static void
@@ -401,7 +455,7 @@ plugin_estimate (struct plugin *pl, const struct perfmod_kernel *k, const struct
   }
   /* outside the predictor's own model: remembered for the note and the mark */
   if (!plugin_covers (pl, k->kclass, k->dtype))
-    pl->fallback[k->dtype] |= 1u << k->kclass;
+    __atomic_fetch_or (&pl->fallback[k->dtype], 1u << k->kclass, __ATOMIC_RELAXED);
   return 0;
 }
 

@@ -382,7 +382,8 @@ attention_as_products (struct plugin *pred, struct memo *memo, const struct perf
   out->seconds = scale * (e[0].seconds + e[1].seconds);
   out->spread = scale * (e[0].spread + e[1].spread);
   out->basis = "as its matrix products";
-  pred->fallback[k->dtype] |= 1u << PERFMOD_KERNEL_ATTENTION;
+  __atomic_fetch_or (&pred->fallback[k->dtype], 1u << PERFMOD_KERNEL_ATTENTION,
+                     __ATOMIC_RELAXED);
   return 0;
 }
 

@@ -42,8 +42,8 @@ vmsg (const char *prefix, const char *fmt, va_list ap)
 }
 
 /* Where pm_error keeps its first message instead of printing it, if set. */
-static char *capture;
-static size_t capture_len;
+static _Thread_local char *capture;
+static _Thread_local size_t capture_len;
 
 void
 pm_error_capture (char *buf, size_t len)

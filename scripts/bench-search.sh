@@ -1,0 +1,36 @@
+#!/bin/sh
+# bench-search.sh: perfmod search's speed on GPT-3 175B over 1,024 A100s (roofline and tile-mlp), against the CLI run once per configuration in a shell loop, measured in the same run.
+# Usage: scripts/bench-search.sh [PERFMOD]   (default ./run from the build tree)
+set -eu
+PM=${1:-./run}
+export OPENBLAS_NUM_THREADS=1      # the search's threads are its own
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/bench-search.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+A="--model gpt3-175b --gpu a100 --gpus 1024 --global-batch 1536 --seq 2048"
+now () { date +%s.%N; }
+
+for pred in roofline tile-mlp; do
+  t0=$(now)
+  "$PM" search $A --predictor $pred --format json > "$TMP/$pred.json" 2>/dev/null
+  t1=$(now)
+  jq -r --arg p "$pred" --arg wall "$(echo "$t1 - $t0" | bc -l)" \
+    '"search \($p): \(.configurations) configurations (\(.predicted) predicted) in \(.seconds | . * 1000 | round / 1000) s in-process, \($wall | tonumber | . * 100 | round / 100) s wall: \(.configurations / .seconds | round) configurations/s"' \
+    "$TMP/$pred.json"
+done
+
+# The baseline: the CLI once per configuration (what a shell loop around perfmod can do),
+# over the first 100 configurations the search predicted best, with roofline.
+"$PM" search $A --predictor roofline --top 100 --format csv | tail -n +2 |
+  sed 's/^[0-9]*,"\([^"]*\)".*/\1/' > "$TMP/strategies"
+n=$(wc -l < "$TMP/strategies")
+t0=$(now)
+while read -r s; do
+  "$PM" --model gpt3-175b --gpu a100 --mode train --batch 1536 --seq 2048 --nodes 128 \
+    --predictor roofline --strategy "$s" --format csv > /dev/null 2>&1
+done < "$TMP/strategies"
+t1=$(now)
+loop=$(echo "$n / ($t1 - $t0)" | bc -l)
+rate=$(jq '.configurations / .seconds' "$TMP/roofline.json")
+printf 'baseline: the CLI in a shell loop, %d configurations: %.0f configurations/s\n' "$n" "$loop"
+printf 'ratio: search / shell loop = %.0fx (roofline)\n' "$(echo "$rate / $loop" | bc -l)"
+echo "targets (issue 22): roofline full space <= 10 s and >= 100,000 configurations/s; tile-mlp <= 60 s"

@@ -1,0 +1,67 @@
+#!/bin/sh
+# t0830-search.sh: perfmod search: the enumeration counted by hand on a small space, every pruning reason, thread-count independence, the best rerun with --strategy, and bad input.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+plan 18
+
+tiny="$TMP/tiny.json"
+# GPT-2 style, 4 layers, width 8, 4 heads, ffn 32
+printf '{"model_type": "gpt2", "n_layer": 4, "n_embd": 8, "n_head": 4, "n_inner": 32,\n "n_positions": 16, "vocab_size": 16}\n' > "$tiny"
+T="search --model $tiny --gpus 4 --gpus-per-node 4 --global-batch 4 --seq 8"
+
+# By hand, with mbs=1 and vp=1 fixed: (tp, pp, dp) = (1,1,4): 4 ZeRO stages x 3 recomputes = 12;
+# (1,2,2): 12 less zero=3 with pp (3) = 9; (1,4,1): 3; (2,1,2): 4 x 3 x 2 (sp) = 24; (2,2,1): 6;
+# (4,1,1): 6.  60 predicted, 3 pruned for zero=3 with pp > 1; --fix prunes mbs 2, 4, 8, 16 in
+# each of the 6 (tp, pp) pairs (24) and vp=2 where pp=2 (2): 89 configurations.
+run_pm $T --fix mbs=1,vp=1 --format json
+ok $([ $rc -eq 0 ] && jq -e '.configurations == 89 and .predicted == 60 and .pruned.zero3_pp == 3 and
+     .pruned.fixed == 26 and .pruned.memory == 0' "$TMP/out" >/dev/null && echo 0 || echo 1) \
+  "a small space counted by hand: 89 configurations, 60 predicted, 3 + 26 pruned"
+ok $(jq -e '[.best[].step_ms] | . == sort' "$TMP/out" >/dev/null && echo 0 || echo 1) "best first"
+ok $(jq -e '.best | length == 10' "$TMP/out" >/dev/null && echo 0 || echo 1) "--top defaults to 10"
+
+# every pruning reason
+run_pm $T --format json
+ok $(jq -e '.pruned.batch > 0 and .pruned.interleave > 0' "$TMP/out" >/dev/null && echo 0 || echo 1) \
+  "a batch not a multiple of dp x mbs, layers not a multiple of pp x vp: pruned"
+printf '{"model_type": "gpt2", "n_layer": 4, "n_embd": 12, "n_head": 6, "n_inner": 48,\n "n_positions": 16, "vocab_size": 16}\n' > "$TMP/six.json"
+run_pm search --model "$TMP/six.json" --gpus 8 --gpus-per-node 8 --global-batch 8 --seq 8 --format json
+ok $([ $rc -eq 0 ] && jq -e '.pruned.tp > 0' "$TMP/out" >/dev/null && echo 0 || echo 1) \
+  "6 heads: tp=4 and tp=8 pruned"
+run_pm search --model mixtral-8x7b --gpu h100 --gpus 128 --global-batch 128 --seq 1024 --fix tp=8,pp=1,mbs=1 --format json
+ok $([ $rc -eq 0 ] && jq -e '.pruned.ep > 0 and .best[0].strategy != null' "$TMP/out" >/dev/null && echo 0 || echo 1) \
+  "Mixtral: ep=16 does not divide the 8 experts: pruned"
+run_pm search --model gpt3-175b --gpu h100 --gpus 8 --global-batch 8 --seq 2048 --format json
+ok $([ $rc -eq 0 ] && jq -e '.predicted > 0 and .pruned.memory == .predicted and (.best | length) == 0' \
+     "$TMP/out" >/dev/null && echo 0 || echo 1) "GPT-3 175B on 8 GPUs: every configuration out of memory, a result (exit 0)"
+run_pm search --model gpt3-175b --gpu h100 --gpus 8 --global-batch 8 --seq 2048
+ok $([ $rc -eq 0 ] && grep -q 'no configuration fits' "$TMP/out" && echo 0 || echo 1) "... said in the table"
+run_pm $T --max-tp 1 --format json
+ok $(jq -e '[.best[].strategy | test("tp=1,")] | all' "$TMP/out" >/dev/null && echo 0 || echo 1) "--max-tp 1: tp=1 only"
+
+# the same answer on any number of threads
+run_pm $T --format csv --top 20 --jobs 1
+cp "$TMP/out" "$TMP/one.csv"
+run_pm $T --format csv --top 20 --jobs 3
+ok $(cmp -s "$TMP/one.csv" "$TMP/out" && echo 0 || echo 1) "--jobs 1 and --jobs 3: the same best 20, in order"
+run_pm search --model gpt3-2.7b --gpu h100 --gpus 16 --global-batch 64 --seq 2048 --predictor tile-mlp --format csv --top 5 --jobs 1
+cp "$TMP/out" "$TMP/one.csv"
+run_pm search --model gpt3-2.7b --gpu h100 --gpus 16 --global-batch 64 --seq 2048 --predictor tile-mlp --format csv --top 5 --jobs 2
+ok $(cmp -s "$TMP/one.csv" "$TMP/out" && echo 0 || echo 1) "tile-mlp on 1 and 2 threads: the same"
+
+# the best, rerun with its --strategy string, gives the same step and memory
+run_pm search --model gpt3-2.7b --gpu h100 --gpus 16 --global-batch 64 --seq 2048 --format json --top 1
+s=$(jq -r '.best[0].strategy' "$TMP/out") step=$(jq -r '.best[0].step_ms' "$TMP/out") mem=$(jq -r '.best[0].memory_gb' "$TMP/out")
+run_pm --model gpt3-2.7b --gpu h100 --mode train --batch 64 --seq 2048 --nodes 2 --strategy "$s" --format json
+ok $([ $rc -eq 0 ] && jq -e --argjson s "$step" --argjson m "$mem" \
+     '.predictions[0] | ((.e2e_ms / $s - 1) | fabs) < 1e-9 and ((.memory.total / $m - 1) | fabs) < 1e-9' \
+     "$TMP/out" >/dev/null && echo 0 || echo 1) "the best configuration rerun with --strategy $s: the same step and memory"
+
+# bad input
+expect_fail 2 "search needs --model, --gpus and --global-batch" "missing --gpus" -- search --model gpt3-2.7b --global-batch 8
+expect_fail 2 "no configuration of tiny on 4 GPUs .* is left to predict" "impossible constraints (--fix tp=3): exit 2, said" -- \
+  $T --fix tp=3
+expect_fail 2 "--fix: tp=x: expected a positive integer" "a bad --fix value" -- $T --fix tp=x
+expect_fail 2 "--fix: split cannot be fixed" "--fix of a key search does not vary" -- $T --fix split=2:2
+expect_fail 2 "--objective cost needs --price-per-gpu-hour" "cost without a price" -- $T --objective cost
+expect_fail 2 "--gpus '0': expected an integer from 1" "--gpus 0" -- search --model gpt3-2.7b --gpus 0 --global-batch 8
+finish
