@@ -77,6 +77,9 @@ void strv_free (char **v);
 size_t strv_len (char *const *v);
 /* Split s at sep into a NULL-terminated vector of trimmed copies. */
 char **strv_split (const char *s, char sep);
+/* Append s to the array *v of *n pointers (not a copy): a repeatable
+ * option's values, in the order given. */
+void ptrv_push (char ***v, size_t *n, char *s);
 /* An INI file read with inih, counting lines so handlers can cite file:line. */
 struct ini_file {
   const char *path;
@@ -409,6 +412,10 @@ void plugins_note_fallbacks (const struct plugin_set *set, FILE *fp);
 void plugins_neusight_units (struct plugin_set *set);
 /* --plugin-opt NAME:KEY=VALUE. */
 int plugin_configure (struct plugin_set *set, const char *opt);
+/* The installed plugins and those of paths loaded, then opts
+ * (NAME:KEY=VALUE) given; -1 after a message on a bad option. */
+int plugins_open (struct plugin_set *set, char *const *paths, size_t npaths, char *const *opts,
+                  size_t nopts);
 void plugins_unload (struct plugin_set *set);
 const char *plugin_kind_name (int kind);
 /* Name of the plugin whose callback runs now (for host messages). */

@@ -244,14 +244,8 @@ parse (int argc, char **argv, struct kopts *o)
       break;
     case K_NOCAUSAL: o->no_causal = true; break;
     case K_BACKWARD: o->backward = true; break;
-    case K_PPATH:
-      o->paths = xrealloc (o->paths, (o->npaths + 1) * sizeof *o->paths);
-      o->paths[o->npaths++] = optarg;
-      break;
-    case K_POPT:
-      o->popts = xrealloc (o->popts, (o->npopts + 1) * sizeof *o->popts);
-      o->popts[o->npopts++] = optarg;
-      break;
+    case K_PPATH: ptrv_push (&o->paths, &o->npaths, optarg); break;
+    case K_POPT: ptrv_push (&o->popts, &o->npopts, optarg); break;
     case 'v': pm_verbose = 1; break;
     case 'h': kernel_usage (stdout); return 1;
     default: ok = false; break;
@@ -284,7 +278,7 @@ kernel_main (int argc, char **argv)
   const struct gpu_entry *ge;
   struct perfmod_kernel k;
   struct phys_cost pc;
-  char **preds = NULL, **dirs;
+  char **preds = NULL;
   int dtype, rc = EXIT_USAGE, p;
   bool json, csv;
 
@@ -319,12 +313,8 @@ kernel_main (int argc, char **argv)
     dtype = default_dtype (&ge->gpu);
   if (build_kernel (&o, dtype, &k) < 0)
     goto out;
-  dirs = plugin_search_dirs (o.paths, o.npaths);
-  plugins_load (&set, dirs);
-  strv_free (dirs);
-  for (size_t i = 0; i < o.npopts; i++)
-    if (plugin_configure (&set, o.popts[i]) < 0)
-      goto out;
+  if (plugins_open (&set, o.paths, o.npaths, o.popts, o.npopts) < 0)
+    goto out;
   preds = strv_split (o.predictors ? o.predictors : "roofline,tile-mlp", ',');
   for (size_t i = 0; preds[i]; i++)
     if (predictor_find (&set, preds[i]) == NULL)

@@ -1235,14 +1235,6 @@ done:
   return rc;
 }
 
-/* A repeatable option's values, in the order given. */
-static void
-push_arg (char ***v, size_t *n, char *arg)
-{
-  *v = xrealloc (*v, (*n + 1) * sizeof **v);
-  (*v)[(*n)++] = arg;
-}
-
 int
 main (int argc, char **argv)
 {
@@ -1297,7 +1289,6 @@ main (int argc, char **argv)
   struct cli c;
   struct plugin_set set = { NULL, 0 };
   const char *cmd = "predict";
-  char **dirs;
   int opt, rc;
 
   /* perfmod kernel has options of its own (kernelcmd.c). */
@@ -1339,7 +1330,7 @@ main (int argc, char **argv)
     case O_OUT: c.out = optarg; break;
     case O_REFERENCE: c.reference = optarg; break;
     case O_INDIST: c.in_dist = optarg; break;
-    case O_POPT: push_arg (&c.plugin_opts, &c.nopts, optarg); break;
+    case O_POPT: ptrv_push (&c.plugin_opts, &c.nopts, optarg); break;
     case O_MODE: c.mode = optarg; break;
     case O_DTYPE: c.dtype = optarg; break;
     case O_PRECISION: c.precision = optarg; break;
@@ -1359,7 +1350,7 @@ main (int argc, char **argv)
     case O_EXPLAIN: c.explain = true; break;
     case O_NEUSIGHT: c.neusight = optarg; break;
     case O_TABLE: c.table = optarg; break;
-    case O_PPATH: push_arg (&c.plugin_paths, &c.npaths, optarg); break;
+    case O_PPATH: ptrv_push (&c.plugin_paths, &c.npaths, optarg); break;
     case 'v': pm_verbose = 1; break;
     case 'h': usage (stdout); cli_free (&c); return 0;
     case 'V':
@@ -1399,13 +1390,7 @@ main (int argc, char **argv)
     cli_free (&c);
     return rc;
   }
-  dirs = plugin_search_dirs (c.plugin_paths, c.npaths);
-  plugins_load (&set, dirs);
-  strv_free (dirs);
-  rc = 0;
-  for (size_t i = 0; i < c.nopts && rc == 0; i++)
-    if (plugin_configure (&set, c.plugin_opts[i]) < 0)
-      rc = EXIT_USAGE;
+  rc = plugins_open (&set, c.plugin_paths, c.npaths, c.plugin_opts, c.nopts) < 0 ? EXIT_USAGE : 0;
   if (rc)
     ;
   else if (strcmp (cmd, "plugins") == 0)

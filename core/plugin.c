@@ -603,3 +603,16 @@ plugins_neusight_units (struct plugin_set *set)
   if (pl && pl->p.config && pl->p.config_keys && strcmp (pl->p.config_keys[0], "units") == 0)
     pl->p.config (pl->state, "units", "neusight");
 }
+
+int
+plugins_open (struct plugin_set *set, char *const *paths, size_t npaths, char *const *opts,
+              size_t nopts)
+{
+  char **dirs = plugin_search_dirs (paths, npaths);
+  plugins_load (set, dirs);
+  strv_free (dirs);
+  for (size_t i = 0; i < nopts; i++)
+    if (plugin_configure (set, opts[i]) < 0)
+      return -1;
+  return 0;
+}

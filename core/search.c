@@ -132,14 +132,8 @@ parse (int argc, char **argv, struct sopts *o)
     case S_MAXTP: ok = opt_int ("max-tp", optarg, 1, 1 << 20, &o->max_tp); break;
     case S_GPN: ok = opt_int ("gpus-per-node", optarg, 1, 1 << 20, &o->gpus_per_node); break;
     case S_JOBS: ok = opt_int ("jobs", optarg, 1, 1024, &o->jobs); break;
-    case S_PPATH:
-      o->paths = xrealloc (o->paths, (o->npaths + 1) * sizeof *o->paths);
-      o->paths[o->npaths++] = optarg;
-      break;
-    case S_POPT:
-      o->popts = xrealloc (o->popts, (o->npopts + 1) * sizeof *o->popts);
-      o->popts[o->npopts++] = optarg;
-      break;
+    case S_PPATH: ptrv_push (&o->paths, &o->npaths, optarg); break;
+    case S_POPT: ptrv_push (&o->popts, &o->npopts, optarg); break;
     case 'v': pm_verbose++; break;
     case 'h': search_usage (stdout); return 1;
     default: return -1;
@@ -614,7 +608,6 @@ search_main (int argc, char **argv)
   struct plugin_set set = { NULL, 0 };
   struct model_cfg m;
   bool have_model = false;
-  char **dirs;
   int p, rc = EXIT_USAGE, fam;
   double t0;
 
@@ -667,12 +660,8 @@ search_main (int argc, char **argv)
                                            fam == FAM_MIXTRAL) ? KERNELS_TE : KERNELS_EAGER;
   if (fix_parse (&x, o.fix) < 0)
     goto out;
-  dirs = plugin_search_dirs (o.paths, o.npaths);
-  plugins_load (&set, dirs);
-  strv_free (dirs);
-  for (size_t i = 0; i < o.npopts; i++)
-    if (plugin_configure (&set, o.popts[i]) < 0)
-      goto out;
+  if (plugins_open (&set, o.paths, o.npaths, o.popts, o.npopts) < 0)
+    goto out;
   x.set = &set;
   if ((x.pred = predictor_find (&set, o.predictor ? o.predictor : "roofline")) == NULL)
     goto out;

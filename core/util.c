@@ -554,3 +554,10 @@ word_index (const char *w, const char *const *v, size_t n)
       return (int) i;
   return -1;
 }
+
+void
+ptrv_push (char ***v, size_t *n, char *s)
+{
+  *v = xrealloc (*v, (*n + 1) * sizeof **v);
+  (*v)[(*n)++] = s;
+}
