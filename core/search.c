@@ -12,6 +12,10 @@
 #include <cblas.h>
 #include <jansson.h>
 
+#ifdef HAVE_MPI
+#include <mpi.h>
+#endif
+
 #include "internal.h"
 
 static void
@@ -362,12 +366,13 @@ work (void *arg)
   return NULL;
 }
 
-/* Predict every kept configuration on `jobs` threads, each with its own
- * chunk cache, and merge their best: the result is the same for any
- * number of threads.  The first configuration is predicted alone first,
- * so that the predictor's lazily loaded parameters are loaded once. */
+/* Predict this rank's share of the kept configurations (every size-th
+ * from rank) on `jobs` threads, each with its own chunk cache, and merge
+ * their best: the result is the same for any number of threads or ranks.
+ * The share's first configuration is predicted alone first, so that the
+ * predictor's lazily loaded parameters are loaded once. */
 static int
-predict_all (struct search *x, int jobs)
+predict_all (struct search *x, int jobs, int rank, int size)
 {
   struct worker *w = xcalloc ((size_t) jobs, sizeof *w);
   pthread_t *th = xcalloc ((size_t) jobs, sizeof *th);
@@ -380,14 +385,14 @@ predict_all (struct search *x, int jobs)
       plugin_covers (x->pred, kc, dt);
   for (int j = 0; j < jobs; j++) {
     w[j].x = x;
-    w[j].first = (size_t) j;
-    w[j].step = (size_t) jobs;
+    w[j].first = (size_t) rank + (size_t) size * (size_t) j;
+    w[j].step = (size_t) jobs * (size_t) size;
     w[j].cache = dist_cache_new ();
     w[j].best = xcalloc (top, sizeof *w[j].best);
   }
-  if (x->nconfigs > 0 && predict_one (&w[0], 0) < 0)
+  if ((size_t) rank < x->nconfigs && predict_one (&w[0], (size_t) rank) < 0)
     w[0].rc = -1;
-  w[0].first = (size_t) jobs;            /* its 0 is done */
+  w[0].first += w[0].step;               /* its first is done */
   for (int j = 0; j < jobs && w[0].rc == 0; j++) {
     if (pthread_create (&th[j], NULL, work, &w[j]) == 0)
       started[j] = true;
@@ -521,6 +526,55 @@ enumerate (struct search *x)
   }
 }
 
+#ifdef HAVE_MPI
+/* Rank 0 gets every rank's predicted and out-of-memory counts and best
+ * (as bytes: the ranks run the same program) and merges them; a failure
+ * on any rank fails all.  -1 if MPI fails. */
+static int
+gather (struct search *x, int *rc, int rank, int size)
+{
+  unsigned long local[3] = { x->predicted, x->pruned[PRUNE_MEMORY], *rc != 0 }, sum[3];
+  int nb = (int) (x->nbest * sizeof *x->best), *counts = NULL, *displs = NULL;
+  struct found *all = NULL;
+  size_t top = (size_t) x->o->top;
+  if (MPI_Reduce (local, sum, 3, MPI_UNSIGNED_LONG, MPI_SUM, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
+    return -1;
+  if (rank == 0) {
+    counts = xcalloc ((size_t) size, sizeof *counts);
+    displs = xcalloc ((size_t) size, sizeof *displs);
+  }
+  if (MPI_Gather (&nb, 1, MPI_INT, counts, 1, MPI_INT, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
+    return -1;
+  if (rank == 0) {
+    int total = 0;
+    for (int r = 0; r < size; r++) {
+      displs[r] = total;
+      total += counts[r];
+    }
+    all = xcalloc ((size_t) total + 1, 1);
+  }
+  if (MPI_Gatherv (x->best, nb, MPI_BYTE, all, counts, displs, MPI_BYTE, 0, MPI_COMM_WORLD)
+      != MPI_SUCCESS)
+    return -1;
+  if (rank == 0) {
+    size_t n = 0;
+    x->predicted = sum[0];
+    x->pruned[PRUNE_MEMORY] = sum[1];
+    if (sum[2] && *rc == 0)
+      *rc = EXIT_RUNTIME;
+    x->nbest = 0;
+    for (int r = 0; r < size; r++)
+      n += (size_t) counts[r] / sizeof *all;
+    for (size_t i = 0; i < n; i++)
+      keep (x->best, &x->nbest, top, &all[i]);
+  }
+  free (counts);
+  free (displs);
+  free (all);
+  return 0;
+}
+#endif
+
 static void
 report (const struct search *x, double seconds, FILE *out)
 {
@@ -608,8 +662,18 @@ search_main (int argc, char **argv)
   struct plugin_set set = { NULL, 0 };
   struct model_cfg m;
   bool have_model = false;
-  int p, rc = EXIT_USAGE, fam;
+  int p, rc = EXIT_USAGE, fam, mpi_rank = 0, mpi_size = 1;
   double t0;
+#ifdef HAVE_MPI
+  /* launched by mpirun: every rank enumerates the same space and predicts
+   * its share; rank 0 gathers the best and reports */
+  bool mpi = getenv ("OMPI_COMM_WORLD_SIZE") != NULL;
+  if (mpi) {
+    MPI_Init (NULL, NULL);
+    MPI_Comm_rank (MPI_COMM_WORLD, &mpi_rank);
+    MPI_Comm_size (MPI_COMM_WORLD, &mpi_size);
+  }
+#endif
 
   memset (&o, 0, sizeof o);
   memset (&x, 0, sizeof x);
@@ -676,9 +740,15 @@ search_main (int argc, char **argv)
     long n = sysconf (_SC_NPROCESSORS_ONLN);
     o.jobs = n > 0 ? n : 1;
   }
-  rc = predict_all (&x, (int) o.jobs) < 0 ? EXIT_RUNTIME : 0;
+  rc = predict_all (&x, (int) o.jobs, mpi_rank, mpi_size) < 0 ? EXIT_RUNTIME : 0;
   if (x.progress)
     fputs ("\r\033[K", stderr);
+#ifdef HAVE_MPI
+  if (mpi_size > 1 && gather (&x, &rc, mpi_rank, mpi_size) < 0)
+    rc = EXIT_RUNTIME;
+  if (mpi_rank > 0)
+    goto out;                     /* rank 0 reports */
+#endif
   if (rc == 0) {
     if (x.nconfigs == 0) {
       /* impossible constraints: nothing reached a prediction */
@@ -704,5 +774,9 @@ out:
   gpu_db_free (&gpus);
   free (o.paths);
   free (o.popts);
+#ifdef HAVE_MPI
+  if (mpi)
+    MPI_Finalize ();
+#endif
   return rc;
 }

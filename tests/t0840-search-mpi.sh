@@ -1,0 +1,26 @@
+#!/bin/sh
+# t0840-search-mpi.sh: perfmod search split over MPI ranks (mpirun -np 2) gives the single process's answer.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+grep -q '^#define HAVE_MPI 1' "$top_builddir/config.h" 2>/dev/null ||
+  skip_all "perfmod was built without Open MPI (configure found no ompi-c)"
+command -v mpirun >/dev/null || skip_all "mpirun not found (Debian: openmpi-bin)"
+plan 3
+
+# Open MPI's own allocations are not perfmod's leaks
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+S="search --model gpt3-2.7b --gpu h100 --gpus 64 --global-batch 256 --seq 2048 --top 15 --jobs 1"
+run_pm $S --format json
+cp "$TMP/out" "$TMP/one.json"
+mpirun --allow-run-as-root --oversubscribe -np 2 "$PERFMOD" $S --format json >"$TMP/out" 2>"$TMP/err"
+rc=$?
+ok $([ $rc -eq 0 ] && jq -e --slurpfile one "$TMP/one.json" \
+     '.best == $one[0].best and .predicted == $one[0].predicted and .pruned == $one[0].pruned and
+      .configurations == $one[0].configurations' "$TMP/out" >/dev/null && echo 0 || echo 1) \
+  "mpirun -np 2: the same best 15, counts and pruning as one process"
+ok $([ "$(grep -c '"best"' "$TMP/out")" -eq 1 ] && echo 0 || echo 1) "one report, from rank 0"
+mpirun --allow-run-as-root --oversubscribe -np 2 "$PERFMOD" search --model gpt3-2.7b --gpus 4 \
+  --global-batch 4 --fix tp=3 >"$TMP/out" 2>"$TMP/err"
+rc=$?
+ok $([ $rc -ne 0 ] && grep -q 'is left to predict' "$TMP/err" && [ ! -s "$TMP/out" ] && echo 0 || echo 1) \
+  "impossible constraints under mpirun: a failure, said"
+finish
