@@ -732,16 +732,29 @@ swiglu (struct bctx *c, const char *prefix, int64_t rows, int64_t d, int64_t f)
   linear (c, buf, rows, f, d, false);
 }
 
-/* Tokens an expert processes: the routed assignments of t tokens spread
- * evenly over the experts, capped by the capacity where the model has one.
- * The capacity holds per sequence (Hugging Face's Switch router counts an
- * expert's tokens along each sequence), so nseq sequences allow nseq times it. */
+/* The local experts (of `local`) that t tokens reach, and in *te the
+ * tokens each processes.  Each token is routed to top_k of the experts:
+ * one expert is left untouched with probability (1 - k/E)^t, so a small
+ * batch (a decode step) reads the weights of the experts it uses only;
+ * a large one reaches them all.  The local experts' routed assignments
+ * are spread evenly over those reached, capped by the capacity where the
+ * model has one.  The capacity holds per sequence (Hugging Face's Switch
+ * router counts an expert's tokens along each sequence), so nseq
+ * sequences allow nseq times it. */
 static int64_t
-expert_tokens (const struct model_cfg *m, int64_t t, int64_t nseq)
+experts_reached (const struct model_cfg *m, int64_t local, int64_t t, int64_t nseq, int64_t *te)
 {
-  int64_t e = (t * m->top_k + m->experts - 1) / m->experts;
-  int64_t cap = m->capacity * nseq;
-  return m->capacity > 0 && e > cap ? cap : e;
+  double e = (double) m->experts, k = (double) m->top_k;
+  double reached = (double) local * (1 - pow (1 - k / e, (double) t));
+  int64_t n = (int64_t) ceil (reached - 1e-9), cap = m->capacity * nseq;
+  if (n < 1)
+    n = 1;
+  if (n > local)
+    n = local;
+  *te = (int64_t) ceil ((double) t * k * (double) local / e / (double) n - 1e-9);
+  if (m->capacity > 0 && *te > cap)
+    *te = cap;
+  return n;
 }
 
 static void
@@ -752,9 +765,9 @@ moe_block (struct bctx *c, int64_t f, const char *act)
   /* Expert parallelism: this rank holds experts/ep experts, each fed by
    * the tokens of all ep ranks; the busiest rank gets expert_load times
    * the even share. */
-  int64_t local = m->experts / sh->experts;
+  int64_t local = m->experts / sh->experts, te;
   int64_t t = c->t, d = m->hidden;
-  int64_t te = expert_tokens (m, t * sh->experts, c->b * sh->experts);
+  int64_t reached = experts_reached (m, local, t * sh->experts, c->b * sh->experts, &te);
   double ted;
   if (sh->expert_load > 1)
     te = (int64_t) ceil ((double) te * sh->expert_load);
@@ -763,9 +776,9 @@ moe_block (struct bctx *c, int64_t f, const char *act)
   unary (c, "router_softmax", "softmax", t, m->experts);
   copy (c, "router_topk", "topk", (double) (t * m->experts), (double) (t * m->top_k));
   site (c, PERFMOD_SITE_MOE_DISPATCH);
-  /* Under even routing every expert gets the same tokens; each is built
-   * so that --per-op shows them one by one. */
-  for (int64_t e = 0; e < local; e++) {
+  /* Under even routing every expert reached gets the same tokens; each is
+   * built so that --per-op shows them one by one. */
+  for (int64_t e = 0; e < reached; e++) {
     char p[48], buf[64];
     snprintf (p, sizeof p, "expert_%lld_", (long long) e);
     snprintf (buf, sizeof buf, "%sgather", p);
@@ -932,8 +945,8 @@ te_moe (struct bctx *c, int64_t f)
 {
   const struct model_cfg *m = c->m;
   const struct shard *sh = c->sh;
-  int64_t local = m->experts / sh->experts, t = c->t, d = m->hidden;
-  int64_t te = expert_tokens (m, t * sh->experts, c->b * sh->experts);
+  int64_t local = m->experts / sh->experts, t = c->t, d = m->hidden, te;
+  int64_t reached = experts_reached (m, local, t * sh->experts, c->b * sh->experts, &te);
   double routed = (double) t * (double) m->top_k * (double) d;
   if (sh->expert_load > 1)
     te = (int64_t) ceil ((double) te * sh->expert_load);
@@ -941,7 +954,7 @@ te_moe (struct bctx *c, int64_t f)
   te_vec (c, "router_topk", "softmax", t, m->experts, 2, 3, 0);
   copy (c, "permute", "index_select", routed, routed);
   site (c, PERFMOD_SITE_MOE_DISPATCH);
-  for (int64_t e = 0; e < local; e++) {
+  for (int64_t e = 0; e < reached; e++) {
     char buf[64];
     snprintf (buf, sizeof buf, "expert_%lld_fc1", (long long) e);
     linear (c, buf, te, d, 2 * f, false);

@@ -2,7 +2,7 @@
 # t0800-builder.sh: native graphs from model configs: built-ins, kernels and FLOPs by hand, the cross-check against NeuSight's traces, memory, decode, refusals.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 neusight_or_skip
-plan 43
+plan 45
 
 # --- built-in models and their published parameter counts ---
 run_pm models
@@ -133,6 +133,19 @@ ok $(sed -n 's/.*predicted in \([0-9.]*\) ms.*/\1/p' "$TMP/out" | awk '{print ($
 run_pm graph --model mixtral-8x7b --batch 1 --seq 128 --mode inf --format csv
 # 8 experts, top-2 of 128 tokens: 32 tokens each, three GEMMs each, per layer
 ok $(awk -F, 'NR>1&&$6=="FC"&&$9==32{n+=$4} END{print n==32*8*3?0:1}' "$TMP/out") "Mixtral: 8 experts x 3 GEMMs of 32 tokens per layer"
+# A decode step of b tokens reaches 8 (1 - (1 - 2/8)^b) of the experts on average: b = 1: 2,
+# b = 4: 5.47, so 6, with ceil(4 x 2 / 6) = 2 tokens each; b = 64: all 8 with 16 each.
+experts () { awk -F, 'NR>1&&$3==0&&$5=="fw"&&$1~/^layers_0_expert_[0-9]+_gate_proj$/{n++; t=$9} END{print n, t}' "$TMP/out"; }
+run_pm graph --model mixtral-8x7b --batch 1 --seq 1 --mode inf --format csv
+e1=$(experts)
+run_pm graph --model mixtral-8x7b --batch 4 --seq 1 --mode inf --format csv
+e4=$(experts)
+run_pm graph --model mixtral-8x7b --batch 64 --seq 1 --mode inf --format csv
+ok $([ "$e1" = "2 1" ] && [ "$e4" = "6 2" ] && [ "$(experts)" = "8 16" ] && echo 0 || echo 1) \
+  "MoE: a batch of 1, 4, 64 tokens reaches 2, 6, 8 of Mixtral's experts ($e1; $e4)"
+run_pm --model mixtral-8x7b --gpu h100 --mode inf --batch 1 --seq 512 --gen 128 --format json
+ok $(jq -e '.predictions[0].tpot_ms < 0.35 * .predictions[0].ttft_ms' "$TMP/out" >/dev/null && echo 0 || echo 1) \
+  "Mixtral decode at batch 1 reads 2 experts' weights, not 8: tpot well below the prefill"
 run_pm graph --model llama3-8b --batch 1 --seq 128 --mode inf --format csv
 ok $(awk -F, 'NR>1&&$6=="FC"&&$10==4096&&$11==1024{n+=$4} END{print n==64?0:1}' "$TMP/out") "Llama 3: k and v projections to 8 x 128 (grouped-query)"
 run_pm graph --model llama3-8b --batch 2 --seq 128 --mode inf --format csv --attention unfused
