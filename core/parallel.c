@@ -392,6 +392,9 @@ chunk_key_of (struct chunk_key *k, const struct plugin *pred, const struct perfm
   }
 }
 
+_Static_assert (offsetof (struct chunk_key, comms) % 8 == 0 && sizeof (struct comm_site) % 8 == 0,
+                "a chunk key is hashed in 8-byte words");
+
 /* Bytes of the key that count: all but the unused collectives. */
 static size_t
 chunk_key_len (const struct chunk_key *k)
@@ -403,8 +406,7 @@ static struct cache_slot *
 cache_slot (struct dist_cache *c, const struct chunk_key *k)
 {
   size_t len = chunk_key_len (k), i;
-  uint64_t h = 1469598103934665603ULL;
-  const unsigned char *b = (const unsigned char *) k;
+  uint64_t h = 1469598103934665603ULL, w;
   if (c->n * 2 >= c->cap) {
     struct dist_cache old = *c;
     c->cap = c->cap ? c->cap * 2 : 64;
@@ -417,8 +419,12 @@ cache_slot (struct dist_cache *c, const struct chunk_key *k)
       }
     free (old.slots);
   }
-  for (size_t j = 0; j < len; j++)
-    h = (h ^ b[j]) * 1099511628211ULL;
+  /* the key is whole 8-byte words (doubles, pointers, int64s, padded) */
+  for (size_t j = 0; j + sizeof w <= len; j += sizeof w) {
+    memcpy (&w, (const char *) k + j, sizeof w);
+    h = (h ^ w) * 1099511628211ULL;
+    h ^= h >> 29;
+  }
   i = h & (c->cap - 1);
   while (c->slots[i].used && (chunk_key_len (&c->slots[i].key) != len ||
                               memcmp (&c->slots[i].key, k, len) != 0))
