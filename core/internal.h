@@ -19,6 +19,8 @@
 double pm_now (void);
 /* The data directory: $PERFMOD_DATADIR, else the installed one. */
 const char *pm_datadir (void);
+/* This thread's data directory until called again with NULL (libperfmod). */
+void pm_datadir_use (const char *dir);
 void pm_error (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
 /* From here on pm_error keeps its first message in buf (len bytes)
  * instead of printing; buf NULL prints again. */

@@ -407,24 +407,71 @@ predictor_find (struct plugin_set *set, const char *name)
   return pl;
 }
 
+/* Plugins keep their state in their own statics, and dlopen gives two
+ * plugin sets (two libperfmod contexts) the same object: they share one
+ * started instance, stopped when the last set lets it go. */
+struct instance {
+  void *dl;
+  void *state;
+  int refs;              /* sets that started it */
+};
+static struct instance *instances;
+static size_t ninstances;
+static pthread_mutex_t instances_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct instance *
+instance_of (void *dl)
+{
+  for (size_t i = 0; i < ninstances; i++)
+    if (instances[i].dl == dl)
+      return &instances[i];
+  instances = xrealloc (instances, (ninstances + 1) * sizeof *instances);
+  memset (&instances[ninstances], 0, sizeof *instances);
+  instances[ninstances].dl = dl;
+  return &instances[ninstances++];
+}
+
 int
 plugin_start (struct plugin *pl)
 {
+  struct instance *in;
+  int rc = 0;
   if (pl->initialised)
     return 0;
-  if (pl->p.init) {
+  pthread_mutex_lock (&instances_lock);
+  in = instance_of (pl->dl);
+  if (in->refs == 0 && pl->p.init) {
     pm_current_plugin = pl->p.name;
     pm_plugin_errmsg[0] = '\0';
-    int rc = pl->p.init (&pm_host, &pl->state);
+    rc = pl->p.init (&pm_host, &in->state);
     pm_current_plugin = NULL;
-    if (rc < 0) {
+    if (rc < 0)
       pm_error ("%s: init failed: %s", pl->p.name,
                 pm_plugin_errmsg[0] ? pm_plugin_errmsg : "no reason given");
-      return -1;
-    }
   }
-  pl->initialised = true;
-  return 0;
+  if (rc == 0) {
+    in->refs++;
+    pl->state = in->state;
+    pl->initialised = true;
+  }
+  pthread_mutex_unlock (&instances_lock);
+  return rc < 0 ? -1 : 0;
+}
+
+/* A set lets its started plugin go: the last one stops it. */
+static void
+plugin_stop (struct plugin *pl)
+{
+  struct instance *in;
+  pthread_mutex_lock (&instances_lock);
+  in = instance_of (pl->dl);
+  if (--in->refs == 0) {
+    if (pl->p.fini)
+      pl->p.fini (in->state);
+    in->state = NULL;
+  }
+  pthread_mutex_unlock (&instances_lock);
+  pl->initialised = false;
 }
 
 int
@@ -573,8 +620,8 @@ void
 plugins_unload (struct plugin_set *set)
 {
   for (size_t i = 0; i < set->n; i++) {
-    if (set->v[i].initialised && set->v[i].p.fini)
-      set->v[i].p.fini (set->v[i].state);
+    if (set->v[i].initialised)
+      plugin_stop (&set->v[i]);
     dlclose (set->v[i].dl);
     free (set->v[i].path);
   }

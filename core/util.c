@@ -26,10 +26,21 @@ pm_now (void)
   return (double) t.tv_sec + (double) t.tv_nsec / 1e9;
 }
 
+/* A library call's data directory (api.c), for this thread. */
+static _Thread_local const char *datadir_used;
+
+void
+pm_datadir_use (const char *dir)
+{
+  datadir_used = dir;
+}
+
 const char *
 pm_datadir (void)
 {
   const char *d = getenv ("PERFMOD_DATADIR");
+  if (datadir_used)
+    return datadir_used;
   return d && *d ? d : PKGDATADIR;
 }
 

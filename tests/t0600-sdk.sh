@@ -2,7 +2,7 @@
 # t0600-sdk.sh: install perfmod into a temporary prefix, build the example plugin out of tree with
 # pkg-config, and run a prediction with it through --plugin-path.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 7
+plan 11
 # make install with DESTDIR: the configured prefix, staged under $TMP/dest.
 dest="$TMP/dest"
 (cd "$top_builddir" && ${MAKE:-make} install DESTDIR="$dest" >"$TMP/install.log" 2>&1)
@@ -20,7 +20,7 @@ ok $([ "$pd" = "$dest$plugdir" ] && echo 0 || echo 1) "perfmod.pc exports the pl
 cp -r "$top_srcdir/examples/predictor" "$TMP/example"
 chmod -R u+w "$TMP/example"
 (cd "$TMP/example" && ${MAKE:-make} CC="${CC:-cc}" >"$TMP/build.log" 2>&1)
-ok $? "the example builds out of tree with pkg-config --cflags --libs perfmod"
+ok $? "the example plugin builds out of tree with pkg-config --cflags perfmod (links nothing)"
 [ -f "$TMP/example/example.so" ] || diag "$(cat "$TMP/build.log")"
 
 # The installed perfmod with its installed plugins and data (staged), plus the example.
@@ -35,4 +35,28 @@ ok $(awk -F, '$1 == "roofline" { r = $2 } $1 == "example" { e = $2 } END { exit 
 EXAMPLE_EFFICIENCY=7 "$bin" --plugin-path "$TMP/example" plugins >"$TMP/out" 2>"$TMP/err"
 ok $(grep -q "example: init failed: EXAMPLE_EFFICIENCY must be in (0, 1\], got '7'" "$TMP/err" && ! grep -q '^example' "$TMP/out"; echo $?) \
   "the example's init error reaches the user"
+# libperfmod: the library example built against the installed header and library through
+# pkg-config; its numbers are the installed CLI's for the same request.
+libdir=$(dirname "$(find "$dest" -name 'libperfmod.so' | head -1)")
+cp -r "$top_srcdir/examples/library" "$TMP/library"
+chmod -R u+w "$TMP/library"
+(cd "$TMP/library" && ${MAKE:-make} CC="${CC:-cc}" >"$TMP/lbuild.log" 2>&1)
+ok $? "the libperfmod example builds out of tree with pkg-config --cflags --libs perfmod"
+[ -f "$TMP/library/predict" ] || diag "$(cat "$TMP/lbuild.log")"
+LD_LIBRARY_PATH="$libdir" "$TMP/library/predict" gpt3-2.7b h100 tp=2,dp=4 64 2048 tile-mlp >"$TMP/lib" 2>"$TMP/err"
+rc=$?
+"$bin" --model gpt3-2.7b --gpu h100 --mode train --batch 64 --seq 2048 --strategy tp=2,dp=4 \
+  --predictor tile-mlp --format json >"$TMP/cli" 2>/dev/null
+e=$(jq -r '.predictions[0].e2e_ms' "$TMP/cli") m=$(jq -r '.predictions[0].memory.total' "$TMP/cli")
+ok $([ $rc -eq 0 ] && awk -v e="$e" -v m="$m" '{ d = $4 / e - 1; g = $10 / m - 1
+     exit !(d < 1e-6 && d > -1e-6 && g < 1e-3 && g > -1e-3) }' "$TMP/lib" && echo 0 || echo 1) \
+  "libperfmod gives the CLI's step ($e ms) and memory ($m GB)"
+[ $rc -eq 0 ] || diag "$(cat "$TMP/err")"
+LD_LIBRARY_PATH="$libdir" "$TMP/library/predict" gpt3-9b h100 tp=2 8 2048 >"$TMP/lib" 2>"$TMP/err"
+rc=$?
+ok $([ $rc -eq 1 ] && grep -q "perfmod_predict: .*gpt3-9b" "$TMP/err" && [ ! -s "$TMP/lib" ] && echo 0 || echo 1) \
+  "a bad request: the library returns the reason, the process goes on"
+nm -D --defined-only "$libdir/libperfmod.so" | awk '$2 == "T" { print $3 }' | sort > "$TMP/syms"
+ok $([ "$(tr '\n' ' ' < "$TMP/syms")" = "perfmod_close perfmod_open perfmod_predict perfmod_version " ] &&
+     echo 0 || echo 1) "libperfmod exports perfmod_* alone"
 finish

@@ -1,0 +1,210 @@
+/* api.c: libperfmod's public functions (include/perfmod.h): a context of GPUs and plugins, and a prediction as perfmod --strategy makes it. */
+#include <config.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "perfmod.h"
+#include "internal.h"
+
+struct perfmod_ctx {
+  char *datadir;                 /* NULL: the process's (pm_datadir) */
+  struct gpu_db gpus;
+  struct plugin_set set;
+};
+
+/* Run the library's code with ctx's data directory and errors into err:
+ * both per thread, so contexts and threads do not see each other's. */
+static void
+enter (const perfmod_ctx *ctx, char *err, size_t errlen)
+{
+  pm_datadir_use (ctx ? ctx->datadir : NULL);
+  pm_error_capture (err, errlen);
+}
+
+static void
+leave (void)
+{
+  pm_error_capture (NULL, 0);
+  pm_datadir_use (NULL);
+}
+
+const char *
+perfmod_version (void)
+{
+  return PACKAGE_VERSION;
+}
+
+perfmod_ctx *
+perfmod_open (const char *datadir, const char *plugindir, char *err, size_t errlen)
+{
+  perfmod_ctx *ctx = xcalloc (1, sizeof *ctx);
+  char *dirs[2] = { NULL, NULL };
+  char **defaults = NULL;
+  ctx->datadir = datadir ? xstrdup (datadir) : NULL;
+  enter (ctx, err, errlen);
+  if (gpu_db_load_data (&ctx->gpus) < 0) {
+    leave ();
+    free (ctx->datadir);
+    free (ctx);
+    return NULL;
+  }
+  if (plugindir)
+    dirs[0] = (char *) plugindir;
+  else
+    defaults = plugin_search_dirs (NULL, 0);
+  plugins_load (&ctx->set, plugindir ? dirs : defaults);
+  strv_free (defaults);
+  /* Each predictor's dtypes() answers asked now, not lazily from several
+   * threads (this also loads the learned predictors' parameters). */
+  for (size_t i = 0; i < ctx->set.n; i++)
+    if (ctx->set.v[i].p.kind == PERFMOD_PLUGIN_PREDICTOR)
+      for (int kc = 0; kc < 16; kc++)
+        for (int dt = 0; dt < PERFMOD_DTYPE_COUNT; dt++)
+          plugin_covers (&ctx->set.v[i], kc, dt);
+  leave ();
+  return ctx;
+}
+
+void
+perfmod_close (perfmod_ctx *ctx)
+{
+  if (ctx == NULL)
+    return;
+  plugins_unload (&ctx->set);
+  gpu_db_free (&ctx->gpus);
+  free (ctx->datadir);
+  free (ctx);
+}
+
+/* The request's precision: a training precision, or an inference dtype;
+ * NULL where the name is neither. */
+static const struct precision *
+request_precision (const struct perfmod_request *req, const struct gpu_entry *ge, bool train)
+{
+  int dtype;
+  if (req->precision == NULL)
+    return precision_of_dtype (default_dtype (&ge->gpu), train);
+  if (train && precision_train (req->precision))
+    return precision_train (req->precision);
+  if ((dtype = dtype_parse (req->precision)) < 0)
+    return NULL;
+  return precision_of_dtype (dtype, train);
+}
+
+static int
+predict (perfmod_ctx *ctx, const struct perfmod_request *req, struct perfmod_result *res)
+{
+  const struct gpu_entry *ge;
+  const struct precision *pr;
+  struct model_cfg m;
+  struct strategy s;
+  struct dist_options d;
+  struct dist_result r;
+  struct plugin *pred;
+  bool train, can_flash;
+  int gpn, fam, rc = -1;
+  int64_t batch = req->batch ? req->batch : 4, seq = req->seq ? req->seq : 1024;
+
+  if (req->struct_size < offsetof (struct perfmod_request, gpus_per_node) + sizeof (int64_t) ||
+      res->struct_size < offsetof (struct perfmod_result, microbatches) + sizeof (int)) {
+    pm_error ("perfmod_predict: set struct_size of the request and the result to their sizeof");
+    return -1;
+  }
+  if (req->model == NULL) {
+    pm_error ("perfmod_predict: no model");
+    return -1;
+  }
+  train = req->mode == NULL || strcmp (req->mode, "train") == 0;
+  if (!train && strcmp (req->mode, "inf") != 0) {
+    pm_error ("mode '%s': expected train or inf", req->mode);
+    return -1;
+  }
+  if ((ge = gpu_db_find (&ctx->gpus, req->gpu ? req->gpu : DEFAULT_GPU)) == NULL) {
+    pm_error ("gpu '%s': no such GPU", req->gpu);
+    return -1;
+  }
+  if ((pr = request_precision (req, ge, train)) == NULL) {
+    pm_error ("precision '%s': expected fp32, amp-fp16, bf16, fp8 or tf32 (or a dtype)",
+              req->precision);
+    return -1;
+  }
+  if ((pred = predictor_find (&ctx->set, req->predictor ? req->predictor : "roofline")) == NULL)
+    return -1;
+  if ((strchr (req->model, '/') || strstr (req->model, ".json") ? model_cfg_load (&m, req->model)
+                                                                 : model_cfg_builtin (&m, req->model)) < 0)
+    return -1;
+  fam = m.family;
+  gpn = req->gpus_per_node > 0 ? (int) req->gpus_per_node : ge->gpu.gpus_per_node;
+  strategy_init (&s);
+  if (req->strategy && strategy_parse (&s, req->strategy, "strategy") < 0)
+    goto out;
+  if (strategy_resolve (&s, (req->nodes > 0 ? req->nodes : 1) * gpn, req->nodes > 0, batch) < 0)
+    goto out;
+  /* the command line's defaults (main.c kernels_resolve) */
+  can_flash = dtype_mixed (pr->other) && default_dtype (&ge->gpu) == PERFMOD_DTYPE_BF16;
+  if (req->attention && strcmp (req->attention, "flash") && strcmp (req->attention, "unfused")) {
+    pm_error ("attention '%s': expected flash or unfused", req->attention);
+    goto out;
+  }
+  if (req->attention && strcmp (req->attention, "flash") == 0 && !can_flash) {
+    pm_error ("attention flash: fused attention runs in bf16 or fp16 on GPUs with bf16 matrix "
+              "units; this run's attention is %s on %s", dtype_name (pr->other), ge->name);
+    goto out;
+  }
+  if (!s.kernels_set)
+    s.kernels = train && dtype_mixed (pr->gemm) &&
+                (fam == FAM_GPT2 || fam == FAM_LLAMA || fam == FAM_MIXTRAL) ? KERNELS_TE
+                                                                            : KERNELS_EAGER;
+  memset (&d, 0, sizeof d);
+  d.s = &s;
+  d.prec = pr;
+  d.train = train;
+  d.flash = req->attention ? strcmp (req->attention, "flash") == 0 : can_flash;
+  d.batch = batch;
+  d.seq = seq;
+  d.gpus_per_node = gpn;
+  if (dist_predict (&ctx->set, pred, &m, &ge->gpu, &d, &r) < 0)
+    goto out;
+  memset ((char *) res + sizeof res->struct_size, 0, res->struct_size - sizeof res->struct_size);
+  res->e2e_ms = r.step_ms;
+  res->pipeline_ms = r.pipeline_ms;
+  res->bubble = r.bubble;
+  res->bubble_ms = r.bubble_ms;
+  res->grads_ms = r.grads_ms;
+  res->optimizer_ms = r.optimizer_ms;
+  res->recompute_ms = r.recompute_ms;
+  res->mfu = r.step_ms > 0 ? r.flops / (r.step_ms / 1e3) / perfmod_gpu_peak_flops (&ge->gpu, pr->gemm)
+           : 0;
+  res->tokens_per_s = r.step_ms > 0 ? (double) batch * (double) seq / (r.step_ms / 1e3) : 0;
+  res->memory_total_gb = r.mem.total / 1e9;
+  res->memory_weights_gb = r.mem.weights / 1e9;
+  res->memory_gradients_gb = r.mem.gradients / 1e9;
+  res->memory_optimizer_gb = r.mem.optimizer / 1e9;
+  res->memory_activations_gb = r.mem.activations / 1e9;
+  res->memory_kv_cache_gb = r.mem.kv_cache / 1e9;
+  res->memory_reserve_gb = r.mem.reserve / 1e9;
+  res->capacity_gb = r.mem.capacity / 1e9;
+  res->oom = r.mem.oom;
+  res->microbatches = r.microbatches;
+  rc = 0;
+out:
+  model_cfg_free (&m);
+  return rc;
+}
+
+int
+perfmod_predict (perfmod_ctx *ctx, const struct perfmod_request *req,
+                 struct perfmod_result *res, char *err, size_t errlen)
+{
+  int rc;
+  if (ctx == NULL || req == NULL || res == NULL) {
+    if (err && errlen)
+      snprintf (err, errlen, "perfmod_predict: a NULL context, request or result");
+    return -1;
+  }
+  enter (ctx, err, errlen);
+  rc = predict (ctx, req, res);
+  leave ();
+  return rc;
+}
