@@ -2,7 +2,7 @@
 # t0600-sdk.sh: install perfmod into a temporary prefix, build the example plugin out of tree with
 # pkg-config, and run a prediction with it through --plugin-path.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 11
+plan 12
 # make install with DESTDIR: the configured prefix, staged under $TMP/dest.
 dest="$TMP/dest"
 (cd "$top_builddir" && ${MAKE:-make} install DESTDIR="$dest" >"$TMP/install.log" 2>&1)
@@ -56,6 +56,19 @@ LD_LIBRARY_PATH="$libdir" "$TMP/library/predict" gpt3-9b h100 tp=2 8 2048 >"$TMP
 rc=$?
 ok $([ $rc -eq 1 ] && grep -q "perfmod_predict: .*gpt3-9b" "$TMP/err" && [ ! -s "$TMP/lib" ] && echo 0 || echo 1) \
   "a bad request: the library returns the reason, the process goes on"
+pkg=$(find "$dest" -path '*/perfmod/__init__.py' | head -1)
+if command -v python3 >/dev/null && grep -q '^PYTHON = [^:]' "$top_builddir/Makefile" 2>/dev/null; then
+  PYTHONPATH="$(dirname "$(dirname "$pkg")")" PERFMOD_LIBRARY="$libdir/libperfmod.so.0" python3 -c '
+import perfmod
+r = perfmod.predict("gpt3-2.7b", gpu="h100", strategy="tp=2,dp=4", batch=64, seq=2048)
+print(r["e2e_ms"] > 0 and perfmod.__version__)' >"$TMP/py" 2>&1
+  ok $([ -n "$pkg" ] && grep -qx "$("$bin" --version | sed -n '1s/^perfmod \([^ ]*\).*/\1/p')" "$TMP/py" && echo 0 || echo 1) \
+    "make install puts the perfmod Python package in Python's site directory; it predicts"
+  [ $tap_failed -eq 0 ] || diag "$(cat "$TMP/py")"
+else
+  tap_n=$((tap_n + 1))
+  echo "ok $tap_n # SKIP python3 not configured"
+fi
 nm -D --defined-only "$libdir/libperfmod.so" | awk '$2 == "T" { print $3 }' | sort > "$TMP/syms"
 ok $([ "$(tr '\n' ' ' < "$TMP/syms")" = "perfmod_close perfmod_open perfmod_predict perfmod_version " ] &&
      echo 0 || echo 1) "libperfmod exports perfmod_* alone"
