@@ -47,4 +47,13 @@ neusight_or_skip () {
   [ -f "$NEUSIGHT/summary/summary.csv" ] || skip_all "NeuSight data not found at $NEUSIGHT (set PERFMOD_NEUSIGHT)"
 }
 
+# san_env: for a program not built with the sanitizers (python3, an example built with
+# plain cc) that loads a sanitized libperfmod: ASan's runtime preloaded, as ASan requires,
+# and no leak report for the program's own allocations.  Prints env assignments.
+san_env () {
+  if grep -q -- '-fsanitize=address' "$top_builddir/Makefile" 2>/dev/null; then
+    echo "LD_PRELOAD=$(${CC:-cc} -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0"
+  fi
+}
+
 finish () { exit $((tap_failed > 0)); }

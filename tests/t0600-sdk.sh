@@ -43,7 +43,7 @@ chmod -R u+w "$TMP/library"
 (cd "$TMP/library" && ${MAKE:-make} CC="${CC:-cc}" >"$TMP/lbuild.log" 2>&1)
 ok $? "the libperfmod example builds out of tree with pkg-config --cflags --libs perfmod"
 [ -f "$TMP/library/predict" ] || diag "$(cat "$TMP/lbuild.log")"
-LD_LIBRARY_PATH="$libdir" "$TMP/library/predict" gpt3-2.7b h100 tp=2,dp=4 64 2048 tile-mlp >"$TMP/lib" 2>"$TMP/err"
+env $(san_env) LD_LIBRARY_PATH="$libdir" "$TMP/library/predict" gpt3-2.7b h100 tp=2,dp=4 64 2048 tile-mlp >"$TMP/lib" 2>"$TMP/err"
 rc=$?
 "$bin" --model gpt3-2.7b --gpu h100 --mode train --batch 64 --seq 2048 --strategy tp=2,dp=4 \
   --predictor tile-mlp --format json >"$TMP/cli" 2>/dev/null
@@ -52,13 +52,13 @@ ok $([ $rc -eq 0 ] && awk -v e="$e" -v m="$m" '{ d = $4 / e - 1; g = $10 / m - 1
      exit !(d < 1e-6 && d > -1e-6 && g < 1e-3 && g > -1e-3) }' "$TMP/lib" && echo 0 || echo 1) \
   "libperfmod gives the CLI's step ($e ms) and memory ($m GB)"
 [ $rc -eq 0 ] || diag "$(cat "$TMP/err")"
-LD_LIBRARY_PATH="$libdir" "$TMP/library/predict" gpt3-9b h100 tp=2 8 2048 >"$TMP/lib" 2>"$TMP/err"
+env $(san_env) LD_LIBRARY_PATH="$libdir" "$TMP/library/predict" gpt3-9b h100 tp=2 8 2048 >"$TMP/lib" 2>"$TMP/err"
 rc=$?
 ok $([ $rc -eq 1 ] && grep -q "perfmod_predict: .*gpt3-9b" "$TMP/err" && [ ! -s "$TMP/lib" ] && echo 0 || echo 1) \
   "a bad request: the library returns the reason, the process goes on"
 pkg=$(find "$dest" -path '*/perfmod/__init__.py' | head -1)
 if command -v python3 >/dev/null && grep -q '^PYTHON = [^:]' "$top_builddir/Makefile" 2>/dev/null; then
-  PYTHONPATH="$(dirname "$(dirname "$pkg")")" PERFMOD_LIBRARY="$libdir/libperfmod.so.0" python3 -c '
+  env $(san_env) PYTHONPATH="$(dirname "$(dirname "$pkg")")" PERFMOD_LIBRARY="$libdir/libperfmod.so.0" python3 -c '
 import perfmod
 r = perfmod.predict("gpt3-2.7b", gpu="h100", strategy="tp=2,dp=4", batch=64, seq=2048)
 print(r["e2e_ms"] > 0 and perfmod.__version__)' >"$TMP/py" 2>&1

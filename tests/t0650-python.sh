@@ -7,7 +7,7 @@ plan 3
 export PYTHONPATH="$top_builddir/python" PERFMOD_LIBRARY="$top_builddir/.libs/libperfmod.so.0"
 "$PERFMOD" --model gpt3-2.7b --gpu h100 --mode train --batch 64 --seq 2048 --strategy tp=2,dp=4 \
   --predictor tile-mlp --format json > "$TMP/cli" 2>/dev/null
-python3 - "$TMP/cli" > "$TMP/out" 2>&1 <<'PY'
+env $(san_env) python3 - "$TMP/cli" > "$TMP/out" 2>&1 <<'PY'
 import json, sys, perfmod
 cli = json.load(open(sys.argv[1]))["predictions"][0]
 r = perfmod.predict("gpt3-2.7b", gpu="h100", strategy="tp=2,dp=4", batch=64, seq=2048,
