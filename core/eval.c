@@ -63,6 +63,8 @@ krow_report_class (const struct krow *r)
     return r->causal ? "attn-prefill" : "attn-decode";
   if (r->kclass == PERFMOD_KERNEL_MEMORY)
     return "memory";
+  if (r->op && strcmp (r->op, "moe") == 0)
+    return "moe";
   return krow_class_label (r->kclass);
 }
 
@@ -123,6 +125,63 @@ group_cmp (const void *pa, const void *pb)
   return c;
 }
 
+/* A fused MoE layer (moe_perf, balanced routing; the shape as read_moe
+ * keeps it) as the grouped GEMMs the rank runs: num_tokens tokens each
+ * routed to top-k of the experts, this rank holding experts/ep of them
+ * with 1/tp of each one's width, the assignments spread evenly; every
+ * expert reached runs fc1 (gate and up: 2 x inter/tp wide), SwiGLU (one
+ * kernel) and fc2.  The router, the permutation and the all-to-all are
+ * not in the measured op either. */
+static int
+moe_predict (struct plugin *pred, const struct krow *r, double *t)
+{
+  int64_t local = r->h / r->ranks, f = r->k / r->window;
+  double assign = (double) r->m * (double) r->kv_heads / (double) r->ranks;
+  int64_t reached = (int64_t) ceil (assign - 1e-9), te;
+  const struct precision *pr = precision_infer (r->dtype);
+  struct perfmod_kernel k[3];
+  double s = 0, x;
+  if (reached > local)
+    reached = local;
+  if (reached < 1)
+    reached = 1;
+  te = (int64_t) ceil (assign / (double) reached - 1e-9);
+  for (int i = 0; i < 3; i++) {
+    memset (&k[i], 0, sizeof k[i]);
+    k[i].struct_size = sizeof k[i];
+    k[i].kclass = i < 2 ? PERFMOD_KERNEL_BMM : PERFMOD_KERNEL_ELEMENTWISE;
+    k[i].op = intern (i < 2 ? "bmm" : "silu");
+    kernel_set_dtype (&k[i], precision_dtype (pr, k[i].kclass));
+    k[i].isolated = 1;
+  }
+  /* one grouped GEMM each: the experts reached as a batch of products */
+  k[0].b = k[1].b = reached;
+  k[0].m = te, k[0].n = r->n, k[0].k = 2 * f;            /* fc1 */
+  k[1].m = te, k[1].n = f, k[1].k = r->n;                /* fc2 */
+  k[2].b = te * reached, k[2].h = f;                     /* SwiGLU: reads 2f, writes f */
+  k[2].mem_per_output = k[2].own_mem_per_output = 3 * k[2].elem_bytes;
+  k[2].ops_per_output = 5;
+  for (int i = 0; i < 3; i++) {
+    if (plugin_predict (pred, &k[i], &r->gpu->gpu, &x) < 0)
+      return -1;
+    s += x;
+  }
+  *t = s;
+  return 0;
+}
+
+/* A row's predicted time: its kernel, or a MoE layer's. */
+static int
+row_predict (struct plugin *pred, const struct krow *row, double *t)
+{
+  struct perfmod_kernel k;
+  if (row->op && strcmp (row->op, "moe") == 0)
+    return moe_predict (pred, row, t);
+  krow_kernel (row, &k);
+  k.isolated = 1;
+  return plugin_predict (pred, &k, &row->gpu->gpu, t);
+}
+
 /* The modern tables: every kept row predicted by each predictor; MAPE,
  * median |error| and mean signed error per table, class, dtype and GPU.
  * A predictor that cannot predict a class says why once, on stderr. */
@@ -146,16 +205,13 @@ eval_modern (struct plugin **preds, char **names, size_t npred, const struct kse
     kept = 0;
     for (size_t i = 0; i < ks->n; i++) {
       const struct krow *row = &ks->v[i];
-      struct perfmod_kernel k;
       struct group *g;
       double t, e;
       if (!krow_in_split (row, o->split, o->seed))
         continue;
       kept++;
       g = group_of (&gv, &ng, row);
-      krow_kernel (row, &k);
-      k.isolated = 1;
-      if (plugin_predict (preds[p], &k, &row->gpu->gpu, &t) < 0) {
+      if (row_predict (preds[p], row, &t) < 0) {
         /* a predictor's bad input file fails every row alike: said once */
         if (plugins_input_fault ()) {
           pm_error ("%s: %s", names[p], pm_plugin_errmsg);

@@ -240,6 +240,48 @@ read_attention (struct table *t, bool decode)
   }
 }
 
+/* aiconfigurator moe_perf: one fused MoE layer (routed experts' GEMMs
+ * and activation) over num_tokens tokens.  Its row keeps the shape in the
+ * krow's fields: m tokens, n hidden width, k intermediate width, h
+ * experts, kv_heads top-k, window the tensor-parallel and ranks the
+ * expert-parallel degree (op "moe"; eval.c predicts it as its GEMMs).
+ * Only balanced routing is kept: the power-law rows load some experts
+ * more, by a distribution perfmod does not take as an input. */
+static void
+read_moe (struct table *t)
+{
+  int cd = csv_column (t->r.fields, t->r.nfields, "device");
+  int ct = need_column (t, "moe_dtype"), cn = need_column (t, "num_tokens");
+  int ch = need_column (t, "hidden_size"), ci = need_column (t, "inter_size");
+  int ck = need_column (t, "topk"), ce = need_column (t, "num_experts");
+  int ctp = need_column (t, "moe_tp_size"), cep = need_column (t, "moe_ep_size");
+  int cdist = need_column (t, "distribution"), cl = need_column (t, "latency");
+  if (t->errors)
+    return;
+  while (next_row (t)) {
+    struct krow k = { 0 };
+    int64_t tp, ep;
+    if (strcmp (t->r.fields[cdist], "balanced") != 0 ||
+        (k.dtype = dtype_of_cell (t->r.fields[ct])) < 0)
+      continue;
+    if (!cell_int (t, cn, "num_tokens", 1, &k.m) || !cell_int (t, ch, "hidden_size", 1, &k.n) ||
+        !cell_int (t, ci, "inter_size", 1, &k.k) || !cell_int (t, ce, "num_experts", 1, &k.h) ||
+        !cell_int (t, ck, "topk", 1, &k.kv_heads) || !cell_int (t, ctp, "moe_tp_size", 1, &tp) ||
+        !cell_int (t, cep, "moe_ep_size", 1, &ep))
+      continue;
+    if (k.h % ep != 0 || k.k % tp != 0 || k.kv_heads > k.h || tp > 1024 || ep > 1024)
+      continue;                 /* a layout that does not split evenly: not a shape to check */
+    if (!cell_latency (t, cl, 1e-3, &k.latency_s) || (k.gpu = row_gpu (t, cd)) == NULL)
+      continue;
+    k.kclass = PERFMOD_KERNEL_LINEAR;
+    k.op = intern ("moe");
+    k.b = 1;
+    k.window = tp;
+    k.ranks = (int) ep;
+    push (t, &k);
+  }
+}
+
 /* aiconfigurator nccl_perf: message_size counts elements of nccl_dtype
  * (half: 2 bytes). */
 static void
@@ -502,7 +544,7 @@ ends_with (const char *s, const char *suffix)
 }
 
 /* Which reader a file name calls for: 0 none. */
-enum kind { K_NONE, K_GEMM, K_CTX, K_GEN, K_NCCL, K_VNET, K_VLAYER, K_AITER, K_LLMC };
+enum kind { K_NONE, K_GEMM, K_CTX, K_GEN, K_NCCL, K_VNET, K_VLAYER, K_AITER, K_LLMC, K_MOE };
 static enum kind
 kind_of (const char *path)
 {
@@ -516,6 +558,8 @@ kind_of (const char *path)
     return K_GEN;
   if (strncmp (base, "nccl_perf.csv", 13) == 0)
     return K_NCCL;
+  if (strncmp (base, "moe_perf.csv", 12) == 0)
+    return K_MOE;
   if (strstr (path, "profiling/network/") &&
       (strcmp (base, "all_reduce.csv") == 0 || strcmp (base, "send_recv.csv") == 0))
     return K_VNET;
@@ -530,10 +574,10 @@ kind_of (const char *path)
 
 static const char *const kind_set[] = { NULL, "gemm", "context_attention",
                                         "generation_attention", "nccl", "vidur_comm",
-                                        "vidur_layer", "aiter_gemm", "llmcompass_gemm" };
+                                        "vidur_layer", "aiter_gemm", "llmcompass_gemm", "moe" };
 const char *const mdata_tables[] = { "gemm", "context_attention", "generation_attention", "nccl",
                                      "vidur_comm", "vidur_layer", "aiter_gemm",
-                                     "llmcompass_gemm", NULL };
+                                     "llmcompass_gemm", "moe", NULL };
 
 static bool
 table_wanted (const struct mdata_filter *f, enum kind kind)
@@ -582,6 +626,7 @@ read_table (struct kset *s, const char *path, enum kind kind, const struct gpu_d
   case K_VLAYER: read_vidur_layer (&t); break;
   case K_AITER: read_aiter (&t); break;
   case K_LLMC: read_llmcompass (&t, true); break;
+  case K_MOE: read_moe (&t); break;
   default: break;
   }
   csv_close (&t.r);

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0320-moderndata.sh: the modern measured-kernel tables: gzip CSV readers, one row per shape (the median), the seeded split, eval's groups, the physical roofline per dtype, bad input with file:line, and tile-mlp's tensor-core networks.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 41
+plan 42
 
 D="$TMP/md"
 G="$D/aiconfigurator/h100_sxm"
@@ -28,8 +28,23 @@ dev="NVIDIA H100 80GB HBM3"
   echo "half,8,1048576,NCCL,all_reduce,0.05"; } | gzip >"$G/comm/nccl/1/nccl_perf.csv.gz"
 printf '64, 12288, 12288, 0.1900ms, 101.7Tflops\n' >"$D/llmcompass/x/matmul_A100.csv"
 
+mkdir -p "$G/moe/a/1"
+# One fused MoE layer kept (balanced, bf16): 64 tokens to top-2 of 8 experts, hidden 256,
+# intermediate 128; power-law routing and int4 weights left out.
+{ echo framework,version,device,op_name,kernel_source,moe_dtype,num_tokens,hidden_size,inter_size,topk,num_experts,moe_tp_size,moe_ep_size,distribution,latency
+  echo "A,1,$dev,moe,x,bfloat16,64,256,128,2,8,1,1,balanced,0.01"
+  echo "A,1,$dev,moe,x,bfloat16,64,256,128,2,8,1,1,power_law_1.2,0.02"
+  echo "A,1,$dev,moe,x,int4_wo,64,256,128,2,8,1,1,balanced,0.01"; } | gzip >"$G/moe/a/1/moe_perf.csv.gz"
+
 run_pm eval --data "$D" --predictor roofline --per-op --format csv
 ok $rc "eval reads the gzip tables, LLMCompass's headerless matmuls"
+# The MoE layer as its grouped GEMMs: 128 assignments over 8 experts, 16 tokens each; fc1
+# 8 x (16 x 256) by (256 x 256), fc2 8 x (16 x 128) by (128 x 256), SwiGLU over 128 rows of
+# 128 (reads 2 x 128, writes 128): bytes over 3430 GB/s, each above its FLOPs at the peak.
+moe=$(awk -F, 'NR > 1 && $4 == "moe" { n++; t = $18 } END { print n, t }' "$TMP/out")
+ok $(echo "$moe" | awk '{ b = 2 * (8 * (16*256 + 256*256 + 16*256) + 8 * (16*128 + 128*256 + 16*256) + 128*128*3)
+     want = b / 3430e9 * 1e3; d = $2 / want - 1; exit !($1 == 1 && d < 1e-6 && d > -1e-6) }'; echo $?) \
+  "moe: one balanced bf16 layer kept, predicted as its two grouped GEMMs and SwiGLU ($moe)"
 ok $(awk -F, 'NR > 1 && $4 == "gemm"' "$TMP/out" | wc -l | awk '{ print ($1 == 3) ? 0 : 1 }') \
   "gemm: three shapes (bf16 4096^3, fp8 4096^3, bf16 16x1024x8192); m = 0 and unmodelled dtypes left out"
 ok $(awk -F, 'NR > 1 && $4 == "gemm" && $7 == "bf16" && $9 == 4096 { print ($16 == 3 && $17 == 2) ? 0 : 1 }' "$TMP/out") \
