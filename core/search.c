@@ -427,6 +427,14 @@ predict_all (struct search *x, int jobs, int rank, int size)
   return rc;
 }
 
+/* One configuration counted and pruned before prediction. */
+static void
+prune (struct search *x, enum prune why)
+{
+  x->tried++;
+  x->pruned[why]++;
+}
+
 /* Every configuration, in a fixed order (the result does not depend on
  * it: ties are broken by that order). */
 static void
@@ -439,13 +447,11 @@ enumerate (struct search *x)
     if (gpus % tp != 0)
       continue;
     if (!fixed_ok (x, FX_TP, tp)) {
-      x->pruned[PRUNE_FIXED]++;
-      x->tried++;
+      prune (x, PRUNE_FIXED);
       continue;
     }
     if (m->heads % tp || m->kv_heads % tp || m->ffn % tp) {
-      x->pruned[PRUNE_TP]++;
-      x->tried++;
+      prune (x, PRUNE_TP);
       continue;
     }
     for (int64_t pp = 1; pp <= gpus / tp && pp <= m->layers; pp++) {
@@ -454,49 +460,41 @@ enumerate (struct search *x)
         continue;
       dp = gpus / tp / pp;
       if (!fixed_ok (x, FX_PP, (int) pp) || !fixed_ok (x, FX_DP, (int) dp)) {
-        x->pruned[PRUNE_FIXED]++;
-        x->tried++;
+        prune (x, PRUNE_FIXED);
         continue;
       }
       for (int64_t ep = 1; ep <= dp; ep++) {
         if (dp % ep != 0 || (ep > 1 && m->experts == 0))
           continue;
         if (!fixed_ok (x, FX_EP, (int) ep)) {
-          x->pruned[PRUNE_FIXED]++;
-          x->tried++;
+          prune (x, PRUNE_FIXED);
           continue;
         }
         if (ep > 1 && m->experts % ep != 0) {
-          x->pruned[PRUNE_EP]++;
-          x->tried++;
+          prune (x, PRUNE_EP);
           continue;
         }
         for (int mbs = 1; mbs <= 16; mbs *= 2) {
           int64_t micro;
           if (!fixed_ok (x, FX_MBS, mbs)) {
-            x->pruned[PRUNE_FIXED]++;
-            x->tried++;
+            prune (x, PRUNE_FIXED);
             continue;
           }
           if (o->batch % (dp * mbs) != 0) {
-            x->pruned[PRUNE_BATCH]++;
-            x->tried++;
+            prune (x, PRUNE_BATCH);
             continue;
           }
           micro = o->batch / (dp * mbs);
           for (int64_t vp = 1; vp <= (pp > 1 ? m->layers / pp : 1); vp++) {
             if (!fixed_ok (x, FX_VP, (int) vp)) {
-              x->pruned[PRUNE_FIXED]++;
-              x->tried++;
+              prune (x, PRUNE_FIXED);
               continue;
             }
             /* Megatron: layers split evenly; interleaving needs the
              * micro-batches in whole rounds of pp */
             if (m->layers % (pp * vp) != 0 || (vp > 1 && micro % pp != 0)) {
-              if (m->layers % pp == 0 || vp == 1) {
-                x->pruned[PRUNE_INTERLEAVE]++;
-                x->tried++;
-              }
+              if (m->layers % pp == 0 || vp == 1)   /* each (pp, vp) counted once */
+                prune (x, PRUNE_INTERLEAVE);
               continue;
             }
             for (int zero = 0; zero <= (dp > 1 ? 3 : 0); zero++)
