@@ -46,7 +46,7 @@ struct sopts {
 enum prune {
   PRUNE_TP,              /* tp does not divide the heads, key/value heads or ffn width */
   PRUNE_EP,              /* ep does not divide the experts */
-  PRUNE_BATCH,           /* the global batch is not a multiple of dp x mbs */
+  PRUNE_BATCH,           /* batch not a multiple of dp x mbs, or > 2^20 of them */
   PRUNE_INTERLEAVE,      /* layers not a multiple of pp x vp, or micro-batches of pp */
   PRUNE_ZERO3_PP,        /* ZeRO-3 with pipeline stages: not modelled */
   PRUNE_MEMORY,          /* predicted not to fit */
@@ -58,7 +58,7 @@ static const char *const prune_keys[NPRUNE] = {   /* JSON */
 };
 static const char *const prune_names[NPRUNE] = {
   "tp does not divide heads/ffn", "ep does not divide the experts",
-  "batch not a multiple of dp x mbs", "layers or micro-batches vs pp x vp",
+  "batch not a multiple of dp x mbs (or > 2^20 of them)", "layers or micro-batches vs pp x vp",
   "zero=3 with pp > 1 (not modelled)", "out of memory", "outside --fix/--max-tp",
 };
 
@@ -484,6 +484,11 @@ enumerate (struct search *x)
             continue;
           }
           micro = o->batch / (dp * mbs);
+          if (micro > PM_MAX_MICROBATCHES) {   /* beyond what dist_check models */
+            x->pruned[PRUNE_BATCH]++;
+            x->tried++;
+            continue;
+          }
           for (int64_t vp = 1; vp <= (pp > 1 ? m->layers / pp : 1); vp++) {
             if (!fixed_ok (x, FX_VP, (int) vp)) {
               x->pruned[PRUNE_FIXED]++;

@@ -1,4 +1,4 @@
-/* util.c: messages, allocation that cannot fail, strict number parsing, directory listing, counted INI files. */
+/* util.c: messages, allocation that cannot fail, strict number parsing, overflow-checked arithmetic, directory listing, counted INI files. */
 #include <config.h>
 
 #include <ctype.h>
@@ -142,6 +142,29 @@ parse_double (const char *s, double *out)
     return false;
   *out = v;
   return true;
+}
+
+bool
+parse_int_range (const char *opt, const char *arg, int64_t min, int64_t max, int64_t *out)
+{
+  if (!parse_int64 (arg, out) || *out < min || *out > max) {
+    pm_error ("%s '%s': expected an integer from %lld to %lld", opt, arg, (long long) min,
+              (long long) max);
+    return false;
+  }
+  return true;
+}
+
+bool
+ck_mul64 (int64_t a, int64_t b, int64_t *out)
+{
+  return !__builtin_mul_overflow (a, b, out);
+}
+
+bool
+ck_add64 (int64_t a, int64_t b, int64_t *out)
+{
+  return !__builtin_add_overflow (a, b, out);
 }
 
 char *

@@ -353,7 +353,7 @@ expect_fail 2 "perfmod train fits linreg, habitat, tile-mlp and tile-mlp-neusigh
   "train refuses a predictor it cannot fit" -- train --predictor roofline --data "$TMP/train" --out "$TMP/x.params"
 expect_fail 2 "--members: only tile-mlp trains an ensemble" "--members for another predictor" -- \
   train --predictor tile-mlp-neusight --data "$TMP/train" --out "$TMP/x.params" --members 3
-expect_fail 2 "--members '17': at most 16" "--members beyond the plugin's limit" -- \
+expect_fail 2 "--members '17': expected an integer from 1 to 16" "--members beyond the plugin's limit" -- \
   train --predictor tile-mlp --data "$TMP/train" --out "$TMP/x.params" --members 17
 expect_fail 2 "--features 'wavelets': expected neusight, extended, extended-waves or portable" \
   "train with an unknown input set" -- \
