@@ -66,6 +66,14 @@ bool parse_double (const char *s, double *out);
 /* An integer option from min to max into *out; else false after one line
  * naming opt, arg and the range. */
 bool parse_int_range (const char *opt, const char *arg, int64_t min, int64_t max, int64_t *out);
+/* rc, or EXIT_RUNTIME after one line if stdout could not be written
+ * whole (a full disk): what a command printed is its result. */
+int stdout_status (int rc);
+struct option;
+/* getopt_long's error for the option just read, as one line that says
+ * what to try ("perfmod kernel", say): the caller sets opterr to 0 and
+ * starts its short options with ':'. */
+void getopt_error (int opt, char **argv, const struct option *opts, const char *cmd);
 /* Sizes, FLOPs and bytes in int64: false if the exact result does not fit
  * (*out is then unspecified). */
 bool ck_mul64 (int64_t a, int64_t b, int64_t *out);

@@ -939,14 +939,18 @@ cmd_predict (struct cli *c, struct plugin_set *set)
     if (c->per_op)
       print_per_op (c, gp, pr, npred);
     else {
-      printf ("predictor,e2e_ms,fw_ms,bw_ms,acc_ms,spread_ms%s\n",
+      printf ("predictor,e2e_ms,fw_ms,bw_ms,acc_ms,spread_ms%s,memory_gb,oom\n",
               c->gen > 0 ? ",ttft_ms,tpot_ms,tokens_per_s" : "");
       for (size_t p = 0; p < npred; p++) {
         printf ("%s,%.9g,%.9g,%.9g,%.9g,%.9g", pr[p].predictor, pr[p].e2e_ms, pr[p].fw_ms,
                 pr[p].bw_ms + pr[p].acc_ms, pr[p].acc_ms, pr[p].spread_ms);
         if (c->gen > 0)
           printf (",%.9g,%.9g,%.9g", pr[p].e2e_ms, x[p].decode_ms, tokens_per_s (&pr[p], &x[p]));
-        putchar ('\n');
+        /* no memory without a model (an imported graph alone): empty */
+        if (w.have_model)
+          printf (",%.6g,%s\n", mem.total / 1e9, mem.oom ? "true" : "false");
+        else
+          fputs (",,\n", stdout);
       }
     }
     if (c->assumed)
@@ -1231,8 +1235,8 @@ done:
   return rc;
 }
 
-int
-main (int argc, char **argv)
+static int
+perfmod_main (int argc, char **argv)
 {
   enum { O_MODEL = 256, O_OPGRAPH, O_GPU, O_BATCH, O_SEQ, O_MODE, O_DTYPE, O_PRECISION, O_PRED,
          O_STRAT,
@@ -1295,7 +1299,8 @@ main (int argc, char **argv)
   memset (&c, 0, sizeof c);
   c.format = "table";
   c.command = command_line (argc, argv);   /* before getopt permutes argv */
-  while ((opt = getopt_long (argc, argv, "hvV", opts, NULL)) != -1) {
+  opterr = 0;                    /* getopt_error says it in one line */
+  while ((opt = getopt_long (argc, argv, ":hvV", opts, NULL)) != -1) {
     bool ok = true;
     switch (opt) {
     case O_MODEL: c.model = optarg; break;
@@ -1348,7 +1353,10 @@ main (int argc, char **argv)
               PACKAGE_VERSION, PERFMOD_ABI_VERSION, PLUGINDIR, PKGDATADIR);
       cli_free (&c);
       return 0;
-    default: ok = false; break;
+    default:
+      getopt_error (opt, argv, opts, "perfmod");
+      ok = false;
+      break;
     }
     if (!ok)
       goto usage;
@@ -1500,6 +1508,11 @@ main (int argc, char **argv)
 
 usage:
   cli_free (&c);
-  fputs ("Try 'perfmod --help'.\n", stderr);
   return EXIT_USAGE;
+}
+
+int
+main (int argc, char **argv)
+{
+  return stdout_status (perfmod_main (argc, argv));
 }

@@ -117,7 +117,8 @@ parse (int argc, char **argv, struct sopts *o)
   };
   int opt;
   optind = 1;
-  while ((opt = getopt_long (argc, argv, "hv", opts, NULL)) != -1) {
+  opterr = 0;                    /* getopt_error says it in one line */
+  while ((opt = getopt_long (argc, argv, ":hv", opts, NULL)) != -1) {
     bool ok = true;
     switch (opt) {
     case S_MODEL: o->model = optarg; break;
@@ -140,7 +141,7 @@ parse (int argc, char **argv, struct sopts *o)
     case S_POPT: ptrv_push (&o->popts, &o->npopts, optarg); break;
     case 'v': pm_verbose++; break;
     case 'h': search_usage (stdout); return 1;
-    default: return -1;
+    default: getopt_error (opt, argv, opts, "perfmod search"); return -1;
     }
     if (!ok)
       return -1;
@@ -687,8 +688,6 @@ search_main (int argc, char **argv)
   o.top = 10;
   o.seq = 0;
   if ((p = parse (argc, argv, &o)) != 0) {
-    if (p < 0)
-      fprintf (stderr, "Try 'perfmod search --help'.\n");
     free (o.paths);
     free (o.popts);
     return p < 0 ? EXIT_USAGE : 0;
