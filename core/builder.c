@@ -1115,6 +1115,9 @@ switch_graph (struct bctx *c)
   c->g->repeat = 1;
 }
 
+/* About a second's building (a node holds a few hundred bytes). */
+#define MAX_EXPERT_BLOCKS (1 << 17)
+
 static const struct shard no_shard = { 1, 1, 1, 1, 1, 1.0, 0, true, true, NULL, 0 };
 
 /* Degrees the model's shapes cannot take are refused, naming both. */
@@ -1138,6 +1141,46 @@ shard_check (const struct model_cfg *m, const struct shard *sh)
     else
       pm_error ("%s: ep=%d does not divide the %lld experts", m->name, sh->experts,
                 (long long) m->experts);
+    return -1;
+  }
+  return 0;
+}
+
+/* Every int64 product the builder forms is a tensor's elements: tokens
+ * (routed: times ep and top_k) by a width, the hidden size by a width (a
+ * weight), queries and keys, an expert's capacity in a batch.  These below
+ * 2^61, every product and the few sums of them fit; beyond, the run is
+ * refused rather than predicted from wrapped sizes.  A Switch model builds
+ * each expert of each sparse layer: their number is bounded too. */
+static int
+size_check (const struct bctx *c)
+{
+  const struct model_cfg *m = c->m;
+  const int64_t lim = (int64_t) 1 << 61;
+  int64_t w = m->hidden, t, rows, x, y, sw;
+  int64_t widths[] = { m->ffn, m->vocab, (m->heads + 2 * m->kv_heads) * m->head_dim, m->experts };
+  for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++)
+    if (widths[i] > w)
+      w = widths[i];
+  bool ok = ck_mul64 (c->b, c->s, &t) && ck_mul64 (t, c->sh->experts, &rows)
+            && ck_mul64 (rows, m->top_k > 0 ? m->top_k : 1, &rows)
+            && ck_mul64 (rows, w, &x) && x < lim
+            && ck_mul64 (m->hidden, w, &x) && x < lim
+            && ck_add64 (c->s, w, &sw) && ck_mul64 (sw, c->kv, &x) && x < lim
+            && ck_mul64 (m->capacity, c->b, &x) && ck_mul64 (x, c->sh->experts, &y) && y < lim;
+  if (!ok) {
+    pm_error ("%s: batch %lld x seq %lld, hidden size %lld, widths up to %lld: a tensor of "
+              "the graph would hold more than 2^61 elements", m->name, (long long) c->b,
+              (long long) c->o->seq, (long long) m->hidden, (long long) w);
+    return -1;
+  }
+  if (m->family == FAM_SWITCH && m->sparse_step > 0 &&
+      (m->layers / m->sparse_step + m->dec_layers / m->sparse_step) * (m->experts / c->sh->experts)
+      > MAX_EXPERT_BLOCKS) {
+    pm_error ("%s: %lld experts in %lld sparse layers: more than %d expert blocks to build",
+              m->name, (long long) (m->experts / c->sh->experts),
+              (long long) (m->layers / m->sparse_step + m->dec_layers / m->sparse_step),
+              MAX_EXPERT_BLOCKS);
     return -1;
   }
   return 0;
@@ -1187,10 +1230,10 @@ graph_build (struct graph *g, const struct model_cfg *m, const struct build_opti
   c.b = o->batch;
   c.s = o->kv_len > 0 ? 1 : o->seq;
   c.kv = o->kv_len > 0 ? o->kv_len + 1 : o->seq;
-  c.t = c.b * c.s;
   c.sh = o->shard ? o->shard : &no_shard;
-  if (shard_check (m, c.sh) < 0)
+  if (shard_check (m, c.sh) < 0 || size_check (&c) < 0)
     return -1;
+  c.t = c.b * c.s;
   if (c.t % c.sh->tokens != 0) {
     pm_error ("sequence parallelism: tp=%d does not divide the %lld tokens of a micro-batch",
               c.sh->tokens, (long long) c.t);

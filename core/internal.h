@@ -65,6 +65,31 @@ void name_index_free (struct name_index *x);
 char *xvasprintf (const char *fmt, va_list ap) __attribute__ ((format (printf, 1, 0)));
 bool parse_int64 (const char *s, int64_t *out);
 bool parse_double (const char *s, double *out);
+/* An integer option from min to max into *out; else false after one line
+ * naming opt, arg and the range. */
+bool parse_int_range (const char *opt, const char *arg, int64_t min, int64_t max, int64_t *out);
+/* rc, or EXIT_RUNTIME after one line if stdout could not be written
+ * whole (a full disk): what a command printed is its result. */
+int stdout_status (int rc);
+struct option;
+/* getopt_long's error for the option just read, as one line that says
+ * what to try ("perfmod kernel", say): the caller sets opterr to 0 and
+ * starts its short options with ':'. */
+void getopt_error (int opt, char **argv, const struct option *opts, const char *cmd);
+/* Sizes, FLOPs and bytes in int64: false if the exact result does not fit
+ * (*out is then unspecified). */
+bool ck_mul64 (int64_t a, int64_t b, int64_t *out);
+bool ck_add64 (int64_t a, int64_t b, int64_t *out);
+/* The ranges of numeric inputs (perfmod(1), LIMITS).  Within them the
+ * products the builder and the strategies form fit in int64 or are
+ * checked; beyond them no answer would mean anything. */
+#define PM_MAX_BATCH ((int64_t) 1 << 31)   /* sequences in a batch */
+#define PM_MAX_SEQ ((int64_t) 1 << 31)     /* tokens in a sequence, tokens generated */
+#define PM_MAX_DIM ((int64_t) 1 << 40)     /* a model's width, a kernel's dimension */
+#define PM_MAX_COUNT ((int64_t) 1 << 16)   /* layers, experts: the builder makes each */
+#define PM_MAX_GPUS (1 << 20)              /* nodes, GPUs per node, GPUs in all */
+#define PM_MAX_MICROBATCHES (1 << 20)      /* per step: the pipeline schedules each */
+#define PM_MAX_EPOCHS 1000000
 /* Index of w among the n words of v, or -1. */
 int word_index (const char *w, const char *const *v, size_t n);
 char *trim (char *s);

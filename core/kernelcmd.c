@@ -213,7 +213,8 @@ parse (int argc, char **argv, struct kopts *o)
   };
   int opt;
   optind = 1;
-  while ((opt = getopt_long (argc, argv, "hv", opts, NULL)) != -1) {
+  opterr = 0;                    /* getopt_error says it in one line */
+  while ((opt = getopt_long (argc, argv, ":hv", opts, NULL)) != -1) {
     bool ok = true;
     switch (opt) {
     case K_OP: o->op = optarg; break;
@@ -248,7 +249,7 @@ parse (int argc, char **argv, struct kopts *o)
     case K_POPT: ptrv_push (&o->popts, &o->npopts, optarg); break;
     case 'v': pm_verbose = 1; break;
     case 'h': kernel_usage (stdout); return 1;
-    default: ok = false; break;
+    default: getopt_error (opt, argv, opts, "perfmod kernel"); ok = false; break;
     }
     if (!ok)
       return -1;
@@ -285,8 +286,6 @@ kernel_main (int argc, char **argv)
   memset (&o, 0, sizeof o);
   o.format = "table";
   if ((p = parse (argc, argv, &o)) != 0) {
-    if (p < 0)
-      fprintf (stderr, "Try 'perfmod kernel --help'.\n");
     free (o.paths);
     free (o.popts);
     return p < 0 ? EXIT_USAGE : 0;

@@ -83,16 +83,6 @@ assume (struct cli *c, const char *what)
   c->assumed = s;
 }
 
-static bool
-positive (const char *opt, const char *arg, int64_t *out)
-{
-  if (!parse_int64 (arg, out) || *out < 1) {
-    pm_error ("%s '%s': expected a positive integer", opt, arg);
-    return false;
-  }
-  return true;
-}
-
 /* ---- list commands ---- */
 
 static int
@@ -318,7 +308,13 @@ strategy_load (const struct cli *c, struct strategy *s, int gpn, int64_t batch)
   }
   else if (c->strategy && strategy_parse (s, c->strategy, "--strategy") < 0)
     return -1;
-  return strategy_resolve (s, (c->nodes ? c->nodes : 1) * gpn, gpus_given, batch ? batch : 1);
+  int64_t nodes = c->nodes ? c->nodes : 1, gpus;
+  if (!ck_mul64 (nodes, gpn, &gpus) || gpus > PM_MAX_GPUS) {
+    pm_error ("--nodes %lld x --gpus-per-node %d: more than %d GPUs", (long long) nodes, gpn,
+              PM_MAX_GPUS);
+    return -1;
+  }
+  return strategy_resolve (s, gpus, gpus_given, batch ? batch : 1);
 }
 
 /* What predict and graph work on: the GPU, the model and the per-device graph. */
@@ -943,14 +939,18 @@ cmd_predict (struct cli *c, struct plugin_set *set)
     if (c->per_op)
       print_per_op (c, gp, pr, npred);
     else {
-      printf ("predictor,e2e_ms,fw_ms,bw_ms,acc_ms,spread_ms%s\n",
+      printf ("predictor,e2e_ms,fw_ms,bw_ms,acc_ms,spread_ms%s,memory_gb,oom\n",
               c->gen > 0 ? ",ttft_ms,tpot_ms,tokens_per_s" : "");
       for (size_t p = 0; p < npred; p++) {
         printf ("%s,%.9g,%.9g,%.9g,%.9g,%.9g", pr[p].predictor, pr[p].e2e_ms, pr[p].fw_ms,
                 pr[p].bw_ms + pr[p].acc_ms, pr[p].acc_ms, pr[p].spread_ms);
         if (c->gen > 0)
           printf (",%.9g,%.9g,%.9g", pr[p].e2e_ms, x[p].decode_ms, tokens_per_s (&pr[p], &x[p]));
-        putchar ('\n');
+        /* no memory without a model (an imported graph alone): empty */
+        if (w.have_model)
+          printf (",%.6g,%s\n", mem.total / 1e9, mem.oom ? "true" : "false");
+        else
+          fputs (",,\n", stdout);
       }
     }
     if (c->assumed)
@@ -1235,8 +1235,8 @@ done:
   return rc;
 }
 
-int
-main (int argc, char **argv)
+static int
+perfmod_main (int argc, char **argv)
 {
   enum { O_MODEL = 256, O_OPGRAPH, O_GPU, O_BATCH, O_SEQ, O_MODE, O_DTYPE, O_PRECISION, O_PRED,
          O_STRAT,
@@ -1299,31 +1299,26 @@ main (int argc, char **argv)
   memset (&c, 0, sizeof c);
   c.format = "table";
   c.command = command_line (argc, argv);   /* before getopt permutes argv */
-  while ((opt = getopt_long (argc, argv, "hvV", opts, NULL)) != -1) {
+  opterr = 0;                    /* getopt_error says it in one line */
+  while ((opt = getopt_long (argc, argv, ":hvV", opts, NULL)) != -1) {
+    bool ok = true;
     switch (opt) {
     case O_MODEL: c.model = optarg; break;
     case O_OPGRAPH: c.opgraph = optarg; break;
     case O_GPU: c.gpu = optarg; break;
-    case O_BATCH: if (!positive ("--batch", optarg, &c.batch)) goto usage; break;
-    case O_SEQ: if (!positive ("--seq", optarg, &c.seq)) goto usage; break;
-    case O_NODES: if (!positive ("--nodes", optarg, &c.nodes)) goto usage; break;
-    case O_GPN: if (!positive ("--gpus-per-node", optarg, &c.gpus_per_node)) goto usage; break;
-    case O_LAYERS: if (!positive ("--layers", optarg, &c.layers)) goto usage; break;
-    case O_GEN: if (!positive ("--gen", optarg, &c.gen)) goto usage; break;
-    case O_EPOCHS: if (!positive ("--epochs", optarg, &c.epochs)) goto usage; break;
-    case O_MEMBERS:
-      if (!positive ("--members", optarg, &c.members))
-        goto usage;
-      if (c.members > 16) {
-        pm_error ("--members '%s': at most 16", optarg);
-        goto usage;
-      }
+    /* every number within its documented range (perfmod(1), LIMITS) */
+    case O_BATCH: ok = parse_int_range ("--batch", optarg, 1, PM_MAX_BATCH, &c.batch); break;
+    case O_SEQ: ok = parse_int_range ("--seq", optarg, 1, PM_MAX_SEQ, &c.seq); break;
+    case O_NODES: ok = parse_int_range ("--nodes", optarg, 1, PM_MAX_GPUS, &c.nodes); break;
+    case O_GPN:
+      ok = parse_int_range ("--gpus-per-node", optarg, 1, PM_MAX_GPUS, &c.gpus_per_node);
       break;
+    case O_LAYERS: ok = parse_int_range ("--layers", optarg, 1, PM_MAX_COUNT, &c.layers); break;
+    case O_GEN: ok = parse_int_range ("--gen", optarg, 1, PM_MAX_SEQ, &c.gen); break;
+    case O_EPOCHS: ok = parse_int_range ("--epochs", optarg, 1, PM_MAX_EPOCHS, &c.epochs); break;
+    case O_MEMBERS: ok = parse_int_range ("--members", optarg, 1, 16, &c.members); break;
     case O_SEED:
-      if (!parse_int64 (optarg, &c.seed) || c.seed < 0) {
-        pm_error ("--seed '%s': expected a non-negative integer", optarg);
-        goto usage;
-      }
+      ok = parse_int_range ("--seed", optarg, 0, INT64_MAX, &c.seed);
       c.seed_given = true;
       break;
     case O_DATA: c.data = optarg; break;
@@ -1358,8 +1353,13 @@ main (int argc, char **argv)
               PACKAGE_VERSION, PERFMOD_ABI_VERSION, PLUGINDIR, PKGDATADIR);
       cli_free (&c);
       return 0;
-    default: goto usage;
+    default:
+      getopt_error (opt, argv, opts, "perfmod");
+      ok = false;
+      break;
     }
+    if (!ok)
+      goto usage;
   }
   /* The command is the first word that is not an option, wherever it is. */
   if (optind < argc)
@@ -1508,6 +1508,11 @@ main (int argc, char **argv)
 
 usage:
   cli_free (&c);
-  fputs ("Try 'perfmod --help'.\n", stderr);
   return EXIT_USAGE;
+}
+
+int
+main (int argc, char **argv)
+{
+  return stdout_status (perfmod_main (argc, argv));
 }

@@ -10,16 +10,16 @@
 
 #include "internal.h"
 
-/* The first of keys present in obj as a positive integer; 0 if none. */
+/* The first of keys present in obj as an integer from 0 to max; 0 if none. */
 static int64_t
-get_int (json_t *obj, const char *const *keys, const char *path, int *errors)
+get_int (json_t *obj, const char *const *keys, int64_t max, const char *path, int *errors)
 {
   for (; *keys; keys++) {
     json_t *v = json_object_get (obj, *keys);
     if (v == NULL || json_is_null (v))
       continue;
-    if (!json_is_integer (v) || json_integer_value (v) < 0) {
-      pm_error ("%s: key '%s' must be a non-negative integer", path, *keys);
+    if (!json_is_integer (v) || json_integer_value (v) < 0 || json_integer_value (v) > max) {
+      pm_error ("%s: key '%s' must be an integer from 0 to %lld", path, *keys, (long long) max);
       (*errors)++;
       return 0;
     }
@@ -114,19 +114,19 @@ model_cfg_load (struct model_cfg *m, const char *path)
     return -1;
   }
   m->family = families[f].family;
-  m->layers = get_int (root, k_layers, path, &errors);
-  m->hidden = get_int (root, k_hidden, path, &errors);
-  m->heads = get_int (root, k_heads, path, &errors);
-  m->ffn = get_int (root, k_ffn, path, &errors);
-  m->vocab = get_int (root, k_vocab, path, &errors);
-  m->experts = get_int (root, k_experts, path, &errors);
-  m->top_k = get_int (root, k_topk, path, &errors);
-  m->max_pos = get_int (root, k_pos, path, &errors);
-  m->kv_heads = get_int (root, k_kv, path, &errors);
-  m->head_dim = get_int (root, k_dkv, path, &errors);
-  m->dec_layers = get_int (root, k_dec, path, &errors);
-  m->sparse_step = get_int (root, k_step, path, &errors);
-  m->capacity = get_int (root, k_cap, path, &errors);
+  m->layers = get_int (root, k_layers, PM_MAX_COUNT, path, &errors);
+  m->hidden = get_int (root, k_hidden, PM_MAX_DIM, path, &errors);
+  m->heads = get_int (root, k_heads, PM_MAX_DIM, path, &errors);
+  m->ffn = get_int (root, k_ffn, PM_MAX_DIM, path, &errors);
+  m->vocab = get_int (root, k_vocab, PM_MAX_DIM, path, &errors);
+  m->experts = get_int (root, k_experts, PM_MAX_COUNT, path, &errors);
+  m->top_k = get_int (root, k_topk, PM_MAX_COUNT, path, &errors);
+  m->max_pos = get_int (root, k_pos, PM_MAX_DIM, path, &errors);
+  m->kv_heads = get_int (root, k_kv, PM_MAX_DIM, path, &errors);
+  m->head_dim = get_int (root, k_dkv, PM_MAX_DIM, path, &errors);
+  m->dec_layers = get_int (root, k_dec, PM_MAX_COUNT, path, &errors);
+  m->sparse_step = get_int (root, k_step, PM_MAX_COUNT, path, &errors);
+  m->capacity = get_int (root, k_cap, PM_MAX_DIM, path, &errors);
   /* Hugging Face's defaults: Llama-family configs say tie_word_embeddings
    * when true; GPT-2, OPT, BERT and T5 tie unless told otherwise. */
   m->tied = get_bool (root, "tie_word_embeddings",
@@ -168,7 +168,13 @@ model_cfg_load (struct model_cfg *m, const char *path)
       m->head_dim = m->hidden / m->heads;
     if (m->kv_heads == 0)
       m->kv_heads = m->heads;
-    if (m->heads % m->kv_heads != 0) {
+    int64_t width;
+    if (!ck_mul64 (m->heads, m->head_dim, &width) || width > PM_MAX_DIM) {
+      pm_error ("%s: %lld heads x head_dim %lld: an attention width beyond %lld", path,
+                (long long) m->heads, (long long) m->head_dim, (long long) PM_MAX_DIM);
+      errors++;
+    }
+    else if (m->heads % m->kv_heads != 0) {
       pm_error ("%s: num_attention_heads %lld is not a multiple of num_key_value_heads %lld",
                 path, (long long) m->heads, (long long) m->kv_heads);
       errors++;

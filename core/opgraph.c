@@ -31,6 +31,26 @@ is_int_list (const struct pyv *v, size_t n)
   return true;
 }
 
+/* Every integer in args, nested shapes too, from min to PM_MAX_DIM; else
+ * false after naming the kernel (or column) and where. */
+static bool
+dims_ok (const struct pyv *args, const char *kernel, int64_t min, const char *where)
+{
+  for (size_t i = 0; i < args->n; i++) {
+    const struct pyv *v = &args->items[i];
+    if (v->type == PYV_LIST) {
+      if (!dims_ok (v, kernel, min, where))
+        return false;
+    }
+    else if (v->type == PYV_INT && (v->i < min || v->i > PM_MAX_DIM)) {
+      pm_error ("%s: %s: dimension %lld is not from %lld to %lld", where, kernel,
+                (long long) v->i, (long long) min, (long long) PM_MAX_DIM);
+      return false;
+    }
+  }
+  return true;
+}
+
 /* Convert one [NAME, ARGS] entry into a kernel of phase. */
 static int
 add_kernel (struct node *nd, int phase, const struct pyv *ent, const char *where)
@@ -47,6 +67,11 @@ add_kernel (struct node *nd, int phase, const struct pyv *ent, const char *where
   name = &ent->items[0];
   args = &ent->items[1];
   s = name->s;
+  /* a matrix or vector kernel's sizes are positive; copies and
+   * collectives may move nothing */
+  if (!dims_ok (args, s, strcmp (s, "MEM") == 0 || strncmp (s, "ALLREDUCE", 9) == 0 ||
+                         strcmp (s, "SENDRECV") == 0 ? 0 : 1, where))
+    return -1;
   if (strcmp (s, "Linear") == 0 && is_int_list (args, 3)) {
     o = node_add_op (nd, phase, PERFMOD_KERNEL_LINEAR, "linear");
     o->m = args->items[0].i; o->n = args->items[1].i; o->k = args->items[2].i;
@@ -217,6 +242,14 @@ opgraph_import (struct graph *g, const char *path, int64_t n_layer)
       rc = -1;
       break;
     }
+    where = xasprintf ("%s:%ld: node %s", path, r.line, r.fields[idx[0]]);
+    if (!dims_ok (&ins, "InputShapes", 0, where) || !dims_ok (&out, "OutputShape", 0, where)) {
+      free (where);
+      pyv_free (&ins);
+      pyv_free (&out);
+      rc = -1;
+      break;
+    }
     nd = graph_add_node (g, r.fields[idx[0]], r.fields[idx[1]]);
     nd->fused = strcmp (nd->opname, "fused") == 0;
     for (size_t i = 0; i < ins.n; i++)
@@ -226,10 +259,15 @@ opgraph_import (struct graph *g, const char *path, int64_t n_layer)
     if (strcmp (nd->name, "input_ids") == 0 && is_int_list (&out, 2)) {
       g->batch = out.items[0].i;
       g->seq = out.items[1].i;
+      if (g->batch < 1 || g->batch > PM_MAX_BATCH || g->seq < 1 || g->seq > PM_MAX_SEQ) {
+        pm_error ("%s: batch %lld x seq %lld: expected a batch from 1 to %lld and a sequence "
+                  "from 1 to %lld", where, (long long) g->batch, (long long) g->seq,
+                  (long long) PM_MAX_BATCH, (long long) PM_MAX_SEQ);
+        bad = 1;
+      }
     }
     pyv_free (&ins);
     pyv_free (&out);
-    where = xasprintf ("%s:%ld: node %s", path, r.line, nd->name);
     for (int p = 0; p < NPHASES && !bad; p++) {
       if (parse_field (r.fields[idx[2 + p]], &ph[p], path, r.line, cols[2 + p]) < 0) {
         bad = 1;

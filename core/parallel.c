@@ -618,6 +618,13 @@ dist_check (const struct model_cfg *m, const struct dist_options *o)
     pm_error ("--batch %lld is not a multiple of dp=%d x mbs=%d", (long long) batch, s->dp, s->mbs);
     return -1;
   }
+  /* the pipeline schedule holds each micro-batch (and counts them in an int) */
+  if (batch / ((int64_t) s->dp * s->mbs) > PM_MAX_MICROBATCHES) {
+    pm_error ("--batch %lld: %lld micro-batches of dp=%d x mbs=%d per step; at most %d are "
+              "modelled", (long long) batch, (long long) (batch / ((int64_t) s->dp * s->mbs)),
+              s->dp, s->mbs, PM_MAX_MICROBATCHES);
+    return -1;
+  }
   return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "internal.h"
@@ -655,7 +656,16 @@ int
 plugins_open (struct plugin_set *set, char *const *paths, size_t npaths, char *const *opts,
               size_t nopts)
 {
-  char **dirs = plugin_search_dirs (paths, npaths);
+  char **dirs;
+  /* the installed directory may be missing; one the user names may not */
+  for (size_t i = 0; i < npaths; i++) {
+    struct stat st;
+    if (stat (paths[i], &st) < 0 || !S_ISDIR (st.st_mode)) {
+      pm_error ("--plugin-path '%s': not a directory", paths[i]);
+      return -1;
+    }
+  }
+  dirs = plugin_search_dirs (paths, npaths);
   plugins_load (set, dirs);
   strv_free (dirs);
   for (size_t i = 0; i < nopts; i++)

@@ -46,7 +46,7 @@ struct sopts {
 enum prune {
   PRUNE_TP,              /* tp does not divide the heads, key/value heads or ffn width */
   PRUNE_EP,              /* ep does not divide the experts */
-  PRUNE_BATCH,           /* the global batch is not a multiple of dp x mbs */
+  PRUNE_BATCH,           /* batch not a multiple of dp x mbs, or > 2^20 of them */
   PRUNE_INTERLEAVE,      /* layers not a multiple of pp x vp, or micro-batches of pp */
   PRUNE_ZERO3_PP,        /* ZeRO-3 with pipeline stages: not modelled */
   PRUNE_MEMORY,          /* predicted not to fit */
@@ -58,7 +58,7 @@ static const char *const prune_keys[NPRUNE] = {   /* JSON */
 };
 static const char *const prune_names[NPRUNE] = {
   "tp does not divide heads/ffn", "ep does not divide the experts",
-  "batch not a multiple of dp x mbs", "layers or micro-batches vs pp x vp",
+  "batch not a multiple of dp x mbs (or > 2^20 of them)", "layers or micro-batches vs pp x vp",
   "zero=3 with pp > 1 (not modelled)", "out of memory", "outside --fix/--max-tp",
 };
 
@@ -117,7 +117,8 @@ parse (int argc, char **argv, struct sopts *o)
   };
   int opt;
   optind = 1;
-  while ((opt = getopt_long (argc, argv, "hv", opts, NULL)) != -1) {
+  opterr = 0;                    /* getopt_error says it in one line */
+  while ((opt = getopt_long (argc, argv, ":hv", opts, NULL)) != -1) {
     bool ok = true;
     switch (opt) {
     case S_MODEL: o->model = optarg; break;
@@ -140,7 +141,7 @@ parse (int argc, char **argv, struct sopts *o)
     case S_POPT: ptrv_push (&o->popts, &o->npopts, optarg); break;
     case 'v': pm_verbose++; break;
     case 'h': search_usage (stdout); return 1;
-    default: return -1;
+    default: getopt_error (opt, argv, opts, "perfmod search"); return -1;
     }
     if (!ok)
       return -1;
@@ -485,6 +486,10 @@ enumerate (struct search *x)
             continue;
           }
           micro = o->batch / (dp * mbs);
+          if (micro > PM_MAX_MICROBATCHES) {   /* beyond what dist_check models */
+            prune (x, PRUNE_BATCH);
+            continue;
+          }
           for (int64_t vp = 1; vp <= (pp > 1 ? m->layers / pp : 1); vp++) {
             if (!fixed_ok (x, FX_VP, (int) vp)) {
               prune (x, PRUNE_FIXED);
@@ -680,8 +685,6 @@ search_main (int argc, char **argv)
   o.top = 10;
   o.seq = 0;
   if ((p = parse (argc, argv, &o)) != 0) {
-    if (p < 0)
-      fprintf (stderr, "Try 'perfmod search --help'.\n");
     free (o.paths);
     free (o.popts);
     return p < 0 ? EXIT_USAGE : 0;

@@ -76,8 +76,9 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
     s->nsplit = 0;
     for (char **p = parts; *p && rc == 0; p++) {
       int64_t n;
-      if (!parse_int64 (*p, &n) || n < 1 || n > 1 << 20) {
-        pm_error ("%s: split=%s: '%s' is not a positive number of layers", where, val, *p);
+      if (!parse_int64 (*p, &n) || n < 1 || n > PM_MAX_COUNT) {
+        pm_error ("%s: split=%s: '%s' is not a positive number of layers (at most %lld)", where,
+                  val, *p, (long long) PM_MAX_COUNT);
         rc = -1;
       }
       else if (s->nsplit == PM_MAX_STAGES) {
@@ -98,9 +99,11 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
     s->sp = val[0] == '1';
     return 0;
   }
-  if (!parse_int64 (val, &v) || (idx == 6 ? (v < 0 || v > 3) : (v < 1 || v > 1 << 20))) {
-    pm_error ("%s: %s=%s: expected %s", where, key, val,
-              idx == 6 ? "a ZeRO stage 0, 1, 2 or 3" : "a positive integer");
+  if (!parse_int64 (val, &v) || (idx == 6 ? (v < 0 || v > 3) : (v < 1 || v > PM_MAX_GPUS))) {
+    if (idx == 6)
+      pm_error ("%s: %s=%s: expected a ZeRO stage 0, 1, 2 or 3", where, key, val);
+    else
+      pm_error ("%s: %s=%s: expected an integer from 1 to %d", where, key, val, PM_MAX_GPUS);
     return -1;
   }
   switch (idx) {
@@ -154,7 +157,13 @@ strategy_parse (struct strategy *s, const char *spec, const char *where)
 int
 strategy_resolve (struct strategy *s, int64_t gpus, bool gpus_given, int64_t batch)
 {
-  int64_t model = (int64_t) s->tp * s->pp;
+  int64_t model, all;
+  /* Each degree is at most 2^20, so neither product overflows; their
+   * bound keeps every rank count after this in an int. */
+  if (!ck_mul64 (s->tp, s->pp, &model) || model > PM_MAX_GPUS) {
+    pm_error ("tp=%d x pp=%d: more than %d GPUs", s->tp, s->pp, PM_MAX_GPUS);
+    return -1;
+  }
   if (!s->dp_set && gpus_given) {
     if (gpus % model != 0) {
       pm_error ("tp=%d x pp=%d = %lld does not divide the %lld GPUs given",
@@ -163,9 +172,13 @@ strategy_resolve (struct strategy *s, int64_t gpus, bool gpus_given, int64_t bat
     }
     s->dp = (int) (gpus / model);
   }
-  if (gpus_given && model * s->dp > gpus) {
+  if (!ck_mul64 (model, s->dp, &all) || all > PM_MAX_GPUS) {
+    pm_error ("tp=%d x pp=%d x dp=%d: more than %d GPUs", s->tp, s->pp, s->dp, PM_MAX_GPUS);
+    return -1;
+  }
+  if (gpus_given && all > gpus) {
     pm_error ("tp=%d x pp=%d x dp=%d = %lld exceeds the %lld GPUs given",
-              s->tp, s->pp, s->dp, (long long) (model * s->dp), (long long) gpus);
+              s->tp, s->pp, s->dp, (long long) all, (long long) gpus);
     return -1;
   }
   if (s->ep > 1 && (s->dp * s->tp) % s->ep != 0) {

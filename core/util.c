@@ -1,10 +1,11 @@
-/* util.c: messages, allocation that cannot fail, strict number parsing, directory listing, counted INI files. */
+/* util.c: messages, allocation that cannot fail, strict number parsing, overflow-checked arithmetic, directory listing, counted INI files. */
 #include <config.h>
 
 #include <ctype.h>
 #include <dirent.h>
 #include <ini.h>
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -153,6 +154,61 @@ parse_double (const char *s, double *out)
     return false;
   *out = v;
   return true;
+}
+
+bool
+parse_int_range (const char *opt, const char *arg, int64_t min, int64_t max, int64_t *out)
+{
+  if (!parse_int64 (arg, out) || *out < min || *out > max) {
+    pm_error ("%s '%s': expected an integer from %lld to %lld", opt, arg, (long long) min,
+              (long long) max);
+    return false;
+  }
+  return true;
+}
+
+int
+stdout_status (int rc)
+{
+  errno = 0;
+  if (fflush (stdout) == 0 && !ferror (stdout))
+    return rc;
+  if (rc == 0)                   /* else the failure was said already */
+    pm_error ("standard output: %s", errno ? strerror (errno) : "write error");
+  return rc ? rc : EXIT_RUNTIME;
+}
+
+void
+getopt_error (int opt, char **argv, const struct option *opts, const char *cmd)
+{
+  const char *arg = argv[optind - 1];
+  size_t len = strcspn (arg, "=");
+  int matches = 0;
+  if (opt == ':') {
+    pm_error ("option '%s' requires an argument (try '%s --help')", arg, cmd);
+    return;
+  }
+  if (optopt > 0 && optopt < 128) {
+    pm_error ("invalid option -- '%c' (try '%s --help')", optopt, cmd);
+    return;
+  }
+  /* getopt_long takes a unique prefix: more than one is ambiguous */
+  for (const struct option *o = opts; o->name && len > 2 && arg[0] == '-' && arg[1] == '-'; o++)
+    matches += strncmp (o->name, arg + 2, len - 2) == 0;
+  pm_error ("%s option '%.*s' (try '%s --help')", matches > 1 ? "ambiguous" : "unrecognized",
+            (int) len, arg, cmd);
+}
+
+bool
+ck_mul64 (int64_t a, int64_t b, int64_t *out)
+{
+  return !__builtin_mul_overflow (a, b, out);
+}
+
+bool
+ck_add64 (int64_t a, int64_t b, int64_t *out)
+{
+  return !__builtin_add_overflow (a, b, out);
 }
 
 char *

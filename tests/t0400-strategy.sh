@@ -44,8 +44,8 @@ run_pm strategies
 ok $([ $rc -eq 0 ] && grep -Eq '^tp8-pp4 +tp=8,pp=4,schedule=1f1b +.*10-megatron.ini:[0-9]+$' "$TMP/out" && echo 0 || echo 1) \
   "perfmod strategies lists presets with their file:line"
 
-expect_fail 2 "--strategy: tp=0: expected a positive integer" "tp=0 refused" -- --strategy tp=0
-expect_fail 2 "--strategy: tp=abc: expected a positive integer" "tp=abc refused" -- --strategy tp=abc
+expect_fail 2 "--strategy: tp=0: expected an integer from 1 to 1048576" "tp=0 refused" -- --strategy tp=0
+expect_fail 2 "--strategy: tp=abc: expected an integer from 1 to 1048576" "tp=abc refused" -- --strategy tp=abc
 expect_fail 2 "--strategy: 'tp' given twice" "tp=8,tp=4 refused" -- --strategy tp=8,tp=4
 expect_fail 2 "--strategy: unknown strategy key 'xp'" "unknown key refused" -- --strategy xp=2
 expect_fail 2 "--strategy: 'tp8': expected KEY=VALUE" "a token without = refused" -- --strategy tp8,pp=2
@@ -59,6 +59,6 @@ expect_fail 2 "--strategy 'megatron-9000': no such preset" "unknown preset refus
 mkdir -p "$TMP/d/strategies.d" && cp -r "$top_srcdir/gpus.d" "$top_srcdir/models" "$TMP/d/"
 printf '[bad]\ntp = 2\npp = two\n' > "$TMP/d/strategies.d/10-bad.ini"
 PERFMOD_DATADIR="$TMP/d" "$PERFMOD" strategies >"$TMP/out" 2>"$TMP/err"; rc=$?
-ok $([ $rc -eq 2 ] && grep -q '10-bad.ini:3: pp=two: expected a positive integer' "$TMP/err" && echo 0 || echo 1) \
+ok $([ $rc -eq 2 ] && grep -q '10-bad.ini:3: pp=two: expected an integer from 1 to 1048576' "$TMP/err" && echo 0 || echo 1) \
   "a bad preset cites file:line"
 finish

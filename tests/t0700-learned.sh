@@ -353,7 +353,7 @@ expect_fail 2 "perfmod train fits linreg, habitat, tile-mlp and tile-mlp-neusigh
   "train refuses a predictor it cannot fit" -- train --predictor roofline --data "$TMP/train" --out "$TMP/x.params"
 expect_fail 2 "--members: only tile-mlp trains an ensemble" "--members for another predictor" -- \
   train --predictor tile-mlp-neusight --data "$TMP/train" --out "$TMP/x.params" --members 3
-expect_fail 2 "--members '17': at most 16" "--members beyond the plugin's limit" -- \
+expect_fail 2 "--members '17': expected an integer from 1 to 16" "--members beyond the plugin's limit" -- \
   train --predictor tile-mlp --data "$TMP/train" --out "$TMP/x.params" --members 17
 expect_fail 2 "--features 'wavelets': expected neusight, extended, extended-waves or portable" \
   "train with an unknown input set" -- \
@@ -364,7 +364,7 @@ sed 's/^features: extended-waves$/features: wavelets/' "$TMP/tm1.params" >"$TMP/
 expect_fail 2 "bad.params: features: expected neusight, extended, extended-waves or portable, not 'wavelets'" \
   "tile-mlp refuses a parameter file with unknown inputs" -- \
   --predictor tile-mlp --dtype fp32 --plugin-opt "tile-mlp:params=$TMP/bad.params"
-expect_fail 1 "habitat needs --reference FILE" "habitat without reference kernels" -- \
+expect_fail 2 "habitat needs --reference FILE" "habitat without reference kernels: bad usage" -- \
   train --predictor habitat --data "$TMP/train" --out "$TMP/h2.params" --epochs 1
 ok $([ ! -e "$TMP/h2.params" ] && ! ls "$TMP"/h2.params.tmp* >/dev/null 2>&1 && echo 0 || echo 1) \
   "a failed training leaves no parameter file, whole or half"

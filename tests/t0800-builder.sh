@@ -178,7 +178,7 @@ expect_fail 2 "fused element-wise chains are modelled for inference only" "--fus
   -- --model gpt2-large --mode train --fusion
 expect_fail 2 "decode steps are predicted for inference" "--gen with training refused" -- --model gpt2-large --mode train --gen 8
 expect_fail 2 "decode step is modelled for decoder-only models" "--gen with BERT refused" -- --model bert-large --gen 8
-expect_fail 2 "--gen '0': expected a positive integer" "--gen 0 refused" -- --model gpt2-large --gen 0
+expect_fail 2 "--gen '0': expected an integer from 1 to 2147483648" "--gen 0 refused" -- --model gpt2-large --gen 0
 expect_fail 2 "--graph 'x': expected builder or opgraph" "reproduce --graph x refused" -- reproduce --graph x
 expect_fail 2 "--table perop needs NeuSight's traced graphs" "per-op table on built graphs refused" -- reproduce --graph builder --table perop
 finish

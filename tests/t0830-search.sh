@@ -60,7 +60,7 @@ ok $([ $rc -eq 0 ] && jq -e --argjson s "$step" --argjson m "$mem" \
 expect_fail 2 "search needs --model, --gpus and --global-batch" "missing --gpus" -- search --model gpt3-2.7b --global-batch 8
 expect_fail 2 "no configuration of tiny on 4 GPUs .* is left to predict" "impossible constraints (--fix tp=3): exit 2, said" -- \
   $T --fix tp=3
-expect_fail 2 "--fix: tp=x: expected a positive integer" "a bad --fix value" -- $T --fix tp=x
+expect_fail 2 "--fix: tp=x: expected an integer from 1 to 1048576" "a bad --fix value" -- $T --fix tp=x
 expect_fail 2 "--fix: split cannot be fixed" "--fix of a key search does not vary" -- $T --fix split=2:2
 expect_fail 2 "--objective cost needs --price-per-gpu-hour" "cost without a price" -- $T --objective cost
 expect_fail 2 "--gpus '0': expected an integer from 1" "--gpus 0" -- search --model gpt3-2.7b --gpus 0 --global-batch 8
