@@ -71,17 +71,6 @@ struct found {
 };
 
 static bool
-opt_int (const char *name, const char *arg, int64_t min, int64_t max, int64_t *out)
-{
-  if (!parse_int64 (arg, out) || *out < min || *out > max) {
-    pm_error ("--%s '%s': expected an integer from %lld to %lld", name, arg, (long long) min,
-              (long long) max);
-    return false;
-  }
-  return true;
-}
-
-static bool
 opt_num (const char *name, const char *arg, double min, double *out)
 {
   if (!parse_double (arg, out) || !isfinite (*out) || *out < min) {
@@ -123,20 +112,20 @@ parse (int argc, char **argv, struct sopts *o)
     switch (opt) {
     case S_MODEL: o->model = optarg; break;
     case S_GPU: o->gpu = optarg; break;
-    case S_GPUS: ok = opt_int ("gpus", optarg, 1, 1 << 20, &o->gpus); break;
-    case S_BATCH: ok = opt_int ("global-batch", optarg, 1, (int64_t) 1 << 31, &o->batch); break;
-    case S_SEQ: ok = opt_int ("seq", optarg, 1, (int64_t) 1 << 31, &o->seq); break;
+    case S_GPUS: ok = parse_int_range ("--gpus", optarg, 1, 1 << 20, &o->gpus); break;
+    case S_BATCH: ok = parse_int_range ("--global-batch", optarg, 1, (int64_t) 1 << 31, &o->batch); break;
+    case S_SEQ: ok = parse_int_range ("--seq", optarg, 1, (int64_t) 1 << 31, &o->seq); break;
     case S_PREC: o->precision = optarg; break;
     case S_TOKENS: ok = opt_num ("tokens", optarg, 1, &o->tokens); break;
     case S_PRICE: ok = opt_num ("price-per-gpu-hour", optarg, 0, &o->price); break;
     case S_PRED: o->predictor = optarg; break;
-    case S_TOP: ok = opt_int ("top", optarg, 1, 1000, &o->top); break;
+    case S_TOP: ok = parse_int_range ("--top", optarg, 1, 1000, &o->top); break;
     case S_OBJ: o->objective = optarg; break;
     case S_FORMAT: o->format = optarg; break;
     case S_FIX: o->fix = optarg; break;
-    case S_MAXTP: ok = opt_int ("max-tp", optarg, 1, 1 << 20, &o->max_tp); break;
-    case S_GPN: ok = opt_int ("gpus-per-node", optarg, 1, 1 << 20, &o->gpus_per_node); break;
-    case S_JOBS: ok = opt_int ("jobs", optarg, 1, 1024, &o->jobs); break;
+    case S_MAXTP: ok = parse_int_range ("--max-tp", optarg, 1, 1 << 20, &o->max_tp); break;
+    case S_GPN: ok = parse_int_range ("--gpus-per-node", optarg, 1, 1 << 20, &o->gpus_per_node); break;
+    case S_JOBS: ok = parse_int_range ("--jobs", optarg, 1, 1024, &o->jobs); break;
     case S_PPATH: ptrv_push (&o->paths, &o->npaths, optarg); break;
     case S_POPT: ptrv_push (&o->popts, &o->npopts, optarg); break;
     case 'v': pm_verbose++; break;

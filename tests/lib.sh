@@ -41,6 +41,21 @@ expect_fail () {
   fi
 }
 
+# expect_one_line STATUS PATTERN DESCRIPTION -- ARGS: as expect_fail, and stderr is one line
+# (the exit-code contract: every non-zero exit says why in one line).
+expect_one_line () {
+  want=$1 pat=$2 what=$3
+  shift 4
+  run_pm "$@"
+  if [ "$rc" -eq "$want" ] && grep -Eq -- "$pat" "$TMP/err" && [ ! -s "$TMP/out" ] &&
+     [ "$(wc -l <"$TMP/err")" -eq 1 ]; then
+    ok 0 "$what"
+  else
+    ok 1 "$what"
+    diag "exit $rc (want $want); stderr:" "$(head -5 "$TMP/err")" "stdout:" "$(head -3 "$TMP/out")"
+  fi
+}
+
 # neusight: the NeuSight artifact folder, or skip.
 neusight_or_skip () {
   NEUSIGHT=${PERFMOD_NEUSIGHT:-$top_srcdir/../shared/neusight}

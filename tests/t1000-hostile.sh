@@ -3,19 +3,6 @@
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 plan 35
 
-# one_line STATUS PATTERN DESCRIPTION -- ARGS: as expect_fail, and stderr is one line.
-one_line () {
-  want=$1 pat=$2 what=$3
-  shift 4
-  run_pm "$@"
-  if [ "$rc" -eq "$want" ] && grep -Eq -- "$pat" "$TMP/err" && [ ! -s "$TMP/out" ] &&
-     [ "$(wc -l <"$TMP/err")" -eq 1 ]; then
-    ok 0 "$what"
-  else
-    ok 1 "$what"
-    diag "exit $rc (want $want); stderr:" "$(cat "$TMP/err")" "stdout:" "$(head -5 "$TMP/out")"
-  fi
-}
 
 # A data directory of our own: gpus.d, strategies.d and tiles.d copied, FILE added.
 datadir () {
@@ -64,26 +51,26 @@ ok $([ $rc -eq 0 ] && grep -q '^roofline,FC,in,2,' "$TMP/out" && echo 0 || echo 
 long=$(awk 'BEGIN { while (n++ < 300) printf "x" }')
 datadir
 printf '[h100-sxm]\nnote = %s' "$long" >"$TMP/d/gpus.d/99-local.ini"
-PERFMOD_DATADIR="$TMP/d" one_line 2 "gpus.d/99-local.ini:2: line longer than 199 characters" \
+PERFMOD_DATADIR="$TMP/d" expect_one_line 2 "gpus.d/99-local.ini:2: line longer than 199 characters" \
   "gpus.d: a 300-character note at the end of the file is refused with file:line" -- gpus
 # the tail of a cut line would have been read as a key of its own
 printf '[h100-sxm]\nnote = %.192smem_gb = 1\n' "$long" >"$TMP/d/gpus.d/99-local.ini"
-PERFMOD_DATADIR="$TMP/d" one_line 2 "gpus.d/99-local.ini:2: line longer than" \
+PERFMOD_DATADIR="$TMP/d" expect_one_line 2 "gpus.d/99-local.ini:2: line longer than" \
   "gpus.d: a long line whose tail reads 'mem_gb = 1' is refused, not misread" -- gpus
 datadir
 printf '[mine]\ntp = 2\ndescription = %s\n' "$long" >"$TMP/d/strategies.d/20-local.ini"
-PERFMOD_DATADIR="$TMP/d" one_line 2 "strategies.d/20-local.ini:3: line longer than" \
+PERFMOD_DATADIR="$TMP/d" expect_one_line 2 "strategies.d/20-local.ini:3: line longer than" \
   "strategies.d: a long line is refused with file:line" -- strategies
 datadir
 printf '[mine]\nclasses = linear\npattern = %s\n' "$long" >"$TMP/d/tiles.d/20-local.ini"
-PERFMOD_DATADIR="$TMP/d" one_line 2 "tiles.d/20-local.ini:3: line longer than" \
+PERFMOD_DATADIR="$TMP/d" expect_one_line 2 "tiles.d/20-local.ini:3: line longer than" \
   "tiles.d: a long line is refused with file:line" -- eval --data "$TMP/kb"
 
 # --- gpus.d: capacities must be positive, every number finite.
 bad_gpu () {  # bad_gpu KEY VALUE
   datadir
   printf '[h100-sxm]\n%s = %s\n' "$1" "$2" >"$TMP/d/gpus.d/99-local.ini"
-  PERFMOD_DATADIR="$TMP/d" one_line 2 "99-local.ini:2: $1: '$(echo "$2" | sed 's/+/[+]/')' is not" \
+  PERFMOD_DATADIR="$TMP/d" expect_one_line 2 "99-local.ini:2: $1: '$(echo "$2" | sed 's/+/[+]/')' is not" \
     "gpus.d: $1 = $2 is refused at load with file:line" -- gpus
 }
 bad_gpu sms 0
@@ -97,7 +84,7 @@ bad_gpu link_latency_us -1
 # --- strategies.d: a preset defined again in a later file.
 datadir
 printf '; local presets\n[tp8]\ntp = 4\n' >"$TMP/d/strategies.d/20-local.ini"
-PERFMOD_DATADIR="$TMP/d" one_line 2 "20-local.ini:2: \[tp8\] is already defined at .*10-megatron.ini:[0-9]+" \
+PERFMOD_DATADIR="$TMP/d" expect_one_line 2 "20-local.ini:2: \[tp8\] is already defined at .*10-megatron.ini:[0-9]+" \
   "strategies.d: a preset redefined in a second file blames the second file:line and names the first" \
   -- strategies
 
@@ -131,27 +118,27 @@ lr "$TMP/lr.params" "1 2" 1
 run_pm $LR --plugin-opt "linreg:params=$TMP/lr.params"
 ok $rc "a well-formed linreg file written by hand predicts (the cases below differ from it in one way)"
 lr "$TMP/lr11.params" "1 1" 1
-one_line 2 "lr11.params: tensors '[a-z]+\.fit' \(1x2\) and '[a-z]+\.extrapolate' \(1x1\)" \
+expect_one_line 2 "lr11.params: tensors '[a-z]+\.fit' \(1x2\) and '[a-z]+\.extrapolate' \(1x1\)" \
   "linreg: a 1x1 .extrapolate tensor is refused, not read past" -- $LR --plugin-opt "linreg:params=$TMP/lr11.params"
 lr "$TMP/inf.params" "1 2" inf
-one_line 2 "inf.params:4: tensor 'bmm.fit': row 1, column 1 is inf" \
+expect_one_line 2 "inf.params:4: tensor 'bmm.fit': row 1, column 1 is inf" \
   "a file of +Inf values is refused with file:line, not predicted as 0 ms" -- $LR --plugin-opt "linreg:params=$TMP/inf.params"
 lr "$TMP/nan.params" "1 2" 1 "scale: NaN
 "
-one_line 2 "nan.params:4: scale: 'NaN' is not a finite number" \
+expect_one_line 2 "nan.params:4: scale: 'NaN' is not a finite number" \
   "a header value of NaN is refused with file:line" -- $LR --plugin-opt "linreg:params=$TMP/nan.params"
 printf 'perfmod-params 1\npredictor: linreg\ntensor bmm.fit 16777216 16777216\ndata\n' >"$TMP/huge.params"
-one_line 2 "huge.params:3: tensor 'bmm.fit' is 16777216x16777216: the tensors would hold more than" \
+expect_one_line 2 "huge.params:3: tensor 'bmm.fit' is 16777216x16777216: the tensors would hold more than" \
   "a header claiming a 2^48-value tensor is refused, not allocated" -- $LR --plugin-opt "linreg:params=$TMP/huge.params"
 printf 'perfmod-params 1\npredictor: linreg\ntensor bmm.fit 16384 16384\ndata\n' >"$TMP/big.params"
-one_line 2 "big.params:4: truncated or padded: the tensors declared hold 2147483648 bytes, the file has 0" \
+expect_one_line 2 "big.params:4: truncated or padded: the tensors declared hold 2147483648 bytes, the file has 0" \
   "a header claiming 2 GiB the file does not hold is refused before anything is allocated" -- \
   $LR --plugin-opt "linreg:params=$TMP/big.params"
-one_line 2 "$TMP: is a directory, not a parameter file" "a directory given as a parameter file is named" -- \
+expect_one_line 2 "$TMP: is a directory, not a parameter file" "a directory given as a parameter file is named" -- \
   $LR --plugin-opt "linreg:params=$TMP"
 # tile-mlp's shipped file claiming one network more per class than it has
 sed 's/^members: 5$/members: 6/' "$top_srcdir/params/tile-mlp.params" >"$TMP/few.params"
-one_line 2 "few.params: no 'bmm.6.layers' key" "tile-mlp: a file with fewer members than it claims is refused" -- \
+expect_one_line 2 "few.params: no 'bmm.6.layers' key" "tile-mlp: a file with fewer members than it claims is refused" -- \
   --model gpt2-large --gpu a100 --dtype fp32 --predictor tile-mlp --plugin-opt "tile-mlp:params=$TMP/few.params" \
   --plugin-opt tile-mlp:tc_params=none
 # ... also where eval goes on after a kernel fails (each kernel set the networks up again, leaking them)
@@ -167,9 +154,9 @@ ok $([ $rc -eq 2 ] && grep -q "few.params: no 'bmm.6.layers' key" "$TMP/err" && 
 [ $rc -eq 2 ] || diag "exit $rc" "$(cat "$TMP/err")"
 
 # --- A directory where a file is expected, a path that is not there.
-one_line 2 "^perfmod: $TMP: is a directory, not a model config" "--model DIR is refused, naming it" -- --model "$TMP"
-one_line 2 "$TMP: cannot open the op graph: Is a directory" "--opgraph DIR is refused, naming it" -- --opgraph "$TMP"
-one_line 2 "/nonexistent: cannot read the kernel table: No such file" "eval --data /nonexistent says so" -- \
+expect_one_line 2 "^perfmod: $TMP: is a directory, not a model config" "--model DIR is refused, naming it" -- --model "$TMP"
+expect_one_line 2 "$TMP: cannot open the op graph: Is a directory" "--opgraph DIR is refused, naming it" -- --opgraph "$TMP"
+expect_one_line 2 "/nonexistent: cannot read the kernel table: No such file" "eval --data /nonexistent says so" -- \
   eval --data /nonexistent
 gen () {  # gen DIR: kernels on the five training GPUs, each class
   mkdir -p "$1"
@@ -190,16 +177,16 @@ gen () {  # gen DIR: kernels on the five training GPUs, each class
   }'
 }
 gen "$TMP/train"
-one_line 2 "/nonexistent: cannot read the kernel table: No such file" "train --data /nonexistent says so" -- \
+expect_one_line 2 "/nonexistent: cannot read the kernel table: No such file" "train --data /nonexistent says so" -- \
   train --predictor linreg --data /nonexistent --out "$TMP/x.params"
 ok $([ ! -e "$TMP/x.params" ] && ! ls "$TMP"/x.params.tmp* >/dev/null 2>&1 && echo 0 || echo 1) \
   "... and leaves no file, whole or aside"
 
 # --- train's output: checked before training, never left half-written.
-one_line 2 "$TMP/no/such/dir/x.params: cannot write: No such file" \
+expect_one_line 2 "$TMP/no/such/dir/x.params: cannot write: No such file" \
   "train --out in a missing directory is refused before training" -- \
   train --predictor tile-mlp --data "$TMP/train" --out "$TMP/no/such/dir/x.params" --epochs 100000
-one_line 2 "$TMP: is a directory, not a file to write" "train --out DIR is refused before training" -- \
+expect_one_line 2 "$TMP: is a directory, not a file to write" "train --out DIR is refused before training" -- \
   train --predictor linreg --data "$TMP/train" --out "$TMP"
 # wait_aside FILE: until FILE.tmpPID is there (at most 10 s)
 wait_aside () {

@@ -3,79 +3,65 @@
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 plan 67
 
-# bad STATUS PATTERN DESCRIPTION -- ARGS: perfmod exits STATUS, stdout is
-# empty and stderr is exactly one line, matching PATTERN (grep -E).
-bad () {
-  want=$1 pat=$2 what=$3
-  shift 4
-  run_pm "$@"
-  if [ "$rc" -eq "$want" ] && grep -Eq -- "$pat" "$TMP/err" && [ ! -s "$TMP/out" ] &&
-     [ "$(wc -l <"$TMP/err")" -eq 1 ]; then
-    ok 0 "$what"
-  else
-    ok 1 "$what"
-    diag "exit $rc (want $want); stderr:" "$(head -5 "$TMP/err")" "stdout:" "$(head -3 "$TMP/out")"
-  fi
-}
 # a model config: gpt2-large's with sed's edit
 cfg () { sed "$2" "$top_srcdir/models/gpt2-large.json" >"$TMP/$1.json"; }
 
 # --- Numbers beyond their range: refused with the range, not truncated
 # to an int or multiplied past 2^63.
-bad 2 "--batch '4611686018427387904': expected an integer from 1 to 2147483648" \
+expect_one_line 2 "--batch '4611686018427387904': expected an integer from 1 to 2147483648" \
   "--batch 2^62 is refused with its range" -- --batch 4611686018427387904
-bad 2 "--seq '4611686018427387904': expected an integer from 1 to 2147483648" \
+expect_one_line 2 "--seq '4611686018427387904': expected an integer from 1 to 2147483648" \
   "--seq 2^62 is refused with its range" -- --seq 4611686018427387904
-bad 2 "--nodes '9223372036854775807': expected an integer from 1 to 1048576" \
+expect_one_line 2 "--nodes '9223372036854775807': expected an integer from 1 to 1048576" \
   "--nodes INT64_MAX is refused, not multiplied by the GPUs per node" -- \
   --nodes 9223372036854775807 --strategy tp=2
-bad 2 "--gpus-per-node '4294967300': expected an integer from 1 to 1048576" \
+expect_one_line 2 "--gpus-per-node '4294967300': expected an integer from 1 to 1048576" \
   "--gpus-per-node 2^32+4 is refused, not read as 4" -- --gpus-per-node 4294967300 --strategy tp=2 --mode train
-bad 2 "--epochs '2147483648': expected an integer from 1 to 1000000" \
+expect_one_line 2 "--epochs '2147483648': expected an integer from 1 to 1000000" \
   "--epochs 2^31 is refused, not read as 0 epochs" -- \
   train --predictor linreg --data "$TMP/none" --out "$TMP/e.params" --epochs 2147483648
 ok $([ ! -e "$TMP/e.params" ] && ! ls "$TMP"/e.params.tmp* >/dev/null 2>&1 && echo 0 || echo 1) \
   "... and no parameter file is written"
-bad 2 "--layers '65537': expected an integer from 1 to 65536" "--layers beyond 2^16 is refused" -- \
+expect_one_line 2 "--layers '65537': expected an integer from 1 to 65536" "--layers beyond 2^16 is refused" -- \
   --layers 65537
-bad 2 "--gen '2147483649': expected an integer from 1 to 2147483648" "--gen beyond 2^31 is refused" -- \
+expect_one_line 2 "--gen '2147483649': expected an integer from 1 to 2147483648" "--gen beyond 2^31 is refused" -- \
   --gen 2147483649
-bad 2 "--seed '-1': expected an integer from 0 to" "a negative --seed is refused" -- \
+expect_one_line 2 "--seed '-1': expected an integer from 0 to" "a negative --seed is refused" -- \
   train --predictor linreg --data "$TMP/none" --out "$TMP/e.params" --seed -1
-bad 2 "--strategy: tp=1048577: expected an integer from 1 to 1048576" "a strategy degree beyond 2^20" -- \
+expect_one_line 2 "--strategy: tp=1048577: expected an integer from 1 to 1048576" "a strategy degree beyond 2^20" -- \
   --strategy tp=1048577 --mode train
 
 # --- Products: the GPUs of a cluster and a strategy, the tensors of a graph.
-bad 2 "--nodes 1048576 x --gpus-per-node 2: more than 1048576 GPUs" \
+expect_one_line 2 "--nodes 1048576 x --gpus-per-node 2: more than 1048576 GPUs" \
   "--nodes x --gpus-per-node beyond 2^20 GPUs is refused" -- \
   --nodes 1048576 --gpus-per-node 2 --strategy tp=2 --mode train
-bad 2 "tp=1024 x pp=1024 x dp=2: more than 1048576 GPUs" "tp x pp x dp beyond 2^20 GPUs is refused" -- \
+expect_one_line 2 "tp=1024 x pp=1024 x dp=2: more than 1048576 GPUs" "tp x pp x dp beyond 2^20 GPUs is refused" -- \
   --strategy tp=1024,pp=1024,dp=2 --mode train
-bad 2 "gpt2-large: batch 2147483648 x seq 2147483648, hidden size 1280, widths up to 50257: a tensor of the graph would hold more than 2\^61 elements" \
+expect_one_line 2 "gpt2-large: batch 2147483648 x seq 2147483648, hidden size 1280, widths up to 50257: a tensor of the graph would hold more than 2\^61 elements" \
   "batch 2^31 x seq 2^31: the builder refuses tensors of 2^62 x 1280 elements" -- \
   --model gpt2-large --batch 2147483648 --seq 2147483648
 cfg vocab 's/"vocab_size": [0-9]*/"vocab_size": 9223372036854775800/'
-bad 2 "vocab.json: key 'vocab_size' must be an integer from 0 to 1099511627776" \
+expect_one_line 2 "vocab.json: key 'vocab_size' must be an integer from 0 to 1099511627776" \
   "a vocabulary near INT64_MAX is refused, not rounded over 2^63" -- --model "$TMP/vocab.json"
 cfg embd 's/"n_embd": [0-9]*/"n_embd": 1099511627776/; s/"n_head": [0-9]*/"n_head": 1/'
-bad 2 "embd: batch 4 x seq 1024, hidden size 1099511627776, widths up to 4398046511104: a tensor" \
+expect_one_line 2 "embd: batch 4 x seq 1024, hidden size 1099511627776, widths up to 4398046511104: a tensor" \
   "n_embd 2^40: its 2^80-element weights are refused, not wrapped" -- \
   --model "$TMP/embd.json" --mode train --precision fp32
 cfg hd 's/"n_head": [0-9]*/"n_head": 1048576, "head_dim": 2097152/'
-bad 2 "hd.json: 1048576 heads x head_dim 2097152: an attention width beyond 1099511627776" \
+expect_one_line 2 "hd.json: 1048576 heads x head_dim 2097152: an attention width beyond 1099511627776" \
   "heads x head_dim beyond 2^40 is refused at load" -- --model "$TMP/hd.json"
 cfg layers 's/"n_layer": [0-9]*/"n_layer": 65537/'
-bad 2 "layers.json: key 'n_layer' must be an integer from 0 to 65536" "n_layer beyond 2^16 is refused" -- \
+expect_one_line 2 "layers.json: key 'n_layer' must be an integer from 0 to 65536" "n_layer beyond 2^16 is refused" -- \
   --model "$TMP/layers.json"
 sed 's/"num_experts": [0-9]*/"num_experts": 65536/; s/"num_layers": [0-9]*/"num_layers": 64/;
      s/"num_decoder_layers": [0-9]*/"num_decoder_layers": 64/' "$top_srcdir/models/switch-xl4.json" >"$TMP/sw.json"
-bad 2 "sw: 65536 experts in 64 sparse layers: more than 131072 expert blocks to build" \
+expect_one_line 2 "sw: 65536 experts in 64 sparse layers: more than 131072 expert blocks to build" \
   "a Switch model of 4M expert blocks is refused, not built (33 s and 8 GB)" -- --model "$TMP/sw.json"
 # the pipeline schedule holds every micro-batch: 2^31 of them aborted "out of memory"
-bad 2 "--batch 2147483648: 2147483648 micro-batches of dp=1 x mbs=1 per step; at most 1048576" \
+expect_one_line 2 "--batch 2147483648: 2147483648 micro-batches of dp=1 x mbs=1 per step; at most 1048576" \
   "a step of 2^31 micro-batches is refused, not allocated" -- \
   --mode train --strategy tp=1 --batch 2147483648 --seq 1
-bad 2 "no configuration .* is left to predict .*or > 2\^20 of them" \
+expect_one_line 2 "no configuration .* is left to predict .*or > 2\^20 of them" \
   "search: a global batch of 2^31 on 8 GPUs prunes every configuration by its micro-batches" -- \
   search --model gpt2-large --gpus 8 --global-batch 2147483648 --seq 1
 # the limits are inclusive: the largest batch is predicted (and does not fit)
@@ -90,47 +76,47 @@ og () {  # og NAME KERNEL ARGS [INPUTSHAPES] [OUTPUTSHAPE]: a one-node graph
     "${4:-[(64, 256)]}" "${5:-(64, 512)}" >"$TMP/$1.csv"
 }
 og neg Linear "(64, -256, 512)"
-bad 2 "neg.csv:2: node lin: Linear: dimension -256 is not from 1 to 1099511627776" \
+expect_one_line 2 "neg.csv:2: node lin: Linear: dimension -256 is not from 1 to 1099511627776" \
   "a negative Linear dimension is refused with file:line, not predicted as 0 ms" -- --opgraph "$TMP/neg.csv"
 og zero Linear "(64, 0, 512)"
-bad 2 "zero.csv:2: node lin: Linear: dimension 0 is not from 1" "a zero Linear dimension is refused" -- \
+expect_one_line 2 "zero.csv:2: node lin: Linear: dimension 0 is not from 1" "a zero Linear dimension is refused" -- \
   --opgraph "$TMP/zero.csv"
 og bmm BMM "(8, 64, 64, -1)"
-bad 2 "bmm.csv:2: node lin: BMM: dimension -1 is not from 1" "a negative BMM dimension is refused" -- \
+expect_one_line 2 "bmm.csv:2: node lin: BMM: dimension -1 is not from 1" "a negative BMM dimension is refused" -- \
   --opgraph "$TMP/bmm.csv"
 og huge Linear "(64, 256, 1099511627777)"
-bad 2 "huge.csv:2: node lin: Linear: dimension 1099511627777 is not from 1 to 1099511627776" \
+expect_one_line 2 "huge.csv:2: node lin: Linear: dimension 1099511627777 is not from 1 to 1099511627776" \
   "a Linear dimension beyond 2^40 is refused" -- --opgraph "$TMP/huge.csv"
 og mem MEM "[(64, -256)]"
-bad 2 "mem.csv:2: node lin: MEM: dimension -256 is not from 0" "a negative copy shape is refused" -- \
+expect_one_line 2 "mem.csv:2: node lin: MEM: dimension -256 is not from 0" "a negative copy shape is refused" -- \
   --opgraph "$TMP/mem.csv"
 og shape Linear "(64, 256, 512)" "[(64, -256)]"
-bad 2 "shape.csv:2: node lin: InputShapes: dimension -256 is not from 0" "a negative input shape is refused" -- \
+expect_one_line 2 "shape.csv:2: node lin: InputShapes: dimension -256 is not from 0" "a negative input shape is refused" -- \
   --opgraph "$TMP/shape.csv"
 printf '%s\ninput_ids,misc,[],[],[],set(),set(),[],"(0, 512)"\n' "$H" >"$TMP/ids.csv"
-bad 2 "ids.csv:2: node input_ids: batch 0 x seq 512: expected a batch from 1 to 2147483648" \
+expect_one_line 2 "ids.csv:2: node input_ids: batch 0 x seq 512: expected a batch from 1 to 2147483648" \
   "a traced batch of 0 is refused" -- --opgraph "$TMP/ids.csv"
 og inf Linear "(64, 256, 512)" "[(64, inf)]"
-bad 2 "inf.csv:2: column InputShapes: unexpected character" "an op graph's inf is refused with file:line" -- \
+expect_one_line 2 "inf.csv:2: column InputShapes: unexpected character" "an op graph's inf is refused with file:line" -- \
   --opgraph "$TMP/inf.csv"
 og nan Linear "(64, 256, nan)"
-bad 2 "nan.csv:2: column FwOps: unexpected character" "an op graph's nan is refused with file:line" -- \
+expect_one_line 2 "nan.csv:2: column FwOps: unexpected character" "an op graph's nan is refused with file:line" -- \
   --opgraph "$TMP/nan.csv"
 og big Linear "(64, 256, 1e999)"
-bad 2 "big.csv:2: column FwOps: bad number" "an op graph's 1e999 (+Inf as a double) is refused" -- \
+expect_one_line 2 "big.csv:2: column FwOps: bad number" "an op graph's 1e999 (+Inf as a double) is refused" -- \
   --opgraph "$TMP/big.csv"
 
 # --- ... in a model config and on the command line.
 for v in NaN Infinity -Infinity 1e999; do
   cfg nf "s/\"n_embd\": [0-9]*/\"n_embd\": $v/"
-  bad 2 "nf.json:7: (invalid token|real number overflow)" "a model config's n_embd $v is refused with file:line" -- \
+  expect_one_line 2 "nf.json:7: (invalid token|real number overflow)" "a model config's n_embd $v is refused with file:line" -- \
     --model "$TMP/nf.json"
 done
-bad 2 "--batch 'inf': expected an integer" "--batch inf is refused" -- --batch inf
-bad 2 "--seq 'nan': expected an integer" "--seq nan is refused" -- --seq nan
-bad 2 "--tokens 'inf': expected a number" "search --tokens inf is refused" -- \
+expect_one_line 2 "--batch 'inf': expected an integer" "--batch inf is refused" -- --batch inf
+expect_one_line 2 "--seq 'nan': expected an integer" "--seq nan is refused" -- --seq nan
+expect_one_line 2 "--tokens 'inf': expected a number" "search --tokens inf is refused" -- \
   search --model gpt2-large --gpus 8 --global-batch 8 --tokens inf
-bad 2 "--bytes 'nan': expected a number of bytes" "kernel --bytes nan is refused" -- \
+expect_one_line 2 "--bytes 'nan': expected a number of bytes" "kernel --bytes nan is refused" -- \
   kernel --op collective --coll all_reduce --bytes nan --ranks 8
 
 # --- habitat's reference kernels: read before training, not after minutes of it.
@@ -146,39 +132,39 @@ awk -v dir="$TMP/train" 'BEGIN {
       printf "linear,%g,%s,ampere_sgemm_64x64_tn,1,1,1,1,%d,128,%d\n", 0.01 * j * i, g[i], 64 * j, 32 + 8 * j > (dir "/linear.csv")
     }
 }'
-bad 2 "^perfmod: /nonexistent: cannot read" "train habitat --reference /nonexistent: exit 2 naming it, before training" -- \
+expect_one_line 2 "^perfmod: /nonexistent: cannot read" "train habitat --reference /nonexistent: exit 2 naming it, before training" -- \
   train --predictor habitat --data "$TMP/train" --reference /nonexistent --out "$TMP/h.params" --epochs 2
 ok $([ ! -e "$TMP/h.params" ] && ! ls "$TMP"/h.params.tmp* >/dev/null 2>&1 && echo 0 || echo 1) \
   "... and leaves no parameter file"
-bad 2 "habitat needs --reference FILE" "train habitat without --reference: exit 2, before training" -- \
+expect_one_line 2 "habitat needs --reference FILE" "train habitat without --reference: exit 2, before training" -- \
   train --predictor habitat --data "$TMP/train" --out "$TMP/h.params" --epochs 2
 
 # --- The contract: bad usage and bad input exit 2 with one line and no output.
-bad 2 "unrecognized option '--frobnicate' \(try 'perfmod --help'\)" "an unknown option: one line" -- --frobnicate
-bad 2 "option '--batch' requires an argument" "an option without its argument: one line" -- --batch
-bad 2 "unrecognized option '--frobnicate' \(try 'perfmod kernel --help'\)" "kernel: an unknown option" -- \
+expect_one_line 2 "unrecognized option '--frobnicate' \(try 'perfmod --help'\)" "an unknown option: one line" -- --frobnicate
+expect_one_line 2 "option '--batch' requires an argument" "an option without its argument: one line" -- --batch
+expect_one_line 2 "unrecognized option '--frobnicate' \(try 'perfmod kernel --help'\)" "kernel: an unknown option" -- \
   kernel --frobnicate
-bad 2 "option '--gpus' requires an argument \(try 'perfmod search --help'\)" "search: a missing argument" -- \
+expect_one_line 2 "option '--gpus' requires an argument \(try 'perfmod search --help'\)" "search: a missing argument" -- \
   search --gpus
-bad 2 "--batch '0': expected an integer from 1 to 2147483648" "--batch 0" -- --batch 0
-bad 2 "unknown command 'frob'" "an unknown command" -- frob
-bad 2 "unexpected argument 'extra'" "a stray argument" -- predict extra
-bad 2 "--model 'nosuch': no such built-in model" "an unknown model" -- --model nosuch
-bad 2 "--gpu 'nosuch': no such GPU" "an unknown GPU" -- --gpu nosuch
-bad 2 "--predictor 'nosuch': no such predictor plugin" "an unknown predictor" -- --predictor nosuch
-bad 2 "--format 'yaml': expected table, csv or json" "an unknown format" -- --format yaml
-bad 2 "--strategy: unknown strategy key 'foo'" "an unknown strategy key" -- --strategy foo=1
-bad 2 "gpt2-large: tp=3 does not divide the 20 attention heads" "a strategy the model cannot take" -- \
+expect_one_line 2 "--batch '0': expected an integer from 1 to 2147483648" "--batch 0" -- --batch 0
+expect_one_line 2 "unknown command 'frob'" "an unknown command" -- frob
+expect_one_line 2 "unexpected argument 'extra'" "a stray argument" -- predict extra
+expect_one_line 2 "--model 'nosuch': no such built-in model" "an unknown model" -- --model nosuch
+expect_one_line 2 "--gpu 'nosuch': no such GPU" "an unknown GPU" -- --gpu nosuch
+expect_one_line 2 "--predictor 'nosuch': no such predictor plugin" "an unknown predictor" -- --predictor nosuch
+expect_one_line 2 "--format 'yaml': expected table, csv or json" "an unknown format" -- --format yaml
+expect_one_line 2 "--strategy: unknown strategy key 'foo'" "an unknown strategy key" -- --strategy foo=1
+expect_one_line 2 "gpt2-large: tp=3 does not divide the 20 attention heads" "a strategy the model cannot take" -- \
   --strategy tp=3
-bad 2 "--plugin-path '/nonexistent': not a directory" "a --plugin-path that is not there is refused, not ignored" -- \
+expect_one_line 2 "--plugin-path '/nonexistent': not a directory" "a --plugin-path that is not there is refused, not ignored" -- \
   --plugin-path /nonexistent
-bad 2 "/nonexistent.csv: cannot open the op graph: No such file" "a missing op graph names it" -- \
+expect_one_line 2 "/nonexistent.csv: cannot open the op graph: No such file" "a missing op graph names it" -- \
   --opgraph /nonexistent.csv
-bad 2 "--plugin-opt 'linreg:params=/nonexistent': /nonexistent: cannot read" "a missing parameter file names it" -- \
+expect_one_line 2 "--plugin-opt 'linreg:params=/nonexistent': /nonexistent: cannot read" "a missing parameter file names it" -- \
   --predictor linreg --plugin-opt linreg:params=/nonexistent
 
 # --- Runtime failures exit 1 with a line saying why.
-bad 1 "habitat: kernel class 8 has no Habitat model" "a predictor that cannot predict a kernel: exit 1" -- \
+expect_one_line 1 "habitat: kernel class 8 has no Habitat model" "a predictor that cannot predict a kernel: exit 1" -- \
   kernel --op attention --batch 1 --seq 128 --heads 8 --head-dim 64 --predictor habitat --gpu a100
 if [ -w /dev/full ]; then
   "$PERFMOD" --format csv >/dev/full 2>"$TMP/err"
