@@ -139,7 +139,7 @@ predict (perfmod_ctx *ctx, const struct perfmod_request *req, struct perfmod_res
   strategy_init (&s);
   if (req->strategy && strategy_parse (&s, req->strategy, "strategy") < 0)
     goto out;
-  if (strategy_resolve (&s, (req->nodes > 0 ? req->nodes : 1) * gpn, req->nodes > 0, batch) < 0)
+  if (strategy_resolve (&s, req->nodes, gpn, batch) < 0)
     goto out;
   /* the command line's defaults (main.c kernels_resolve) */
   can_flash = dtype_mixed (pr->other) && default_dtype (&ge->gpu) == PERFMOD_DTYPE_BF16;

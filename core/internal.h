@@ -222,7 +222,9 @@ const char *schedule_name (enum pm_schedule s);
 const char *recompute_name (enum pm_recompute r);
 const char *kernels_name (enum pm_kernels k);
 /* Fit the strategy to the GPUs given and the batch; fills dp when unset. */
-int strategy_resolve (struct strategy *s, int64_t gpus, bool gpus_given, int64_t batch);
+/* nodes: --nodes (0: not given, dp stays as set or 1); gpus_per_node the
+ * node's GPUs. */
+int strategy_resolve (struct strategy *s, int64_t nodes, int gpus_per_node, int64_t batch);
 
 /* ---- modelcfg.c ---- */
 enum model_family {

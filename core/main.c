@@ -186,9 +186,30 @@ resolve_model (struct cli *c, struct model_cfg *m)
     name = DEFAULT_MODEL;
     assume (c, "--model " DEFAULT_MODEL);
   }
-  if (strchr (name, '/') || strstr (name, ".json"))
-    return model_cfg_load (m, name);
-  return model_cfg_builtin (m, name);
+  if ((strchr (name, '/') || strstr (name, ".json") ? model_cfg_load (m, name)
+                                                     : model_cfg_builtin (m, name)) < 0)
+    return -1;
+  /* --layers applies to a built model too (it counts an imported graph's
+   * repeats otherwise); the encoder-decoder's two stacks are not one count */
+  if (c->layers > 0 && c->opgraph == NULL) {
+    if (m->family == FAM_SWITCH) {
+      pm_error ("--layers: %s has an encoder and a decoder stack; give its config instead",
+                m->name);
+      model_cfg_free (m);
+      return -1;
+    }
+    m->layers = c->layers;
+  }
+  /* learned position embeddings end at max_pos: a longer sequence has no
+   * model to predict (rotary ones extrapolate and are let through) */
+  if (c->seq > 0 && m->max_pos > 0 && c->seq > m->max_pos &&
+      (m->family == FAM_GPT2 || m->family == FAM_OPT || m->family == FAM_BERT)) {
+    pm_error ("--seq %lld: %s has %lld learned positions", (long long) c->seq, m->name,
+              (long long) m->max_pos);
+    model_cfg_free (m);
+    return -1;
+  }
+  return 0;
 }
 
 /* What a run adds to each predictor's entry beyond the graph's times. */
@@ -282,7 +303,6 @@ print_per_op (const struct cli *c, const struct graph *g, const struct predictio
 static int
 strategy_load (const struct cli *c, struct strategy *s, int gpn, int64_t batch)
 {
-  bool gpus_given = c->nodes > 0 || c->gpus_per_node > 0;
   strategy_init (s);
   if (c->strategy && strchr (c->strategy, '=') == NULL) {
     struct preset_db pdb;
@@ -314,7 +334,7 @@ strategy_load (const struct cli *c, struct strategy *s, int gpn, int64_t batch)
               PM_MAX_GPUS);
     return -1;
   }
-  return strategy_resolve (s, gpus, gpus_given, batch ? batch : 1);
+  return strategy_resolve (s, c->nodes, gpn, batch ? batch : 1);
 }
 
 /* What predict and graph work on: the GPU, the model and the per-device graph. */
@@ -1380,6 +1400,11 @@ perfmod_main (int argc, char **argv)
     goto usage;
   }
 
+  if ((strcmp (cmd, "gpus") == 0 || strcmp (cmd, "strategies") == 0 || strcmp (cmd, "models") == 0 ||
+       strcmp (cmd, "plugins") == 0) && strcmp (c.format, "table") != 0) {
+    pm_error ("--format %s: perfmod %s prints a table", c.format, cmd);
+    goto usage;
+  }
   if (strcmp (cmd, "gpus") == 0 || strcmp (cmd, "strategies") == 0 || strcmp (cmd, "models") == 0) {
     cli_free (&c);
     return strcmp (cmd, "gpus") == 0 ? cmd_gpus ()

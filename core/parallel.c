@@ -568,6 +568,11 @@ dist_check (const struct model_cfg *m, const struct dist_options *o)
               "family only (model_type %s is not)", m->name, m->arch);
     return -1;
   }
+  if (s->zero == 3 && s->pp > 1) {
+    pm_error ("zero=3 with pp=%d: ZeRO-3 (FSDP) is not combined with pipeline stages (neither "
+              "DeepSpeed nor Megatron runs it); use zero=1 or 2, or pp=1", s->pp);
+    return -1;
+  }
   if (s->pp > PM_MAX_STAGES) {
     pm_error ("pp=%d: at most %d pipeline stages are modelled", s->pp, PM_MAX_STAGES);
     return -1;

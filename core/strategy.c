@@ -155,9 +155,10 @@ strategy_parse (struct strategy *s, const char *spec, const char *where)
 }
 
 int
-strategy_resolve (struct strategy *s, int64_t gpus, bool gpus_given, int64_t batch)
+strategy_resolve (struct strategy *s, int64_t nodes, int gpus_per_node, int64_t batch)
 {
-  int64_t model, all;
+  int64_t model, all, gpus = nodes * gpus_per_node;
+  bool gpus_given = nodes > 0;
   /* Each degree is at most 2^20, so neither product overflows; their
    * bound keeps every rank count after this in an int. */
   if (!ck_mul64 (s->tp, s->pp, &model) || model > PM_MAX_GPUS) {
@@ -176,9 +177,11 @@ strategy_resolve (struct strategy *s, int64_t gpus, bool gpus_given, int64_t bat
     pm_error ("tp=%d x pp=%d x dp=%d: more than %d GPUs", s->tp, s->pp, s->dp, PM_MAX_GPUS);
     return -1;
   }
-  if (gpus_given && all > gpus) {
-    pm_error ("tp=%d x pp=%d x dp=%d = %lld exceeds the %lld GPUs given",
-              s->tp, s->pp, s->dp, (long long) all, (long long) gpus);
+  /* --nodes says how many nodes the strategy's GPUs fill (the last one
+   * perhaps in part): more or fewer is a contradiction, refused */
+  if (gpus_given && (all > gpus || all <= gpus - gpus_per_node)) {
+    pm_error ("tp=%d x pp=%d x dp=%d = %lld GPUs do not fill --nodes %lld of %d GPUs",
+              s->tp, s->pp, s->dp, (long long) all, (long long) nodes, gpus_per_node);
     return -1;
   }
   if (s->ep > 1 && (s->dp * s->tp) % s->ep != 0) {

@@ -234,15 +234,15 @@ test_strategy (void)
       s.schedule == SCHED_INTERLEAVED && s.zero == 1 && s.recompute == RECOMPUTE_SELECTIVE &&
       s.mbs == 2 && s.dp == 1, "strategy: every key parsed, dp defaults to 1");
   strategy_init (&s);
-  ok (strategy_parse (&s, "tp=4", "t") == 0 && strategy_resolve (&s, 32, true, 64) == 0 && s.dp == 8,
+  ok (strategy_parse (&s, "tp=4", "t") == 0 && strategy_resolve (&s, 4, 8, 64) == 0 && s.dp == 8,
       "strategy: dp derived from the GPUs given (32 / tp=4)");
   strategy_init (&s);
-  ok (strategy_parse (&s, "tp=3", "t") == 0 && strategy_resolve (&s, 32, true, 64) < 0,
+  ok (strategy_parse (&s, "tp=3", "t") == 0 && strategy_resolve (&s, 4, 8, 64) < 0,
       "strategy: tp not dividing the GPUs is refused");
   strategy_init (&s);
   ok (strategy_parse (&s, "vp=2", "t") < 0, "strategy: vp without interleaved refused");
   strategy_init (&s);
-  ok (strategy_parse (&s, "ep=4,dp=2", "t") == 0 && strategy_resolve (&s, 8, false, 8) < 0,
+  ok (strategy_parse (&s, "ep=4,dp=2", "t") == 0 && strategy_resolve (&s, 0, 8, 8) < 0,
       "strategy: ep must divide tp x dp");
   strategy_init (&s);
   ok (strategy_parse (&s, "tp=", "t") < 0, "strategy: empty value refused");

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0100-cli.sh: the command line: the default run, formats, help, exit codes, bad input.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 24
+plan 26
 
 run_pm
 ok $([ $rc -eq 0 ] && grep -q 'assumed: .*--gpu h100.*--model gpt2-large' "$TMP/out" && echo 0 || echo 1) \
@@ -52,4 +52,8 @@ bf16=$(awk -F, 'NR == 2 { print $2 }' "$TMP/out")
 run_pm --dtype fp32 --format csv
 fp32=$(awk -F, 'NR == 2 { print $2 }' "$TMP/out")
 ok $(awk -v a="$bf16" -v b="$fp32" 'BEGIN { exit !(a < b / 2) }'; echo $?) "bf16 on H100 is much faster than fp32 ($bf16 < $fp32 / 2)"
+# one story: an input is applied or refused, never dropped
+run_pm --model gpt2-large --layers 4 --format json
+ok $([ $rc -eq 0 ] && jq -e '.layers == 4' "$TMP/out" >/dev/null && echo 0 || echo 1) "--layers applies to a built model"
+expect_fail 2 "--format csv: perfmod gpus prints a table" "--format on a list command is refused" -- gpus --format csv
 finish

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0400-strategy.sh: --strategy specs and presets: accepted, explained, and refused naming the bad token.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 22
+plan 25
 
 run_pm --model gpt3-2.7b --mode train --precision fp32 --strategy tp=8,pp=4 --nodes 4 --explain
 ok $([ $rc -eq 0 ] && grep -Eq '^tp +8 +intra-node .* compute +degree Y = 8 < F\*W/C' "$TMP/out" && echo 0 || echo 1) \
@@ -49,8 +49,15 @@ expect_fail 2 "--strategy: tp=abc: expected an integer from 1 to 1048576" "tp=ab
 expect_fail 2 "--strategy: 'tp' given twice" "tp=8,tp=4 refused" -- --strategy tp=8,tp=4
 expect_fail 2 "--strategy: unknown strategy key 'xp'" "unknown key refused" -- --strategy xp=2
 expect_fail 2 "--strategy: 'tp8': expected KEY=VALUE" "a token without = refused" -- --strategy tp8,pp=2
-expect_fail 2 "tp=8 x pp=4 x dp=2 = 64 exceeds the 32 GPUs given" "degrees beyond the GPUs given refused" \
+expect_fail 2 "tp=8 x pp=4 x dp=2 = 64 GPUs do not fill --nodes 4 of 8 GPUs" "degrees beyond the GPUs given refused" \
   -- --strategy tp=8,pp=4,dp=2 --nodes 4
+expect_fail 2 "tp=1 x pp=1 x dp=4 = 4 GPUs do not fill --nodes 2 of 8 GPUs" \
+  "--nodes that the strategy does not fill: a contradiction, refused" -- --mode train --batch 8 --strategy dp=4 --nodes 2
+expect_fail 2 "zero=3 with pp=2: ZeRO-3 \\(FSDP\\) is not combined with pipeline stages" \
+  "ZeRO-3 with pipeline stages refused (not modelled)" -- --mode train --batch 8 --strategy dp=4,zero=3,pp=2
+run_pm --model gpt3-2.7b --mode train --batch 8 --strategy tp=8,pp=2 --gpus-per-node 8
+ok $([ $rc -eq 0 ] && grep -q '16 GPUs on 2 nodes of 8' "$TMP/out" && echo 0 || echo 1) \
+  "--gpus-per-node alone: the strategy spans the nodes it needs"
 expect_fail 2 "schedule=zigzag: expected gpipe, 1f1b or interleaved" "unknown schedule refused" -- --strategy schedule=zigzag
 expect_fail 2 "zero=4: expected a ZeRO stage" "zero=4 refused" -- --strategy zero=4
 expect_fail 2 "--batch 4 is not a multiple of dp=8 x mbs=1" "batch not divisible by dp refused" -- --strategy dp=8

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1010-exit.sh: numbers out of range and sizes that would overflow refused, nonsense in inputs refused, and the exit-code contract (issue 23).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 67
+plan 68
 
 # a model config: gpt2-large's with sed's edit
 cfg () { sed "$2" "$top_srcdir/models/gpt2-large.json" >"$TMP/$1.json"; }
@@ -37,9 +37,11 @@ expect_one_line 2 "--nodes 1048576 x --gpus-per-node 2: more than 1048576 GPUs" 
   --nodes 1048576 --gpus-per-node 2 --strategy tp=2 --mode train
 expect_one_line 2 "tp=1024 x pp=1024 x dp=2: more than 1048576 GPUs" "tp x pp x dp beyond 2^20 GPUs is refused" -- \
   --strategy tp=1024,pp=1024,dp=2 --mode train
-expect_one_line 2 "gpt2-large: batch 2147483648 x seq 2147483648, hidden size 1280, widths up to 50257: a tensor of the graph would hold more than 2\^61 elements" \
-  "batch 2^31 x seq 2^31: the builder refuses tensors of 2^62 x 1280 elements" -- \
-  --model gpt2-large --batch 2147483648 --seq 2147483648
+expect_one_line 2 "llama3-8b: batch 2147483648 x seq 2147483648, hidden size 4096, widths up to 128256: a tensor of the graph would hold more than 2\^61 elements" \
+  "batch 2^31 x seq 2^31: the builder refuses tensors of 2^62 x 4096 elements" -- \
+  --model llama3-8b --batch 2147483648 --seq 2147483648
+expect_one_line 2 "--seq 2147483648: gpt2-large has 1024 learned positions" \
+  "a sequence beyond learned positions is refused, naming them" -- --model gpt2-large --seq 2147483648
 cfg vocab 's/"vocab_size": [0-9]*/"vocab_size": 9223372036854775800/'
 expect_one_line 2 "vocab.json: key 'vocab_size' must be an integer from 0 to 1099511627776" \
   "a vocabulary near INT64_MAX is refused, not rounded over 2^63" -- --model "$TMP/vocab.json"
