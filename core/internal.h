@@ -657,8 +657,10 @@ int reproduce_published (struct plugin_set *set, const struct gpu_db *gpus,
                          const struct reproduce_options *o);
 /* The paper's name of a perfmod predictor (perop.csv rows), or NULL. */
 const char *paper_method_name (const char *predictor);
+/* paper.c: the column prefix of summary.csv for a predictor, or NULL. */
+const char *paper_method_prefix (const char *predictor);
 
-/* ---- kernelcmd.c: perfmod kernel (argv from the word "kernel" on) ---- */
+/* ---- cli/kernel.c: perfmod kernel (argv from the word "kernel" on) ---- */
 int kernel_main (int argc, char **argv);
 /* ---- search.c: perfmod search (argv from the word "search" on) ---- */
 int search_main (int argc, char **argv);
@@ -689,7 +691,9 @@ bool krow_in_split (const struct krow *r, int split, uint64_t seed);
 const char *krow_report_class (const struct krow *r);
 /* The paper's per-op MAPE (summary/perop.csv) of a predictor: [split][class]
  * with split 0 in, 1 out and classes BMM, FC, EW, Softmax, LN; NAN if absent. */
-void paper_perop (const char *neusight, const char *predictor, double paper[2][5]);
+/* paper.c: the per-op classes of summary/perop.csv (BMM, FC, EW, Softmax, LN). */
+#define PAPER_CLASSES 5
+void paper_perop (const char *neusight, const char *predictor, double paper[2][PAPER_CLASSES]);
 int eval_kernels (struct plugin_set *set, const struct gpu_db *gpus,
                   const struct tile_rules *tiles, const struct eval_options *o);
 

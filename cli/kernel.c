@@ -1,4 +1,4 @@
-/* kernelcmd.c: perfmod kernel: one kernel (gemm, bmm, attention, decode, elementwise, norm, softmax, collective) predicted by each predictor asked for. */
+/* kernel.c: perfmod kernel: one kernel (gemm, bmm, attention, decode, elementwise, norm, softmax, collective) predicted by each predictor asked for. */
 #include <config.h>
 
 #include <getopt.h>

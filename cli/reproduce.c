@@ -9,34 +9,6 @@
 
 #include "internal.h"
 
-/* How the artifact names each perfmod predictor: the column prefix of
- * summary.csv and the row of perop.csv. */
-static const struct paper_method {
-  const char *predictor, *prefix, *name;
-} paper_methods[] = {
-  { "roofline", "roofline", "Roofline" },
-  { "habitat", "habitat", "Habitat" },
-  { "linreg", "micro", "Li et al." },
-  { "tile-mlp", "neusight", "NeuSight" },
-  { "tile-mlp-neusight", "neusight", "NeuSight" },
-};
-
-static const struct paper_method *
-paper_method (const char *predictor)
-{
-  for (size_t i = 0; i < sizeof paper_methods / sizeof paper_methods[0]; i++)
-    if (strcmp (predictor, paper_methods[i].predictor) == 0)
-      return &paper_methods[i];
-  return NULL;
-}
-
-const char *
-paper_method_name (const char *predictor)
-{
-  const struct paper_method *m = paper_method (predictor);
-  return m ? m->name : NULL;
-}
-
 static int
 label_ms (const char *path, double *ms)
 {
@@ -404,8 +376,7 @@ reproduce (struct plugin_set *set, const struct gpu_db *gpus, const struct repro
       goto close;
     }
   for (size_t p = 0; p < npred; p++) {
-    const struct paper_method *pm = paper_method (o->predictors[p]);
-    const char *pre = pm ? pm->prefix : NULL;
+    const char *pre = paper_method_prefix (o->predictors[p]);
     char *name = pre ? xasprintf ("%s_all_e2e_err", pre) : NULL;
     paper_col[p] = name ? csv_column (header, nheader, name) : -1;
     free (name);

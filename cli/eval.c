@@ -22,36 +22,6 @@ class_index (int kclass)
   return -1;
 }
 
-/* summary/perop.csv: one row per method, 5 in-distribution then 5
- * out-of-distribution columns (BMM, FC, EW, Softmax, LN).  Fills
- * paper[split][class] with NAN where the file or the row is missing. */
-void
-paper_perop (const char *neusight, const char *predictor, double paper[2][NCLASSES])
-{
-  const char *row = paper_method_name (predictor);
-  struct csv_reader r;
-  char *path;
-
-  for (int s = 0; s < 2; s++)
-    for (int c = 0; c < NCLASSES; c++)
-      paper[s][c] = NAN;
-  if (neusight == NULL || row == NULL)
-    return;
-  path = xasprintf ("%s/summary/perop.csv", neusight);
-  if (csv_open (&r, path) == 0) {
-    while (csv_next (&r) == 1)
-      if (r.nfields >= 11 && strcmp (r.fields[0], row) == 0)
-        for (int s = 0; s < 2; s++)
-          for (int c = 0; c < NCLASSES; c++)
-            if (!parse_double (r.fields[1 + s * NCLASSES + c], &paper[s][c]))
-              paper[s][c] = NAN;
-    csv_close (&r);
-  }
-  else
-    pm_debug ("%s: not readable; the paper column stays empty", path);
-  free (path);
-}
-
 /* The class a modern row is reported under: the collective for COMM rows,
  * prefill or decode for attention, else the paper's label (GEMMs: FC). */
 const char *

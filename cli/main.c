@@ -1311,7 +1311,7 @@ perfmod_main (int argc, char **argv)
   const char *cmd = "predict";
   int opt, rc;
 
-  /* perfmod kernel has options of its own (kernelcmd.c). */
+  /* perfmod kernel has options of its own (kernel.c). */
   if (argc > 1 && strcmp (argv[1], "kernel") == 0)
     return kernel_main (argc - 1, argv + 1);
   if (argc > 1 && strcmp (argv[1], "search") == 0)
