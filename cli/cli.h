@@ -1,0 +1,62 @@
+/* cli.h: what the perfmod command's files share: the parsed options, a resolved workload, the defaults and the subcommands. */
+#ifndef PERFMOD_CLI_H
+#define PERFMOD_CLI_H
+
+#include <stdio.h>
+
+#include "internal.h"
+
+#define DEFAULT_MODEL "gpt2-large"
+#define DEFAULT_BATCH 4
+#define DEFAULT_SEQ 1024
+/* NeuSight's training GPUs: the in-distribution split. */
+#define DEFAULT_IN_DIST "p4,p100,v100,t4,a100-40gb"
+
+struct cli {
+  const char *model, *opgraph, *gpu, *mode, *dtype, *precision, *predictors, *strategy, *format;
+  const char *neusight, *table, *graph, *plot, *attention, *published;
+  const char *data, *out, *reference, *in_dist, *features, *split;
+  int64_t batch, seq, nodes, gpus_per_node, layers, seed, epochs, members, gen;
+  bool seed_given;
+  char **plugin_opts;
+  size_t nopts;
+  char *command;           /* the command line as typed */
+  bool per_op, explain, fusion, keep_throttled, keep_floor;
+  char **plugin_paths;
+  size_t npaths;
+  char *assumed;           /* what the run filled in by default */
+};
+
+/* What predict and graph work on: the GPU, the model and the per-device graph. */
+struct workload {
+  struct gpu_db gpus;
+  const struct gpu_entry *ge;
+  struct model_cfg m;
+  struct graph g;
+  const struct precision *prec;  /* the run's dtypes and bytes */
+  int64_t batch, seq;            /* the run's: given, or the imported graph's */
+  bool train, have_model, have_graph;
+  bool flash;                    /* fused attention kernels */
+  enum pm_kernels kernels;       /* whose layer a built graph runs (a strategy may say) */
+};
+
+/* workload.c */
+void assume (struct cli *c, const char *what);
+int workload_load (struct cli *c, struct workload *w);
+void workload_free (struct workload *w);
+int strategy_load (const struct cli *c, struct strategy *s, int gpn, int64_t batch);
+void dist_options_init (struct dist_options *o, const struct cli *c, const struct workload *w,
+                        const struct strategy *s, int gpn);
+FILE *explain_stream (const struct cli *c);
+
+/* The subcommands (list.c, graph.c, predict.c, learn.c); each returns an exit status. */
+int cmd_plugins (struct plugin_set *set);
+int cmd_gpus (void);
+int cmd_strategies (void);
+int cmd_models (void);
+int cmd_graph (struct cli *c, struct plugin_set *set);
+int cmd_predict (struct cli *c, struct plugin_set *set);
+int cmd_train (struct cli *c);
+int cmd_eval (struct cli *c, struct plugin_set *set);
+
+#endif /* PERFMOD_CLI_H */

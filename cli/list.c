@@ -1,0 +1,98 @@
+/* list.c: perfmod plugins, gpus, strategies, models: the tables of what is installed. */
+#include <config.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+int
+cmd_plugins (struct plugin_set *set)
+{
+  printf ("%-12s %-12s %-8s %-5s %s\n", "name", "kind", "version", "dim", "path");
+  for (size_t i = 0; i < set->n; i++) {
+    const struct plugin *p = &set->v[i];
+    printf ("%-12s %-12s %-8s %-5s %s\n", p->p.name, plugin_kind_name (p->p.kind),
+            p->p.version ? p->p.version : "-", p->p.dimension ? p->p.dimension : "-", p->path);
+  }
+  return 0;
+}
+
+int
+cmd_gpus (void)
+{
+  struct gpu_db db;
+  if (gpu_db_load_data (&db) < 0)
+    return EXIT_USAGE;
+  /* The columns up to l2_mb are fixed (scripts read them by position);
+   * later ones: fp32 matrix-core peak, TDP, base/boost clock, link/NIC GB/s. */
+  printf ("%-24s %-6s %5s %10s %7s %7s %7s %6s %8s %5s %7s %7s %7s %5s %9s %8s  %s\n", "name",
+          "vendor", "SMs", "fp32_gflops", "tf32_tf", "bf16_tf", "fp8_tf", "mem_gb", "mem_gbps",
+          "l2_mb", "fp16_tf", "fp4_tf", "f32mx_tf", "tdp_w", "base/mhz", "link/nic", "aliases");
+  for (size_t i = 0; i < db.n; i++) {
+    const struct gpu_entry *e = &db.v[i];
+    const struct perfmod_gpu *g = &e->gpu;
+    char clk[32], net[32];
+    if (g->base_clock_mhz > 0)
+      snprintf (clk, sizeof clk, "%.0f/%.0f", g->base_clock_mhz, g->clock_mhz);
+    else
+      snprintf (clk, sizeof clk, "-/%.0f", g->clock_mhz);
+    snprintf (net, sizeof net, "%g/%g", g->link_gbps, g->nic_gbps);
+    printf ("%-24s %-6s %5d %10.0f %7.1f %7.1f %7.1f %6.0f %8.0f %5.0f %7.1f %7.0f %7.1f %5.0f %9s %8s  ",
+            e->name, e->vendor, g->sms, g->fp32_gflops, g->tensor_tflops[PERFMOD_DTYPE_TF32],
+            g->tensor_tflops[PERFMOD_DTYPE_BF16], g->tensor_tflops[PERFMOD_DTYPE_FP8], g->mem_gb,
+            g->mem_bw_gbps, g->l2_mb, g->tensor_tflops[PERFMOD_DTYPE_FP16], g->fp4_tflops,
+            g->fp32_matrix_tflops, g->tdp_w, clk, net);
+    for (char **a = e->aliases; a && *a; a++)
+      printf ("%s%s", a == e->aliases ? "" : ", ", *a);
+    putchar ('\n');
+  }
+  gpu_db_free (&db);
+  return 0;
+}
+
+int
+cmd_strategies (void)
+{
+  struct preset_db db;
+  char *dir = xasprintf ("%s/strategies.d", pm_datadir ());
+  int rc = preset_db_load (&db, dir);
+  free (dir);
+  if (rc < 0)
+    return EXIT_USAGE;
+  printf ("%-20s %-40s %s\n", "preset", "spec", "file");
+  for (size_t i = 0; i < db.n; i++)
+    printf ("%-20s %-40s %s:%d\n", db.v[i].name, db.v[i].spec, db.v[i].file, db.v[i].line);
+  preset_db_free (&db);
+  return 0;
+}
+
+int
+cmd_models (void)
+{
+  char *dir = xasprintf ("%s/models", pm_datadir ());
+  char **files = list_dir (dir, ".json");
+  int rc = 0;
+  if (files == NULL) {
+    pm_error ("%s: no built-in models", dir);
+    free (dir);
+    return EXIT_RUNTIME;
+  }
+  printf ("%-14s %-20s %6s %6s %6s %6s %7s %7s %14s\n", "model", "model_type", "layers", "hidden",
+          "heads", "kv", "ffn", "experts", "params");
+  for (char **f = files; *f; f++) {
+    struct model_cfg m;
+    if (model_cfg_load (&m, *f) < 0)
+      rc = EXIT_USAGE;
+    else {
+      printf ("%-14s %-20s %6lld %6lld %6lld %6lld %7lld %7lld %14.0f\n", m.name, m.arch,
+              (long long) (m.layers + m.dec_layers), (long long) m.hidden, (long long) m.heads,
+              (long long) m.kv_heads, (long long) m.ffn, (long long) m.experts,
+              model_params (&m));
+      model_cfg_free (&m);
+    }
+  }
+  strv_free (files);
+  free (dir);
+  return rc;
+}

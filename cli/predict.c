@@ -1,0 +1,547 @@
+/* predict.c: perfmod (predict): one run or a step under a strategy, per predictor, as a table, CSV or JSON. */
+#include <config.h>
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+
+/* What a run adds to each predictor's entry beyond the graph's times. */
+struct extras {
+  const struct memory_estimate *mem;
+  double mfu;                    /* achieved / peak FLOP/s, 0 if unknown */
+  double decode_ms;              /* one decode step (time per output token), 0 without --gen */
+  int64_t batch, gen;
+  bool fallback;                 /* kernels of a dtype outside the predictor's model */
+};
+
+static json_t *
+json_memory (const struct memory_estimate *mem)
+{
+  return json_pack ("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:b}", "weights", mem->weights / 1e9,
+                    "gradients", mem->gradients / 1e9, "optimizer", mem->optimizer / 1e9,
+                    "activations", mem->activations / 1e9, "kv_cache", mem->kv_cache / 1e9,
+                    "reserve", mem->reserve / 1e9, "total", mem->total / 1e9,
+                    "capacity", mem->capacity / 1e9, "oom", mem->oom);
+}
+
+static double
+tokens_per_s (const struct prediction *p, const struct extras *x)
+{
+  double ms = p->e2e_ms + (double) x->gen * x->decode_ms;
+  return ms > 0 ? (double) (x->batch * x->gen) / (ms / 1e3) : 0;
+}
+
+static void
+json_prediction (json_t *arr, const struct prediction *p, const struct graph *g, bool per_op,
+                 const struct extras *x)
+{
+  json_t *o = json_pack ("{s:s, s:f, s:f, s:f, s:f, s:f, s:I, s:I}", "predictor", p->predictor,
+                         "e2e_ms", p->e2e_ms, "fw_ms", p->fw_ms, "bw_ms", p->bw_ms + p->acc_ms,
+                         "acc_ms", p->acc_ms, "spread_ms", p->spread_ms,
+                         "kernels", (json_int_t) p->kernels,
+                         "unique_kernels", (json_int_t) p->unique_kernels);
+  json_object_set_new (o, "mfu", json_real (x->mfu));
+  json_object_set_new (o, "dtype_fallback", json_boolean (x->fallback));
+  if (x->gen > 0) {
+    json_object_set_new (o, "ttft_ms", json_real (p->e2e_ms));
+    json_object_set_new (o, "tpot_ms", json_real (x->decode_ms));
+    json_object_set_new (o, "tokens_per_s", json_real (tokens_per_s (p, x)));
+  }
+  json_object_set_new (o, "memory", x->mem ? json_memory (x->mem) : json_null ());
+  if (per_op) {
+    json_t *ops = json_array ();
+    for (size_t i = 0; i < g->n; i++) {
+      const struct phase_times *t = &p->per_node[i];
+      if (t->t[0] + t->t[1] + t->t[2] == 0)
+        continue;
+      json_array_append_new (ops, json_pack ("{s:s, s:s, s:i, s:I, s:f, s:f, s:f, s:f, s:s?}",
+                                             "node", g->nodes[i].name, "op", g->nodes[i].opname,
+                                             "layer", graph_layer (g, i), "count",
+                                             (json_int_t) graph_weight (g, i), "fw_ms", t->t[0],
+                                             "bw_ms", t->t[1], "acc_ms", t->t[2], "spread_ms",
+                                             t->spread[0] + t->spread[1] + t->spread[2],
+                                             "basis", t->basis));
+    }
+    json_object_set_new (o, "per_op", ops);
+  }
+  json_array_append_new (arr, o);
+}
+
+static void
+print_per_op (const struct cli *c, const struct graph *g, const struct prediction *pr, size_t npred)
+{
+  bool csv = strcmp (c->format, "csv") == 0;
+  if (csv)
+    printf ("predictor,node,op,layer,count,fw_ms,bw_ms,acc_ms,spread_ms,basis\n");
+  else
+    printf ("\n%-10s %-40s %-12s %5s %5s %12s %12s %12s %10s  %s\n", "predictor", "node", "op",
+            "layer", "count", "fw_ms", "bw_ms", "acc_ms", "spread_ms", "basis");
+  for (size_t p = 0; p < npred; p++)
+    for (size_t i = 0; i < g->n; i++) {
+      const struct phase_times *t = &pr[p].per_node[i];
+      if (t->t[0] + t->t[1] + t->t[2] == 0 && !csv)
+        continue;
+      /* basis: "memory-bound" and the like when the predictor fell back
+       * from its own model for a kernel of this node. */
+      printf (csv ? "%s,%s,%s,%d,%lld,%.9g,%.9g,%.9g,%.9g,%s\n"
+                  : "%-10s %-40.40s %-12s %5d %5lld %12.6f %12.6f %12.6f %10.6f  %s\n",
+              pr[p].predictor, g->nodes[i].name, g->nodes[i].opname, graph_layer (g, i),
+              (long long) graph_weight (g, i), t->t[0], t->t[1], t->t[2],
+              t->spread[0] + t->spread[1] + t->spread[2],
+              t->basis ? t->basis : (csv ? "" : "-"));
+    }
+}
+
+/* The JSON answer's description of the run. */
+static json_t *
+json_run (const struct cli *c, const struct precision *prec, const char *model, const char *graph,
+          const char *gpu, int64_t batch, int64_t seq, int64_t layers)
+{
+  json_t *root = json_object ();
+  json_object_set_new (root, "model", json_string (model));
+  json_object_set_new (root, "graph", json_string (graph));
+  json_object_set_new (root, "gpu", json_string (gpu));
+  json_object_set_new (root, "mode", json_string (c->mode));
+  json_object_set_new (root, "dtype", json_string (dtype_name (prec->gemm)));
+  json_object_set_new (root, "precision", json_string (prec->name));
+  json_object_set_new (root, "dtypes", json_pack ("{s:s, s:s}", "gemm", dtype_name (prec->gemm),
+                                                  "other", dtype_name (prec->other)));
+  json_object_set_new (root, "batch", json_integer (batch));
+  json_object_set_new (root, "seq", json_integer (seq));
+  json_object_set_new (root, "layers", json_integer (layers));
+  json_object_set_new (root, "assumed", json_string (c->assumed ? c->assumed : ""));
+  return root;
+}
+
+/* A predictor's column: its name, with a trailing * where the run
+ * predicted kernels of a dtype its own model does not cover. */
+#define FALLBACK_FOOTNOTE "(*: the predictor has no model of its own for some of this run's " \
+  "kernel dtypes and predicted them with the one it has; see the note on stderr)"
+
+static void
+print_column_head (const struct plugin *pl)
+{
+  char head[64];
+  snprintf (head, sizeof head, "%s%s", pl->p.name, plugin_fell_back (pl) ? "*" : "");
+  printf (" %14s", head);
+}
+
+/* Per pipeline stage and predictor: one micro-batch's forward and
+ * backward, and the forwards recomputation runs again inside the latter. */
+static void
+explain_stages (const struct strategy *s, const struct dist_result *r, char **names, size_t npred,
+                FILE *out)
+{
+  fprintf (out, "\nper pipeline stage, one micro-batch (ms; recompute=%s runs %s again in the "
+           "backward):\n%-10s %-6s %12s %12s %12s\n", recompute_name (s->recompute),
+           s->recompute == RECOMPUTE_FULL ? "each layer's forward"
+           : s->recompute == RECOMPUTE_SELECTIVE ? "the attention core" : "nothing",
+           "predictor", "stage", "forward", "backward", "recompute");
+  for (size_t p = 0; p < npred; p++)
+    for (int k = 0; k < s->pp; k++)
+      fprintf (out, "%-10s %-6d %12.3f %12.3f %12.3f\n", names[p], k, r[p].stage_fw_ms[k],
+               r[p].stage_bw_ms[k], r[p].stage_recompute_ms[k]);
+  fprintf (out, "(backward includes recompute; recompute per step on rank 0: %.3f ms with %s)\n",
+           r[0].recompute_ms, names[0]);
+}
+
+/* A step under a strategy: the plugins' plans, the stage graphs, the
+ * pipeline, the gradient synchronisation and the optimizer, per predictor. */
+static int
+predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
+                     const struct strategy *s, int gpn, char **names, size_t npred)
+{
+  struct dist_options o;
+  struct dist_result *r = xcalloc (npred, sizeof *r);
+  struct timespec t0, t1;
+  int gpus = s->tp * s->pp * s->dp, nodes = (gpus + gpn - 1) / gpn;
+  double peak = perfmod_gpu_peak_flops (&w->ge->gpu, w->prec->gemm);
+  struct plugin **pls = xcalloc (npred, sizeof *pls);
+  bool marked = false;
+  int rc = EXIT_RUNTIME;
+
+  dist_options_init (&o, c, w, s, gpn);
+  if (dist_check (&w->m, &o) < 0) {
+    rc = EXIT_USAGE;
+    goto out;
+  }
+  clock_gettime (CLOCK_MONOTONIC, &t0);
+  for (size_t p = 0; p < npred; p++) {
+    struct plugin *pl = pls[p] = predictor_find (set, names[p]);
+    if (pl == NULL) {
+      rc = EXIT_USAGE;
+      goto out;
+    }
+    if (dist_predict (set, pl, &w->m, &w->ge->gpu, &o, &r[p]) < 0) {
+      rc = EXIT_RUNTIME;
+      goto out;
+    }
+    marked |= plugin_fell_back (pl);
+  }
+  clock_gettime (CLOCK_MONOTONIC, &t1);
+
+  if (strcmp (c->format, "json") == 0) {
+    json_t *root = json_run (c, w->prec, w->m.name, "builder", w->ge->name, w->batch, w->seq,
+                             w->m.layers);
+    json_t *arr = json_array ();
+    json_object_set_new (root, "strategy",
+                         json_pack ("{s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:i, s:s, s:b, s:i, s:i, s:i}",
+                                    "tp", s->tp, "pp", s->pp, "dp", s->dp, "ep", s->ep, "mbs",
+                                    s->mbs, "vp", s->vp, "schedule", schedule_name (s->schedule),
+                                    "zero", s->zero, "recompute", recompute_name (s->recompute),
+                                    "sp", s->sp, "gpus", gpus, "nodes", nodes, "microbatches",
+                                    r[0].microbatches));
+    for (size_t p = 0; p < npred; p++) {
+      json_t *comm = json_object (), *hidden = json_object ();
+      for (int d = DIM_TP; d < NDIMS; d++) {
+        json_object_set_new (comm, dim_name (d), json_real (r[p].comm_ms[d]));
+        json_object_set_new (hidden, dim_name (d), json_real (r[p].hidden_ms[d]));
+      }
+      json_t *e = json_pack ("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:o, s:o, s:f, s:I, s:I}",
+                             "predictor", names[p], "e2e_ms", r[p].step_ms, "pipeline_ms",
+                             r[p].pipeline_ms, "bubble", r[p].bubble, "bubble_ms", r[p].bubble_ms,
+                             "grads_ms", r[p].grads_ms, "optimizer_ms", r[p].optimizer_ms,
+                             "comm_ms", comm, "overlapped_ms", hidden, "mfu",
+                             r[p].step_ms > 0 ? r[p].flops / (r[p].step_ms / 1e3) / peak : 0,
+                             "kernels", (json_int_t) r[p].kernels, "unique_kernels",
+                             (json_int_t) r[p].unique_kernels);
+      json_object_set_new (e, "memory", json_memory (&r[p].mem));
+      json_object_set_new (e, "dtype_fallback", json_boolean (plugin_fell_back (pls[p])));
+      /* recomputed forwards (inside pipeline_ms), and per stage one micro-batch */
+      json_object_set_new (e, "recompute_ms", json_real (r[p].recompute_ms));
+      json_t *stages = json_array ();
+      for (int k = 0; k < s->pp; k++)
+        json_array_append_new (stages, json_pack ("{s:f, s:f, s:f}", "fw_ms", r[p].stage_fw_ms[k],
+                                                  "bw_ms", r[p].stage_bw_ms[k], "recompute_ms",
+                                                  r[p].stage_recompute_ms[k]));
+      json_object_set_new (e, "stages", stages);
+      json_array_append_new (arr, e);
+    }
+    json_object_set_new (root, "predictions", arr);
+    json_dumpf (root, stdout, JSON_INDENT (2) | JSON_REAL_PRECISION (10));
+    putchar ('\n');
+    json_decref (root);
+  }
+  else if (strcmp (c->format, "csv") == 0) {
+    printf ("predictor,e2e_ms,pipeline_ms,bubble,grads_ms,optimizer_ms,tp_comm_ms,ep_comm_ms,"
+            "pp_comm_ms,dp_comm_ms,dp_overlapped_ms,mfu,memory_gb,oom\n");
+    for (size_t p = 0; p < npred; p++)
+      printf ("%s,%.9g,%.9g,%.6f,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.6f,%.6g,%s\n", names[p],
+              r[p].step_ms, r[p].pipeline_ms, r[p].bubble, r[p].grads_ms, r[p].optimizer_ms,
+              r[p].comm_ms[DIM_TP], r[p].comm_ms[DIM_EP], r[p].comm_ms[DIM_PP],
+              r[p].comm_ms[DIM_DP], r[p].hidden_ms[DIM_DP],
+              r[p].step_ms > 0 ? r[p].flops / (r[p].step_ms / 1e3) / peak : 0,
+              r[p].mem.total / 1e9, r[p].mem.oom ? "true" : "false");
+    if (c->assumed)
+      fprintf (stderr, "perfmod: assumed %s\n", c->assumed);
+  }
+  else {
+    static const char *const rows[] = { "step_ms", "pipeline_ms", "bubble_ms", "bubble_%",
+                                        "grads_ms", "optim_ms", "tp_comm_ms", "ep_comm_ms",
+                                        "pp_comm_ms", "dp_comm_ms", "dp_hidden_ms", "mfu_%" };
+    printf ("perfmod %s: %s, %s, global batch %lld x seq %lld, %s, on %s (built graph, %lld "
+            "layers)\n", PACKAGE_VERSION, w->m.name, w->train ? "training step" : "inference",
+            (long long) w->batch, (long long) w->seq, w->prec->name, w->ge->name,
+            (long long) w->m.layers);
+    if (c->assumed)
+      printf ("assumed: %s\n", c->assumed);
+    printf ("strategy: tp=%d pp=%d dp=%d ep=%d mbs=%d vp=%d schedule=%s zero=%d recompute=%s "
+            "sp=%d kernels=%s", s->tp, s->pp, s->dp, s->ep, s->mbs, s->vp,
+            schedule_name (s->schedule), s->zero, recompute_name (s->recompute), s->sp,
+            kernels_name (s->kernels));
+    for (int i = 0; i < s->nsplit; i++)
+      printf ("%s%d", i ? ":" : " split=", s->split[i]);
+    printf (": %d GPUs on %d node%s of %d, %d micro-batch%s per replica\n", gpus, nodes,
+            nodes == 1 ? "" : "s", gpn, r[0].microbatches, r[0].microbatches == 1 ? "" : "es");
+    printf ("\n%-12s", "");
+    for (size_t p = 0; p < npred; p++)
+      print_column_head (pls[p]);
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+      printf ("\n%-12s", rows[i]);
+      for (size_t p = 0; p < npred; p++) {
+        const struct dist_result *x = &r[p];
+        double v[] = { x->step_ms, x->pipeline_ms, x->bubble_ms, 100 * x->bubble, x->grads_ms,
+                       x->optimizer_ms, x->comm_ms[DIM_TP], x->comm_ms[DIM_EP],
+                       x->comm_ms[DIM_PP], x->comm_ms[DIM_DP], x->hidden_ms[DIM_DP],
+                       x->step_ms > 0 ? 100 * x->flops / (x->step_ms / 1e3) / peak : 0 };
+        printf (" %14.3f", v[i]);
+      }
+    }
+    const struct memory_estimate *mem = &r[0].mem;
+    printf ("\n\nmemory per device (GB, pipeline rank %d, the fullest): weights %.2f, gradients "
+            "%.2f, optimizer %.2f, activations %.2f, kv_cache %.2f, reserve %.2f; total %.2f of "
+            "%.2f%s", r[0].mem_rank, mem->weights / 1e9, mem->gradients / 1e9,
+            mem->optimizer / 1e9, mem->activations / 1e9, mem->kv_cache / 1e9,
+            mem->reserve / 1e9, mem->total / 1e9, mem->capacity / 1e9,
+            mem->oom ? "  OOM: does not fit" : "");
+    printf ("\n\n(step = pipeline + grads + optim; *_comm_ms: rank 0's collectives per step, "
+            "tp/ep/pp ones inside pipeline_ms; grads_ms: the exposed part of dp's; predicted in "
+            "%.2f ms)\n",
+            ((double) (t1.tv_sec - t0.tv_sec) * 1e3 + (double) (t1.tv_nsec - t0.tv_nsec) / 1e6));
+    if (marked)
+      puts (FALLBACK_FOOTNOTE);
+  }
+  if (c->explain &&
+      explain_strategy (set, s, &w->m, &w->ge->gpu, w->batch, w->seq, w->prec->gemm, gpn,
+                        explain_stream (c)) < 0)
+    goto out;
+  if (c->explain)
+    explain_stages (s, r, names, npred, explain_stream (c));
+  rc = 0;
+out:
+  free (r);
+  free (pls);
+  return rc;
+}
+
+int
+cmd_predict (struct cli *c, struct plugin_set *set)
+{
+  struct workload w;
+  const struct gpu_entry *ge;
+  struct graph *gp;
+  struct strategy s;
+  struct run_options ro;
+  struct roofline_plot plot = { NULL, 0, 0 };
+  struct prediction *pr = NULL;
+  char **names = NULL;
+  size_t npred = 0;
+  struct plugin **pls = NULL;
+  bool marked = false;
+  int rc, gpn;
+  int64_t batch, seq;
+  bool train;
+  struct timespec t0, t1;
+  struct memory_estimate mem;
+  struct extras *x = NULL;
+  struct graph dg;               /* the decode step's graph with --gen */
+  bool have_decode = false;
+  double flops;
+
+  if ((rc = workload_load (c, &w)) != 0)
+    return rc;
+  rc = EXIT_USAGE;
+  ge = w.ge;
+  gp = &w.g;
+  train = w.train;
+  batch = w.batch;
+  seq = w.seq;
+  gpn = c->gpus_per_node ? (int) c->gpus_per_node : ge->gpu.gpus_per_node;
+
+  if (strategy_load (c, &s, gpn, batch) < 0)
+    goto out;
+  if (!s.kernels_set)
+    s.kernels = w.kernels;
+  if (s.kernels == KERNELS_MEGATRON && (c->opgraph || !w.have_model)) {
+    pm_error ("--strategy kernels=megatron: an imported graph runs the kernels it traced");
+    goto out;
+  }
+
+  if (c->strategy && w.have_model && c->opgraph == NULL) {
+    if (c->gen > 0 || c->per_op || c->plot) {
+      pm_error ("--strategy: %s is not modelled with a strategy yet",
+                c->gen > 0 ? "--gen" : c->per_op ? "--per-op" : "--plot");
+      goto out;
+    }
+    names = strv_split (c->predictors ? c->predictors : "roofline", ',');
+    if (c->predictors == NULL)
+      assume (c, "--predictor roofline");
+    rc = predict_distributed (c, set, &w, &s, gpn, names, strv_len (names));
+    goto out;
+  }
+  if (c->gen > 0) {
+    /* The mean decode step: attention grows linearly with the cache, so
+     * the step at the middle of the generation is the average one. */
+    struct build_options bo = { .batch = batch, .seq = seq, .fusion = c->fusion,
+                                .kv_len = seq + c->gen / 2, .flash = w.flash };
+    if (train || !w.have_model || c->opgraph) {
+      pm_error ("--gen: decode steps are predicted for inference of a --model (built graph)");
+      goto out;
+    }
+    if (graph_build (&dg, &w.m, &bo) < 0)
+      goto out;
+    have_decode = true;
+  }
+  if (w.have_model) {
+    struct memory_options mo = { w.prec, batch, seq, train, s.recompute, 0, c->gen, NULL,
+                                 w.flash };
+    memory_estimate (&w.m, &mo, &ge->gpu, &mem);
+  }
+  flops = graph_flops (gp, w.prec, train);
+
+  names = strv_split (c->predictors ? c->predictors : "roofline", ',');
+  if (c->predictors == NULL)
+    assume (c, "--predictor roofline");
+  npred = strv_len (names);
+  pr = xcalloc (npred, sizeof *pr);
+  x = xcalloc (npred, sizeof *x);
+  pls = xcalloc (npred, sizeof *pls);
+  memset (&ro, 0, sizeof ro);
+  ro.prec = w.prec;
+  ro.train = train;
+  ro.comm_group = s.tp * s.dp * s.pp;
+  clock_gettime (CLOCK_MONOTONIC, &t0);
+  for (size_t p = 0; p < npred; p++) {
+    struct plugin *pl = pls[p] = predictor_find (set, names[p]);
+    if (pl == NULL) {
+      rc = EXIT_USAGE;
+      npred = p;
+      goto out;
+    }
+    /* the chart shows the first predictor's kernels */
+    ro.on_kernel = c->plot && p == 0 ? roofline_plot_kernel : NULL;
+    ro.on_kernel_ctx = &plot;
+    if (predict_graph (pl, gp, &ge->gpu, &ro, &pr[p]) < 0) {
+      rc = EXIT_RUNTIME;
+      npred = p;
+      goto out;
+    }
+    x[p].mem = w.have_model ? &mem : NULL;
+    x[p].batch = batch;
+    x[p].gen = c->gen;
+    x[p].mfu = pr[p].e2e_ms > 0 ? flops / (pr[p].e2e_ms / 1e3)
+                                  / perfmod_gpu_peak_flops (&ge->gpu, w.prec->gemm) : 0;
+    if (have_decode) {
+      struct prediction dp;
+      if (predict_graph (pl, &dg, &ge->gpu, &ro, &dp) < 0) {
+        rc = EXIT_RUNTIME;
+        npred = p + 1;
+        goto out;
+      }
+      x[p].decode_ms = dp.e2e_ms;
+      prediction_free (&dp);
+    }
+  }
+  clock_gettime (CLOCK_MONOTONIC, &t1);
+  for (size_t p = 0; p < npred; p++)
+    marked |= plugin_fell_back (pls[p]);
+
+  if (c->plot) {
+    char *title = xasprintf ("%s, %s, batch %lld x seq %lld", w.have_model ? w.m.name : c->opgraph,
+                             train ? "training step" : "inference (prefill)", (long long) batch,
+                             (long long) seq);
+    int prc = roofline_plot_write (&plot, c->plot, &ge->gpu, w.prec->gemm, title, names[0]);
+    free (title);
+    if (prc < 0) {
+      rc = EXIT_RUNTIME;
+      goto out;
+    }
+  }
+  if (strcmp (c->format, "json") == 0) {
+    json_t *root = json_run (c, w.prec, w.have_model ? w.m.name : c->opgraph, gp->source,
+                             ge->name, batch, seq, gp->repeat);
+    json_t *arr = json_array ();
+    for (size_t p = 0; p < npred; p++) {
+      x[p].fallback = plugin_fell_back (pls[p]);
+      json_prediction (arr, &pr[p], gp, c->per_op, &x[p]);
+    }
+    json_object_set_new (root, "predictions", arr);
+    json_dumpf (root, stdout, JSON_INDENT (2) | JSON_REAL_PRECISION (10));
+    putchar ('\n');
+    json_decref (root);
+  }
+  else if (strcmp (c->format, "csv") == 0) {
+    if (c->per_op)
+      print_per_op (c, gp, pr, npred);
+    else {
+      printf ("predictor,e2e_ms,fw_ms,bw_ms,acc_ms,spread_ms%s,memory_gb,oom\n",
+              c->gen > 0 ? ",ttft_ms,tpot_ms,tokens_per_s" : "");
+      for (size_t p = 0; p < npred; p++) {
+        printf ("%s,%.9g,%.9g,%.9g,%.9g,%.9g", pr[p].predictor, pr[p].e2e_ms, pr[p].fw_ms,
+                pr[p].bw_ms + pr[p].acc_ms, pr[p].acc_ms, pr[p].spread_ms);
+        if (c->gen > 0)
+          printf (",%.9g,%.9g,%.9g", pr[p].e2e_ms, x[p].decode_ms, tokens_per_s (&pr[p], &x[p]));
+        /* no memory without a model (an imported graph alone): empty */
+        if (w.have_model)
+          printf (",%.6g,%s\n", mem.total / 1e9, mem.oom ? "true" : "false");
+        else
+          fputs (",,\n", stdout);
+      }
+    }
+    if (c->assumed)
+      fprintf (stderr, "perfmod: assumed %s\n", c->assumed);
+  }
+  else {
+    printf ("perfmod %s: %s, %s, batch %lld x seq %lld, %s, on %s (%s graph, %lld layers)\n",
+            PACKAGE_VERSION, w.have_model ? w.m.name : c->opgraph,
+            train ? "training step" : c->gen > 0 ? "inference (prefill, then decode)"
+            : "inference (prefill)", (long long) batch,
+            (long long) seq, w.prec->name, ge->name,
+            c->opgraph ? "imported" : "built", (long long) gp->repeat);
+    if (c->assumed)
+      printf ("assumed: %s\n", c->assumed);
+    if (c->strategy)
+      printf ("strategy: tp=%d pp=%d dp=%d ep=%d (%d GPUs): an imported graph is one device's "
+              "trace, predicted as it is; its collectives run over all %d GPUs\n", s.tp, s.pp,
+              s.dp, s.ep, s.tp * s.pp * s.dp, s.tp * s.pp * s.dp);
+    printf ("\n%-10s", "");
+    for (size_t p = 0; p < npred; p++)
+      print_column_head (pls[p]);
+    static const char *const rows[] = { "e2e_ms", "fw_ms", "bw_ms", "acc_ms" };
+    for (int r = 0; r < 4; r++) {
+      printf ("\n%-10s", rows[r]);
+      for (size_t p = 0; p < npred; p++) {
+        double v = r == 0 ? pr[p].e2e_ms : r == 1 ? pr[p].fw_ms
+                 : r == 2 ? pr[p].bw_ms + pr[p].acc_ms : pr[p].acc_ms;
+        printf (" %14.3f", v);
+      }
+    }
+    printf ("\n%-10s", "spread_ms");
+    for (size_t p = 0; p < npred; p++)
+      if (pr[p].spread_ms > 0)
+        printf (" %14.3f", pr[p].spread_ms);
+      else
+        printf (" %14s", "-");
+    printf ("\n%-10s", "kernels");
+    for (size_t p = 0; p < npred; p++)
+      printf (" %14zu", pr[p].kernels);
+    printf ("\n%-10s", "mfu");
+    for (size_t p = 0; p < npred; p++)
+      printf (" %13.1f%%", 100 * x[p].mfu);
+    if (c->gen > 0) {
+      static const char *const drows[] = { "ttft_ms", "tpot_ms", "tokens/s" };
+      for (int r = 0; r < 3; r++) {
+        printf ("\n%-10s", drows[r]);
+        for (size_t p = 0; p < npred; p++)
+          printf (" %14.3f", r == 0 ? pr[p].e2e_ms : r == 1 ? x[p].decode_ms
+                                    : tokens_per_s (&pr[p], &x[p]));
+      }
+    }
+    if (w.have_model)
+      printf ("\n\nmemory per device (GB): weights %.2f, gradients %.2f, optimizer %.2f, "
+              "activations %.2f, kv_cache %.2f, reserve %.2f; total %.2f of %.2f%s",
+              mem.weights / 1e9, mem.gradients / 1e9, mem.optimizer / 1e9, mem.activations / 1e9,
+              mem.kv_cache / 1e9, mem.reserve / 1e9, mem.total / 1e9, mem.capacity / 1e9,
+              mem.oom ? "  OOM: does not fit" : "");
+    printf ("\n\n(bw_ms includes acc_ms, the gradient accumulation; spread_ms: the sum of the "
+            "kernels' ensemble spreads, at least the spread of e2e_ms; predicted in %.2f ms)\n",
+            ((double) (t1.tv_sec - t0.tv_sec) * 1e3 + (double) (t1.tv_nsec - t0.tv_nsec) / 1e6));
+    if (marked)
+      puts (FALLBACK_FOOTNOTE);
+    if (c->per_op)
+      print_per_op (c, gp, pr, npred);
+  }
+  if (c->explain) {
+    if (explain_strategy (set, &s, &w.m, &ge->gpu, batch, seq, w.prec->gemm, gpn,
+                          explain_stream (c)) < 0) {
+      rc = EXIT_RUNTIME;
+      goto out;
+    }
+  }
+  rc = 0;
+out:
+  for (size_t p = 0; p < npred; p++)
+    prediction_free (&pr[p]);
+  free (pr);
+  free (x);
+  free (pls);
+  roofline_plot_free (&plot);
+  strv_free (names);
+  if (have_decode)
+    graph_free (&dg);
+  workload_free (&w);
+  return rc;
+}

@@ -1,0 +1,296 @@
+/* workload.c: the options resolved into a workload: the model, the GPU, the precision, the kernels, the strategy, and the assumed: line. */
+#include <config.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+void
+assume (struct cli *c, const char *what)
+{
+  char *s = c->assumed ? xasprintf ("%s, %s", c->assumed, what) : xstrdup (what);
+  free (c->assumed);
+  c->assumed = s;
+}
+
+static int
+resolve_model (struct cli *c, struct model_cfg *m)
+{
+  const char *name = c->model;
+  if (name == NULL) {
+    name = DEFAULT_MODEL;
+    assume (c, "--model " DEFAULT_MODEL);
+  }
+  if ((strchr (name, '/') || strstr (name, ".json") ? model_cfg_load (m, name)
+                                                     : model_cfg_builtin (m, name)) < 0)
+    return -1;
+  /* --layers applies to a built model too (it counts an imported graph's
+   * repeats otherwise); the encoder-decoder's two stacks are not one count */
+  if (c->layers > 0 && c->opgraph == NULL) {
+    if (m->family == FAM_SWITCH) {
+      pm_error ("--layers: %s has an encoder and a decoder stack; give its config instead",
+                m->name);
+      model_cfg_free (m);
+      return -1;
+    }
+    m->layers = c->layers;
+  }
+  /* learned position embeddings end at max_pos: a longer sequence has no
+   * model to predict (rotary ones extrapolate and are let through) */
+  if (c->seq > 0 && m->max_pos > 0 && c->seq > m->max_pos &&
+      (m->family == FAM_GPT2 || m->family == FAM_OPT || m->family == FAM_BERT)) {
+    pm_error ("--seq %lld: %s has %lld learned positions", (long long) c->seq, m->name,
+              (long long) m->max_pos);
+    model_cfg_free (m);
+    return -1;
+  }
+  return 0;
+}
+
+/* --strategy SPEC or PRESET, fitted to --nodes x --gpus-per-node and the batch. */
+int
+strategy_load (const struct cli *c, struct strategy *s, int gpn, int64_t batch)
+{
+  strategy_init (s);
+  if (c->strategy && strchr (c->strategy, '=') == NULL) {
+    struct preset_db pdb;
+    const struct preset *p;
+    char *dir = xasprintf ("%s/strategies.d", pm_datadir ()), *where;
+    int rc = preset_db_load (&pdb, dir);
+    free (dir);
+    if (rc < 0)
+      return -1;
+    p = preset_db_find (&pdb, c->strategy);
+    if (p == NULL) {
+      pm_error ("--strategy '%s': no such preset (see perfmod strategies) and not KEY=VALUE",
+                c->strategy);
+      preset_db_free (&pdb);
+      return -1;
+    }
+    where = xasprintf ("%s:%d", p->file, p->line);
+    rc = strategy_parse (s, p->spec, where);
+    free (where);
+    preset_db_free (&pdb);
+    if (rc < 0)
+      return -1;
+  }
+  else if (c->strategy && strategy_parse (s, c->strategy, "--strategy") < 0)
+    return -1;
+  int64_t nodes = c->nodes ? c->nodes : 1, gpus;
+  if (!ck_mul64 (nodes, gpn, &gpus) || gpus > PM_MAX_GPUS) {
+    pm_error ("--nodes %lld x --gpus-per-node %d: more than %d GPUs", (long long) nodes, gpn,
+              PM_MAX_GPUS);
+    return -1;
+  }
+  return strategy_resolve (s, c->nodes, gpn, batch ? batch : 1);
+}
+
+void
+workload_free (struct workload *w)
+{
+  if (w->have_graph)
+    graph_free (&w->g);
+  model_cfg_free (&w->m);
+  gpu_db_free (&w->gpus);
+}
+
+/* The run's precision: --precision (training), --dtype (inference, or the
+ * training precision of that name), else what users run on the GPU;
+ * fp32 for an imported trace, as NeuSight traced fp32 runs.  A given one
+ * the GPU has no units for is refused. */
+static int
+precision_resolve (struct cli *c, struct workload *w, int dtype)
+{
+  const char *opt = c->precision ? "--precision" : "--dtype";
+  const char *val = c->precision ? c->precision : c->dtype;
+  char *what = NULL;
+  if (c->precision)
+    w->prec = precision_train (c->precision);
+  else if (c->dtype) {
+    w->prec = precision_of_dtype (dtype, w->train);
+    if (strcmp (w->prec->name, c->dtype) != 0)
+      what = xasprintf ("--precision %s (--dtype %s in training)", w->prec->name, c->dtype);
+  }
+  else if (c->opgraph) {
+    w->prec = precision_of_dtype (PERFMOD_DTYPE_FP32, w->train);
+    what = xasprintf ("%s fp32 (NeuSight's traces are of fp32 runs)",
+                      w->train ? "--precision" : "--dtype");
+  }
+  else {
+    w->prec = precision_of_dtype (default_dtype (&w->ge->gpu), w->train);
+    what = xasprintf ("%s %s (default for %s)", w->train ? "--precision" : "--dtype",
+                      w->prec->name, c->gpu);
+  }
+  if (what) {
+    assume (c, what);
+    free (what);
+  }
+  for (int i = 0; i < 2 && val; i++) {
+    int d = i ? w->prec->other : w->prec->gemm;
+    if (d != PERFMOD_DTYPE_FP32 && w->ge->gpu.tensor_tflops[d] <= 0) {
+      pm_error ("%s %s: %s has no %s matrix units in gpus.d", opt, val, w->ge->name,
+                dtype_name (d));
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* The attention kernel and whose layer a built graph runs.  Fused
+ * attention (FlashAttention, cuDNN's, PyTorch's SDPA) needs 16-bit
+ * attention on a GPU of the Ampere generation or later, which gpus.d
+ * tells by its bf16 matrix units; it is the default there.  A mixed-
+ * precision training step of GPT, Llama or Mixtral is the one
+ * Megatron-Core runs with Transformer Engine; the rest run the eager
+ * PyTorch modules (Hugging Face's, as NeuSight traced them). */
+static int
+kernels_resolve (struct cli *c, struct workload *w)
+{
+  int fam = w->m.family;
+  bool can = dtype_mixed (w->prec->other) && default_dtype (&w->ge->gpu) == PERFMOD_DTYPE_BF16;
+  if (c->attention && strcmp (c->attention, "flash") != 0 && strcmp (c->attention, "unfused") != 0) {
+    pm_error ("--attention '%s': expected flash or unfused", c->attention);
+    return -1;
+  }
+  if (c->attention && strcmp (c->attention, "flash") == 0 && !can) {
+    pm_error ("--attention flash: fused attention runs in bf16 or fp16 on GPUs with bf16 matrix "
+              "units; this run's attention is %s on %s", dtype_name (w->prec->other), w->ge->name);
+    return -1;
+  }
+  w->flash = c->attention ? strcmp (c->attention, "flash") == 0 : can;
+  w->kernels = w->train && dtype_mixed (w->prec->gemm) &&
+               (fam == FAM_GPT2 || fam == FAM_LLAMA || fam == FAM_MIXTRAL) ? KERNELS_TE
+                                                                           : KERNELS_EAGER;
+  if (c->opgraph)
+    return 0;                    /* an imported graph runs the kernels it traced */
+  if (c->attention == NULL)
+    assume (c, w->flash ? "--attention flash" : can ? "--attention unfused"
+                        : "--attention unfused (fused attention needs bf16/fp16 on a GPU with "
+                          "bf16 matrix units)");
+  if (w->train)
+    assume (c, w->kernels == KERNELS_TE ? "kernels te (Megatron-Core with Transformer Engine)"
+                                        : "kernels eager (PyTorch modules)");
+  return 0;
+}
+
+/* Resolve the options into a workload; an exit status on failure (the
+ * workload is then freed). */
+int
+workload_load (struct cli *c, struct workload *w)
+{
+  int dtype = PERFMOD_DTYPE_FP32;
+  memset (w, 0, sizeof *w);
+  if (c->mode == NULL) {
+    c->mode = "inf";
+    assume (c, "--mode inf");
+  }
+  if (strcmp (c->mode, "inf") != 0 && strcmp (c->mode, "train") != 0) {
+    pm_error ("--mode '%s': expected inf or train", c->mode);
+    return EXIT_USAGE;
+  }
+  w->train = strcmp (c->mode, "train") == 0;
+  if (c->dtype && (dtype = dtype_parse (c->dtype)) < 0) {
+    pm_error ("--dtype '%s': expected fp32, tf32, fp16, bf16 or fp8", c->dtype);
+    return EXIT_USAGE;
+  }
+  if (c->precision && precision_train (c->precision) == NULL) {
+    pm_error ("--precision '%s': expected fp32, amp-fp16, bf16 or fp8 (or tf32: fp32 with TF32 "
+              "GEMMs)", c->precision);
+    return EXIT_USAGE;
+  }
+  if (c->precision && !w->train) {
+    pm_error ("--precision %s: a training precision (--mode train); inference takes --dtype",
+              c->precision);
+    return EXIT_USAGE;
+  }
+  if (c->precision && c->dtype &&
+      precision_of_dtype (dtype, true) != precision_train (c->precision)) {
+    pm_error ("--dtype %s and --precision %s disagree: give training its --precision alone",
+              c->dtype, c->precision);
+    return EXIT_USAGE;
+  }
+  if (strcmp (c->format, "table") && strcmp (c->format, "csv") && strcmp (c->format, "json")) {
+    pm_error ("--format '%s': expected table, csv or json", c->format);
+    return EXIT_USAGE;
+  }
+  if (gpu_db_load_data (&w->gpus) < 0)
+    return EXIT_USAGE;
+  bool gpu_default = c->gpu == NULL;
+  if (gpu_default)
+    c->gpu = DEFAULT_GPU;
+  w->ge = gpu_db_find (&w->gpus, c->gpu);
+  if (w->ge == NULL) {
+    pm_error ("--gpu '%s': no such GPU (see perfmod gpus)", c->gpu);
+    goto fail;
+  }
+  /* A default or an alias: say which gpus.d section it resolved to. */
+  if (gpu_default || !name_eq (c->gpu, w->ge->name)) {
+    char *s = name_eq (c->gpu, w->ge->name) ? xasprintf ("--gpu %s", c->gpu)
+                                            : xasprintf ("--gpu %s = %s", c->gpu, w->ge->name);
+    assume (c, s);
+    free (s);
+  }
+  if (precision_resolve (c, w, dtype) < 0)
+    goto fail;
+  if (c->opgraph == NULL || c->model != NULL || c->explain) {
+    if (resolve_model (c, &w->m) < 0)
+      goto fail;
+    w->have_model = true;
+  }
+  if (kernels_resolve (c, w) < 0)
+    goto fail;
+  if (c->opgraph) {
+    int64_t layers = c->layers ? c->layers : w->have_model ? w->m.layers : 1;
+    if (opgraph_import (&w->g, c->opgraph, layers) < 0)
+      goto fail;
+    if (!w->have_model && c->layers == 0 && w->g.repeat == 1 && w->g.layer_end == 0)
+      pm_debug ("%s: no --model or --layers: the graph is taken as complete", c->opgraph);
+  }
+  else {
+    if (c->batch == 0) {
+      c->batch = DEFAULT_BATCH;
+      assume (c, "--batch 4");
+    }
+    if (c->seq == 0) {
+      c->seq = DEFAULT_SEQ;
+      assume (c, "--seq 1024");
+    }
+    struct build_options bo = { .batch = c->batch, .seq = c->seq, .train = w->train,
+                                .fusion = c->fusion, .flash = w->flash,
+                                .te = w->kernels == KERNELS_TE };
+    if (graph_build (&w->g, &w->m, &bo) < 0)
+      goto fail;
+  }
+  w->have_graph = true;
+  w->batch = c->batch ? c->batch : w->g.batch;
+  w->seq = c->seq ? c->seq : w->g.seq;
+  return 0;
+fail:
+  workload_free (w);
+  return EXIT_USAGE;
+}
+
+/* --explain's text: after the table, or on stderr so that CSV and JSON
+ * on stdout stay machine-readable. */
+FILE *
+explain_stream (const struct cli *c)
+{
+  return strcmp (c->format, "table") == 0 ? stdout : stderr;
+}
+
+/* The run's options for a prediction under strategy s. */
+void
+dist_options_init (struct dist_options *o, const struct cli *c, const struct workload *w,
+                   const struct strategy *s, int gpn)
+{
+  memset (o, 0, sizeof *o);
+  o->s = s;
+  o->prec = w->prec;
+  o->train = w->train;
+  o->fusion = c->fusion;
+  o->flash = w->flash;
+  o->batch = w->batch;
+  o->seq = w->seq;
+  o->gpus_per_node = gpn;
+}
