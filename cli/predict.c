@@ -157,7 +157,7 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
   struct dist_options o;
   struct dist_result *r = xcalloc (npred, sizeof *r);
   struct timespec t0, t1;
-  int gpus = s->tp * s->pp * s->dp, nodes = (gpus + gpn - 1) / gpn;
+  int gpus = s->tp * s->pp * s->dp * s->cp, nodes = (gpus + gpn - 1) / gpn;
   double peak = perfmod_gpu_peak_flops (&w->ge->gpu, w->prec->gemm);
   struct plugin **pls = xcalloc (npred, sizeof *pls);
   bool marked = false;
@@ -188,8 +188,8 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
                              w->m.layers);
     json_t *arr = json_array ();
     json_object_set_new (root, "strategy",
-                         json_pack ("{s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:i, s:s, s:b, s:i, s:i, s:i}",
-                                    "tp", s->tp, "pp", s->pp, "dp", s->dp, "ep", s->ep, "mbs",
+                         json_pack ("{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:i, s:s, s:b, s:i, s:i, s:i}",
+                                    "tp", s->tp, "pp", s->pp, "dp", s->dp, "cp", s->cp, "ep", s->ep, "mbs",
                                     s->mbs, "vp", s->vp, "schedule", schedule_name (s->schedule),
                                     "zero", s->zero, "recompute", recompute_name (s->recompute),
                                     "sp", s->sp, "gpus", gpus, "nodes", nodes, "microbatches",
@@ -248,8 +248,11 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
             (long long) w->m.layers);
     if (c->assumed)
       printf ("assumed: %s\n", c->assumed);
-    printf ("strategy: tp=%d pp=%d dp=%d ep=%d mbs=%d vp=%d schedule=%s zero=%d recompute=%s "
-            "sp=%d kernels=%s", s->tp, s->pp, s->dp, s->ep, s->mbs, s->vp,
+    char cpbuf[24] = "";
+    if (s->cp > 1)
+      snprintf (cpbuf, sizeof cpbuf, " cp=%d", s->cp);
+    printf ("strategy: tp=%d pp=%d dp=%d%s ep=%d mbs=%d vp=%d schedule=%s zero=%d recompute=%s "
+            "sp=%d kernels=%s", s->tp, s->pp, s->dp, cpbuf, s->ep, s->mbs, s->vp,
             schedule_name (s->schedule), s->zero, recompute_name (s->recompute), s->sp,
             kernels_name (s->kernels));
     for (int i = 0; i < s->nsplit; i++)
@@ -367,7 +370,7 @@ cmd_predict (struct cli *c, struct plugin_set *set)
   }
   if (w.have_model) {
     struct memory_options mo = { w.prec, batch, seq, train, s.recompute, 0, c->gen, NULL,
-                                 w.flash };
+                                 w.flash, w.kernels == KERNELS_TE };
     memory_estimate (&w.m, &mo, &ge->gpu, &mem);
   }
   flops = graph_flops (gp, w.prec, train);

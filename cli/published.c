@@ -246,9 +246,8 @@ run_setup (const struct pub_run *x, const struct model_cfg *m, const struct gpu_
            const struct precision *pr, struct strategy *s, struct dist_options *d)
 {
   int fam = m->family;
-  if (x->cp > 1)
-    return "context parallelism (cp) is not modelled yet";
   strategy_init (s);
+  s->cp = (int) x->cp;
   s->tp = (int) x->tp;
   s->pp = (int) x->pp;
   s->dp = (int) x->dp;

@@ -193,6 +193,7 @@ enum pm_kernels { KERNELS_EAGER, KERNELS_MEGATRON, KERNELS_TE };
 #define PM_MAX_STAGES 256
 struct strategy {
   int tp, pp, dp, ep, mbs, vp, zero;
+  int cp;                /* context parallelism: the sequence over cp ranks (ring attention) */
   int split[PM_MAX_STAGES];  /* layers per pipeline stage, given; nsplit 0: even */
   int nsplit;
   bool sp;               /* sequence parallelism with tp */
@@ -271,6 +272,7 @@ struct memory_options {
   int64_t gen;           /* inference: tokens generated after the prompt */
   const struct mem_shard *shard; /* NULL: the whole model on one device */
   bool flash;            /* fused attention: no scores kept */
+  bool megatron_core;    /* kernels=te: Megatron-Core's cross-entropy */
 };
 struct mem_shard {       /* one device's share under graph-level parallelism */
   int tp;                /* activations split over tensor-parallel ranks */
@@ -292,8 +294,8 @@ void memory_estimate (const struct model_cfg *m, const struct memory_options *o,
 
 /* ---- collective.c ---- */
 /* The strategy dimensions, in Megatron's placement order (tp innermost). */
-enum pdim { DIM_NONE = 0, DIM_TP = 1, DIM_EP = 2, DIM_PP = 3, DIM_DP = 4 };
-#define NDIMS 5
+enum pdim { DIM_NONE = 0, DIM_TP = 1, DIM_EP = 2, DIM_PP = 3, DIM_DP = 4, DIM_CP = 5 };
+#define NDIMS 6
 const char *dim_name (int dim);
 enum coll_algo { COLL_ALGO_AUTO = 0, COLL_ALGO_RING = 1, COLL_ALGO_TREE = 2 };
 const char *collective_name (int coll);
@@ -391,6 +393,7 @@ struct build_options {
   bool megatron;         /* Megatron-LM's GPT layer kernels (GPT-2/GPT-3 family) */
   bool te;               /* Megatron-Core's layer with Transformer Engine's kernels */
   bool flash;            /* fused (FlashAttention) attention, else scores materialised */
+  int64_t cp;            /* context parallelism: seq is this rank's 1/cp of the sequence */
   int64_t kv_len;        /* > 0: one decode step over a cache of kv_len tokens */
   const struct shard *shard; /* NULL: the whole model on one device */
 };

@@ -147,12 +147,14 @@ for p in bf16 fp8; do
 done
 # activations, Korthikanti et al. with e-byte elements and 1-byte masks: per layer
 # sbh (16 e + 2) + a s^2 b (2 e + 1) unfused (fp32), sbh (16 e + 2) + 4 a s b with fused
-# attention (bf16: only the fp32 log-sum-exp per query row); the fp32 logits and their
-# gradient, 8 b s V; the embedding's output, 2 s b h.  GPT-2 Large: L = 36, h = 1280,
+# attention (bf16: only the fp32 log-sum-exp per query row); the loss's fp32 logits and
+# their gradient, 8 b s V (fp32, eager), or Megatron-Core's fp32 softmax alone, 4 b s V (bf16
+# and fp8, kernels te); the embedding's output, 2 s b h.  GPT-2 Large: L = 36, h = 1280,
 # a = 20, V = 50257.
 act () { awk -v e="$1" -v flash="$2" -v fp8="${fp8:-0}" 'BEGIN { s = 1024; b = 1; h = 1280; a = 20; L = 36; V = 50257;
          att = flash ? 4*a*s*b : a*s*s*b * (2*e + 1);
-         printf "%.17g", (L * (s*b*h * (16*e + 2 - 7*fp8) + att) + 8*b*s*V + 2*s*b*h) / 1e9 }'; }
+         lg = e == 4 ? 8 : 4;   # the loss: PyTorch keeps fp32 logits and gradient, Megatron-Core its softmax
+         printf "%.17g", (L * (s*b*h * (16*e + 2 - 7*fp8) + att) + lg*b*s*V + 2*s*b*h) / 1e9 }'; }
 ok $(near "$a32" "$(act 4 0)" && near "$a_bf16" "$(act 2 1)" && echo 0 || echo 1) \
   "activations: 4-byte elements and the scores in fp32, 2-byte ones and fused attention in bf16, by hand"
 # fp8: Transformer Engine keeps the four GEMMs' inputs (the two norm outputs, the projection's

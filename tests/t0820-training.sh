@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0820-training.sh: training steps as Megatron-Core runs them: fused against unfused attention, Transformer Engine's layer, recomputation's time per mode, Megatron's memory terms against its published figures, and the published runs' file.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 39
+plan 43
 
 near () { awk -v a="$1" -v b="$2" -v t="${3:-1e-9}" 'BEGIN { d = a / b - 1; exit !(b > 0 && d < t && d > -t) }'; }
 
@@ -90,6 +90,25 @@ run_pm --model llama3-8b --gpu h100 --mode train --batch 4 --seq 4096 --strategy
 ok $([ $rc -eq 0 ] && jq -e '.predictions[0] | (.stages | length) == 2 and .recompute_ms > 0 and
      ((.stages[0].recompute_ms * 4 / .recompute_ms) - 1 | fabs) < 1e-9' "$TMP/out" >/dev/null &&
      echo 0 || echo 1) "JSON: recompute_ms per step (rank 0, 4 micro-batches) and per stage"
+
+# --- context parallelism (ring attention) ---
+# Llama 3 8B, 8k tokens over cp=2: each rank's GEMMs see 4096 tokens; its attention 4096
+# queries against half the 8192 keys on average (Megatron's load-balanced chunks).
+run_pm graph --model llama3-8b --gpu h100 --batch 1 --seq 8192 --mode train --strategy cp=2 --format csv
+ok $([ $rc -eq 0 ] && awk -F, 'NR>1&&$3==0&&$6=="ATTN"&&$5=="fw"{a=$8" "$9" "$10" "$11" "$12}
+     NR>1&&$3==0&&$6=="FC"&&$5=="fw"&&!f{f=$9} END{exit !(a=="1 4096 4096 128 32"&&f==4096)}' "$TMP/out" &&
+     echo 0 || echo 1) "cp=2: GEMMs over 4096 of the 8192 tokens, attention of 4096 queries over 4096 keys"
+C="--model llama3-8b --gpu h100 --mode train --batch 8 --seq 8192 --format json"
+run_pm $C --strategy dp=8
+a1=$(jq '.predictions[0].memory.activations' "$TMP/out")
+run_pm $C --strategy dp=4,cp=2
+ok $([ $rc -eq 0 ] && jq -e --argjson a "$a1" '.strategy.cp == 2 and .strategy.gpus == 8 and
+     .predictions[0].comm_ms.cp > 0 and .predictions[0].memory.activations < 0.55 * $a' "$TMP/out" >/dev/null &&
+     echo 0 || echo 1) "cp=2 on 8 GPUs: the ring's collectives, about half the activations"
+expect_fail 2 "cp=2: context parallelism runs fused attention" "cp with unfused attention is refused" -- \
+  $C --strategy dp=4,cp=2 --attention unfused
+expect_fail 2 "cp=3: the sequence must split into 2 x cp equal chunks" "a sequence cp cannot split evenly is refused" -- \
+  --model llama3-8b --mode train --batch 8 --seq 8192 --strategy dp=2,cp=3
 
 # --- memory as Megatron allocates it (tests/published-memory.csv) ---
 P=2651553280        # GPT-3 2.7B's parameters

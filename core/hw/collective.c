@@ -127,6 +127,6 @@ collective_seconds (int coll, double bytes, int size, int64_t stride, int gpus_p
 const char *
 dim_name (int dim)
 {
-  static const char *const names[NDIMS] = { "run", "tp", "ep", "pp", "dp" };
+  static const char *const names[NDIMS] = { "run", "tp", "ep", "pp", "dp", "cp" };
   return dim >= 0 && dim < NDIMS ? names[dim] : "?";
 }

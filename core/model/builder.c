@@ -271,20 +271,29 @@ static void
 flash_attention (struct bctx *c, int64_t h, int64_t kvh, int64_t dh)
 {
   size_t first = c->g->n;
-  bool decode = c->kv > c->s;
-  double q = (double) c->t * (double) (h * dh);
-  double kv = 2.0 * (double) c->b * (double) c->kv * (double) (kvh * dh);
+  bool decode = c->kv > c->s, causal = !c->m->encoder && !decode;
+  int64_t keys = c->kv;
+  double q = (double) c->t * (double) (h * dh), kv;
+  /* Context parallelism: this rank's queries (its 1/cp of the sequence,
+   * in Megatron's two load-balanced chunks) meet every key over the ring,
+   * half of them past the causal mask on average: as many pairs as a
+   * mask-free kernel over half the sequence's keys. */
+  if (c->o->cp > 1) {
+    keys = causal ? (c->s * c->o->cp + 1) / 2 : c->s * c->o->cp;
+    causal = false;
+  }
+  kv = 2.0 * (double) c->b * (double) keys * (double) (kvh * dh);
   struct node *nd = add_node (c, "core_attention", "ATTENTION", q + kv, q);
   for (int p = 0; p < (c->train ? 2 : 1); p++) {
     struct kop *o = node_add_op (nd, p ? PHASE_BW : PHASE_FW, PERFMOD_KERNEL_ATTENTION,
                                  p ? "attention_bwd" : decode ? "attention_decode" : "attention");
     o->b = c->b;
     o->m = c->s;
-    o->n = c->kv;
+    o->n = keys;
     o->k = dh;
     o->h = h;
     o->kv_heads = kvh;
-    o->causal = !c->m->encoder && !decode;
+    o->causal = causal;
   }
   mark_core (c, first);
 }
@@ -1217,6 +1226,12 @@ graph_build (struct graph *g, const struct model_cfg *m, const struct build_opti
   }
   if (o->te && (o->fusion || o->megatron)) {
     pm_error ("kernels=te: Transformer Engine's layer has its own fusions (no --fusion)");
+    return -1;
+  }
+  if (o->cp > 1 && (o->kv_len > 0 || !o->flash || m->family == FAM_SWITCH)) {
+    pm_error ("cp=%lld: context parallelism splits a prefill or a training step with fused "
+              "attention (not a decode step, unfused attention or T5's position bias)",
+              (long long) o->cp);
     return -1;
   }
   if (o->kv_len > 0 && o->train) {

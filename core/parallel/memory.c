@@ -81,12 +81,14 @@ memory_estimate (const struct model_cfg *m, const struct memory_options *o,
     double gin = pr->gemm == PERFMOD_DTYPE_FP8 ? 1 : eb;
     out->activations = copies * layer_activations (m, b, s, eb, gin, o->recompute, tp, sp,
                                                    o->flash);
-    /* logits and their gradient in fp32 for the loss (the last stage),
-     * the embedding's output (the first), counted in 2 bytes whatever
-     * the precision (an fp32 run holds 4: kept, as the distributed
-     * table's memory column reproduces with it) */
+    /* logits and their gradient in fp32 for the loss (the last stage):
+     * PyTorch's cross-entropy keeps both; Megatron-Core's keeps the fp32
+     * softmax alone and turns it into the gradient in place.  The
+     * embedding's output (the first), counted in 2 bytes whatever the
+     * precision (an fp32 run holds 4: kept, as the distributed table's
+     * memory column reproduces with it) */
     if (!sh || sh->head)
-      out->activations += 2 * 4 * b * s * v / (sh ? sh->vocab : 1);
+      out->activations += (o->megatron_core ? 4 : 2 * 4) * b * s * v / (sh ? sh->vocab : 1);
     if (!sh || sh->embed)
       out->activations += s * b * h * 2;
   }

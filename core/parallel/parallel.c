@@ -23,13 +23,15 @@ degree_of (const struct strategy *s, int dim)
   case DIM_TP: return s->tp;
   case DIM_EP: return s->ep;
   case DIM_PP: return s->pp;
-  case DIM_DP: return s->dp;
+  case DIM_DP: return s->dp * s->cp;   /* the weights' replicas: cp ranks hold the same */
   default: return 1;
   }
 }
 
-/* Megatron's placement: tp innermost, then ep (within the data-parallel
- * ranks), then pp, dp outermost. */
+/* Megatron's placement: tp innermost, then cp, then ep (within the
+ * data-parallel ranks), then pp, dp outermost.  The gradients are reduced
+ * over the data- and context-parallel ranks together (Megatron's
+ * data-parallel group with cp). */
 void
 comm_groups_init (struct comm_groups *g, const struct strategy *s, int gpus_per_node)
 {
@@ -37,15 +39,17 @@ comm_groups_init (struct comm_groups *g, const struct strategy *s, int gpus_per_
   g->gpus_per_node = gpus_per_node;
   for (int d = 0; d < NDIMS; d++)
     g->size[d] = 1;
-  g->size[DIM_NONE] = s->tp * s->pp * s->dp;
+  g->size[DIM_NONE] = s->tp * s->pp * s->dp * s->cp;
   g->size[DIM_TP] = s->tp;
+  g->size[DIM_CP] = s->cp;
   g->size[DIM_EP] = s->ep;
   g->size[DIM_PP] = s->pp;
-  g->size[DIM_DP] = s->dp;
+  g->size[DIM_DP] = s->dp * s->cp;
   g->stride[DIM_NONE] = 1;
   g->stride[DIM_TP] = 1;
-  g->stride[DIM_EP] = s->tp;
-  g->stride[DIM_PP] = (int64_t) s->tp * s->dp;
+  g->stride[DIM_CP] = s->tp;
+  g->stride[DIM_EP] = (int64_t) s->tp * s->cp;
+  g->stride[DIM_PP] = (int64_t) s->tp * s->cp * s->dp;
   g->stride[DIM_DP] = s->tp;
 }
 
@@ -120,7 +124,7 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
       return -1;
     }
     parallel_case_init (&c, degree, m, s, gpu, pr->gemm, o->batch, o->seq);
-    c.mb_tokens = (double) s->mbs * (double) o->seq;
+    c.mb_tokens = (double) s->mbs * (double) o->seq / (double) s->cp;
     c.elem_bytes = pr->act_bytes;
     c.heads = (double) m->heads;
     c.kv_heads = (double) m->kv_heads;
@@ -168,6 +172,25 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
       cs->bytes = p.comm[k].bytes;
       cs->overlap = p.comm[k].overlap != 0;
       cs->dim = dim;
+    }
+  }
+  /* Context parallelism (Megatron's ring attention): each layer passes
+   * the key/value blocks of the rank's heads round the cp ranks, the
+   * whole sequence's by the end, while the blocks it has are attended to;
+   * the backward passes their gradients back.  As an all-gather and a
+   * reduce-scatter of the K and V of every token, overlapping the
+   * attention. */
+  if (s->cp > 1 && dp->ncomms + 2 <= sizeof dp->comms / sizeof dp->comms[0]) {
+    double kv = 2.0 * (double) s->mbs * (double) o->seq * (double) (m->kv_heads / dp->plan.heads)
+                * (double) m->head_dim * pr->act_bytes;
+    for (int ph = 0; ph < (o->train ? 2 : 1); ph++) {
+      struct comm_site *cs = &dp->comms[dp->ncomms++];
+      cs->collective = ph ? PERFMOD_COLL_REDUCE_SCATTER : PERFMOD_COLL_ALLGATHER;
+      cs->site = PERFMOD_SITE_ATTN_IN;
+      cs->phase = ph;
+      cs->bytes = kv;
+      cs->overlap = true;
+      cs->dim = DIM_CP;
     }
   }
   return 0;
@@ -224,7 +247,8 @@ chunk_build (struct graph *gr, const struct model_cfg *m, const struct dist_opti
   sh.ncomms = dp->ncomms;
   memset (&bo, 0, sizeof bo);
   bo.batch = o->s->mbs;
-  bo.seq = o->seq;
+  bo.seq = o->seq / o->s->cp;          /* this rank's share of the sequence */
+  bo.cp = o->s->cp;
   bo.train = o->train;
   bo.fusion = o->fusion;
   bo.megatron = o->s->kernels == KERNELS_MEGATRON;
@@ -573,6 +597,12 @@ dist_check (const struct model_cfg *m, const struct dist_options *o)
               "DeepSpeed nor Megatron runs it); use zero=1 or 2, or pp=1", s->pp);
     return -1;
   }
+  if (s->cp > 1 && (o->seq % (2 * (int64_t) s->cp) != 0 || !o->flash)) {
+    pm_error ("cp=%d: %s", s->cp, o->flash ? "the sequence must split into 2 x cp equal chunks "
+              "(Megatron's load-balanced ring attention)"
+              : "context parallelism runs fused attention (--attention flash)");
+    return -1;
+  }
   if (s->pp > PM_MAX_STAGES) {
     pm_error ("pp=%d: at most %d pipeline stages are modelled", s->pp, PM_MAX_STAGES);
     return -1;
@@ -676,7 +706,8 @@ rank_memory (const struct model_cfg *m, const struct perfmod_gpu *gpu,
   /* inference keeps every sequence's KV cache: the replica's whole batch
    * (its working set is then counted for all of it too: an upper bound) */
   mo.batch = o->train ? s->mbs : o->batch / s->dp;
-  mo.seq = o->seq;
+  mo.seq = o->seq / s->cp;
+  mo.megatron_core = s->kernels == KERNELS_TE;
   mo.train = o->train;
   mo.recompute = s->recompute;
   mo.gen = o->gen;

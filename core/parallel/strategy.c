@@ -18,7 +18,7 @@ void
 strategy_init (struct strategy *s)
 {
   memset (s, 0, sizeof *s);
-  s->tp = s->pp = s->dp = s->ep = s->mbs = s->vp = 1;
+  s->tp = s->pp = s->dp = s->ep = s->mbs = s->vp = s->cp = 1;
   s->schedule = SCHED_1F1B;
   s->recompute = RECOMPUTE_NONE;
 }
@@ -29,13 +29,13 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
          unsigned *seen)
 {
   static const char *const keys[] = { "tp", "pp", "dp", "ep", "mbs", "vp", "zero",
-                                      "schedule", "recompute", "sp", "kernels", "split" };
+                                      "schedule", "recompute", "sp", "kernels", "split", "cp" };
   int idx = word_index (key, keys, sizeof keys / sizeof keys[0]);
   int64_t v;
 
   if (idx < 0) {
-    pm_error ("%s: unknown strategy key '%s' (known: tp, pp, dp, ep, mbs, vp, zero, schedule, "
-              "recompute, sp, kernels, split)",
+    pm_error ("%s: unknown strategy key '%s' (known: tp, pp, dp, cp, ep, mbs, vp, zero, "
+              "schedule, recompute, sp, kernels, split)",
               where, key);
     return -1;
   }
@@ -114,6 +114,7 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
   case 4: s->mbs = (int) v; break;
   case 5: s->vp = (int) v; break;
   case 6: s->zero = (int) v; break;
+  case 12: s->cp = (int) v; break;
   }
   return 0;
 }
@@ -160,9 +161,11 @@ strategy_resolve (struct strategy *s, int64_t nodes, int gpus_per_node, int64_t 
   int64_t model, all, gpus = nodes * gpus_per_node;
   bool gpus_given = nodes > 0;
   /* Each degree is at most 2^20, so neither product overflows; their
-   * bound keeps every rank count after this in an int. */
-  if (!ck_mul64 (s->tp, s->pp, &model) || model > PM_MAX_GPUS) {
-    pm_error ("tp=%d x pp=%d: more than %d GPUs", s->tp, s->pp, PM_MAX_GPUS);
+   * bound keeps every rank count after this in an int.  Context
+   * parallelism's ranks count with the model's (tp x pp x cp). */
+  if (!ck_mul64 (s->tp, s->pp, &model) || !ck_mul64 (model, s->cp, &model) ||
+      model > PM_MAX_GPUS) {
+    pm_error ("tp=%d x pp=%d x cp=%d: more than %d GPUs", s->tp, s->pp, s->cp, PM_MAX_GPUS);
     return -1;
   }
   if (!s->dp_set && gpus_given) {
