@@ -25,7 +25,8 @@ search_usage (FILE *fp)
          "               [--gpu NAME] [--seq S] [--precision P] [--tokens T]\n"
          "               [--price-per-gpu-hour USD] [--predictor NAME] [--top N]\n"
          "               [--objective time|cost|tokens-per-s] [--format table|csv|json]\n"
-         "               [--fix KEY=VALUE[,KEY=VALUE...]] [--max-tp N] [--gpus-per-node N]\n"
+         "               [--fix KEY=VALUE[,KEY=VALUE...]] [--max-tp N] [--max-cp N]\n"
+         "               [--gpus-per-node N]\n"
          "               [--jobs N]\n"
          "               [--plugin-path DIR]... [--plugin-opt NAME:KEY=VALUE]...\n"
          "Every tp, pp, dp, ep, micro-batch, interleaving (vp), ZeRO stage, recomputation and\n"
@@ -36,7 +37,7 @@ search_usage (FILE *fp)
 
 struct sopts {
   const char *model, *gpu, *precision, *predictor, *format, *objective, *fix;
-  int64_t gpus, batch, seq, top, max_tp, gpus_per_node, jobs;
+  int64_t gpus, batch, seq, top, max_tp, max_cp, gpus_per_node, jobs;
   double tokens, price;
   char **paths, **popts;
   size_t npaths, npopts;
@@ -51,15 +52,17 @@ enum prune {
   PRUNE_ZERO3_PP,        /* ZeRO-3 with pipeline stages: not modelled */
   PRUNE_MEMORY,          /* predicted not to fit */
   PRUNE_FIXED,           /* outside --fix or --max-tp */
+  PRUNE_CP,              /* cp needs fused attention and 2 x cp equal chunks of the sequence */
   NPRUNE
 };
 static const char *const prune_keys[NPRUNE] = {   /* JSON */
-  "tp", "ep", "batch", "interleave", "zero3_pp", "memory", "fixed",
+  "tp", "ep", "batch", "interleave", "zero3_pp", "memory", "fixed", "cp",
 };
 static const char *const prune_names[NPRUNE] = {
   "tp does not divide heads/ffn", "ep does not divide the experts",
   "batch not a multiple of dp x mbs (or > 2^20 of them)", "layers or micro-batches vs pp x vp",
   "zero=3 with pp > 1 (not modelled)", "out of memory", "outside --fix/--max-tp",
+  "cp: unfused attention or seq not 2cp chunks",
 };
 
 /* One predicted configuration. */
@@ -85,7 +88,7 @@ static int
 parse (int argc, char **argv, struct sopts *o)
 {
   enum { S_MODEL = 256, S_GPU, S_GPUS, S_BATCH, S_SEQ, S_PREC, S_TOKENS, S_PRICE, S_PRED,
-         S_TOP, S_OBJ, S_FORMAT, S_FIX, S_MAXTP, S_GPN, S_JOBS, S_PPATH, S_POPT };
+         S_TOP, S_OBJ, S_FORMAT, S_FIX, S_MAXTP, S_MAXCP, S_GPN, S_JOBS, S_PPATH, S_POPT };
   static const struct option opts[] = {
     { "model", required_argument, NULL, S_MODEL }, { "gpu", required_argument, NULL, S_GPU },
     { "gpus", required_argument, NULL, S_GPUS },
@@ -97,6 +100,7 @@ parse (int argc, char **argv, struct sopts *o)
     { "objective", required_argument, NULL, S_OBJ },
     { "format", required_argument, NULL, S_FORMAT }, { "fix", required_argument, NULL, S_FIX },
     { "max-tp", required_argument, NULL, S_MAXTP },
+    { "max-cp", required_argument, NULL, S_MAXCP },
     { "gpus-per-node", required_argument, NULL, S_GPN },
     { "jobs", required_argument, NULL, S_JOBS },
     { "plugin-path", required_argument, NULL, S_PPATH },
@@ -124,6 +128,7 @@ parse (int argc, char **argv, struct sopts *o)
     case S_FORMAT: o->format = optarg; break;
     case S_FIX: o->fix = optarg; break;
     case S_MAXTP: ok = parse_int_range ("--max-tp", optarg, 1, 1 << 20, &o->max_tp); break;
+    case S_MAXCP: ok = parse_int_range ("--max-cp", optarg, 1, 1 << 20, &o->max_cp); break;
     case S_GPN: ok = parse_int_range ("--gpus-per-node", optarg, 1, 1 << 20, &o->gpus_per_node); break;
     case S_JOBS: ok = parse_int_range ("--jobs", optarg, 1, 1024, &o->jobs); break;
     case S_PPATH: ptrv_push (&o->paths, &o->npaths, optarg); break;
@@ -163,8 +168,8 @@ parse (int argc, char **argv, struct sopts *o)
 static void
 strategy_string (const struct strategy *s, char *buf, size_t len)
 {
-  snprintf (buf, len, "tp=%d,pp=%d,dp=%d,ep=%d,mbs=%d,vp=%d,schedule=%s,zero=%d,recompute=%s,"
-            "sp=%d,kernels=%s", s->tp, s->pp, s->dp, s->ep, s->mbs, s->vp,
+  snprintf (buf, len, "tp=%d,pp=%d,dp=%d,cp=%d,ep=%d,mbs=%d,vp=%d,schedule=%s,zero=%d,recompute=%s,"
+            "sp=%d,kernels=%s", s->tp, s->pp, s->dp, s->cp, s->ep, s->mbs, s->vp,
             schedule_name (s->schedule), s->zero, recompute_name (s->recompute), s->sp,
             kernels_name (s->kernels));
 }
@@ -204,7 +209,7 @@ struct worker {
 };
 
 enum { FX_TP, FX_PP, FX_DP, FX_EP, FX_MBS, FX_VP, FX_ZERO, FX_RECOMPUTE, FX_SP, FX_SCHEDULE,
-       FX_KERNELS };
+       FX_KERNELS, FX_CP };
 
 /* Which keys --fix gives: parsed as a strategy, each key's presence
  * found by name. */
@@ -212,7 +217,7 @@ static int
 fix_parse (struct search *x, const char *fix)
 {
   static const char *const keys[] = { "tp", "pp", "dp", "ep", "mbs", "vp", "zero", "recompute",
-                                      "sp", "schedule", "kernels" };
+                                      "sp", "schedule", "kernels", "cp" };
   char **items;
   strategy_init (&x->fixed);
   x->fixed_mask = 0;
@@ -241,7 +246,7 @@ fixed_ok (const struct search *x, int key, int value)
 {
   const struct strategy *f = &x->fixed;
   int want[] = { f->tp, f->pp, f->dp, f->ep, f->mbs, f->vp, f->zero, f->recompute, f->sp,
-                 f->schedule, f->kernels };
+                 f->schedule, f->kernels, f->cp };
   return !(x->fixed_mask & 1u << key) || want[key] == value;
 }
 
@@ -433,6 +438,7 @@ enumerate (struct search *x)
   const struct model_cfg *m = x->m;
   const struct sopts *o = x->o;
   int64_t gpus = o->gpus, max_tp = o->max_tp ? o->max_tp : x->gpn;
+  int64_t max_cp = o->max_cp ? o->max_cp : 8;
   for (int tp = 1; tp <= gpus && tp <= max_tp; tp *= 2) {
     if (gpus % tp != 0)
       continue;
@@ -444,13 +450,20 @@ enumerate (struct search *x)
       prune (x, PRUNE_TP);
       continue;
     }
-    for (int64_t pp = 1; pp <= gpus / tp && pp <= m->layers; pp++) {
+    for (int64_t pp = 1; pp <= gpus / tp && pp <= m->layers; pp++)
+    for (int cp = 1; cp <= max_cp && cp <= gpus / tp / pp; cp *= 2) {
       int64_t dp;
-      if ((gpus / tp) % pp != 0)
+      if ((gpus / tp) % pp != 0 || (gpus / tp / pp) % cp != 0)
         continue;
-      dp = gpus / tp / pp;
-      if (!fixed_ok (x, FX_PP, (int) pp) || !fixed_ok (x, FX_DP, (int) dp)) {
+      dp = gpus / tp / pp / cp;
+      if (!fixed_ok (x, FX_PP, (int) pp) || !fixed_ok (x, FX_DP, (int) dp) ||
+          !fixed_ok (x, FX_CP, cp)) {
         prune (x, PRUNE_FIXED);
+        continue;
+      }
+      /* Megatron's ring attention: fused attention, 2 x cp equal chunks */
+      if (cp > 1 && (!x->flash || o->seq % (2 * cp) != 0)) {
+        prune (x, PRUNE_CP);
         continue;
       }
       for (int64_t ep = 1; ep <= dp; ep++) {
@@ -501,6 +514,7 @@ enumerate (struct search *x)
                   s.dp = (int) dp;
                   s.dp_set = true;
                   s.ep = (int) ep;
+                  s.cp = cp;
                   s.mbs = mbs;
                   s.vp = (int) vp;
                   s.schedule = vp > 1 ? SCHED_INTERLEAVED : SCHED_1F1B;

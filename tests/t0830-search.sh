@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0830-search.sh: perfmod search: the enumeration counted by hand on a small space, every pruning reason, thread-count independence, the best rerun with --strategy, and bad input.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 18
+plan 20
 
 tiny="$TMP/tiny.json"
 # GPT-2 style, 4 layers, width 8, 4 heads, ffn 32
@@ -12,7 +12,7 @@ T="search --model $tiny --gpus 4 --gpus-per-node 4 --global-batch 4 --seq 8"
 # (1,2,2): 12 less zero=3 with pp (3) = 9; (1,4,1): 3; (2,1,2): 4 x 3 x 2 (sp) = 24; (2,2,1): 6;
 # (4,1,1): 6.  60 predicted, 3 pruned for zero=3 with pp > 1; --fix prunes mbs 2, 4, 8, 16 in
 # each of the 6 (tp, pp) pairs (24) and vp=2 where pp=2 (2): 89 configurations.
-run_pm $T --fix mbs=1,vp=1 --format json
+run_pm $T --fix mbs=1,vp=1 --max-cp 1 --format json
 ok $([ $rc -eq 0 ] && jq -e '.configurations == 89 and .predicted == 60 and .pruned.zero3_pp == 3 and
      .pruned.fixed == 26 and .pruned.memory == 0' "$TMP/out" >/dev/null && echo 0 || echo 1) \
   "a small space counted by hand: 89 configurations, 60 predicted, 3 + 26 pruned"
@@ -37,6 +37,15 @@ run_pm search --model gpt3-175b --gpu h100 --gpus 8 --global-batch 8 --seq 2048
 ok $([ $rc -eq 0 ] && grep -q 'no configuration fits' "$TMP/out" && echo 0 || echo 1) "... said in the table"
 run_pm $T --max-tp 1 --format json
 ok $(jq -e '[.best[].strategy | test("tp=1,")] | all' "$TMP/out" >/dev/null && echo 0 || echo 1) "--max-tp 1: tp=1 only"
+
+# context parallelism: with everything else fixed, cp = 1, 2, 4 (8 tokens: 2 x cp chunks)
+run_pm $T --fix tp=1,pp=1,mbs=1,vp=1,zero=0,recompute=none --format json
+ok $([ $rc -eq 0 ] && jq -e '.predicted == 3 and ([.best[].strategy | capture("cp=(?<c>[0-9]+)").c] | sort) == ["1","2","4"]' \
+     "$TMP/out" >/dev/null && echo 0 || echo 1) "cp enumerated: 1, 2 and 4 ranks over the 8-token sequence"
+run_pm search --model "$tiny" --gpus 4 --gpus-per-node 4 --global-batch 4 --seq 6 \
+  --fix tp=1,pp=1,mbs=1,vp=1,zero=0,recompute=none --format json
+ok $([ $rc -eq 0 ] && jq -e '.predicted == 1 and .pruned.cp == 2' "$TMP/out" >/dev/null && echo 0 || echo 1) \
+  "6 tokens split into neither 4 nor 8 chunks: cp=2 and cp=4 pruned, cp=1 predicted"
 
 # the same answer on any number of threads
 run_pm $T --format csv --top 20 --jobs 1
