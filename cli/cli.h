@@ -49,6 +49,9 @@ void dist_options_init (struct dist_options *o, const struct cli *c, const struc
                         const struct strategy *s, int gpn);
 FILE *explain_stream (const struct cli *c);
 
+/* main.c: the whole command, returning its exit status (fuzz/fuzz-cli.c calls it too). */
+int perfmod_main (int argc, char **argv);
+
 /* The subcommands (list.c, graph.c, predict.c, learn.c); each returns an exit status. */
 int cmd_plugins (struct plugin_set *set);
 int cmd_gpus (void);

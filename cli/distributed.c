@@ -91,6 +91,16 @@ label_measured (const char *neusight, struct dist_cell *c, const char *opt)
   free (path);
 }
 
+/* v with digits decimals; an empty cell where there is no number (NaN). */
+static void
+cell (char *buf, size_t len, int digits, double v)
+{
+  if (isnan (v))
+    buf[0] = '\0';
+  else
+    snprintf (buf, len, "%.*f", digits, v);
+}
+
 int
 reproduce_distributed (struct plugin_set *set, const struct gpu_db *gpus,
                        const struct reproduce_options *o)
@@ -260,9 +270,9 @@ done:
       snprintf (pred, sizeof pred, res.mem.oom ? "OOM" : "%.2f", res.step_ms);
       if (!c->measured_oom && !res.mem.oom)
         e = fabs (res.step_ms - c->measured) / c->measured * 100;
-      snprintf (err, sizeof err, isnan (e) ? "" : "%.2f", e);
-      snprintf (nsms, sizeof nsms, isnan (c->paper_ms) ? "" : "%.1f", c->paper_ms);
-      snprintf (nserr, sizeof nserr, isnan (c->paper_pct) ? "" : "%.1f", c->paper_pct);
+      cell (err, sizeof err, 2, e);
+      cell (nsms, sizeof nsms, 1, c->paper_ms);
+      cell (nserr, sizeof nserr, 1, c->paper_pct);
       if (c->measured_oom) {
         t[p].oom_n++;
         t[p].oom_ok += res.mem.oom;

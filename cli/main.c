@@ -79,7 +79,7 @@ command_line (int argc, char **argv)
   return s;
 }
 
-static int
+int
 perfmod_main (int argc, char **argv)
 {
   enum { O_MODEL = 256, O_OPGRAPH, O_GPU, O_BATCH, O_SEQ, O_MODE, O_DTYPE, O_PRECISION, O_PRED,
@@ -360,8 +360,11 @@ usage:
   return EXIT_USAGE;
 }
 
+/* fuzz/fuzz-cli.c calls perfmod_main itself. */
+#ifndef PERFMOD_NO_MAIN
 int
 main (int argc, char **argv)
 {
   return stdout_status (perfmod_main (argc, argv));
 }
+#endif

@@ -33,6 +33,9 @@ static struct {
 static int
 dp_init (const struct perfmod_host *host, void **state)
 {
+  /* the defaults again: a restart forgets the last run's options */
+  S.overlap = -1;
+  S.bucket_view = 0;
   S.host = host;
   *state = &S;
   return 0;

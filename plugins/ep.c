@@ -37,6 +37,7 @@ static struct {
 static int
 ep_init (const struct perfmod_host *host, void **state)
 {
+  S.imbalance = 1.0;    /* the default again after a restart */
   S.host = host;
   *state = &S;
   return 0;

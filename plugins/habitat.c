@@ -30,6 +30,8 @@ static struct state {
 static int
 habitat_init (const struct perfmod_host *h, void **state)
 {
+  /* From nothing, as tile-mlp's init (a restart after fini) */
+  memset (&S, 0, sizeof S);
   *state = &S;
   return learned_init (&S.l, h, "habitat");
 }

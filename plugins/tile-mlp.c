@@ -56,6 +56,9 @@ static struct state {
 static int
 tm_init (const struct perfmod_host *h, void **state)
 {
+  /* From nothing: a host that keeps the object loaded may start it again
+   * after tm_fini, which freed what these pointers still name. */
+  memset (&S, 0, sizeof S);
   *state = &S;
   if (learned_init (&S.tc, h, TILEMLP_NAME) < 0)
     return -1;

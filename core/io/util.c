@@ -45,7 +45,7 @@ pm_datadir (void)
   return d && *d ? d : PKGDATADIR;
 }
 
-static void
+static void __attribute__ ((format (printf, 2, 0)))
 vmsg (const char *prefix, const char *fmt, va_list ap)
 {
   fprintf (stderr, "perfmod: %s", prefix);

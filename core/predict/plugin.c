@@ -18,7 +18,7 @@ _Thread_local const char *pm_current_plugin;
 _Thread_local char pm_plugin_errmsg[512];
 static char input_fault[512];
 
-static void
+static void __attribute__ ((format (printf, 1, 2)))
 host_error (const char *fmt, ...)
 {
   va_list ap;
@@ -35,7 +35,7 @@ note_input_fault (void)
     snprintf (input_fault, sizeof input_fault, "%s", pm_plugin_errmsg);
 }
 
-static void
+static void __attribute__ ((format (printf, 1, 2)))
 host_input_error (const char *fmt, ...)
 {
   va_list ap;
@@ -62,7 +62,7 @@ plugins_exit_status (int rc)
   return EXIT_USAGE;
 }
 
-static void
+static void __attribute__ ((format (printf, 1, 2)))
 host_log (const char *fmt, ...)
 {
   va_list ap;
