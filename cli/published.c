@@ -245,7 +245,6 @@ static const char *
 run_setup (const struct pub_run *x, const struct model_cfg *m, const struct gpu_entry *ge,
            const struct precision *pr, struct strategy *s, struct dist_options *d)
 {
-  int fam = m->family;
   strategy_init (s);
   s->cp = (int) x->cp;
   s->tp = (int) x->tp;
@@ -261,15 +260,13 @@ run_setup (const struct pub_run *x, const struct model_cfg *m, const struct gpu_
   /* Megatron-Core's distributed optimizer, as its and NeMo's recipes run,
    * unless the run says */
   s->zero = x->zero >= 0 ? x->zero : x->dp > 1 ? 1 : 0;
-  s->kernels = dtype_mixed (pr->gemm) && (fam == FAM_GPT2 || fam == FAM_LLAMA ||
-                                          fam == FAM_MIXTRAL) ? KERNELS_TE : KERNELS_EAGER;
+  s->kernels = default_kernels (m, pr, true);
   s->kernels_set = true;
   memset (d, 0, sizeof *d);
   d->s = s;
   d->prec = pr;
   d->train = true;
-  d->flash = !x->unfused && dtype_mixed (pr->other) &&
-             default_dtype (&ge->gpu) == PERFMOD_DTYPE_BF16;
+  d->flash = !x->unfused && flash_supported (&ge->gpu, pr);
   d->batch = x->batch;
   d->seq = x->seq;
   d->gpus_per_node = ge->gpu.gpus_per_node;

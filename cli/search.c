@@ -668,7 +668,7 @@ search_main (int argc, char **argv)
   struct plugin_set set = { NULL, 0 };
   struct model_cfg m;
   bool have_model = false;
-  int p, rc = EXIT_USAGE, fam, mpi_rank = 0, mpi_size = 1;
+  int p, rc = EXIT_USAGE, mpi_rank = 0, mpi_size = 1;
   double t0;
 #ifdef HAVE_MPI
   /* launched by mpirun: every rank enumerates the same space and predicts
@@ -722,10 +722,8 @@ search_main (int argc, char **argv)
   x.m = &m;
   if (o.seq == 0)
     o.seq = m.max_pos > 0 && m.max_pos < 2048 ? m.max_pos : 2048;
-  fam = m.family;
-  x.flash = dtype_mixed (x.pr->other) && default_dtype (&x.ge->gpu) == PERFMOD_DTYPE_BF16;
-  x.kernels = dtype_mixed (x.pr->gemm) && (fam == FAM_GPT2 || fam == FAM_LLAMA ||
-                                           fam == FAM_MIXTRAL) ? KERNELS_TE : KERNELS_EAGER;
+  x.flash = flash_supported (&x.ge->gpu, x.pr);
+  x.kernels = default_kernels (&m, x.pr, true);
   if (fix_parse (&x, o.fix) < 0)
     goto out;
   if (plugins_open (&set, o.paths, o.npaths, o.popts, o.npopts) < 0)

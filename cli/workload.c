@@ -147,21 +147,10 @@ precision_resolve (struct cli *c, struct workload *w, int dtype)
 static int
 kernels_resolve (struct cli *c, struct workload *w)
 {
-  int fam = w->m.family;
-  bool can = dtype_mixed (w->prec->other) && default_dtype (&w->ge->gpu) == PERFMOD_DTYPE_BF16;
-  if (c->attention && strcmp (c->attention, "flash") != 0 && strcmp (c->attention, "unfused") != 0) {
-    pm_error ("--attention '%s': expected flash or unfused", c->attention);
+  bool can = flash_supported (&w->ge->gpu, w->prec);
+  if (attention_resolve ("--attention", c->attention, &w->ge->gpu, w->prec, &w->flash) < 0)
     return -1;
-  }
-  if (c->attention && strcmp (c->attention, "flash") == 0 && !can) {
-    pm_error ("--attention flash: fused attention runs in bf16 or fp16 on GPUs with bf16 matrix "
-              "units; this run's attention is %s on %s", dtype_name (w->prec->other), w->ge->name);
-    return -1;
-  }
-  w->flash = c->attention ? strcmp (c->attention, "flash") == 0 : can;
-  w->kernels = w->train && dtype_mixed (w->prec->gemm) &&
-               (fam == FAM_GPT2 || fam == FAM_LLAMA || fam == FAM_MIXTRAL) ? KERNELS_TE
-                                                                           : KERNELS_EAGER;
+  w->kernels = default_kernels (&w->m, w->prec, w->train);
   if (c->opgraph)
     return 0;                    /* an imported graph runs the kernels it traced */
   if (c->attention == NULL)

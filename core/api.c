@@ -102,8 +102,8 @@ predict (perfmod_ctx *ctx, const struct perfmod_request *req, struct perfmod_res
   struct dist_options d;
   struct dist_result r;
   struct plugin *pred;
-  bool train, can_flash;
-  int gpn, fam, rc = -1;
+  bool train, flash;
+  int gpn, rc = -1;
   int64_t batch = req->batch ? req->batch : 4, seq = req->seq ? req->seq : 1024;
 
   if (req->struct_size < offsetof (struct perfmod_request, gpus_per_node) + sizeof (int64_t) ||
@@ -134,33 +134,22 @@ predict (perfmod_ctx *ctx, const struct perfmod_request *req, struct perfmod_res
   if ((strchr (req->model, '/') || strstr (req->model, ".json") ? model_cfg_load (&m, req->model)
                                                                  : model_cfg_builtin (&m, req->model)) < 0)
     return -1;
-  fam = m.family;
   gpn = req->gpus_per_node > 0 ? (int) req->gpus_per_node : ge->gpu.gpus_per_node;
   strategy_init (&s);
   if (req->strategy && strategy_parse (&s, req->strategy, "strategy") < 0)
     goto out;
   if (strategy_resolve (&s, req->nodes, gpn, batch) < 0)
     goto out;
-  /* the command line's defaults (main.c kernels_resolve) */
-  can_flash = dtype_mixed (pr->other) && default_dtype (&ge->gpu) == PERFMOD_DTYPE_BF16;
-  if (req->attention && strcmp (req->attention, "flash") && strcmp (req->attention, "unfused")) {
-    pm_error ("attention '%s': expected flash or unfused", req->attention);
+  /* the command line's defaults (cli/workload.c kernels_resolve) */
+  if (attention_resolve ("attention", req->attention, &ge->gpu, pr, &flash) < 0)
     goto out;
-  }
-  if (req->attention && strcmp (req->attention, "flash") == 0 && !can_flash) {
-    pm_error ("attention flash: fused attention runs in bf16 or fp16 on GPUs with bf16 matrix "
-              "units; this run's attention is %s on %s", dtype_name (pr->other), ge->name);
-    goto out;
-  }
   if (!s.kernels_set)
-    s.kernels = train && dtype_mixed (pr->gemm) &&
-                (fam == FAM_GPT2 || fam == FAM_LLAMA || fam == FAM_MIXTRAL) ? KERNELS_TE
-                                                                            : KERNELS_EAGER;
+    s.kernels = default_kernels (&m, pr, train);
   memset (&d, 0, sizeof d);
   d.s = &s;
   d.prec = pr;
   d.train = train;
-  d.flash = req->attention ? strcmp (req->attention, "flash") == 0 : can_flash;
+  d.flash = flash;
   d.batch = batch;
   d.seq = seq;
   d.gpus_per_node = gpn;

@@ -398,6 +398,12 @@ struct build_options {
   const struct shard *shard; /* NULL: the whole model on one device */
 };
 int graph_build (struct graph *g, const struct model_cfg *m, const struct build_options *o);
+/* Whether Megatron-Core's layer (kernels=te) is modelled for m's family. */
+bool te_layer_exists (const struct model_cfg *m);
+/* Whose layer a run builds by default: Megatron-Core's with Transformer
+ * Engine for mixed-precision training of the families it has, else the
+ * eager PyTorch modules. */
+enum pm_kernels default_kernels (const struct model_cfg *m, const struct precision *pr, bool train);
 
 /* ---- plugin.c ---- */
 struct plugin {
@@ -540,6 +546,12 @@ int precision_dtype (const struct precision *p, int kclass);
 /* What users run on gpu: bf16 where it has bf16 matrix units, fp16 where
  * it has only fp16 ones, else fp32. */
 int default_dtype (const struct perfmod_gpu *gpu);
+/* Whether fused attention runs for the precision on the GPU. */
+bool flash_supported (const struct perfmod_gpu *gpu, const struct precision *pr);
+/* The attention asked for (flash, unfused; NULL: the default) as *flash;
+ * -1 after a message naming opt where it is no such thing or cannot run. */
+int attention_resolve (const char *opt, const char *attention, const struct perfmod_gpu *gpu,
+                       const struct precision *pr, bool *flash);
 
 /* ---- parallel.c: graph-level parallelism ---- */
 struct dist_options {

@@ -1195,6 +1195,18 @@ size_check (const struct bctx *c)
   return 0;
 }
 
+bool
+te_layer_exists (const struct model_cfg *m)
+{
+  return m->family == FAM_GPT2 || m->family == FAM_LLAMA || m->family == FAM_MIXTRAL;
+}
+
+enum pm_kernels
+default_kernels (const struct model_cfg *m, const struct precision *pr, bool train)
+{
+  return train && dtype_mixed (pr->gemm) && te_layer_exists (m) ? KERNELS_TE : KERNELS_EAGER;
+}
+
 int
 graph_build (struct graph *g, const struct model_cfg *m, const struct build_options *o)
 {
@@ -1219,7 +1231,7 @@ graph_build (struct graph *g, const struct model_cfg *m, const struct build_opti
     pm_error ("--fusion with kernels=megatron: Megatron's layer has its own fusions");
     return -1;
   }
-  if (o->te && m->family != FAM_GPT2 && m->family != FAM_LLAMA && m->family != FAM_MIXTRAL) {
+  if (o->te && !te_layer_exists (m)) {
     pm_error ("%s: kernels=te: Megatron-Core's layer is modelled for GPT, Llama and Mixtral "
               "(model_type %s is not)", m->name, m->arch);
     return -1;

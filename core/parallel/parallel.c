@@ -607,8 +607,7 @@ dist_check (const struct model_cfg *m, const struct dist_options *o)
     pm_error ("pp=%d: at most %d pipeline stages are modelled", s->pp, PM_MAX_STAGES);
     return -1;
   }
-  if (s->kernels == KERNELS_TE && m->family != FAM_GPT2 && m->family != FAM_LLAMA &&
-      m->family != FAM_MIXTRAL) {
+  if (s->kernels == KERNELS_TE && !te_layer_exists (m)) {
     pm_error ("%s: kernels=te: Megatron-Core's layer is modelled for GPT, Llama and Mixtral "
               "(model_type %s is not)", m->name, m->arch);
     return -1;

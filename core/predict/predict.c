@@ -108,6 +108,33 @@ default_dtype (const struct perfmod_gpu *gpu)
   return PERFMOD_DTYPE_FP32;
 }
 
+/* Fused attention (FlashAttention, cuDNN's, PyTorch's SDPA) runs where the
+ * run's attention is 16-bit (fp8's is bf16) on a GPU of the Ampere
+ * generation or later, which gpus.d tells by its bf16 matrix units. */
+bool
+flash_supported (const struct perfmod_gpu *gpu, const struct precision *pr)
+{
+  return dtype_mixed (pr->other) && default_dtype (gpu) == PERFMOD_DTYPE_BF16;
+}
+
+int
+attention_resolve (const char *opt, const char *attention, const struct perfmod_gpu *gpu,
+                   const struct precision *pr, bool *flash)
+{
+  bool can = flash_supported (gpu, pr);
+  if (attention && strcmp (attention, "flash") != 0 && strcmp (attention, "unfused") != 0) {
+    pm_error ("%s '%s': expected flash or unfused", opt, attention);
+    return -1;
+  }
+  if (attention && strcmp (attention, "flash") == 0 && !can) {
+    pm_error ("%s flash: fused attention runs in bf16 or fp16 on GPUs with bf16 matrix units; "
+              "this run's attention is %s on %s", opt, dtype_name (pr->other), gpu->name);
+    return -1;
+  }
+  *flash = attention ? strcmp (attention, "flash") == 0 : can;
+  return 0;
+}
+
 int
 dtype_parse (const char *s)
 {
