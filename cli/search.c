@@ -715,8 +715,7 @@ search_main (int argc, char **argv)
   }
   else
     x.pr = precision_of_dtype (default_dtype (&x.ge->gpu), true);
-  if ((strchr (o.model, '/') || strstr (o.model, ".json") ? model_cfg_load (&m, o.model)
-                                                           : model_cfg_builtin (&m, o.model)) < 0)
+  if (model_cfg_open (&m, o.model) < 0)
     goto out;
   have_model = true;
   x.m = &m;

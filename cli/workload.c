@@ -22,8 +22,7 @@ resolve_model (struct cli *c, struct model_cfg *m)
     name = DEFAULT_MODEL;
     assume (c, "--model " DEFAULT_MODEL);
   }
-  if ((strchr (name, '/') || strstr (name, ".json") ? model_cfg_load (m, name)
-                                                     : model_cfg_builtin (m, name)) < 0)
+  if (model_cfg_open (m, name) < 0)
     return -1;
   /* --layers applies to a built model too (it counts an imported graph's
    * repeats otherwise); the encoder-decoder's two stacks are not one count */

@@ -131,8 +131,7 @@ predict (perfmod_ctx *ctx, const struct perfmod_request *req, struct perfmod_res
   }
   if ((pred = predictor_find (&ctx->set, req->predictor ? req->predictor : "roofline")) == NULL)
     return -1;
-  if ((strchr (req->model, '/') || strstr (req->model, ".json") ? model_cfg_load (&m, req->model)
-                                                                 : model_cfg_builtin (&m, req->model)) < 0)
+  if (model_cfg_open (&m, req->model) < 0)
     return -1;
   gpn = req->gpus_per_node > 0 ? (int) req->gpus_per_node : ge->gpu.gpus_per_node;
   strategy_init (&s);

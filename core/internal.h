@@ -254,6 +254,8 @@ int model_cfg_load (struct model_cfg *m, const char *path);
 void model_cfg_free (struct model_cfg *m);
 /* A built-in: DATADIR/models/NAME.json, named NAME; refused naming it. */
 int model_cfg_builtin (struct model_cfg *m, const char *name);
+/* name as --model takes it: a config.json path (a '/' or ".json" in it), else a built-in. */
+int model_cfg_open (struct model_cfg *m, const char *name);
 /* Parameters of the model (weights, counting tied ones once). */
 double model_params (const struct model_cfg *m);
 /* Of those: the input embeddings (with positions), the untied output

@@ -274,3 +274,11 @@ model_cfg_free (struct model_cfg *m)
   free (m->arch);
   memset (m, 0, sizeof *m);
 }
+
+int
+model_cfg_open (struct model_cfg *m, const char *name)
+{
+  if (strchr (name, '/') || strstr (name, ".json"))
+    return model_cfg_load (m, name);
+  return model_cfg_builtin (m, name);
+}
