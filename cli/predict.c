@@ -148,6 +148,16 @@ explain_stages (const struct strategy *s, const struct dist_result *r, char **na
            r[0].recompute_ms, names[0]);
 }
 
+/* Whether a --plugin-opt starting with prefix ("dp:overlap") was given. */
+static bool
+plugin_opt_given (const struct cli *c, const char *prefix)
+{
+  for (size_t i = 0; i < c->nopts; i++)
+    if (strncmp (c->plugin_opts[i], prefix, strlen (prefix)) == 0)
+      return true;
+  return false;
+}
+
 /* A step under a strategy: the plugins' plans, the stage graphs, the
  * pipeline, the gradient synchronisation and the optimizer, per predictor. */
 static int
@@ -164,6 +174,10 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
   int rc = EXIT_RUNTIME;
 
   dist_options_init (&o, c, w, s, gpn);
+  if (s->dp * s->cp > 1 && w->train && !plugin_opt_given (c, "dp:overlap"))
+    assume (c, s->kernels == KERNELS_TE
+            ? "dp gradients reduced during the backward (Megatron-Core; dp:overlap=0 turns it off)"
+            : "dp gradients reduced after the backward (eager; dp:overlap=1 overlaps them)");
   if (dist_check (&w->m, &o) < 0) {
     rc = EXIT_USAGE;
     goto out;
@@ -201,7 +215,7 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
         json_object_set_new (hidden, dim_name (d), json_real (r[p].hidden_ms[d]));
       }
       json_t *e = json_pack ("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:o, s:o, s:f, s:I, s:I}",
-                             "predictor", names[p], "e2e_ms", r[p].step_ms, "pipeline_ms",
+                             "predictor", names[p], "step_ms", r[p].step_ms, "pipeline_ms",
                              r[p].pipeline_ms, "bubble", r[p].bubble, "bubble_ms", r[p].bubble_ms,
                              "grads_ms", r[p].grads_ms, "optimizer_ms", r[p].optimizer_ms,
                              "comm_ms", comm, "overlapped_ms", hidden, "mfu",
@@ -226,7 +240,7 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
     json_decref (root);
   }
   else if (strcmp (c->format, "csv") == 0) {
-    printf ("predictor,e2e_ms,pipeline_ms,bubble,grads_ms,optimizer_ms,tp_comm_ms,ep_comm_ms,"
+    printf ("predictor,step_ms,pipeline_ms,bubble,grads_ms,optimizer_ms,tp_comm_ms,ep_comm_ms,"
             "pp_comm_ms,dp_comm_ms,dp_overlapped_ms,mfu,memory_gb,oom\n");
     for (size_t p = 0; p < npred; p++)
       printf ("%s,%.9g,%.9g,%.6f,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.6f,%.6g,%s\n", names[p],
@@ -239,9 +253,10 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
       fprintf (stderr, "perfmod: assumed %s\n", c->assumed);
   }
   else {
-    static const char *const rows[] = { "step_ms", "pipeline_ms", "bubble_ms", "bubble_%",
-                                        "grads_ms", "optim_ms", "tp_comm_ms", "ep_comm_ms",
-                                        "pp_comm_ms", "dp_comm_ms", "dp_hidden_ms", "mfu_%" };
+    /* the JSON's and CSV's names; bubble and mfu shown as percentages */
+    static const char *const rows[] = { "step_ms", "pipeline_ms", "bubble_ms", "bubble",
+                                        "grads_ms", "optimizer_ms", "tp_comm_ms", "ep_comm_ms",
+                                        "pp_comm_ms", "dp_comm_ms", "dp_overlapped_ms", "mfu" };
     printf ("perfmod %s: %s, %s, global batch %lld x seq %lld, %s, on %s (built graph, %lld "
             "layers)\n", PACKAGE_VERSION, w->m.name, w->train ? "training step" : "inference",
             (long long) w->batch, (long long) w->seq, w->prec->name, w->ge->name,
@@ -259,18 +274,21 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
       printf ("%s%d", i ? ":" : " split=", s->split[i]);
     printf (": %d GPUs on %d node%s of %d, %d micro-batch%s per replica\n", gpus, nodes,
             nodes == 1 ? "" : "s", gpn, r[0].microbatches, r[0].microbatches == 1 ? "" : "es");
-    printf ("\n%-12s", "");
+    printf ("\n%-16s", "");
     for (size_t p = 0; p < npred; p++)
       print_column_head (pls[p]);
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-      printf ("\n%-12s", rows[i]);
+      printf ("\n%-16s", rows[i]);
       for (size_t p = 0; p < npred; p++) {
         const struct dist_result *x = &r[p];
         double v[] = { x->step_ms, x->pipeline_ms, x->bubble_ms, 100 * x->bubble, x->grads_ms,
                        x->optimizer_ms, x->comm_ms[DIM_TP], x->comm_ms[DIM_EP],
                        x->comm_ms[DIM_PP], x->comm_ms[DIM_DP], x->hidden_ms[DIM_DP],
                        x->step_ms > 0 ? 100 * x->flops / (x->step_ms / 1e3) / peak : 0 };
-        printf (" %14.3f", v[i]);
+        if (i == 3 || i == 11)
+          printf (" %13.1f%%", v[i]);
+        else
+          printf (" %14.3f", v[i]);
       }
     }
     const struct memory_estimate *mem = &r[0].mem;
@@ -343,6 +361,8 @@ cmd_predict (struct cli *c, struct plugin_set *set)
     goto out;
   }
 
+  if (w.have_model)
+    assume (c, "memory reserve " MEMORY_RESERVE_TEXT);
   if (c->strategy && w.have_model && c->opgraph == NULL) {
     if (c->gen > 0 || c->per_op || c->plot) {
       pm_error ("--strategy: %s is not modelled with a strategy yet",

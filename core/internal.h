@@ -291,6 +291,11 @@ struct memory_estimate { /* bytes */
   double capacity;       /* the GPU's */
   bool oom;
 };
+/* Kept free for the CUDA context, the allocator's fragmentation and
+ * workspaces: a fixed part and a share of what the run holds. */
+#define MEMORY_RESERVE_FIXED_BYTES 1.0e9
+#define MEMORY_RESERVE_FRACTION 0.05
+#define MEMORY_RESERVE_TEXT "1 GB + 5 %"
 void memory_estimate (const struct model_cfg *m, const struct memory_options *o,
                       const struct perfmod_gpu *gpu, struct memory_estimate *out);
 

@@ -47,7 +47,7 @@ env $(san_env) LD_LIBRARY_PATH="$libdir" "$TMP/library/predict" gpt3-2.7b h100 t
 rc=$?
 "$bin" --model gpt3-2.7b --gpu h100 --mode train --batch 64 --seq 2048 --strategy tp=2,dp=4 \
   --predictor tile-mlp --format json >"$TMP/cli" 2>/dev/null
-e=$(jq -r '.predictions[0].e2e_ms' "$TMP/cli") m=$(jq -r '.predictions[0].memory.total' "$TMP/cli")
+e=$(jq -r '.predictions[0].step_ms' "$TMP/cli") m=$(jq -r '.predictions[0].memory.total' "$TMP/cli")
 ok $([ $rc -eq 0 ] && awk -v e="$e" -v m="$m" '{ d = $4 / e - 1; g = $10 / m - 1
      exit !(d < 1e-6 && d > -1e-6 && g < 1e-3 && g > -1e-3) }' "$TMP/lib" && echo 0 || echo 1) \
   "libperfmod gives the CLI's step ($e ms) and memory ($m GB)"

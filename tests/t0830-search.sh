@@ -62,7 +62,7 @@ run_pm search --model gpt3-2.7b --gpu h100 --gpus 16 --global-batch 64 --seq 204
 s=$(jq -r '.best[0].strategy' "$TMP/out") step=$(jq -r '.best[0].step_ms' "$TMP/out") mem=$(jq -r '.best[0].memory_gb' "$TMP/out")
 run_pm --model gpt3-2.7b --gpu h100 --mode train --batch 64 --seq 2048 --nodes 2 --strategy "$s" --format json
 ok $([ $rc -eq 0 ] && jq -e --argjson s "$step" --argjson m "$mem" \
-     '.predictions[0] | ((.e2e_ms / $s - 1) | fabs) < 1e-9 and ((.memory.total / $m - 1) | fabs) < 1e-9' \
+     '.predictions[0] | ((.step_ms / $s - 1) | fabs) < 1e-9 and ((.memory.total / $m - 1) | fabs) < 1e-9' \
      "$TMP/out" >/dev/null && echo 0 || echo 1) "the best configuration rerun with --strategy $s: the same step and memory"
 
 # bad input

@@ -92,11 +92,11 @@ expect_fail 2 'tp=4 x pp=4 = 16 does not divide the 8 GPUs' "more GPUs than the 
   --model gpt2-large --mode train --strategy tp=4,pp=4 --nodes 1 --gpus-per-node 8
 
 # --- a given split of the layers over the stages ---
-step () {  # step SPLIT: step_ms and bubble_% of GPT-2 Large over two stages
+step () {  # step SPLIT: step_ms and bubble of GPT-2 Large over two stages
   # fp32, where the output layer and loss outweigh a layer (in bf16 its GEMMs are cheap)
   run_pm --model gpt2-large --gpu h100 --mode train --precision fp32 --batch 8 --strategy "pp=2,mbs=1$1" \
     --predictor roofline
-  awk '/^step_ms/ { s = $2 } /^bubble_%/ { b = $2 } END { print s, b }' "$TMP/out"
+  awk '/^step_ms/ { s = $2 } /^bubble / { b = $2 } END { print s, b }' "$TMP/out"
 }
 even=$(step "")
 ok $([ -n "$even" ] && [ "$(step ,split=18:18)" = "$even" ] && echo 0 || echo 1) \

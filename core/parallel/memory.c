@@ -9,8 +9,6 @@
 /* What the framework and allocator keep beyond the tensors: the CUDA
  * context and library workspaces, and fragmentation of the caching
  * allocator.  A documented estimate (doc/memory.md), not a measurement. */
-#define RESERVE_FIXED_BYTES 1.0e9
-#define RESERVE_FRACTION 0.05
 
 /* Activation bytes one layer keeps for the backward pass, per Korthikanti
  * et al. 2022 (tables 2 and 3), generalised to a feed-forward width f,
@@ -111,7 +109,7 @@ memory_estimate (const struct model_cfg *m, const struct memory_options *o,
     }
   }
   sum = out->weights + out->gradients + out->optimizer + out->activations + out->kv_cache;
-  out->reserve = RESERVE_FIXED_BYTES + RESERVE_FRACTION * sum;
+  out->reserve = MEMORY_RESERVE_FIXED_BYTES + MEMORY_RESERVE_FRACTION * sum;
   out->total = sum + out->reserve;
   /* HBM capacities are binary: an "80 GB" H100 holds 80 GiB. */
   out->capacity = gpu->mem_gb * 1073741824.0;
