@@ -937,6 +937,7 @@ void params_put_range (struct params *p, const char *key, const double *x, size_
 /* traintc.c: tile-mlp's tensor-core networks from the modern tables. */
 int train_tc (const struct gpu_db *gpus, const struct train_options *o, struct kset *ks);
 int train_linreg_tc (const struct gpu_db *gpus, const struct train_options *o, struct kset *ks);
+int train_habitat_tc (const struct gpu_db *gpus, const struct train_options *o, struct kset *ks);
 int train_run (const struct gpu_db *gpus, const struct tile_rules *tiles,
                const struct train_options *o);
 struct tw_case;

@@ -1,4 +1,4 @@
-/* habitat.c: NeuSight's Habitat baseline: an MLP on raw features for matrix kernels, reference-GPU scaling for vector kernels. */
+/* habitat.c: NeuSight's Habitat baseline: an MLP on raw features for matrix kernels, reference-GPU scaling for vector kernels; per dtype from the modern tables. */
 #include <config.h>
 
 #include <stdio.h>
@@ -16,8 +16,17 @@
 /* Reference rows: gpu (0 or 1), operator index, B, H, seconds. */
 enum { R_GPU, R_OP, R_B, R_H, R_SECONDS, R_COLS };
 
+/* The per-dtype model (perfmod train --predictor habitat --data MODERNDATA,
+ * DATADIR/params/habitat-tc.params unless tc_params= names another): one
+ * MLP for the GEMMs of every 16- and 8-bit dtype, the nine inputs below. */
+#define TC_NFEAT 9
+
 static struct state {
   struct learned l;
+  struct learned tc;
+  int tc_state;               /* learned_optional's */
+  struct perfmod_mlp *tc_net;
+  double tc_scale;
   struct perfmod_mlp *net[2]; /* bmm, linear */
   const double *refs;         /* nrefs x R_COLS */
   size_t nrefs;
@@ -33,6 +42,8 @@ habitat_init (const struct perfmod_host *h, void **state)
   /* From nothing, as tile-mlp's init (a restart after fini) */
   memset (&S, 0, sizeof S);
   *state = &S;
+  if (learned_init (&S.tc, h, "habitat") < 0)
+    return -1;
   return learned_init (&S.l, h, "habitat");
 }
 
@@ -51,13 +62,85 @@ habitat_fini (void *state)
 {
   struct state *s = state;
   habitat_unload (s);
+  if (s->tc_net)
+    s->l.host->mlp_free (s->tc_net);
+  s->tc_net = NULL;
+  learned_fini (&s->tc);
   learned_fini (&s->l);
 }
+
+static const char *const habitat_keys[] = { "params", "tc_params", NULL };
 
 static int
 habitat_config (void *state, const char *key, const char *value)
 {
-  return learned_config (&((struct state *) state)->l, key, value);
+  struct state *s = state;
+  if (strcmp (key, "tc_params") == 0)
+    return learned_optional_config (&s->tc, &s->tc_state, value);
+  return learned_config (&s->l, key, value);
+}
+
+/* The per-dtype network: 1 loaded, 0 none, -1 refused. */
+static int
+tc_setup (struct state *s)
+{
+  int rc;
+  const char *v;
+  if (s->tc_net)
+    return 1;
+  if ((rc = learned_optional (&s->tc, &s->tc_state)) <= 0)
+    return rc;
+  v = s->l.host->params_get (s->tc.params, "output_scale_s");
+  s->tc_scale = v ? strtod (v, NULL) : 0;
+  if (!(s->tc_scale > 0)) {
+    learned_bad (&s->tc) ("%s: no output_scale_s", s->tc.path);
+    s->tc.failed = 1;
+    return -1;
+  }
+  if ((s->tc_net = s->l.host->mlp_load (s->tc.params, "gemm", TC_NFEAT, 1)) == NULL) {
+    s->tc.failed = 1;
+    return -1;
+  }
+  return 1;
+}
+
+static double
+dtype_size (int dtype)
+{
+  return dtype == PERFMOD_DTYPE_FP8 ? 1 : dtype == PERFMOD_DTYPE_FP16
+         || dtype == PERFMOD_DTYPE_BF16 ? 2 : 4;
+}
+
+/* A kernel of a 16- or 8-bit dtype the per-dtype file covers: 1 with
+ * *seconds, 0 when it does not, -1 on error.  Matrix kernels from the
+ * network (a batched product as B of one); vector kernels as Habitat's
+ * fallback, one read and one write, in the dtype's bytes. */
+static int
+tc_predict (struct state *s, const struct perfmod_kernel *k, const struct perfmod_gpu *gpu,
+            double *seconds)
+{
+  int rc;
+  if (k->dtype <= PERFMOD_DTYPE_TF32 || k->dtype >= PERFMOD_DTYPE_COUNT)
+    return 0;
+  if ((rc = tc_setup (s)) <= 0)
+    return rc;
+  if (!(learned_dtypes (&s->tc, k->kclass, 1) & (1u << k->dtype)))
+    return 0;
+  if (k->kclass == PERFMOD_KERNEL_LINEAR || k->kclass == PERFMOD_KERNEL_BMM) {
+    double x[TC_NFEAT] = { 1, (double) k->m, (double) k->n, (double) k->k, gpu->mem_bw_gbps,
+                           gpu->mem_gb, (double) gpu->sms,
+                           perfmod_gpu_peak_flops (gpu, k->dtype) / 1e9, dtype_size (k->dtype) };
+    double y, b = k->kclass == PERFMOD_KERNEL_BMM && k->b > 1 ? (double) k->b : 1;
+    s->l.host->mlp_eval (s->tc_net, x, &y);
+    *seconds = y > 0 ? b * y * s->tc_scale : 0;
+    return 1;
+  }
+  if (k->kclass >= PERFMOD_KERNEL_ELEMENTWISE && k->kclass <= PERFMOD_KERNEL_LAYERNORM) {
+    *seconds = 2.0 * (double) k->b * (double) k->h * dtype_size (k->dtype)
+               / (gpu->mem_bw_gbps * 1e9);
+    return 1;
+  }
+  return 0;
 }
 
 static int setup_file (struct state *s);
@@ -149,6 +232,9 @@ habitat_predict (void *state, const struct perfmod_kernel *k, const struct perfm
     *seconds = k->bytes / (gpu->mem_bw_gbps * 1073741824.0);
     return 0;
   }
+  int tc = tc_predict (s, k, gpu, seconds);
+  if (tc != 0)
+    return tc < 0 ? -1 : 0;
   if (setup (s) < 0)
     return -1;
   if (k->kclass == PERFMOD_KERNEL_LINEAR || k->kclass == PERFMOD_KERNEL_BMM) {
@@ -182,10 +268,14 @@ habitat_predict (void *state, const struct perfmod_kernel *k, const struct perfm
 static unsigned
 habitat_dtypes (void *state, int kclass)
 {
+  struct state *s = state;
   if (kclass == PERFMOD_KERNEL_ATTENTION)
     return 0;
-  return learned_dtypes (&((struct state *) state)->l, kclass,
-                         kclass >= PERFMOD_KERNEL_LINEAR && kclass <= PERFMOD_KERNEL_LAYERNORM);
+  unsigned mask = learned_dtypes (&s->l, kclass,
+                                  kclass >= PERFMOD_KERNEL_LINEAR && kclass <= PERFMOD_KERNEL_LAYERNORM);
+  if (tc_setup (s) > 0)
+    mask |= learned_dtypes (&s->tc, kclass, 1);
+  return mask;
 }
 
 static struct perfmod_plugin plugin = {
@@ -196,7 +286,7 @@ static struct perfmod_plugin plugin = {
   .init = habitat_init,
   .fini = habitat_fini,
   .predict = habitat_predict,
-  .config_keys = learned_config_keys,
+  .config_keys = habitat_keys,
   .config = habitat_config,
   .dtypes = habitat_dtypes,
 };

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0320-moderndata.sh: the modern measured-kernel tables: gzip CSV readers, one row per shape (the median), the seeded split, eval's groups, the physical roofline per dtype, bad input with file:line, and tile-mlp's tensor-core networks.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 42
+plan 45
 
 D="$TMP/md"
 G="$D/aiconfigurator/h100_sxm"
@@ -138,10 +138,14 @@ ok $([ $rc -eq 0 ] && jq -e '.dtype == "bf16" and .flops == 4 * 2 * 32 * 128 * (
 run_pm kernel --op collective --coll all_gather --bytes 8e6 --ranks 4 --gpu h100 --predictor roofline --format csv
 ok $(awk -F, -v l="$link" 'NR == 2 { d = $5 / (3 / 4 * 8e6 / (l * 1e9) * 1e3) - 1; print (d > -1e-6 && d < 1e-6) ? 0 : 1 }' "$TMP/out") \
   "kernel --op collective: an all-gather moves (n-1)/n of the buffer"
-run_pm kernel --op gemm --m 64 --n 64 --k 64 --gpu h100 --predictor roofline,habitat
+run_pm kernel --op gemm --m 64 --n 64 --k 64 --gpu h100 --predictor roofline,habitat \
+  --plugin-opt habitat:tc_params=none
 ok $([ $rc -eq 0 ] && grep -q 'habitat .*not trained on bf16 FC kernels' "$TMP/out" &&
      grep -q 'habitat has no model of its own' "$TMP/err" && echo 0 || echo 1) \
   "kernel: a predictor without the dtype is marked, and says so once on stderr"
+run_pm kernel --op gemm --m 64 --n 64 --k 64 --gpu h100 --predictor habitat
+ok $([ $rc -eq 0 ] && ! grep -q 'not trained' "$TMP/out" && [ ! -s "$TMP/err" ] && echo 0 || echo 1) \
+  "habitat's shipped per-dtype network covers a bf16 GEMM: no note"
 run_pm kernel --op gemm --m 64 --n 64 --k 64 --gpu h100 --predictor linreg
 ok $([ $rc -eq 0 ] && ! grep -q 'not trained' "$TMP/out" && [ ! -s "$TMP/err" ] && echo 0 || echo 1) \
   "linreg's shipped per-dtype fits cover a bf16 GEMM: no note"
@@ -184,9 +188,20 @@ expect_fail 2 "none.params: cannot read a parameter file: No such file" \
   "a tensor-core file that is not there is bad input, naming it" -- \
   kernel --op attention --batch 1 --seq 64 --heads 4 --head-dim 64 --predictor tile-mlp \
   --plugin-opt tile-mlp:tc_params="$TMP/none.params"
-run_pm train --predictor habitat --data "$TMP/tc" --out "$TMP/x.params"
-ok $([ $rc -eq 2 ] && grep -q "learns NeuSight's fp32 kernels only" "$TMP/err" && [ ! -e "$TMP/x.params" ] && echo 0 || echo 1) \
-  "habitat refuses the modern tables, writing nothing"
+run_pm train --predictor habitat --data "$TMP/tc" --epochs 3 --out "$TMP/hab.params"
+ok $([ $rc -eq 0 ] && grep -q 'habitat/gemm: 240 rows, 3 epochs' "$TMP/err" &&
+     grep -aEq '^dtypes.linear: bf16,fp8' "$TMP/hab.params" && echo 0 || echo 1) \
+  "habitat on the modern tables: one GEMM network over the dtypes it saw"
+run_pm eval --data "$TMP/tc" --table gemm --predictor habitat --plugin-opt habitat:tc_params="$TMP/hab.params" --per-op --format csv
+ok $([ $rc -eq 0 ] && ! grep -q 'no model of its own' "$TMP/err" &&
+     awk -F, 'NR > 1 && $1 == "habitat" { n++; if (!($18 >= 0)) bad++; if ($18 > 0) pos++ }
+       END { exit !(n == 240 && !bad && pos > 0) }' "$TMP/out" \
+     && echo 0 || echo 1) "habitat predicts the bf16 and fp8 GEMMs from its own network"
+mkdir -p "$TMP/tc-attn/aiconfigurator/h100_sxm"
+cp -r "$T/attention" "$TMP/tc-attn/aiconfigurator/h100_sxm/"
+run_pm train --predictor habitat --data "$TMP/tc-attn" --out "$TMP/x.params"
+ok $([ $rc -eq 2 ] && grep -q "0 GEMM rows of a 16- or 8-bit dtype, too few" "$TMP/err" && [ ! -e "$TMP/x.params" ] && echo 0 || echo 1) \
+  "habitat without GEMM rows is refused, writing nothing"
 # The fixture's GEMMs take exactly 4 us + FLOPs / 7e14 (bf16) or / 1.4e15 (fp8) seconds:
 # Li et al.'s line per GPU and dtype finds it.
 run_pm train --predictor linreg --data "$TMP/tc" --out "$TMP/lr.params"

@@ -844,15 +844,17 @@ train_run_1 (const struct gpu_db *gpus, const struct tile_rules *tiles,
     return EXIT_USAGE;
   }
   if (tables > 0) {
-    if (strcmp (o->predictor, "tile-mlp") != 0 && strcmp (o->predictor, "linreg") != 0) {
-      pm_error ("--data %s: the bf16/fp16/fp8 tables train tile-mlp's tensor-core networks "
-                "and linreg's per-dtype fits; %s learns NeuSight's fp32 kernels only", o->data,
-                o->predictor);
+    if (strcmp (o->predictor, "tile-mlp") != 0 && strcmp (o->predictor, "linreg") != 0 &&
+        strcmp (o->predictor, "habitat") != 0) {
+      pm_error ("--data %s: the bf16/fp16/fp8 tables train tile-mlp's tensor-core networks, "
+                "linreg's per-dtype fits and habitat's GEMM network; %s learns NeuSight's fp32 "
+                "kernels only", o->data, o->predictor);
       kset_free (&ks);
       return EXIT_USAGE;
     }
     rc = strcmp (o->predictor, "linreg") == 0 ? train_linreg_tc (gpus, o, &ks)
-                                              : train_tc (gpus, o, &ks);
+       : strcmp (o->predictor, "habitat") == 0 ? train_habitat_tc (gpus, o, &ks)
+       : train_tc (gpus, o, &ks);
     kset_free (&ks);
     return rc;
   }

@@ -308,3 +308,93 @@ train_linreg_tc (const struct gpu_db *gpus, const struct train_options *o, struc
   free (fits);
   return rc == 0 ? 0 : EXIT_RUNTIME;
 }
+
+/* ---- habitat on the modern tables ---- */
+
+/* Habitat's matrix model on the GEMMs of every dtype: one MLP from raw
+ * features (B, M, N, K, bandwidth, memory, SMs) with the dtype's peak and
+ * element size in place of the FP32 peak, to milliseconds, loss MAPE:
+ * Habitat's inputs, no notion of tiles or rooflines.  plugins/habitat.c
+ * reads the same nine inputs (HABITAT_TC_FEATURES). */
+#define HABITAT_TC_NFEAT 9
+#define HABITAT_TC_SCALE 1e-3
+
+int
+train_habitat_tc (const struct gpu_db *gpus, const struct train_options *o, struct kset *ks)
+{
+  static const int widths[] = { HABITAT_TC_NFEAT, 128, 128, 128, 128, 128, 1 };
+  const int nl = (int) (sizeof widths / sizeof widths[0]) - 1;
+  const struct gpu_entry **want, **seen;
+  struct params p;
+  size_t *rows, nrows, dropped, held, n = 0;
+  unsigned mask = 0;
+  double t0 = pm_now ();
+  struct nn_fit f;
+  char label[64];
+  int rc;
+
+  if (modern_rows (gpus, o, ks, &rows, &nrows, &dropped, &held, &want, &seen) < 0)
+    return EXIT_USAGE;
+  double *x = xmalloc ((nrows ? nrows : 1) * HABITAT_TC_NFEAT * sizeof *x);
+  double *y = xmalloc ((nrows ? nrows : 1) * sizeof *y);
+  for (size_t i = 0; i < nrows; i++) {
+    const struct krow *r = &ks->v[rows[i]];
+    const struct perfmod_gpu *g = &r->gpu->gpu;
+    double *xi = x + n * HABITAT_TC_NFEAT;
+    if (r->kclass != PERFMOD_KERNEL_LINEAR || r->dtype == PERFMOD_DTYPE_FP32)
+      continue;
+    xi[0] = 1;
+    xi[1] = (double) r->m;
+    xi[2] = (double) r->n;
+    xi[3] = (double) r->k;
+    xi[4] = g->mem_bw_gbps;
+    xi[5] = g->mem_gb;
+    xi[6] = (double) g->sms;
+    xi[7] = perfmod_gpu_peak_flops (g, r->dtype) / 1e9;
+    xi[8] = dtype_bytes (r->dtype);
+    y[n++] = r->latency_s / HABITAT_TC_SCALE;
+    mask |= 1u << r->dtype;
+  }
+  params_init (&p);
+  record_common (&p, o, ks, want ? want : seen, n, dropped);
+  params_set (&p, "part", "tensor-core");
+  params_set (&p, "split", "%s", o->split == SPLIT_TRAIN ? "train (the seeded 20 % held out)"
+                                 : "all rows");
+  if (n < 64) {
+    pm_error ("--data %s: %zu GEMM rows of a 16- or 8-bit dtype, too few for habitat's network",
+              o->data, n);
+    rc = EXIT_USAGE;
+    goto out;
+  }
+  fit_setup (&f, label, sizeof label, "gemm", o, 20, 4, NN_LOSS_MAPE, 1);
+  f.batch = 512;
+  rc = fit_network (&p, "gemm", widths, nl, NN_NONE, &f, &(struct nn_data) { n, x, y },
+                    "B,M,N,K,mem_bw_gbps,mem_gb,sms,dtype_peak_gflops,dtype_bytes");
+  if (rc == 0) {
+    char *list = dtype_list (mask);
+    params_set (&p, "output_scale_s", "%g", HABITAT_TC_SCALE);
+    params_set (&p, "model", "linear, bmm: MLP(B,M,N,K,bandwidth,memory,SMs,dtype peak,dtype "
+                "bytes) -> ms, a batched product B times one; vector: one read and one write "
+                "of the dtype's bytes at the bandwidth");
+    params_set (&p, "dtypes.linear", "%s", list);
+    params_set (&p, "dtypes.bmm", "%s", list);
+    params_set (&p, "dtypes.elementwise", "fp16,bf16");
+    params_set (&p, "dtypes.softmax", "fp16,bf16");
+    params_set (&p, "dtypes.layernorm", "fp16,bf16");
+    params_set (&p, "trained_seconds", "%.1f", pm_now () - t0);
+    free (list);
+    rc = params_save (&p, o->out);
+    if (rc == 0)
+      fprintf (stderr, "perfmod: wrote %s (habitat per-dtype GEMM network, %zu rows, %.1f s)\n",
+               o->out, n, pm_now () - t0);
+  }
+  rc = rc == 0 ? 0 : EXIT_RUNTIME;
+out:
+  params_free (&p);
+  free (rows);
+  free (want);
+  free (seen);
+  free (x);
+  free (y);
+  return rc;
+}
