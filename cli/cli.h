@@ -52,7 +52,7 @@ FILE *explain_stream (const struct cli *c);
 /* main.c: the whole command, returning its exit status (fuzz/fuzz-cli.c calls it too). */
 int perfmod_main (int argc, char **argv);
 
-/* The subcommands (list.c, graph.c, predict.c, learn.c); each returns an exit status. */
+/* The subcommands (list.c, graph.c, predict.c, learn.c, search.c); each returns an exit status. */
 int cmd_plugins (struct plugin_set *set);
 int cmd_gpus (void);
 int cmd_strategies (void);
@@ -61,5 +61,7 @@ int cmd_graph (struct cli *c, struct plugin_set *set);
 int cmd_predict (struct cli *c, struct plugin_set *set);
 int cmd_train (struct cli *c);
 int cmd_eval (struct cli *c, struct plugin_set *set);
+/* search.c: perfmod search (argv from the word "search" on), over core/parallel/search.c. */
+int search_main (int argc, char **argv);
 
 #endif /* PERFMOD_CLI_H */

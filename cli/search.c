@@ -1,12 +1,10 @@
-/* search.c: perfmod search: every parallel configuration of a model on a cluster predicted, the impossible ones pruned with their reason, the best few printed. */
+/* search.c: perfmod search: the options, the MPI ranks' shares gathered, the progress line and the report of the library's search (core/parallel/search.c, perfmod_search): every parallel configuration of a model on a cluster predicted, the impossible ones pruned with their reason, the best few printed. */
 #include <config.h>
 
 #include <getopt.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cblas.h>
@@ -16,7 +14,8 @@
 #include <mpi.h>
 #endif
 
-#include "internal.h"
+#include "perfmod.h"
+#include "cli.h"
 
 static void
 search_usage (FILE *fp)
@@ -41,36 +40,6 @@ struct sopts {
   double tokens, price;
   char **paths, **popts;
   size_t npaths, npopts;
-};
-
-/* Why a configuration was not predicted (or not kept). */
-enum prune {
-  PRUNE_TP,              /* tp does not divide the heads, key/value heads or ffn width */
-  PRUNE_EP,              /* ep does not divide the experts */
-  PRUNE_BATCH,           /* batch not a multiple of dp x mbs, or > 2^20 of them */
-  PRUNE_INTERLEAVE,      /* layers not a multiple of pp x vp, or micro-batches of pp */
-  PRUNE_ZERO3_PP,        /* ZeRO-3 with pipeline stages: not modelled */
-  PRUNE_MEMORY,          /* predicted not to fit */
-  PRUNE_FIXED,           /* outside --fix or --max-tp */
-  PRUNE_CP,              /* cp needs fused attention and 2 x cp equal chunks of the sequence */
-  NPRUNE
-};
-static const char *const prune_keys[NPRUNE] = {   /* JSON */
-  "tp", "ep", "batch", "interleave", "zero3_pp", "memory", "fixed", "cp",
-};
-static const char *const prune_names[NPRUNE] = {
-  "tp does not divide heads/ffn", "ep does not divide the experts",
-  "batch not a multiple of dp x mbs (or > 2^20 of them)", "layers or micro-batches vs pp x vp",
-  "zero=3 with pp > 1 (not modelled)", "out of memory", "outside --fix/--max-tp",
-  "cp: unfused attention or seq not 2cp chunks",
-};
-
-/* One predicted configuration. */
-struct found {
-  struct strategy s;
-  size_t index;          /* in the enumeration: breaks ties, whatever the threads */
-  double step_ms, tokens_s, mfu, mem_gb, train_h, cost;
-  double score;          /* lower is better */
 };
 
 static bool
@@ -164,385 +133,17 @@ parse (int argc, char **argv, struct sopts *o)
   return 0;
 }
 
-/* The re-runnable --strategy string of s. */
-static void
-strategy_string (const struct strategy *s, char *buf, size_t len)
-{
-  snprintf (buf, len, "tp=%d,pp=%d,dp=%d,cp=%d,ep=%d,mbs=%d,vp=%d,schedule=%s,zero=%d,recompute=%s,"
-            "sp=%d,kernels=%s", s->tp, s->pp, s->dp, s->cp, s->ep, s->mbs, s->vp,
-            schedule_name (s->schedule), s->zero, recompute_name (s->recompute), s->sp,
-            kernels_name (s->kernels));
-}
-
-/* The search's state: the fixed inputs, the counters, the best so far. */
-struct search {
-  const struct sopts *o;
-  const struct model_cfg *m;
-  const struct gpu_entry *ge;
-  const struct precision *pr;
-  struct plugin_set *set;
-  struct plugin *pred;
-  struct strategy fixed;           /* the --fix values; `fixed_mask` says which count */
-  unsigned fixed_mask;
-  bool flash;
-  enum pm_kernels kernels;
-  int gpn;
-  size_t tried, predicted, pruned[NPRUNE];
-  struct strategy *configs;        /* enumerated and not pruned: to predict */
-  size_t nconfigs;
-  struct found *best;
-  size_t nbest;
-  bool progress;
-  size_t done;                     /* predicted so far, all threads (progress line) */
-  int finished;                    /* threads done */
-};
-
-/* One thread's share: every jobs-th configuration from `first`. */
-struct worker {
-  struct search *x;
-  size_t first, step;
-  struct dist_cache *cache;
-  struct found *best;
-  size_t nbest, predicted, oom;
-  int rc;
-  char err[512];
-};
-
-enum { FX_TP, FX_PP, FX_DP, FX_EP, FX_MBS, FX_VP, FX_ZERO, FX_RECOMPUTE, FX_SP, FX_SCHEDULE,
-       FX_KERNELS, FX_CP };
-
-/* Which keys --fix gives: parsed as a strategy, each key's presence
- * found by name. */
-static int
-fix_parse (struct search *x, const char *fix)
-{
-  static const char *const keys[] = { "tp", "pp", "dp", "ep", "mbs", "vp", "zero", "recompute",
-                                      "sp", "schedule", "kernels", "cp" };
-  char **items;
-  strategy_init (&x->fixed);
-  x->fixed_mask = 0;
-  if (fix == NULL)
-    return 0;
-  items = strv_split (fix, ',');
-  for (char **it = items; *it; it++) {
-    char *eq = strchr (*it, '=');
-    int k;
-    if (eq)
-      *eq = '\0';
-    if ((k = word_index (*it, keys, sizeof keys / sizeof keys[0])) < 0) {
-      pm_error ("--fix: %s cannot be fixed (fixable: tp, pp, dp, ep, mbs, vp, zero, recompute, "
-                "sp, schedule, kernels)", *it);
-      strv_free (items);
-      return -1;
-    }
-    x->fixed_mask |= 1u << k;
-  }
-  strv_free (items);
-  return strategy_parse (&x->fixed, fix, "--fix");
-}
-
-static bool
-fixed_ok (const struct search *x, int key, int value)
-{
-  const struct strategy *f = &x->fixed;
-  int want[] = { f->tp, f->pp, f->dp, f->ep, f->mbs, f->vp, f->zero, f->recompute, f->sp,
-                 f->schedule, f->kernels, f->cp };
-  return !(x->fixed_mask & 1u << key) || want[key] == value;
-}
-
-static double
-now_s (void)
-{
-  struct timespec t;
-  clock_gettime (CLOCK_MONOTONIC, &t);
-  return (double) t.tv_sec + (double) t.tv_nsec / 1e9;
-}
-
-static bool
-better (const struct found *a, const struct found *b)
-{
-  return a->score < b->score || (a->score == b->score && a->index < b->index);
-}
-
-/* Keep f in best[0..*n) if it is among the top (sorted, best first). */
-static void
-keep (struct found *best, size_t *n, size_t top, const struct found *f)
-{
-  size_t i;
-  if (*n == top && !better (f, &best[*n - 1]))
-    return;
-  i = *n < top ? *n : *n - 1;
-  while (i > 0 && better (f, &best[i - 1])) {
-    best[i] = best[i - 1];
-    i--;
-  }
-  best[i] = *f;
-  if (*n < top)
-    (*n)++;
-}
-
-/* Count s, and keep it for prediction unless --fix or what is not
- * modelled prunes it. */
-static void
-consider (struct search *x, const struct strategy *s)
-{
-  x->tried++;
-  if (!fixed_ok (x, FX_ZERO, s->zero) || !fixed_ok (x, FX_RECOMPUTE, s->recompute) ||
-      !fixed_ok (x, FX_SP, s->sp) || !fixed_ok (x, FX_SCHEDULE, s->schedule)) {
-    x->pruned[PRUNE_FIXED]++;
-    return;
-  }
-  if (s->zero == 3 && s->pp > 1) {
-    x->pruned[PRUNE_ZERO3_PP]++;
-    return;
-  }
-  if ((x->nconfigs & (x->nconfigs - 1)) == 0)
-    x->configs = xrealloc (x->configs, (x->nconfigs ? 2 * x->nconfigs : 1) * sizeof *x->configs);
-  x->configs[x->nconfigs++] = *s;
-}
-
-/* Predict configuration i into the worker's best; -1 on a predictor
- * failure (w->err says why). */
-static int
-predict_one (struct worker *w, size_t i)
-{
-  struct search *x = w->x;
-  const struct sopts *o = x->o;
-  struct dist_options d;
-  struct dist_result r;
-  struct found f;
-  double peak = perfmod_gpu_peak_flops (&x->ge->gpu, x->pr->gemm), tokens;
-  int rc;
-
-  memset (&d, 0, sizeof d);
-  d.s = &x->configs[i];
-  d.prec = x->pr;
-  d.train = true;
-  d.flash = x->flash;
-  d.batch = o->batch;
-  d.seq = o->seq;
-  d.gpus_per_node = x->gpn;
-  d.cache = w->cache;
-  pm_error_capture (w->err, sizeof w->err);
-  rc = dist_predict (x->set, x->pred, x->m, &x->ge->gpu, &d, &r);
-  pm_error_capture (NULL, 0);
-  if (rc < 0)
-    return -1;
-  w->predicted++;
-  __atomic_fetch_add (&x->done, 1, __ATOMIC_RELAXED);
-  if (r.mem.oom) {
-    w->oom++;
-    return 0;
-  }
-  tokens = (double) o->batch * (double) o->seq;
-  memset (&f, 0, sizeof f);
-  f.s = x->configs[i];
-  f.index = i;
-  f.step_ms = r.step_ms;
-  f.tokens_s = tokens / (r.step_ms / 1e3);
-  f.mfu = r.step_ms > 0 ? r.flops / (r.step_ms / 1e3) / peak : 0;
-  f.mem_gb = r.mem.total / 1e9;
-  f.train_h = o->tokens > 0 ? o->tokens / f.tokens_s / 3600 : 0;
-  f.cost = f.train_h * (double) o->gpus * o->price;
-  /* with a fixed GPU count every objective ranks by step time */
-  f.score = r.step_ms;
-  keep (w->best, &w->nbest, (size_t) o->top, &f);
-  return 0;
-}
-
-static void *
-work (void *arg)
-{
-  struct worker *w = arg;
-  for (size_t i = w->first; i < w->x->nconfigs && w->rc == 0; i += w->step)
-    if (predict_one (w, i) < 0)
-      w->rc = -1;
-  __atomic_fetch_add (&w->x->finished, 1, __ATOMIC_RELAXED);
-  return NULL;
-}
-
-/* Predict this rank's share of the kept configurations (every size-th
- * from rank) on `jobs` threads, each with its own chunk cache, and merge
- * their best: the result is the same for any number of threads or ranks.
- * The share's first configuration is predicted alone first, so that the
- * predictor's lazily loaded parameters are loaded once. */
-static int
-predict_all (struct search *x, int jobs, int rank, int size)
-{
-  struct worker *w = xcalloc ((size_t) jobs, sizeof *w);
-  pthread_t *th = xcalloc ((size_t) jobs, sizeof *th);
-  size_t top = (size_t) x->o->top;
-  bool *started = xcalloc ((size_t) jobs, sizeof *started);
-  int rc = 0;
-
-  for (int kc = 0; kc < 16; kc++)       /* the dtypes() answers asked before the threads */
-    for (int dt = 0; dt < PERFMOD_DTYPE_COUNT; dt++)
-      plugin_covers (x->pred, kc, dt);
-  for (int j = 0; j < jobs; j++) {
-    w[j].x = x;
-    w[j].first = (size_t) rank + (size_t) size * (size_t) j;
-    w[j].step = (size_t) jobs * (size_t) size;
-    w[j].cache = dist_cache_new ();
-    w[j].best = xcalloc (top, sizeof *w[j].best);
-  }
-  if ((size_t) rank < x->nconfigs && predict_one (&w[0], (size_t) rank) < 0)
-    w[0].rc = -1;
-  w[0].first += w[0].step;               /* its first is done */
-  for (int j = 0; j < jobs && w[0].rc == 0; j++) {
-    if (pthread_create (&th[j], NULL, work, &w[j]) == 0)
-      started[j] = true;
-    else
-      work (&w[j]);                      /* a thread that could not start: here */
-  }
-  /* a progress line on a terminal while the threads run */
-  while (x->progress && __atomic_load_n (&x->finished, __ATOMIC_RELAXED) < jobs) {
-    struct timespec nap = { 0, 250000000 };
-    nanosleep (&nap, NULL);
-    fprintf (stderr, "\rperfmod search: %zu of %zu configurations predicted   ",
-             __atomic_load_n (&x->done, __ATOMIC_RELAXED), x->nconfigs);
-  }
-  for (int j = 0; j < jobs; j++)
-    if (started[j])
-      pthread_join (th[j], NULL);
-  for (int j = 0; j < jobs; j++) {
-    if (w[j].rc < 0 && rc == 0) {
-      pm_error ("%s", w[j].err);
-      rc = -1;
-    }
-    x->predicted += w[j].predicted;
-    x->pruned[PRUNE_MEMORY] += w[j].oom;
-    for (size_t i = 0; i < w[j].nbest; i++)
-      keep (x->best, &x->nbest, top, &w[j].best[i]);
-    dist_cache_free (w[j].cache);
-    free (w[j].best);
-  }
-  free (w);
-  free (th);
-  free (started);
-  return rc;
-}
-
-/* One configuration counted and pruned before prediction. */
-static void
-prune (struct search *x, enum prune why)
-{
-  x->tried++;
-  x->pruned[why]++;
-}
-
-/* Every configuration, in a fixed order (the result does not depend on
- * it: ties are broken by that order). */
-static void
-enumerate (struct search *x)
-{
-  const struct model_cfg *m = x->m;
-  const struct sopts *o = x->o;
-  int64_t gpus = o->gpus, max_tp = o->max_tp ? o->max_tp : x->gpn;
-  int64_t max_cp = o->max_cp ? o->max_cp : 8;
-  for (int tp = 1; tp <= gpus && tp <= max_tp; tp *= 2) {
-    if (gpus % tp != 0)
-      continue;
-    if (!fixed_ok (x, FX_TP, tp)) {
-      prune (x, PRUNE_FIXED);
-      continue;
-    }
-    if (m->heads % tp || m->kv_heads % tp || m->ffn % tp) {
-      prune (x, PRUNE_TP);
-      continue;
-    }
-    for (int64_t pp = 1; pp <= gpus / tp && pp <= m->layers; pp++)
-    for (int cp = 1; cp <= max_cp && cp <= gpus / tp / pp; cp *= 2) {
-      int64_t dp;
-      if ((gpus / tp) % pp != 0 || (gpus / tp / pp) % cp != 0)
-        continue;
-      dp = gpus / tp / pp / cp;
-      if (!fixed_ok (x, FX_PP, (int) pp) || !fixed_ok (x, FX_DP, (int) dp) ||
-          !fixed_ok (x, FX_CP, cp)) {
-        prune (x, PRUNE_FIXED);
-        continue;
-      }
-      /* Megatron's ring attention: fused attention, 2 x cp equal chunks */
-      if (cp > 1 && (!x->flash || o->seq % (2 * cp) != 0)) {
-        prune (x, PRUNE_CP);
-        continue;
-      }
-      for (int64_t ep = 1; ep <= dp; ep++) {
-        if (dp % ep != 0 || (ep > 1 && m->experts == 0))
-          continue;
-        if (!fixed_ok (x, FX_EP, (int) ep)) {
-          prune (x, PRUNE_FIXED);
-          continue;
-        }
-        if (ep > 1 && m->experts % ep != 0) {
-          prune (x, PRUNE_EP);
-          continue;
-        }
-        for (int mbs = 1; mbs <= 16; mbs *= 2) {
-          int64_t micro;
-          if (!fixed_ok (x, FX_MBS, mbs)) {
-            prune (x, PRUNE_FIXED);
-            continue;
-          }
-          if (o->batch % (dp * mbs) != 0) {
-            prune (x, PRUNE_BATCH);
-            continue;
-          }
-          micro = o->batch / (dp * mbs);
-          if (micro > PM_MAX_MICROBATCHES) {   /* beyond what dist_check models */
-            prune (x, PRUNE_BATCH);
-            continue;
-          }
-          for (int64_t vp = 1; vp <= (pp > 1 ? m->layers / pp : 1); vp++) {
-            if (!fixed_ok (x, FX_VP, (int) vp)) {
-              prune (x, PRUNE_FIXED);
-              continue;
-            }
-            /* Megatron: layers split evenly; interleaving needs the
-             * micro-batches in whole rounds of pp */
-            if (m->layers % (pp * vp) != 0 || (vp > 1 && micro % pp != 0)) {
-              if (m->layers % pp == 0 || vp == 1)   /* each (pp, vp) counted once */
-                prune (x, PRUNE_INTERLEAVE);
-              continue;
-            }
-            for (int zero = 0; zero <= (dp > 1 ? 3 : 0); zero++)
-              for (int rc = RECOMPUTE_NONE; rc <= RECOMPUTE_FULL; rc++)
-                for (int sp = 0; sp <= (tp > 1 ? 1 : 0); sp++) {
-                  struct strategy s;
-                  strategy_init (&s);
-                  s.tp = tp;
-                  s.pp = (int) pp;
-                  s.dp = (int) dp;
-                  s.dp_set = true;
-                  s.ep = (int) ep;
-                  s.cp = cp;
-                  s.mbs = mbs;
-                  s.vp = (int) vp;
-                  s.schedule = vp > 1 ? SCHED_INTERLEAVED : SCHED_1F1B;
-                  s.zero = zero;
-                  s.recompute = (enum pm_recompute) rc;
-                  s.sp = sp;
-                  s.kernels = (x->fixed_mask & 1u << FX_KERNELS) ? x->fixed.kernels : x->kernels;
-                  s.kernels_set = true;
-                  consider (x, &s);
-                }
-          }
-        }
-      }
-    }
-  }
-}
-
 #ifdef HAVE_MPI
 /* Rank 0 gets every rank's predicted and out-of-memory counts and best
  * (as bytes: the ranks run the same program) and merges them; a failure
  * on any rank fails all.  -1 if MPI fails. */
 static int
-gather (struct search *x, int *rc, int rank, int size)
+gather (struct perfmod_search_result *res, size_t top, int *rc, int rank, int size)
 {
-  unsigned long local[3] = { x->predicted, x->pruned[PRUNE_MEMORY], *rc != 0 }, sum[3];
-  int nb = (int) (x->nbest * sizeof *x->best), *counts = NULL, *displs = NULL;
-  struct found *all = NULL;
-  size_t top = (size_t) x->o->top;
+  unsigned long local[3] = { res->predicted, res->pruned[PERFMOD_PRUNE_MEMORY].n, *rc != 0 };
+  unsigned long sum[3];
+  int nb = (int) (res->nbest * res->row_size), *counts = NULL, *displs = NULL;
+  char *all = NULL;
   if (MPI_Reduce (local, sum, 3, MPI_UNSIGNED_LONG, MPI_SUM, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
     return -1;
   if (rank == 0) {
@@ -559,20 +160,21 @@ gather (struct search *x, int *rc, int rank, int size)
     }
     all = xcalloc ((size_t) total + 1, 1);
   }
-  if (MPI_Gatherv (x->best, nb, MPI_BYTE, all, counts, displs, MPI_BYTE, 0, MPI_COMM_WORLD)
+  if (MPI_Gatherv (res->best, nb, MPI_BYTE, all, counts, displs, MPI_BYTE, 0, MPI_COMM_WORLD)
       != MPI_SUCCESS)
     return -1;
   if (rank == 0) {
     size_t n = 0;
-    x->predicted = sum[0];
-    x->pruned[PRUNE_MEMORY] = sum[1];
+    res->predicted = sum[0];
+    res->pruned[PERFMOD_PRUNE_MEMORY].n = sum[1];
     if (sum[2] && *rc == 0)
       *rc = EXIT_RUNTIME;
-    x->nbest = 0;
     for (int r = 0; r < size; r++)
-      n += (size_t) counts[r] / sizeof *all;
-    for (size_t i = 0; i < n; i++)
-      keep (x->best, &x->nbest, top, &all[i]);
+      n += (size_t) counts[r] / res->row_size;
+    /* rank 0's own rows are among all: merge into an empty best */
+    res->nbest = 0;
+    if (*rc == 0 && search_merge (res, (const struct perfmod_search_row *) all, n, top) < 0)
+      *rc = EXIT_RUNTIME;
   }
   free (counts);
   free (displs);
@@ -582,38 +184,36 @@ gather (struct search *x, int *rc, int rank, int size)
 #endif
 
 static void
-report (const struct search *x, double seconds, FILE *out)
+report (const struct sopts *o, const struct perfmod_search_result *res, double seconds, FILE *out)
 {
-  const struct sopts *o = x->o;
-  char str[256];
   size_t pruned = 0;
   bool csv = strcmp (o->format, "csv") == 0, json = strcmp (o->format, "json") == 0;
-  for (int i = 0; i < NPRUNE; i++)
-    pruned += x->pruned[i];
+  for (int i = 0; i < res->npruned; i++)
+    pruned += res->pruned[i].n;
   if (json) {
     json_t *root = json_object (), *arr = json_array (), *pr = json_object ();
-    json_object_set_new (root, "model", json_string (x->m->name));
-    json_object_set_new (root, "gpu", json_string (x->ge->name));
-    json_object_set_new (root, "gpus", json_integer (o->gpus));
-    json_object_set_new (root, "global_batch", json_integer (o->batch));
-    json_object_set_new (root, "seq", json_integer (o->seq));
-    json_object_set_new (root, "precision", json_string (x->pr->name));
-    json_object_set_new (root, "predictor", json_string (x->pred->p.name));
-    json_object_set_new (root, "objective", json_string (o->objective));
-    json_object_set_new (root, "configurations", json_integer ((json_int_t) x->tried));
-    json_object_set_new (root, "predicted", json_integer ((json_int_t) x->predicted));
-    for (int i = 0; i < NPRUNE; i++)
-      json_object_set_new (pr, prune_keys[i], json_integer ((json_int_t) x->pruned[i]));
+    json_object_set_new (root, "model", json_string (res->model));
+    json_object_set_new (root, "gpu", json_string (res->gpu));
+    json_object_set_new (root, "gpus", json_integer (res->gpus));
+    json_object_set_new (root, "global_batch", json_integer (res->global_batch));
+    json_object_set_new (root, "seq", json_integer (res->seq));
+    json_object_set_new (root, "precision", json_string (res->precision));
+    json_object_set_new (root, "predictor", json_string (res->predictor));
+    json_object_set_new (root, "objective", json_string (res->objective));
+    json_object_set_new (root, "configurations", json_integer ((json_int_t) res->configurations));
+    json_object_set_new (root, "predicted", json_integer ((json_int_t) res->predicted));
+    for (int i = 0; i < res->npruned; i++)
+      json_object_set_new (pr, res->pruned[i].key, json_integer ((json_int_t) res->pruned[i].n));
     json_object_set_new (root, "pruned", pr);
     json_object_set_new (root, "seconds", json_real (seconds));
-    for (size_t i = 0; i < x->nbest; i++) {
-      const struct found *f = &x->best[i];
-      strategy_string (&f->s, str, sizeof str);
+    for (size_t i = 0; i < res->nbest; i++) {
+      const struct perfmod_search_row *f = &res->best[i];
       json_array_append_new (arr, json_pack ("{s:I, s:s, s:f, s:f, s:f, s:f, s:f, s:f}",
-                                             "rank", (json_int_t) i + 1, "strategy", str,
-                                             "step_ms", f->step_ms, "tokens_per_s", f->tokens_s,
-                                             "mfu", f->mfu, "memory_gb", f->mem_gb,
-                                             "train_hours", f->train_h, "cost_usd", f->cost));
+                                             "rank", (json_int_t) i + 1, "strategy", f->strategy,
+                                             "step_ms", f->step_ms, "tokens_per_s",
+                                             f->tokens_per_s, "mfu", f->mfu, "memory_gb",
+                                             f->memory_gb, "train_hours", f->train_hours,
+                                             "cost_usd", f->cost_usd));
     }
     json_object_set_new (root, "best", arr);
     json_dumpf (root, out, JSON_INDENT (2) | JSON_REAL_PRECISION (10));
@@ -623,52 +223,61 @@ report (const struct search *x, double seconds, FILE *out)
   }
   if (csv) {
     fprintf (out, "rank,strategy,step_ms,tokens_per_s,mfu,memory_gb,train_hours,cost_usd\n");
-    for (size_t i = 0; i < x->nbest; i++) {
-      const struct found *f = &x->best[i];
-      strategy_string (&f->s, str, sizeof str);
-      fprintf (out, "%zu,\"%s\",%.9g,%.9g,%.6f,%.6g,%.6g,%.6g\n", i + 1, str, f->step_ms,
-               f->tokens_s, f->mfu, f->mem_gb, f->train_h, f->cost);
+    for (size_t i = 0; i < res->nbest; i++) {
+      const struct perfmod_search_row *f = &res->best[i];
+      fprintf (out, "%zu,\"%s\",%.9g,%.9g,%.6f,%.6g,%.6g,%.6g\n", i + 1, f->strategy, f->step_ms,
+               f->tokens_per_s, f->mfu, f->memory_gb, f->train_hours, f->cost_usd);
     }
     return;
   }
   fprintf (out, "perfmod search: %s on %lld x %s, global batch %lld x seq %lld, %s, %s\n",
-           x->m->name, (long long) o->gpus, x->ge->name, (long long) o->batch,
-           (long long) o->seq, x->pr->name, x->pred->p.name);
-  fprintf (out, "%zu configurations, %zu predicted, %zu pruned, in %.2f s (%.0f per second)\n",
-           x->tried, x->predicted, pruned, seconds, seconds > 0 ? (double) x->tried / seconds : 0);
-  for (int i = 0; i < NPRUNE; i++)
-    if (x->pruned[i])
-      fprintf (out, "  pruned: %-36s %zu\n", prune_names[i], x->pruned[i]);
+           res->model, (long long) res->gpus, res->gpu, (long long) res->global_batch,
+           (long long) res->seq, res->precision, res->predictor);
+  fprintf (out, "%llu configurations, %llu predicted, %zu pruned, in %.2f s (%.0f per second)\n",
+           (unsigned long long) res->configurations, (unsigned long long) res->predicted, pruned,
+           seconds, seconds > 0 ? (double) res->configurations / seconds : 0);
+  for (int i = 0; i < res->npruned; i++)
+    if (res->pruned[i].n)
+      fprintf (out, "  pruned: %-36s %llu\n", res->pruned[i].what,
+               (unsigned long long) res->pruned[i].n);
   fprintf (out, "\n%4s %11s %12s %6s %8s %10s %10s  %s\n", "rank", "step_ms", "tokens/s", "mfu_%",
            "mem_GB", "train_h", "cost_$", "strategy");
-  for (size_t i = 0; i < x->nbest; i++) {
-    const struct found *f = &x->best[i];
-    strategy_string (&f->s, str, sizeof str);
+  for (size_t i = 0; i < res->nbest; i++) {
+    const struct perfmod_search_row *f = &res->best[i];
     fprintf (out, "%4zu %11.1f %12.0f %6.1f %8.1f %10.4g %10.4g  %s\n", i + 1, f->step_ms,
-             f->tokens_s, 100 * f->mfu, f->mem_gb, f->train_h, f->cost, str);
+             f->tokens_per_s, 100 * f->mfu, f->memory_gb, f->train_hours, f->cost_usd,
+             f->strategy);
   }
-  if (x->nbest) {
-    strategy_string (&x->best[0].s, str, sizeof str);
+  if (res->nbest)
     fprintf (out, "\nrerun the best: perfmod --model %s --gpu %s --mode train --precision %s "
-             "--batch %lld --seq %lld --nodes %lld --gpus-per-node %d --predictor %s "
-             "--strategy %s --explain\n", o->model, x->ge->name, x->pr->name,
-             (long long) o->batch, (long long) o->seq,
-             (long long) ((o->gpus + x->gpn - 1) / x->gpn), x->gpn, x->pred->p.name, str);
-  }
+             "--batch %lld --seq %lld --nodes %lld --gpus-per-node %lld --predictor %s "
+             "--strategy %s --explain\n", o->model, res->gpu, res->precision,
+             (long long) res->global_batch, (long long) res->seq,
+             (long long) ((res->gpus + res->gpus_per_node - 1) / res->gpus_per_node),
+             (long long) res->gpus_per_node, res->predictor, res->best[0].strategy);
   else
     fprintf (out, "\nno configuration fits: every one was pruned (see the counts)\n");
+}
+
+/* The progress line on a terminal while the threads predict. */
+static void
+progress (void *arg, uint64_t done, uint64_t total)
+{
+  (void) arg;
+  fprintf (stderr, "\rperfmod search: %llu of %llu configurations predicted   ",
+           (unsigned long long) done, (unsigned long long) total);
 }
 
 int
 search_main (int argc, char **argv)
 {
   struct sopts o;
-  struct search x;
+  struct perfmod_search_request req;
+  struct perfmod_search_result res;
   struct gpu_db gpus = { NULL, 0 };
   struct plugin_set set = { NULL, 0 };
-  struct model_cfg m;
-  bool have_model = false;
   int p, rc = EXIT_USAGE, mpi_rank = 0, mpi_size = 1;
+  char rank_err[512];
   double t0;
 #ifdef HAVE_MPI
   /* launched by mpirun: every rank enumerates the same space and predicts
@@ -682,7 +291,9 @@ search_main (int argc, char **argv)
 #endif
 
   memset (&o, 0, sizeof o);
-  memset (&x, 0, sizeof x);
+  memset (&res, 0, sizeof res);
+  res.struct_size = sizeof res;
+  res.row_size = sizeof (struct perfmod_search_row);
   o.format = "table";
   o.objective = "time";
   o.top = 10;
@@ -690,87 +301,66 @@ search_main (int argc, char **argv)
   if ((p = parse (argc, argv, &o)) != 0) {
     free (o.paths);
     free (o.popts);
+#ifdef HAVE_MPI
+    if (mpi)
+      MPI_Finalize ();
+#endif
     return p < 0 ? EXIT_USAGE : 0;
   }
-  x.o = &o;
   if (gpu_db_load_data (&gpus) < 0)
-    goto out;
-  if ((x.ge = gpu_db_find (&gpus, o.gpu ? o.gpu : DEFAULT_GPU)) == NULL) {
-    pm_error ("--gpu '%s': no such GPU (see perfmod gpus)", o.gpu);
-    goto out;
-  }
-  x.gpn = o.gpus_per_node ? (int) o.gpus_per_node : x.ge->gpu.gpus_per_node;
-  if (x.gpn < 1)
-    x.gpn = 1;
-  if (o.precision) {
-    if ((x.pr = precision_train (o.precision)) == NULL) {
-      pm_error ("--precision '%s': expected fp32, amp-fp16, bf16 or fp8", o.precision);
-      goto out;
-    }
-    if (x.pr->gemm != PERFMOD_DTYPE_FP32 && !(x.ge->gpu.tensor_tflops[x.pr->gemm] > 0)) {
-      pm_error ("--precision %s: %s has no %s matrix units in gpus.d", o.precision, x.ge->name,
-                dtype_name (x.pr->gemm));
-      goto out;
-    }
-  }
-  else
-    x.pr = precision_of_dtype (default_dtype (&x.ge->gpu), true);
-  if (model_cfg_open (&m, o.model) < 0)
-    goto out;
-  have_model = true;
-  x.m = &m;
-  if (o.seq == 0)
-    o.seq = m.max_pos > 0 && m.max_pos < 2048 ? m.max_pos : 2048;
-  x.flash = flash_supported (&x.ge->gpu, x.pr);
-  x.kernels = default_kernels (&m, x.pr, true);
-  if (fix_parse (&x, o.fix) < 0)
     goto out;
   if (plugins_open (&set, o.paths, o.npaths, o.popts, o.npopts) < 0)
     goto out;
-  x.set = &set;
-  if ((x.pred = predictor_find (&set, o.predictor ? o.predictor : "roofline")) == NULL)
-    goto out;
-  x.best = xcalloc ((size_t) o.top, sizeof *x.best);
-  x.progress = isatty (STDERR_FILENO) != 0;
+  memset (&req, 0, sizeof req);
+  req.struct_size = sizeof req;
+  req.model = o.model;
+  req.gpu = o.gpu;
+  req.precision = o.precision;
+  req.predictor = o.predictor;
+  req.objective = o.objective;
+  req.fix = o.fix;
+  req.gpus = o.gpus;
+  req.global_batch = o.batch;
+  req.seq = o.seq;
+  req.gpus_per_node = o.gpus_per_node;
+  req.max_tp = o.max_tp;
+  req.max_cp = o.max_cp;
+  req.top = o.top;
+  req.jobs = o.jobs;
+  req.tokens = o.tokens;
+  req.price_per_gpu_hour = o.price;
+  req.part = mpi_rank;
+  req.nparts = mpi_size;
+  if (isatty (STDERR_FILENO))
+    req.progress = progress;
   /* the threads are the search's: OpenBLAS's own would only contend (a
    * network evaluates one row at a time) */
   openblas_set_num_threads (1);
-  t0 = now_s ();
-  enumerate (&x);
-  if (o.jobs == 0) {
-    long n = sysconf (_SC_NPROCESSORS_ONLN);
-    o.jobs = n > 0 ? n : 1;
+  t0 = pm_now ();
+  if (mpi_rank > 0)               /* rank 0 says why a request is refused */
+    pm_error_capture (rank_err, sizeof rank_err);
+  p = search_run (&set, &gpus, &req, &res);
+  if (mpi_rank > 0) {
+    pm_error_capture (NULL, 0);
+    if (p == SEARCH_FAILED)
+      pm_error ("%s", rank_err);
   }
-  rc = predict_all (&x, (int) o.jobs, mpi_rank, mpi_size) < 0 ? EXIT_RUNTIME : 0;
-  if (x.progress)
+  if (p == SEARCH_BAD_REQUEST)
+    goto out;                     /* the same on every rank: no gather */
+  rc = p == 0 ? 0 : EXIT_RUNTIME;
+  if (req.progress)
     fputs ("\r\033[K", stderr);
 #ifdef HAVE_MPI
-  if (mpi_size > 1 && gather (&x, &rc, mpi_rank, mpi_size) < 0)
+  if (mpi_size > 1 && gather (&res, (size_t) o.top, &rc, mpi_rank, mpi_size) < 0)
     rc = EXIT_RUNTIME;
   if (mpi_rank > 0)
     goto out;                     /* rank 0 reports */
 #endif
-  if (rc == 0) {
-    if (x.nconfigs == 0) {
-      /* impossible constraints: nothing reached a prediction */
-      pm_error ("search: no configuration of %s on %lld GPUs with global batch %lld is left "
-                "to predict (%zu tried: %zu %s, %zu %s, %zu %s, %zu %s, %zu %s)", m.name,
-                (long long) o.gpus, (long long) o.batch, x.tried,
-                x.pruned[PRUNE_FIXED], prune_names[PRUNE_FIXED], x.pruned[PRUNE_TP],
-                prune_names[PRUNE_TP], x.pruned[PRUNE_BATCH], prune_names[PRUNE_BATCH],
-                x.pruned[PRUNE_INTERLEAVE], prune_names[PRUNE_INTERLEAVE],
-                x.pruned[PRUNE_EP] + x.pruned[PRUNE_ZERO3_PP], "other");
-      rc = EXIT_USAGE;
-    }
-    else
-      report (&x, now_s () - t0, stdout);
-  }
+  if (rc == 0)
+    report (&o, &res, mpi_size > 1 ? pm_now () - t0 : res.seconds, stdout);
   plugins_note_fallbacks (&set, stderr);
 out:
-  free (x.configs);
-  free (x.best);
-  if (have_model)
-    model_cfg_free (&m);
+  search_result_free (&res);
   plugins_unload (&set);
   gpu_db_free (&gpus);
   free (o.paths);

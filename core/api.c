@@ -1,4 +1,4 @@
-/* api.c: libperfmod's public functions (include/perfmod.h): a context of GPUs and plugins, and a prediction as perfmod --strategy makes it. */
+/* api.c: libperfmod's public functions (include/perfmod.h): a context of GPUs and plugins, a prediction as perfmod --strategy makes it, and a search as perfmod search makes it. */
 #include <config.h>
 
 #include <stdlib.h>
@@ -195,4 +195,27 @@ perfmod_predict (perfmod_ctx *ctx, const struct perfmod_request *req,
   rc = predict (ctx, req, res);
   leave ();
   return rc;
+}
+
+int
+perfmod_search (perfmod_ctx *ctx, const struct perfmod_search_request *req,
+                struct perfmod_search_result *res, char *err, size_t errlen)
+{
+  int rc;
+  if (ctx == NULL || req == NULL || res == NULL) {
+    if (err && errlen)
+      snprintf (err, errlen, "perfmod_search: a NULL context, request or result");
+    return -1;
+  }
+  enter (ctx, err, errlen);
+  rc = search_run (&ctx->set, &ctx->gpus, req, res);
+  leave ();
+  return rc == 0 ? 0 : -1;
+}
+
+void
+perfmod_search_result_free (struct perfmod_search_result *res)
+{
+  if (res)
+    search_result_free (res);
 }

@@ -684,8 +684,28 @@ const char *paper_method_prefix (const char *predictor);
 
 /* ---- cli/kernel.c: perfmod kernel (argv from the word "kernel" on) ---- */
 int kernel_main (int argc, char **argv);
-/* ---- search.c: perfmod search (argv from the word "search" on) ---- */
-int search_main (int argc, char **argv);
+/* ---- parallel/search.c: the search of perfmod search and perfmod_search ---- */
+#include "perfmod.h"
+/* Why a configuration was not predicted (or not kept): perfmod.h's order. */
+enum search_prune {
+  SEARCH_PRUNE_TP = PERFMOD_PRUNE_TP, SEARCH_PRUNE_EP = PERFMOD_PRUNE_EP,
+  SEARCH_PRUNE_BATCH = PERFMOD_PRUNE_BATCH, SEARCH_PRUNE_INTERLEAVE = PERFMOD_PRUNE_INTERLEAVE,
+  SEARCH_PRUNE_ZERO3_PP = PERFMOD_PRUNE_ZERO3_PP, SEARCH_PRUNE_MEMORY = PERFMOD_PRUNE_MEMORY,
+  SEARCH_PRUNE_FIXED = PERFMOD_PRUNE_FIXED, SEARCH_PRUNE_CP = PERFMOD_PRUNE_CP,
+  SEARCH_NPRUNE
+};
+#define SEARCH_BAD_REQUEST (-1)   /* refused (said): the same on every part */
+#define SEARCH_FAILED (-2)        /* a predictor failed (said) */
+/* Search req with the plugins of set on the GPUs of gpus into res
+ * (perfmod_search's contract): 0, SEARCH_BAD_REQUEST or SEARCH_FAILED,
+ * the reason by pm_error; res is left empty on failure. */
+int search_run (struct plugin_set *set, const struct gpu_db *gpus,
+                const struct perfmod_search_request *req, struct perfmod_search_result *res);
+/* Merge n rows (of res->row_size bytes each, another part's best) into
+ * res's best, keeping the top: the rows' own order (step, then index). */
+int search_merge (struct perfmod_search_result *res, const struct perfmod_search_row *rows,
+                  size_t n, size_t top);
+void search_result_free (struct perfmod_search_result *res);
 
 /* ---- eval.c ---- */
 struct tile_rules;

@@ -58,6 +58,98 @@ struct perfmod_result {
 int perfmod_predict (perfmod_ctx *ctx, const struct perfmod_request *req,
                      struct perfmod_result *res, char *err, size_t errlen);
 
+/* ---- Search: every parallel configuration of a training step ----
+ * What perfmod search does: every tp, pp, cp, dp, ep, micro-batch,
+ * interleaving (vp), ZeRO stage, recomputation and sequence parallelism
+ * of the model's training step on `gpus` GPUs enumerated, the ones that
+ * cannot run pruned and counted by reason, the rest predicted on `jobs`
+ * threads, the best `top` returned, best first (doc/search.md).
+ *
+ * Zero-initialise the request, set struct_size = sizeof, fill in what
+ * you need; 0 or NULL fields take perfmod search's defaults. */
+struct perfmod_search_request {
+  uint32_t struct_size;
+  const char *model;        /* built-in name or a Hugging Face config.json (required) */
+  const char *gpu;          /* gpus.d section or alias; NULL: "h100" */
+  const char *precision;    /* fp32, amp-fp16, bf16, fp8 or tf32; NULL: what the GPU runs */
+  const char *predictor;    /* NULL: "roofline" */
+  const char *objective;    /* "time", "cost" or "tokens-per-s"; NULL: "time" */
+  const char *fix;          /* "tp=8,zero=1,...": keys held fixed, as --fix; NULL: none */
+  int64_t gpus;             /* GPUs in all (required) */
+  int64_t global_batch;     /* sequences per step (required) */
+  int64_t seq;              /* tokens per sequence; 0: the model's positions, at most 2048 */
+  int64_t gpus_per_node;    /* 0: the GPU's */
+  int64_t max_tp;           /* 0: one node */
+  int64_t max_cp;           /* 0: 8 */
+  int64_t top;              /* how many best to return, 1 to 1000; 0: 10 */
+  int64_t jobs;             /* threads; 0: the CPUs online */
+  double tokens;            /* tokens to train, for train_hours and cost_usd; 0: none */
+  double price_per_gpu_hour;   /* USD, for cost_usd; 0: none */
+  /* This call's share of the space: configurations part, part + nparts,
+   * part + 2 nparts... of the enumeration are predicted (the counts of
+   * pruning before prediction are the whole space's).  0 and 0: all. */
+  int64_t part, nparts;
+  /* Called on the calling thread about 4 times a second while the
+   * threads predict (NULL: never): done of total predicted so far. */
+  void (*progress) (void *arg, uint64_t done, uint64_t total);
+  void *progress_arg;
+};
+
+/* One of the best configurations: the fields of perfmod search's JSON
+ * `best` rows, by the same names. */
+struct perfmod_search_row {
+  char strategy[256];       /* "tp=..,pp=..,...,kernels=..": reruns it as --strategy */
+  double step_ms;           /* the training step */
+  double tokens_per_s;      /* global batch x seq / step */
+  double mfu;               /* fraction of the GEMM dtype's peak */
+  double memory_gb;         /* per GPU */
+  double train_hours;       /* tokens / tokens_per_s; 0 without tokens */
+  double cost_usd;          /* train_hours x gpus x price; 0 without both */
+  int tp, pp, dp, cp, ep, mbs, vp, zero, sp;   /* the strategy's numbers */
+  uint64_t index;           /* position in the enumeration: equal steps rank by it */
+};
+
+/* Why configurations were pruned, in the order of the result's pruned[]. */
+enum perfmod_search_prune {
+  PERFMOD_PRUNE_TP,         /* tp does not divide the heads, key/value heads or ffn */
+  PERFMOD_PRUNE_EP,         /* ep does not divide the experts */
+  PERFMOD_PRUNE_BATCH,      /* global batch not a multiple of dp x mbs, or > 2^20 of them */
+  PERFMOD_PRUNE_INTERLEAVE, /* layers not a multiple of pp x vp, or micro-batches of pp */
+  PERFMOD_PRUNE_ZERO3_PP,   /* ZeRO-3 with pipeline stages: not modelled */
+  PERFMOD_PRUNE_MEMORY,     /* predicted out of memory (counted after prediction) */
+  PERFMOD_PRUNE_FIXED,      /* outside fix or max_tp */
+  PERFMOD_PRUNE_CP          /* cp with unfused attention, or seq not 2 x cp chunks */
+};
+#define PERFMOD_SEARCH_MAX_PRUNE 16   /* room in pruned[] for reasons to come */
+
+/* What a search gives.  Zero-initialise, set struct_size and row_size
+ * to their sizeof before the call; free with perfmod_search_result_free. */
+struct perfmod_search_result {
+  uint32_t struct_size;
+  uint32_t row_size;        /* sizeof (struct perfmod_search_row): best[] is filled so */
+  char *model, *gpu, *precision, *predictor, *objective;   /* the run, resolved */
+  int64_t gpus, global_batch, seq, gpus_per_node;
+  uint64_t configurations;  /* enumerated */
+  uint64_t predicted;       /* predicted (the rest were pruned before) */
+  struct {
+    const char *key;        /* as in JSON: "tp", "ep", "batch", ... */
+    const char *what;       /* in words */
+    uint64_t n;
+  } pruned[PERFMOD_SEARCH_MAX_PRUNE];
+  int npruned;              /* entries of pruned[] filled */
+  double seconds;           /* the search's own time */
+  struct perfmod_search_row *best;   /* best first */
+  size_t nbest;             /* 0 when every configuration was pruned (not an error) */
+};
+
+/* Search req into res: 0, or -1 with the reason in err (a request that
+ * leaves nothing to predict is refused so).  Searches on one context may
+ * run on several threads at once. */
+int perfmod_search (perfmod_ctx *ctx, const struct perfmod_search_request *req,
+                    struct perfmod_search_result *res, char *err, size_t errlen);
+/* What perfmod_search allocated in res (res itself is the caller's). */
+void perfmod_search_result_free (struct perfmod_search_result *res);
+
 /* The library's version, "0.1.0". */
 const char *perfmod_version (void);
 

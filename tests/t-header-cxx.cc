@@ -1,5 +1,6 @@
 // t-header-cxx.cc: the public header compiles as C++ and a C++ plugin can register itself.
 #include "perfmod-plugin.h"
+#include "perfmod.h"            // libperfmod's header too
 
 #include <cstdio>
 

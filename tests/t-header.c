@@ -1,5 +1,6 @@
 /* t-header.c: the public header compiles as strict C99 and its registration macro works. */
 #include "perfmod-plugin.h"
+#include "perfmod.h"            /* libperfmod's header too: strict C99, C++ */
 
 #include <stdio.h>
 

@@ -2,7 +2,7 @@
 # t0600-sdk.sh: install perfmod into a temporary prefix, build the example plugin out of tree with
 # pkg-config, and run a prediction with it through --plugin-path.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 12
+plan 15
 # make install with DESTDIR: the configured prefix, staged under $TMP/dest.
 dest="$TMP/dest"
 (cd "$top_builddir" && ${MAKE:-make} install DESTDIR="$dest" >"$TMP/install.log" 2>&1)
@@ -41,7 +41,7 @@ libdir=$(dirname "$(find "$dest" -name 'libperfmod.so' | head -1)")
 cp -r "$top_srcdir/examples/library" "$TMP/library"
 chmod -R u+w "$TMP/library"
 (cd "$TMP/library" && ${MAKE:-make} CC="${CC:-cc}" >"$TMP/lbuild.log" 2>&1)
-ok $? "the libperfmod example builds out of tree with pkg-config --cflags --libs perfmod"
+ok $? "the libperfmod examples (predict, search) build out of tree with pkg-config --cflags --libs perfmod"
 [ -f "$TMP/library/predict" ] || diag "$(cat "$TMP/lbuild.log")"
 env $(san_env) LD_LIBRARY_PATH="$libdir" "$TMP/library/predict" gpt3-2.7b h100 tp=2,dp=4 64 2048 tile-mlp >"$TMP/lib" 2>"$TMP/err"
 rc=$?
@@ -56,6 +56,21 @@ env $(san_env) LD_LIBRARY_PATH="$libdir" "$TMP/library/predict" gpt3-9b h100 tp=
 rc=$?
 ok $([ $rc -eq 1 ] && grep -q "perfmod_predict: .*gpt3-9b" "$TMP/err" && [ ! -s "$TMP/lib" ] && echo 0 || echo 1) \
   "a bad request: the library returns the reason, the process goes on"
+# The search example: the installed CLI's csv for the same search, row for row.
+[ -x "$TMP/library/search" ] || diag "$(cat "$TMP/lbuild.log")"
+env $(san_env) LD_LIBRARY_PATH="$libdir" "$TMP/library/search" gpt3-2.7b h100 16 64 2048 5 tile-mlp >"$TMP/lsearch" 2>"$TMP/err"
+rc=$?
+"$bin" search --model gpt3-2.7b --gpu h100 --gpus 16 --global-batch 64 --seq 2048 --top 5 \
+  --predictor tile-mlp --format csv >"$TMP/csearch" 2>/dev/null
+ok $([ $rc -eq 0 ] && [ "$(wc -l < "$TMP/csearch")" -eq 6 ] && cmp -s "$TMP/lsearch" "$TMP/csearch" && echo 0 || echo 1) \
+  "the libperfmod search example (pkg-config) prints the installed perfmod search's best 5"
+[ $rc -eq 0 ] || diag "$(cat "$TMP/err")"
+ok $(grep -q "^libperfmod .*gpt3-2.7b on 16 x .*: [0-9]* configurations, [0-9]* predicted" "$TMP/err" && echo 0 || echo 1) \
+  "... with the counts"
+env $(san_env) LD_LIBRARY_PATH="$libdir" "$TMP/library/search" gpt3-2.7b h100 0 64 2048 >"$TMP/lsearch" 2>"$TMP/err"
+rc=$?
+ok $([ $rc -eq 1 ] && grep -q "perfmod_search: search: gpus 0" "$TMP/err" && [ ! -s "$TMP/lsearch" ] && echo 0 || echo 1) \
+  "a bad search: the library returns the reason, the process goes on"
 pkg=$(find "$dest" -path '*/perfmod/__init__.py' | head -1)
 if command -v python3 >/dev/null && grep -q '^PYTHON = [^:]' "$top_builddir/Makefile" 2>/dev/null; then
   env $(san_env) PYTHONPATH="$(dirname "$(dirname "$pkg")")" PERFMOD_LIBRARY="$libdir/libperfmod.so.0" python3 -c '
@@ -70,6 +85,6 @@ else
   echo "ok $tap_n # SKIP python3 not configured"
 fi
 nm -D --defined-only "$libdir/libperfmod.so" | awk '$2 == "T" { print $3 }' | sort > "$TMP/syms"
-ok $([ "$(tr '\n' ' ' < "$TMP/syms")" = "perfmod_close perfmod_open perfmod_predict perfmod_version " ] &&
+ok $([ "$(tr '\n' ' ' < "$TMP/syms")" = "perfmod_close perfmod_open perfmod_predict perfmod_search perfmod_search_result_free perfmod_version " ] &&
      echo 0 || echo 1) "libperfmod exports perfmod_* alone"
 finish

@@ -1,9 +1,9 @@
 #!/bin/sh
-# t0650-python.sh: the perfmod Python package over libperfmod gives the CLI's numbers as a dict, and perfmod's reason as an exception.
+# t0650-python.sh: the perfmod Python package over libperfmod gives the CLI's numbers (predict and search) as a dict, and perfmod's reason as an exception.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 command -v python3 >/dev/null || skip_all "python3 not found"
 [ -f "$top_builddir/python/perfmod/__init__.py" ] || skip_all "the Python package was not configured"
-plan 3
+plan 6
 export PYTHONPATH="$top_builddir/python" PERFMOD_LIBRARY="$top_builddir/.libs/libperfmod.so.0"
 "$PERFMOD" --model gpt3-2.7b --gpu h100 --mode train --batch 64 --seq 2048 --strategy tp=2,dp=4 \
   --predictor tile-mlp --format json > "$TMP/cli" 2>/dev/null
@@ -27,4 +27,47 @@ ok $(grep -qx dict "$TMP/out" && echo 0 || echo 1) "the result is a plain dict"
 ok $(grep -q '^error: .*tp=3 does not divide the 32 attention heads' "$TMP/out" && echo 0 || echo 1) \
   "a refused request raises PerfmodError with perfmod's reason"
 [ $tap_failed -eq 0 ] || diag "$(cat "$TMP/out")"
+
+# perfmod.search: the CLI's JSON for the same search, field for field
+S="--model gpt3-2.7b --gpu h100 --gpus 16 --global-batch 64 --seq 2048 --predictor tile-mlp --top 5 --tokens 1e10 --price-per-gpu-hour 2.5 --fix vp=1"
+"$PERFMOD" search $S --format json > "$TMP/scli" 2>/dev/null
+env $(san_env) python3 - "$TMP/scli" > "$TMP/sout" 2>&1 <<'PY'
+import json, sys, perfmod
+cli = json.load(open(sys.argv[1]))
+with perfmod.Context() as ctx:
+    r = ctx.search("gpt3-2.7b", gpu="h100", gpus=16, global_batch=64, seq=2048,
+                   predictor="tile-mlp", top=5, tokens=1e10, price_per_gpu_hour=2.5, fix="vp=1")
+m = perfmod.search("gpt3-2.7b", "h100", 16, 64, seq=2048, predictor="tile-mlp", top=5,
+                   tokens=1e10, price_per_gpu_hour=2.5, fix="vp=1", jobs=2)
+def close(a, b):
+    return a == b or abs(a / b - 1) < 1e-9
+same = (len(cli["best"]) == 5 and [b.keys() for b in r["best"]] == [b.keys() for b in cli["best"]] and
+        all(b["strategy"] == c["strategy"] and b["rank"] == c["rank"] and
+            all(close(b[k], c[k]) for k in ("step_ms", "tokens_per_s", "mfu", "memory_gb",
+                                            "train_hours", "cost_usd"))
+            for b, c in zip(r["best"], cli["best"])) and
+        all(r[k] == cli[k] for k in cli if k not in ("best", "seconds")) and r.keys() == cli.keys())
+print("same" if same else "differ %r %r" % (r, cli))
+print("module" if m["best"] == r["best"] and m["pruned"] == r["pruned"] else "module differs %r" % m)
+print("dict" if isinstance(r, dict) and isinstance(r["pruned"], dict) and
+      isinstance(r["best"], list) and isinstance(r["best"][0], dict) else "notdict")
+for bad in ({"gpus": 0, "global_batch": 8}, {"gpus": 8, "global_batch": 8, "fix": "tp=3"}):
+    try:
+        perfmod.search("gpt3-2.7b", gpu="h100", **bad)
+        print("noerror")
+    except perfmod.PerfmodError as e:
+        print("error: %s" % e)
+try:
+    perfmod.search("gpt3-9b", gpu="h100", gpus=8, global_batch=8)
+    print("noerror")
+except perfmod.PerfmodError as e:
+    print("error: %s" % e)
+PY
+ok $(grep -qx same "$TMP/sout" && grep -qx module "$TMP/sout" && echo 0 || echo 1) \
+  "perfmod.search and Context.search give perfmod search --format json's counts and best, by its names"
+ok $(grep -qx dict "$TMP/sout" && echo 0 || echo 1) "the search result is a plain dict of lists and dicts"
+ok $(grep -q '^error: search: gpus 0: expected 1' "$TMP/sout" && grep -q '^error: .*is left to predict' "$TMP/sout" &&
+     grep -q "^error: .*gpt3-9b" "$TMP/sout" && ! grep -q noerror "$TMP/sout" && echo 0 || echo 1) \
+  "a refused search (gpus=0, impossible fix, unknown model) raises PerfmodError with perfmod's reason"
+[ $tap_failed -eq 0 ] || diag "$(cat "$TMP/sout")"
 finish

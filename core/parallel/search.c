@@ -1,0 +1,651 @@
+/* search.c: the search engine of perfmod search and perfmod_search: every parallel configuration of a training step enumerated, the impossible ones pruned with their reason, the rest predicted on threads with caches, the best kept. */
+#include <config.h>
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static const char *const prune_keys[SEARCH_NPRUNE] = {   /* JSON */
+  "tp", "ep", "batch", "interleave", "zero3_pp", "memory", "fixed", "cp",
+};
+static const char *const prune_names[SEARCH_NPRUNE] = {
+  "tp does not divide heads/ffn", "ep does not divide the experts",
+  "batch not a multiple of dp x mbs (or > 2^20 of them)", "layers or micro-batches vs pp x vp",
+  "zero=3 with pp > 1 (not modelled)", "out of memory", "outside --fix/--max-tp",
+  "cp: unfused attention or seq not 2cp chunks",
+};
+
+/* One predicted configuration. */
+struct found {
+  struct strategy s;
+  size_t index;          /* in the enumeration: breaks ties, whatever the threads */
+  double step_ms, tokens_s, mfu, mem_gb, train_h, cost;
+  double score;          /* lower is better */
+};
+
+/* The search's state: the fixed inputs, the counters, the best so far. */
+struct search {
+  int64_t gpus, batch, seq, max_tp, max_cp;
+  size_t top;
+  double tokens, price;
+  const struct model_cfg *m;
+  const struct gpu_entry *ge;
+  const struct precision *pr;
+  struct plugin_set *set;
+  struct plugin *pred;
+  const char *datadir;             /* the caller's, for the threads */
+  struct strategy fixed;           /* the fix values; `fixed_mask` says which count */
+  unsigned fixed_mask;
+  bool flash;
+  enum pm_kernels kernels;
+  int gpn;
+  size_t tried, predicted, pruned[SEARCH_NPRUNE];
+  struct strategy *configs;        /* enumerated and not pruned: to predict */
+  size_t nconfigs;
+  struct found *best;
+  size_t nbest;
+  size_t done;                     /* predicted so far, all threads (progress) */
+  int finished;                    /* threads done */
+};
+
+/* One thread's share: every step-th configuration from `first`. */
+struct worker {
+  struct search *x;
+  size_t first, step;
+  struct dist_cache *cache;
+  struct found *best;
+  size_t nbest, predicted, oom;
+  int rc;
+  char err[512];
+};
+
+enum { FX_TP, FX_PP, FX_DP, FX_EP, FX_MBS, FX_VP, FX_ZERO, FX_RECOMPUTE, FX_SP, FX_SCHEDULE,
+       FX_KERNELS, FX_CP };
+
+/* Which keys fix gives: parsed as a strategy, each key's presence found
+ * by name. */
+static int
+fix_parse (struct search *x, const char *fix)
+{
+  static const char *const keys[] = { "tp", "pp", "dp", "ep", "mbs", "vp", "zero", "recompute",
+                                      "sp", "schedule", "kernels", "cp" };
+  char **items;
+  strategy_init (&x->fixed);
+  x->fixed_mask = 0;
+  if (fix == NULL)
+    return 0;
+  items = strv_split (fix, ',');
+  for (char **it = items; *it; it++) {
+    char *eq = strchr (*it, '=');
+    int k;
+    if (eq)
+      *eq = '\0';
+    if ((k = word_index (*it, keys, sizeof keys / sizeof keys[0])) < 0) {
+      pm_error ("--fix: %s cannot be fixed (fixable: tp, pp, dp, ep, mbs, vp, zero, recompute, "
+                "sp, schedule, kernels)", *it);
+      strv_free (items);
+      return -1;
+    }
+    x->fixed_mask |= 1u << k;
+  }
+  strv_free (items);
+  return strategy_parse (&x->fixed, fix, "--fix");
+}
+
+static bool
+fixed_ok (const struct search *x, int key, int value)
+{
+  const struct strategy *f = &x->fixed;
+  int want[] = { f->tp, f->pp, f->dp, f->ep, f->mbs, f->vp, f->zero, f->recompute, f->sp,
+                 f->schedule, f->kernels, f->cp };
+  return !(x->fixed_mask & 1u << key) || want[key] == value;
+}
+
+static bool
+better (const struct found *a, const struct found *b)
+{
+  return a->score < b->score || (a->score == b->score && a->index < b->index);
+}
+
+/* Keep f in best[0..*n) if it is among the top (sorted, best first). */
+static void
+keep (struct found *best, size_t *n, size_t top, const struct found *f)
+{
+  size_t i;
+  if (*n == top && !better (f, &best[*n - 1]))
+    return;
+  i = *n < top ? *n : *n - 1;
+  while (i > 0 && better (f, &best[i - 1])) {
+    best[i] = best[i - 1];
+    i--;
+  }
+  best[i] = *f;
+  if (*n < top)
+    (*n)++;
+}
+
+/* Count s, and keep it for prediction unless fix or what is not
+ * modelled prunes it. */
+static void
+consider (struct search *x, const struct strategy *s)
+{
+  x->tried++;
+  if (!fixed_ok (x, FX_ZERO, s->zero) || !fixed_ok (x, FX_RECOMPUTE, s->recompute) ||
+      !fixed_ok (x, FX_SP, s->sp) || !fixed_ok (x, FX_SCHEDULE, s->schedule)) {
+    x->pruned[SEARCH_PRUNE_FIXED]++;
+    return;
+  }
+  if (s->zero == 3 && s->pp > 1) {
+    x->pruned[SEARCH_PRUNE_ZERO3_PP]++;
+    return;
+  }
+  if ((x->nconfigs & (x->nconfigs - 1)) == 0)
+    x->configs = xrealloc (x->configs, (x->nconfigs ? 2 * x->nconfigs : 1) * sizeof *x->configs);
+  x->configs[x->nconfigs++] = *s;
+}
+
+/* Predict configuration i into the worker's best; -1 on a predictor
+ * failure (w->err says why). */
+static int
+predict_one (struct worker *w, size_t i)
+{
+  struct search *x = w->x;
+  struct dist_options d;
+  struct dist_result r;
+  struct found f;
+  double peak = perfmod_gpu_peak_flops (&x->ge->gpu, x->pr->gemm), tokens;
+  int rc;
+
+  memset (&d, 0, sizeof d);
+  d.s = &x->configs[i];
+  d.prec = x->pr;
+  d.train = true;
+  d.flash = x->flash;
+  d.batch = x->batch;
+  d.seq = x->seq;
+  d.gpus_per_node = x->gpn;
+  d.cache = w->cache;
+  pm_error_capture (w->err, sizeof w->err);
+  rc = dist_predict (x->set, x->pred, x->m, &x->ge->gpu, &d, &r);
+  pm_error_capture (NULL, 0);
+  if (rc < 0)
+    return -1;
+  w->predicted++;
+  __atomic_fetch_add (&x->done, 1, __ATOMIC_RELAXED);
+  if (r.mem.oom) {
+    w->oom++;
+    return 0;
+  }
+  tokens = (double) x->batch * (double) x->seq;
+  memset (&f, 0, sizeof f);
+  f.s = x->configs[i];
+  f.index = i;
+  f.step_ms = r.step_ms;
+  f.tokens_s = tokens / (r.step_ms / 1e3);
+  f.mfu = r.step_ms > 0 ? r.flops / (r.step_ms / 1e3) / peak : 0;
+  f.mem_gb = r.mem.total / 1e9;
+  f.train_h = x->tokens > 0 ? x->tokens / f.tokens_s / 3600 : 0;
+  f.cost = f.train_h * (double) x->gpus * x->price;
+  /* with a fixed GPU count every objective ranks by step time */
+  f.score = r.step_ms;
+  keep (w->best, &w->nbest, x->top, &f);
+  return 0;
+}
+
+static void *
+work (void *arg)
+{
+  struct worker *w = arg;
+  pm_datadir_use (w->x->datadir);
+  for (size_t i = w->first; i < w->x->nconfigs && w->rc == 0; i += w->step)
+    if (predict_one (w, i) < 0)
+      w->rc = -1;
+  pm_datadir_use (NULL);
+  __atomic_fetch_add (&w->x->finished, 1, __ATOMIC_RELAXED);
+  return NULL;
+}
+
+/* Predict this part's share of the kept configurations (every nparts-th
+ * from part) on `jobs` threads, each with its own chunk cache, and merge
+ * their best: the result is the same for any number of threads or parts.
+ * The share's first configuration is predicted alone first, so that the
+ * predictor's lazily loaded parameters are loaded once. */
+static int
+predict_all (struct search *x, int jobs, size_t part, size_t nparts,
+             const struct perfmod_search_request *req)
+{
+  struct worker *w = xcalloc ((size_t) jobs, sizeof *w);
+  pthread_t *th = xcalloc ((size_t) jobs, sizeof *th);
+  bool *started = xcalloc ((size_t) jobs, sizeof *started);
+  int rc = 0;
+
+  for (int kc = 0; kc < 16; kc++)       /* the dtypes() answers asked before the threads */
+    for (int dt = 0; dt < PERFMOD_DTYPE_COUNT; dt++)
+      plugin_covers (x->pred, kc, dt);
+  for (int j = 0; j < jobs; j++) {
+    w[j].x = x;
+    w[j].first = part + nparts * (size_t) j;
+    w[j].step = (size_t) jobs * nparts;
+    w[j].cache = dist_cache_new ();
+    w[j].best = xcalloc (x->top, sizeof *w[j].best);
+  }
+  if (part < x->nconfigs && predict_one (&w[0], part) < 0)
+    w[0].rc = -1;
+  w[0].first += w[0].step;               /* its first is done */
+  for (int j = 0; j < jobs && w[0].rc == 0; j++) {
+    if (pthread_create (&th[j], NULL, work, &w[j]) == 0)
+      started[j] = true;
+    else
+      work (&w[j]);                      /* a thread that could not start: here */
+  }
+  /* the caller's progress while the threads run */
+  while (req->progress && __atomic_load_n (&x->finished, __ATOMIC_RELAXED) < jobs) {
+    struct timespec nap = { 0, 250000000 };
+    nanosleep (&nap, NULL);
+    req->progress (req->progress_arg, __atomic_load_n (&x->done, __ATOMIC_RELAXED), x->nconfigs);
+  }
+  for (int j = 0; j < jobs; j++)
+    if (started[j])
+      pthread_join (th[j], NULL);
+  for (int j = 0; j < jobs; j++) {
+    if (w[j].rc < 0 && rc == 0) {
+      pm_error ("%s", w[j].err);
+      rc = -1;
+    }
+    x->predicted += w[j].predicted;
+    x->pruned[SEARCH_PRUNE_MEMORY] += w[j].oom;
+    for (size_t i = 0; i < w[j].nbest; i++)
+      keep (x->best, &x->nbest, x->top, &w[j].best[i]);
+    dist_cache_free (w[j].cache);
+    free (w[j].best);
+  }
+  free (w);
+  free (th);
+  free (started);
+  return rc;
+}
+
+/* One configuration counted and pruned before prediction. */
+static void
+prune (struct search *x, enum search_prune why)
+{
+  x->tried++;
+  x->pruned[why]++;
+}
+
+/* Every configuration, in a fixed order (the result does not depend on
+ * it: ties are broken by that order). */
+static void
+enumerate (struct search *x)
+{
+  const struct model_cfg *m = x->m;
+  int64_t gpus = x->gpus, max_tp = x->max_tp ? x->max_tp : x->gpn;
+  int64_t max_cp = x->max_cp ? x->max_cp : 8;
+  for (int tp = 1; tp <= gpus && tp <= max_tp; tp *= 2) {
+    if (gpus % tp != 0)
+      continue;
+    if (!fixed_ok (x, FX_TP, tp)) {
+      prune (x, SEARCH_PRUNE_FIXED);
+      continue;
+    }
+    if (m->heads % tp || m->kv_heads % tp || m->ffn % tp) {
+      prune (x, SEARCH_PRUNE_TP);
+      continue;
+    }
+    for (int64_t pp = 1; pp <= gpus / tp && pp <= m->layers; pp++)
+    for (int cp = 1; cp <= max_cp && cp <= gpus / tp / pp; cp *= 2) {
+      int64_t dp;
+      if ((gpus / tp) % pp != 0 || (gpus / tp / pp) % cp != 0)
+        continue;
+      dp = gpus / tp / pp / cp;
+      if (!fixed_ok (x, FX_PP, (int) pp) || !fixed_ok (x, FX_DP, (int) dp) ||
+          !fixed_ok (x, FX_CP, cp)) {
+        prune (x, SEARCH_PRUNE_FIXED);
+        continue;
+      }
+      /* Megatron's ring attention: fused attention, 2 x cp equal chunks */
+      if (cp > 1 && (!x->flash || x->seq % (2 * cp) != 0)) {
+        prune (x, SEARCH_PRUNE_CP);
+        continue;
+      }
+      for (int64_t ep = 1; ep <= dp; ep++) {
+        if (dp % ep != 0 || (ep > 1 && m->experts == 0))
+          continue;
+        if (!fixed_ok (x, FX_EP, (int) ep)) {
+          prune (x, SEARCH_PRUNE_FIXED);
+          continue;
+        }
+        if (ep > 1 && m->experts % ep != 0) {
+          prune (x, SEARCH_PRUNE_EP);
+          continue;
+        }
+        for (int mbs = 1; mbs <= 16; mbs *= 2) {
+          int64_t micro;
+          if (!fixed_ok (x, FX_MBS, mbs)) {
+            prune (x, SEARCH_PRUNE_FIXED);
+            continue;
+          }
+          if (x->batch % (dp * mbs) != 0) {
+            prune (x, SEARCH_PRUNE_BATCH);
+            continue;
+          }
+          micro = x->batch / (dp * mbs);
+          if (micro > PM_MAX_MICROBATCHES) {   /* beyond what dist_check models */
+            prune (x, SEARCH_PRUNE_BATCH);
+            continue;
+          }
+          for (int64_t vp = 1; vp <= (pp > 1 ? m->layers / pp : 1); vp++) {
+            if (!fixed_ok (x, FX_VP, (int) vp)) {
+              prune (x, SEARCH_PRUNE_FIXED);
+              continue;
+            }
+            /* Megatron: layers split evenly; interleaving needs the
+             * micro-batches in whole rounds of pp */
+            if (m->layers % (pp * vp) != 0 || (vp > 1 && micro % pp != 0)) {
+              if (m->layers % pp == 0 || vp == 1)   /* each (pp, vp) counted once */
+                prune (x, SEARCH_PRUNE_INTERLEAVE);
+              continue;
+            }
+            for (int zero = 0; zero <= (dp > 1 ? 3 : 0); zero++)
+              for (int rc = RECOMPUTE_NONE; rc <= RECOMPUTE_FULL; rc++)
+                for (int sp = 0; sp <= (tp > 1 ? 1 : 0); sp++) {
+                  struct strategy s;
+                  strategy_init (&s);
+                  s.tp = tp;
+                  s.pp = (int) pp;
+                  s.dp = (int) dp;
+                  s.dp_set = true;
+                  s.ep = (int) ep;
+                  s.cp = cp;
+                  s.mbs = mbs;
+                  s.vp = (int) vp;
+                  s.schedule = vp > 1 ? SCHED_INTERLEAVED : SCHED_1F1B;
+                  s.zero = zero;
+                  s.recompute = (enum pm_recompute) rc;
+                  s.sp = sp;
+                  s.kernels = (x->fixed_mask & 1u << FX_KERNELS) ? x->fixed.kernels : x->kernels;
+                  s.kernels_set = true;
+                  consider (x, &s);
+                }
+          }
+        }
+      }
+    }
+  }
+}
+
+/* The re-runnable --strategy string of s. */
+static void
+strategy_string (const struct strategy *s, char *buf, size_t len)
+{
+  snprintf (buf, len, "tp=%d,pp=%d,dp=%d,cp=%d,ep=%d,mbs=%d,vp=%d,schedule=%s,zero=%d,recompute=%s,"
+            "sp=%d,kernels=%s", s->tp, s->pp, s->dp, s->cp, s->ep, s->mbs, s->vp,
+            schedule_name (s->schedule), s->zero, recompute_name (s->recompute), s->sp,
+            kernels_name (s->kernels));
+}
+
+/* The first struct_size bytes of res and the caller's row_size bytes of
+ * each row: what a caller built against an older header has. */
+#define RES_HAS(res, field) \
+  ((res)->struct_size >= offsetof (struct perfmod_search_result, field) + sizeof (res)->field)
+
+static bool
+row_better (const struct perfmod_search_row *a, const struct perfmod_search_row *b)
+{
+  return a->step_ms < b->step_ms || (a->step_ms == b->step_ms && a->index < b->index);
+}
+
+int
+search_merge (struct perfmod_search_result *res, const struct perfmod_search_row *rows, size_t n,
+              size_t top)
+{
+  size_t rs = res->row_size, nb = 0;
+  struct perfmod_search_row *all;
+  if (rs < offsetof (struct perfmod_search_row, index) + sizeof rows->index) {
+    pm_error ("search: row_size is not sizeof (struct perfmod_search_row)");
+    return -1;
+  }
+  /* res->best and rows, as full rows, sorted by insertion */
+  all = xcalloc (res->nbest + n + 1, sizeof *all);
+  for (size_t i = 0; i < res->nbest + n; i++) {
+    struct perfmod_search_row r;
+    size_t k;
+    memset (&r, 0, sizeof r);
+    if (i < res->nbest)
+      memcpy (&r, (const char *) res->best + i * rs, rs < sizeof r ? rs : sizeof r);
+    else
+      memcpy (&r, (const char *) rows + (i - res->nbest) * rs, rs < sizeof r ? rs : sizeof r);
+    for (k = nb; k > 0 && row_better (&r, &all[k - 1]); k--)
+      all[k] = all[k - 1];
+    all[k] = r;
+    nb++;
+  }
+  if (nb > top)
+    nb = top;
+  free (res->best);
+  res->best = xcalloc (nb + 1, rs);
+  for (size_t i = 0; i < nb; i++)
+    memcpy ((char *) res->best + i * rs, &all[i], rs < sizeof all[i] ? rs : sizeof all[i]);
+  res->nbest = nb;
+  free (all);
+  return 0;
+}
+
+void
+search_result_free (struct perfmod_search_result *res)
+{
+  free (res->model);
+  free (res->gpu);
+  free (res->precision);
+  free (res->predictor);
+  free (res->objective);
+  free (res->best);
+  res->model = res->gpu = res->precision = res->predictor = res->objective = NULL;
+  res->best = NULL;
+  res->nbest = 0;
+}
+
+/* The request's numbers in range: 0, or -1 said. */
+static int
+request_check (const struct perfmod_search_request *req)
+{
+  const char *obj = req->objective ? req->objective : "time";
+  if (req->model == NULL) {
+    pm_error ("search: no model");
+    return -1;
+  }
+  if (req->gpus < 1 || req->gpus > 1 << 20) {
+    pm_error ("search: gpus %lld: expected 1 to 1048576", (long long) req->gpus);
+    return -1;
+  }
+  if (req->global_batch < 1 || req->global_batch > (int64_t) 1 << 31) {
+    pm_error ("search: global batch %lld: expected 1 to 2^31", (long long) req->global_batch);
+    return -1;
+  }
+  if (req->seq < 0 || req->seq > (int64_t) 1 << 31) {
+    pm_error ("search: seq %lld: expected 1 to 2^31 (0: the model's)", (long long) req->seq);
+    return -1;
+  }
+  if (req->gpus_per_node < 0 || req->gpus_per_node > 1 << 20 || req->max_tp < 0 ||
+      req->max_tp > 1 << 20 || req->max_cp < 0 || req->max_cp > 1 << 20) {
+    pm_error ("search: gpus per node, max tp and max cp: expected 1 to 1048576 (0: the default)");
+    return -1;
+  }
+  if (req->top < 0 || req->top > 1000) {
+    pm_error ("search: top %lld: expected 1 to 1000 (0: 10)", (long long) req->top);
+    return -1;
+  }
+  if (req->jobs < 0 || req->jobs > 1024) {
+    pm_error ("search: jobs %lld: expected 1 to 1024 (0: the CPUs)", (long long) req->jobs);
+    return -1;
+  }
+  if (!isfinite (req->tokens) || req->tokens < 0 || !isfinite (req->price_per_gpu_hour) ||
+      req->price_per_gpu_hour < 0) {
+    pm_error ("search: tokens and price per GPU hour: expected finite numbers of at least 0");
+    return -1;
+  }
+  if (req->nparts < 0 || req->part < 0 || (req->nparts == 0 && req->part != 0) ||
+      (req->nparts > 0 && req->part >= req->nparts)) {
+    pm_error ("search: part %lld of %lld: expected 0 <= part < nparts", (long long) req->part,
+              (long long) req->nparts);
+    return -1;
+  }
+  if (strcmp (obj, "time") && strcmp (obj, "cost") && strcmp (obj, "tokens-per-s")) {
+    pm_error ("search: objective '%s': expected time, cost or tokens-per-s", obj);
+    return -1;
+  }
+  if (strcmp (obj, "cost") == 0 && !(req->price_per_gpu_hour > 0)) {
+    pm_error ("search: the cost objective needs a price per GPU hour");
+    return -1;
+  }
+  return 0;
+}
+
+int
+search_run (struct plugin_set *set, const struct gpu_db *gpus,
+            const struct perfmod_search_request *req, struct perfmod_search_result *res)
+{
+  struct search x;
+  struct model_cfg m;
+  bool have_model = false;
+  int rc = SEARCH_BAD_REQUEST;
+  int64_t jobs;
+  size_t rs;
+  double t0;
+
+  if (req->struct_size < offsetof (struct perfmod_search_request, progress_arg) + sizeof (void *) ||
+      !RES_HAS (res, nbest) ||
+      res->row_size < offsetof (struct perfmod_search_row, index) + sizeof (uint64_t)) {
+    pm_error ("perfmod_search: set struct_size of the request and the result, and the result's "
+              "row_size, to their sizeof");
+    return SEARCH_BAD_REQUEST;
+  }
+  rs = res->row_size;
+  memset ((char *) res + 2 * sizeof (uint32_t), 0, res->struct_size - 2 * sizeof (uint32_t));
+  if (request_check (req) < 0)
+    return SEARCH_BAD_REQUEST;
+  memset (&x, 0, sizeof x);
+  x.gpus = req->gpus;
+  x.batch = req->global_batch;
+  x.seq = req->seq;
+  x.max_tp = req->max_tp;
+  x.max_cp = req->max_cp;
+  x.top = req->top ? (size_t) req->top : 10;
+  x.tokens = req->tokens;
+  x.price = req->price_per_gpu_hour;
+  x.set = set;
+  x.datadir = pm_datadir ();
+  if ((x.ge = gpu_db_find (gpus, req->gpu ? req->gpu : DEFAULT_GPU)) == NULL) {
+    pm_error ("--gpu '%s': no such GPU (see perfmod gpus)", req->gpu);
+    goto out;
+  }
+  x.gpn = req->gpus_per_node ? (int) req->gpus_per_node : x.ge->gpu.gpus_per_node;
+  if (x.gpn < 1)
+    x.gpn = 1;
+  if (req->precision) {
+    if ((x.pr = precision_train (req->precision)) == NULL) {
+      pm_error ("--precision '%s': expected fp32, amp-fp16, bf16 or fp8", req->precision);
+      goto out;
+    }
+    if (x.pr->gemm != PERFMOD_DTYPE_FP32 && !(x.ge->gpu.tensor_tflops[x.pr->gemm] > 0)) {
+      pm_error ("--precision %s: %s has no %s matrix units in gpus.d", req->precision,
+                x.ge->name, dtype_name (x.pr->gemm));
+      goto out;
+    }
+  }
+  else
+    x.pr = precision_of_dtype (default_dtype (&x.ge->gpu), true);
+  if (model_cfg_open (&m, req->model) < 0)
+    goto out;
+  have_model = true;
+  x.m = &m;
+  if (x.seq == 0)
+    x.seq = m.max_pos > 0 && m.max_pos < 2048 ? m.max_pos : 2048;
+  x.flash = flash_supported (&x.ge->gpu, x.pr);
+  x.kernels = default_kernels (&m, x.pr, true);
+  if (fix_parse (&x, req->fix) < 0)
+    goto out;
+  if ((x.pred = predictor_find (set, req->predictor ? req->predictor : "roofline")) == NULL)
+    goto out;
+  x.best = xcalloc (x.top, sizeof *x.best);
+  t0 = pm_now ();
+  enumerate (&x);
+  if (x.nconfigs == 0) {
+    /* impossible constraints: nothing reaches a prediction */
+    pm_error ("search: no configuration of %s on %lld GPUs with global batch %lld is left "
+              "to predict (%zu tried: %zu %s, %zu %s, %zu %s, %zu %s, %zu %s)", m.name,
+              (long long) x.gpus, (long long) x.batch, x.tried,
+              x.pruned[SEARCH_PRUNE_FIXED], prune_names[SEARCH_PRUNE_FIXED],
+              x.pruned[SEARCH_PRUNE_TP], prune_names[SEARCH_PRUNE_TP],
+              x.pruned[SEARCH_PRUNE_BATCH], prune_names[SEARCH_PRUNE_BATCH],
+              x.pruned[SEARCH_PRUNE_INTERLEAVE], prune_names[SEARCH_PRUNE_INTERLEAVE],
+              x.pruned[SEARCH_PRUNE_EP] + x.pruned[SEARCH_PRUNE_ZERO3_PP], "other");
+    goto out;
+  }
+  if ((jobs = req->jobs) == 0) {
+    long n = sysconf (_SC_NPROCESSORS_ONLN);
+    jobs = n > 0 ? n : 1;
+  }
+  if (predict_all (&x, (int) jobs, (size_t) req->part, req->nparts ? (size_t) req->nparts : 1,
+                   req) < 0) {
+    rc = SEARCH_FAILED;
+    goto out;
+  }
+  res->seconds = pm_now () - t0;
+  res->model = xstrdup (m.name);
+  res->gpu = xstrdup (x.ge->name);
+  res->precision = xstrdup (x.pr->name);
+  res->predictor = xstrdup (x.pred->p.name);
+  res->objective = xstrdup (req->objective ? req->objective : "time");
+  res->gpus = x.gpus;
+  res->global_batch = x.batch;
+  res->seq = x.seq;
+  res->gpus_per_node = x.gpn;
+  res->configurations = x.tried;
+  res->predicted = x.predicted;
+  for (int i = 0; i < SEARCH_NPRUNE; i++) {
+    res->pruned[i].key = prune_keys[i];
+    res->pruned[i].what = prune_names[i];
+    res->pruned[i].n = x.pruned[i];
+  }
+  res->npruned = SEARCH_NPRUNE;
+  res->best = xcalloc (x.nbest + 1, rs);
+  for (size_t i = 0; i < x.nbest; i++) {
+    const struct found *f = &x.best[i];
+    struct perfmod_search_row r;
+    memset (&r, 0, sizeof r);
+    strategy_string (&f->s, r.strategy, sizeof r.strategy);
+    r.step_ms = f->step_ms;
+    r.tokens_per_s = f->tokens_s;
+    r.mfu = f->mfu;
+    r.memory_gb = f->mem_gb;
+    r.train_hours = f->train_h;
+    r.cost_usd = f->cost;
+    r.tp = f->s.tp;
+    r.pp = f->s.pp;
+    r.dp = f->s.dp;
+    r.cp = f->s.cp;
+    r.ep = f->s.ep;
+    r.mbs = f->s.mbs;
+    r.vp = f->s.vp;
+    r.zero = f->s.zero;
+    r.sp = f->s.sp;
+    r.index = f->index;
+    memcpy ((char *) res->best + i * rs, &r, rs < sizeof r ? rs : sizeof r);
+  }
+  res->nbest = x.nbest;
+  rc = 0;
+out:
+  if (rc != 0)
+    search_result_free (res);
+  free (x.configs);
+  free (x.best);
+  if (have_model)
+    model_cfg_free (&m);
+  return rc;
+}
