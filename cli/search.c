@@ -864,10 +864,16 @@ search_main (int argc, char **argv)
     return p < 0 ? EXIT_USAGE : 0;
   }
   x.o = &o;
-  /* the chart's file can be written, before the long part */
-  if (o.plot && mpi_rank == 0 && atomic_reserve (o.plot) < 0) {
-    o.plot = NULL;
-    goto out;
+  /* the chart's file can be written, before the long part (every rank
+   * asks, so that all stop alike; rank 0 keeps its reservation) */
+  if (o.plot) {
+    if (atomic_reserve (o.plot) < 0) {
+      o.plot = NULL;
+      rc = EXIT_RUNTIME;
+      goto out;
+    }
+    if (mpi_rank > 0)
+      atomic_release (o.plot);
   }
   if (gpu_db_load_data (&gpus) < 0)
     goto out;
