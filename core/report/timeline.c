@@ -143,8 +143,8 @@ timeline_write (const struct timeline *t, const char *path, const char *title,
    * the gradients and the optimizer */
   segs = 3 * n + 3 * (size_t) t->stages;
   if (segs > MAX_SEGMENTS) {
-    pm_error ("--plot %s: %zu pipeline operations are too many to draw (at most %d): fewer "
-              "micro-batches or stages", path, n, MAX_SEGMENTS / 3);
+    pm_error ("--plot %s: %zu pipeline operations and waits are too many to draw (at most "
+              "%d): fewer micro-batches or stages", path, n, MAX_SEGMENTS / 3);
     return -1;
   }
   memset (&c, 0, sizeof c);
@@ -254,7 +254,7 @@ timeline_write (const struct timeline *t, const char *path, const char *title,
 
 /* ---- the search's scaling chart ---- */
 
-enum { SW = 1000, SL = 90, SR = 700, ST = 70, SB = 440, SH = 560 };
+enum { SW = 1000, SL = 90, SR = 700, ST = 70, SB = 440 };
 
 /* The strategy string without the keys at their defaults. */
 static void
@@ -285,6 +285,8 @@ scaling_plot_write (const char *path, const char *title, const char *ylabel,
   double gmin = INFINITY, gmax = 0, vmin = INFINITY, vmax = 0, x0, x1, y0, y1;
   char *tmp, lab[256];
   FILE *fp;
+  /* the list beside the chart: two lines a count */
+  int height = (int) fmax (520, ST + 40 + 28 * (double) nbest);
 
   for (size_t i = 0; i < nbest; i++) {
     gmin = fmin (gmin, (double) best[i].gpus);
@@ -314,9 +316,10 @@ scaling_plot_write (const char *path, const char *title, const char *ylabel,
     return -1;
   fprintf (fp, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-           "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\">\n<title>scaling: ", SW, SH, SW, SH);
+           "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\">\n<title>scaling: ", SW, height, SW,
+           height);
   put_escaped (fp, title);
-  fprintf (fp, "</title>\n<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", SW, SH);
+  fprintf (fp, "</title>\n<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", SW, height);
   fprintf (fp, "<text x=\"%d\" y=\"24\" font-size=\"14\" font-weight=\"bold\">", SL);
   put_escaped (fp, title);
   fprintf (fp, "</text>\n<text x=\"%d\" y=\"42\" font-size=\"12\" fill=\"#555\">the best "
@@ -368,8 +371,14 @@ scaling_plot_write (const char *path, const char *title, const char *ylabel,
              "data-strategy=\"%s\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"#1f77b4\"><title>%lld "
              "GPUs: %.4g, %s</title></circle>\n", (long long) best[i].gpus, best[i].value,
              best[i].label, x, y, (long long) best[i].gpus, best[i].value, best[i].label);
-    fprintf (fp, "<text transform=\"translate(%.1f %.1f) rotate(-18)\" fill=\"#1f77b4\">%s"
-             "</text>\n", x + 6, y - 8, lab);
+    /* the line falls to the right: labels above right of it on its left half,
+     * below left on its right half */
+    if (x < (SL + SR) / 2)
+      fprintf (fp, "<text transform=\"translate(%.1f %.1f) rotate(-18)\" fill=\"#1f77b4\">%s"
+               "</text>\n", x + 6, y - 8, lab);
+    else
+      fprintf (fp, "<text transform=\"translate(%.1f %.1f) rotate(-18)\" text-anchor=\"end\" "
+               "fill=\"#1f77b4\">%s</text>\n", x - 6, y + 16, lab);
   }
   fprintf (fp, "</g>\n");
 
