@@ -335,7 +335,7 @@ scaling_plot_write (const char *path, const char *title, const char *ylabel,
              SB + 16, (long long) best[i].gpus);
   }
   for (int d = (int) y0; d <= (int) y1; d++)
-    for (int f = 1; f <= (y1 - y0 <= 1 ? 5 : 1); f += (f == 1 ? 1 : 3)) {
+    for (int f = 1; f <= (y1 - y0 <= 2 ? 5 : 1); f += (f == 1 ? 1 : 3)) {
       double v = f * pow (10, d), y = SY (v);
       if (d == (int) y1 && f > 1)
         break;
