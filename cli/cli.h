@@ -2,6 +2,7 @@
 #ifndef PERFMOD_CLI_H
 #define PERFMOD_CLI_H
 
+#include <jansson.h>
 #include <stdio.h>
 
 #include "internal.h"
@@ -48,6 +49,15 @@ int strategy_load (const struct cli *c, struct strategy *s, int gpn, int64_t bat
 void dist_options_init (struct dist_options *o, const struct cli *c, const struct workload *w,
                         const struct strategy *s, int gpn);
 FILE *explain_stream (const struct cli *c);
+
+/* stepviews.c: perfmod --strategy's timeline chart (--plot) and one
+ * stage's per-op table (--per-op; json_predictions: the JSON answer's
+ * predictions to add it to, else printed as --format says). */
+int strategy_plot_write (const struct cli *c, const struct workload *w, const struct strategy *s,
+                         const char *predictor, const struct timeline *t);
+int strategy_per_op (const struct cli *c, struct plugin_set *set, const struct workload *w,
+                     const struct dist_options *o, char **names, size_t npred, int stage,
+                     json_t *json_predictions);
 
 /* main.c: the whole command, returning its exit status (fuzz/fuzz-cli.c calls it too). */
 int perfmod_main (int argc, char **argv);

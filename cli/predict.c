@@ -171,8 +171,10 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
   double peak = perfmod_gpu_peak_flops (&w->ge->gpu, w->prec->gemm);
   struct plugin **pls = xcalloc (npred, sizeof *pls);
   bool marked = false;
+  struct timeline tl;            /* the first predictor's step, for --plot */
   int rc = EXIT_RUNTIME;
 
+  memset (&tl, 0, sizeof tl);
   dist_options_init (&o, c, w, s, gpn);
   if (s->dp * s->cp > 1 && w->train && !plugin_opt_given (c, "dp:overlap"))
     assume (c, s->kernels == KERNELS_TE
@@ -189,13 +191,23 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
       rc = EXIT_USAGE;
       goto out;
     }
+    o.timeline = c->plot && p == 0 ? &tl : NULL;
     if (dist_predict (set, pl, &w->m, &w->ge->gpu, &o, &r[p]) < 0) {
       rc = EXIT_RUNTIME;
       goto out;
     }
     marked |= plugin_fell_back (pl);
   }
+  o.timeline = NULL;
   clock_gettime (CLOCK_MONOTONIC, &t1);
+  if (c->plot && strategy_plot_write (c, w, s, names[0], &tl) < 0)
+    goto out;
+  if (c->per_op && strcmp (c->format, "csv") == 0) {
+    /* the CSV answer is the table of the ops, as without a strategy */
+    if (strategy_per_op (c, set, w, &o, names, npred, 0, NULL) == 0)
+      rc = 0;
+    goto out;
+  }
 
   if (strcmp (c->format, "json") == 0) {
     json_t *root = json_run (c, w->prec, w->m.name, "builder", w->ge->name, w->batch, w->seq,
@@ -233,6 +245,11 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
                                                   r[p].stage_recompute_ms[k]));
       json_object_set_new (e, "stages", stages);
       json_array_append_new (arr, e);
+    }
+    if (c->per_op && strategy_per_op (c, set, w, &o, names, npred, 0, arr) < 0) {
+      json_decref (arr);
+      json_decref (root);
+      goto out;
     }
     json_object_set_new (root, "predictions", arr);
     json_dumpf (root, stdout, JSON_INDENT (2) | JSON_REAL_PRECISION (10));
@@ -304,6 +321,8 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
             ((double) (t1.tv_sec - t0.tv_sec) * 1e3 + (double) (t1.tv_nsec - t0.tv_nsec) / 1e6));
     if (marked)
       puts (FALLBACK_FOOTNOTE);
+    if (c->per_op && strategy_per_op (c, set, w, &o, names, npred, 0, NULL) < 0)
+      goto out;
   }
   if (c->explain &&
       explain_strategy (set, s, &w->m, &w->ge->gpu, w->batch, w->seq, w->prec->gemm, gpn,
@@ -315,6 +334,7 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
 out:
   free (r);
   free (pls);
+  timeline_free (&tl);
   return rc;
 }
 
@@ -364,9 +384,13 @@ cmd_predict (struct cli *c, struct plugin_set *set)
   if (w.have_model)
     assume (c, "memory reserve " MEMORY_RESERVE_TEXT);
   if (c->strategy && w.have_model && c->opgraph == NULL) {
-    if (c->gen > 0 || c->per_op || c->plot) {
-      pm_error ("--strategy: %s is not modelled with a strategy yet",
-                c->gen > 0 ? "--gen" : c->per_op ? "--per-op" : "--plot");
+    if (c->gen > 0 && (c->plot || c->per_op)) {
+      pm_error ("--strategy with --gen: %s shows one training or prefill step, not a "
+                "generation", c->plot ? "--plot" : "--per-op");
+      goto out;
+    }
+    if (c->gen > 0) {
+      pm_error ("--strategy: %s is not modelled with a strategy yet", "--gen");
       goto out;
     }
     names = strv_split (c->predictors ? c->predictors : "roofline", ',');

@@ -20,22 +20,26 @@
 static void
 search_usage (FILE *fp)
 {
-  fputs ("Usage: perfmod search --model NAME|config.json --gpus N --global-batch B\n"
+  fputs ("Usage: perfmod search --model NAME|config.json --gpus N[,N...] --global-batch B\n"
          "               [--gpu NAME] [--seq S] [--precision P] [--tokens T]\n"
          "               [--price-per-gpu-hour USD] [--predictor NAME] [--top N]\n"
          "               [--objective time|cost|tokens-per-s] [--format table|csv|json]\n"
          "               [--fix KEY=VALUE[,KEY=VALUE...]] [--max-tp N] [--max-cp N]\n"
          "               [--gpus-per-node N]\n"
-         "               [--jobs N]\n"
+         "               [--jobs N] [--plot FILE.svg]\n"
          "               [--plugin-path DIR]... [--plugin-opt NAME:KEY=VALUE]...\n"
          "Every tp, pp, dp, ep, micro-batch, interleaving (vp), ZeRO stage, recomputation and\n"
          "sequence parallelism of the model's training step on the GPUs, predicted; the\n"
          "configurations that cannot run are pruned and counted by reason; the best --top\n"
-         "are printed with a --strategy string that reruns each one.\n", fp);
+         "are printed with a --strategy string that reruns each one.  --plot draws the best\n"
+         "one's time to train (step time without --tokens) against the GPUs: --gpus N searches\n"
+         "N/4, N/2, N, 2N and 4N GPUs for it, --gpus N,M,... those counts (N: the table's).\n", fp);
 }
 
 struct sopts {
-  const char *model, *gpu, *precision, *predictor, *format, *objective, *fix;
+  const char *model, *gpu, *precision, *predictor, *format, *objective, *fix, *plot;
+  int64_t *counts;       /* --gpus N,M,...: every count given (the first is gpus) */
+  size_t ncounts;
   int64_t gpus, batch, seq, top, max_tp, max_cp, gpus_per_node, jobs;
   double tokens, price;
   char **paths, **popts;
@@ -52,12 +56,42 @@ opt_num (const char *name, const char *arg, double min, double *out)
   return true;
 }
 
+/* --gpus N or N,M,...: every count at least 1, none twice; gpus the first. */
+static bool
+parse_counts (const char *arg, struct sopts *o)
+{
+  char **items = strv_split (arg, ',');
+  bool ok = items[0] != NULL;
+  free (o->counts);
+  o->counts = NULL;
+  o->ncounts = 0;
+  for (char **it = items; ok && *it; it++) {
+    int64_t n;
+    if (!(ok = parse_int_range ("--gpus", *it, 1, 1 << 20, &n)))
+      break;
+    for (size_t i = 0; i < o->ncounts; i++)
+      if (o->counts[i] == n) {
+        pm_error ("--gpus '%s': %lld GPUs given twice", arg, (long long) n);
+        ok = false;
+      }
+    o->counts = xrealloc (o->counts, (o->ncounts + 1) * sizeof *o->counts);
+    o->counts[o->ncounts++] = n;
+  }
+  if (!ok && items[0] == NULL)
+    pm_error ("--gpus '%s': expected a number of GPUs, or a list of them", arg);
+  if (ok)
+    o->gpus = o->counts[0];
+  strv_free (items);
+  return ok;
+}
+
 /* 0: go on; 1: --help; -1: bad usage (reported). */
 static int
 parse (int argc, char **argv, struct sopts *o)
 {
   enum { S_MODEL = 256, S_GPU, S_GPUS, S_BATCH, S_SEQ, S_PREC, S_TOKENS, S_PRICE, S_PRED,
-         S_TOP, S_OBJ, S_FORMAT, S_FIX, S_MAXTP, S_MAXCP, S_GPN, S_JOBS, S_PPATH, S_POPT };
+         S_TOP, S_OBJ, S_FORMAT, S_FIX, S_MAXTP, S_MAXCP, S_GPN, S_JOBS, S_PPATH, S_POPT,
+         S_PLOT };
   static const struct option opts[] = {
     { "model", required_argument, NULL, S_MODEL }, { "gpu", required_argument, NULL, S_GPU },
     { "gpus", required_argument, NULL, S_GPUS },
@@ -74,6 +108,7 @@ parse (int argc, char **argv, struct sopts *o)
     { "jobs", required_argument, NULL, S_JOBS },
     { "plugin-path", required_argument, NULL, S_PPATH },
     { "plugin-opt", required_argument, NULL, S_POPT },
+    { "plot", required_argument, NULL, S_PLOT },
     { "verbose", no_argument, NULL, 'v' }, { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 }
   };
@@ -85,7 +120,7 @@ parse (int argc, char **argv, struct sopts *o)
     switch (opt) {
     case S_MODEL: o->model = optarg; break;
     case S_GPU: o->gpu = optarg; break;
-    case S_GPUS: ok = parse_int_range ("--gpus", optarg, 1, 1 << 20, &o->gpus); break;
+    case S_GPUS: ok = parse_counts (optarg, o); break;
     case S_BATCH: ok = parse_int_range ("--global-batch", optarg, 1, (int64_t) 1 << 31, &o->batch); break;
     case S_SEQ: ok = parse_int_range ("--seq", optarg, 1, (int64_t) 1 << 31, &o->seq); break;
     case S_PREC: o->precision = optarg; break;
@@ -102,6 +137,7 @@ parse (int argc, char **argv, struct sopts *o)
     case S_JOBS: ok = parse_int_range ("--jobs", optarg, 1, 1024, &o->jobs); break;
     case S_PPATH: ptrv_push (&o->paths, &o->npaths, optarg); break;
     case S_POPT: ptrv_push (&o->popts, &o->npopts, optarg); break;
+    case S_PLOT: o->plot = optarg; break;
     case 'v': pm_verbose++; break;
     case 'h': search_usage (stdout); return 1;
     default: getopt_error (opt, argv, opts, "perfmod search"); return -1;
@@ -115,6 +151,11 @@ parse (int argc, char **argv, struct sopts *o)
   }
   if (o->model == NULL || o->gpus == 0 || o->batch == 0) {
     pm_error ("search needs --model, --gpus and --global-batch");
+    return -1;
+  }
+  if (o->ncounts > 1 && o->plot == NULL) {
+    pm_error ("--gpus %lld,...: a list of GPU counts is searched for --plot's chart; without "
+              "it give one count", (long long) o->gpus);
     return -1;
   }
   if (strcmp (o->format, "table") && strcmp (o->format, "csv") && strcmp (o->format, "json")) {
@@ -259,6 +300,127 @@ report (const struct sopts *o, const struct perfmod_search_result *res, double s
     fprintf (out, "\nno configuration fits: every one was pruned (see the counts)\n");
 }
 
+/* ---- --plot: the best configuration per GPU count ---- */
+
+/* The counts the chart searches, ascending: the list given, else N/4,
+ * N/2, N, 2N and 4N (the whole ones). */
+static size_t
+chart_counts (const struct sopts *o, int64_t *out)
+{
+  size_t n = 0;
+  if (o->ncounts > 1)
+    for (size_t i = 0; i < o->ncounts && n < 64; i++)
+      out[n++] = o->counts[i];
+  else
+    for (int k = -2; k <= 2; k++) {
+      int64_t g = k < 0 ? (o->gpus % (1 << -k) == 0 ? o->gpus >> -k : 0) : o->gpus << k;
+      if (g >= 1 && g <= 1 << 20)
+        out[n++] = g;
+    }
+  for (size_t i = 1; i < n; i++)
+    for (size_t j = i; j > 0 && out[j] < out[j - 1]; j--) {
+      int64_t t = out[j];
+      out[j] = out[j - 1];
+      out[j - 1] = t;
+    }
+  return n;
+}
+
+/* The best configuration on `gpus` GPUs, the request otherwise as given;
+ * *found false when none fits.  0, or an exit status. */
+static int
+search_at (struct plugin_set *set, const struct gpu_db *gpus_db,
+           const struct perfmod_search_request *req, int64_t gpus, int rank, int size,
+           struct perfmod_search_row *best, bool *found)
+{
+  struct perfmod_search_request r = *req;
+  struct perfmod_search_result res;
+  int rc;
+  memset (&res, 0, sizeof res);
+  res.struct_size = sizeof res;
+  res.row_size = sizeof (struct perfmod_search_row);
+  r.gpus = gpus;
+  r.top = 1;
+  rc = search_run (set, gpus_db, &r, &res) == 0 ? 0 : EXIT_RUNTIME;
+  if (r.progress)
+    fputs ("\r\033[K", stderr);
+#ifdef HAVE_MPI
+  if (size > 1 && gather (&res, 1, &rc, rank, size) < 0)
+    rc = EXIT_RUNTIME;
+#else
+  (void) rank;
+  (void) size;
+#endif
+  *found = rc == 0 && res.nbest > 0;
+  if (*found)
+    *best = res.best[0];
+  search_result_free (&res);
+  return rc;
+}
+
+/* Search the chart's other counts and draw it (rank 0): the best per
+ * count, and res's best at the requested count.  0, or an exit status. */
+static int
+scaling_chart (struct plugin_set *set, const struct gpu_db *gpus_db,
+               const struct perfmod_search_request *req, const struct sopts *o,
+               const struct perfmod_search_result *res, int rank, int size, FILE *out)
+{
+  int64_t counts[64];
+  size_t n = chart_counts (o, counts), np = 0;
+  struct scaling_point *pts = xcalloc (n, sizeof *pts);
+  struct scaling_point *top = xcalloc (res->nbest ? res->nbest : 1, sizeof *top);
+  char *title = NULL, *ylabel = NULL;
+  int rc = 0;
+
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    struct perfmod_search_row f;
+    bool found;
+    if (counts[i] == o->gpus) {
+      found = res->nbest > 0;
+      if (found)
+        f = res->best[0];
+    }
+    else
+      rc = search_at (set, gpus_db, req, counts[i], rank, size, &f, &found);
+    if (rc != 0 || rank > 0)
+      continue;
+    if (!found) {
+      fprintf (stderr, "perfmod search: --plot: no configuration fits on %lld GPUs: the chart "
+               "leaves the count out\n", (long long) counts[i]);
+      continue;
+    }
+    pts[np].gpus = counts[i];
+    pts[np].value = o->tokens > 0 ? f.train_hours : f.step_ms;
+    snprintf (pts[np].label, sizeof pts[np].label, "%s", f.strategy);
+    np++;
+  }
+  if (rc == 0 && rank == 0) {
+    for (size_t i = 0; i < res->nbest; i++) {
+      top[i].gpus = o->gpus;
+      top[i].value = o->tokens > 0 ? res->best[i].train_hours : res->best[i].step_ms;
+      snprintf (top[i].label, sizeof top[i].label, "%s", res->best[i].strategy);
+    }
+    title = xasprintf ("%s on %s: global batch %lld x seq %lld, %s, predictor %s", res->model,
+                       res->gpu, (long long) res->global_batch, (long long) res->seq,
+                       res->precision, res->predictor);
+    ylabel = o->tokens > 0 ? xasprintf ("time to train %.4g tokens (hours)", o->tokens)
+             : xstrdup ("step time (ms)");
+    if (scaling_plot_write (o->plot, title, ylabel, pts, np, top, res->nbest) < 0)
+      rc = EXIT_RUNTIME;
+    else if (strcmp (o->format, "table") == 0) {
+      fprintf (out, "\nscaling chart %s: the best on", o->plot);
+      for (size_t i = 0; i < np; i++)
+        fprintf (out, "%s %lld", i ? "," : "", (long long) pts[i].gpus);
+      fprintf (out, " GPUs\n");
+    }
+  }
+  free (pts);
+  free (top);
+  free (title);
+  free (ylabel);
+  return rc;
+}
+
 /* The progress line on a terminal while the threads predict. */
 static void
 progress (void *arg, uint64_t done, uint64_t total)
@@ -305,7 +467,19 @@ search_main (int argc, char **argv)
     if (mpi)
       MPI_Finalize ();
 #endif
+    free (o.counts);
     return p < 0 ? EXIT_USAGE : 0;
+  }
+  /* the chart's file can be written, before the long part (every rank
+   * asks, so that all stop alike; rank 0 keeps its reservation) */
+  if (o.plot) {
+    if (atomic_reserve (o.plot) < 0) {
+      o.plot = NULL;
+      rc = EXIT_RUNTIME;
+      goto out;
+    }
+    if (mpi_rank > 0)
+      atomic_release (o.plot);
   }
   if (gpu_db_load_data (&gpus) < 0)
     goto out;
@@ -353,18 +527,23 @@ search_main (int argc, char **argv)
 #ifdef HAVE_MPI
   if (mpi_size > 1 && gather (&res, (size_t) o.top, &rc, mpi_rank, mpi_size) < 0)
     rc = EXIT_RUNTIME;
-  if (mpi_rank > 0)
-    goto out;                     /* rank 0 reports */
 #endif
-  if (rc == 0)
+  if (rc == 0 && mpi_rank == 0)   /* rank 0 reports */
     report (&o, &res, mpi_size > 1 ? pm_now () - t0 : res.seconds, stdout);
-  plugins_note_fallbacks (&set, stderr);
+  /* every rank searches the chart's counts; rank 0 draws it */
+  if (rc == 0 && o.plot && res.configurations > 0)
+    rc = scaling_chart (&set, &gpus, &req, &o, &res, mpi_rank, mpi_size, stdout);
+  if (mpi_rank == 0)
+    plugins_note_fallbacks (&set, stderr);
 out:
+  if (o.plot && rc != 0 && mpi_rank == 0)
+    atomic_release (o.plot);
   search_result_free (&res);
   plugins_unload (&set);
   gpu_db_free (&gpus);
   free (o.paths);
   free (o.popts);
+  free (o.counts);
 #ifdef HAVE_MPI
   if (mpi)
     MPI_Finalize ();

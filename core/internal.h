@@ -321,7 +321,20 @@ struct pipe_input {
   const double *fw_ms, *bw_ms; /* per model chunk (stages x vp, in model order;
                                   chunk c runs on rank c mod stages) */
   double p2p_ms;         /* one activation (or gradient) transfer between chunks */
+  struct pipe_log *log;  /* each rank's operations recorded (--plot), or NULL */
 };
+/* What a rank ran (PEV_FW, PEV_BW) or waited for (PEV_P2P: an activation
+ * or gradient on its way from the neighbouring rank), in ms of the step. */
+enum pipe_event_kind { PEV_FW, PEV_BW, PEV_P2P };
+struct pipe_event {
+  int rank, kind, mb, chunk;
+  double start, end;
+};
+struct pipe_log {        /* zero-initialised; each rank's events in the order it ran them */
+  struct pipe_event *ev;
+  size_t n, cap;
+};
+void pipe_log_free (struct pipe_log *l);
 struct pipe_result {
   double step_ms;        /* first forward to last backward */
   double bubble;         /* idle fraction of the ranks over the step */
@@ -570,6 +583,7 @@ struct dist_options {
   int64_t gen;
   int gpus_per_node;
   struct dist_cache *cache; /* chunk predictions shared across strategies, or NULL */
+  struct timeline *timeline; /* the step's schedule recorded (--plot), or NULL */
 };
 /* Chunk predictions remembered across strategies of one model, GPU and
  * precision (perfmod search); one per thread. */
@@ -609,6 +623,38 @@ int dist_check (const struct model_cfg *m, const struct dist_options *o);
 int dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cfg *m,
                   const struct perfmod_gpu *gpu, const struct dist_options *o,
                   struct dist_result *r);
+/* One step as dist_predict modelled it, for its timeline chart: the
+ * pipeline's events, what each chunk's operations hold (ms per
+ * micro-batch, chunks in model order), and the step's totals. */
+struct timeline {
+  struct pipe_log log;
+  int stages, vp, microbatches, chunks;
+  bool train;
+  double *fw, *bw;       /* per chunk: as the pipeline ran them (bw includes recompute) */
+  double *recompute;     /* of bw: forwards run again */
+  double *fw_comm, *bw_comm;  /* of fw, bw: exposed tp/cp/ep collectives */
+  double p2p_ms, pipeline_ms, grads_ms, optimizer_ms, step_ms, bubble;
+};
+void timeline_free (struct timeline *t);
+/* The SVG chart of t: a row per pipeline rank, time in ms across. */
+int timeline_write (const struct timeline *t, const char *path, const char *title,
+                    const char *subtitle);
+/* GPUs against the best configuration's time, one point per count
+ * searched (perfmod search --plot). */
+struct scaling_point {
+  int64_t gpus;
+  double value;          /* hours to train, or ms per step */
+  char label[256];       /* the configuration's --strategy string */
+};
+int scaling_plot_write (const char *path, const char *title, const char *ylabel,
+                        const struct scaling_point *best, size_t nbest,
+                        const struct scaling_point *top, size_t ntop);
+/* Rank `stage`'s first chunk's graph, predicted as dist_predict does it
+ * (perfmod --strategy --per-op); *recompute_ms: its forwards run again in
+ * the backward, per micro-batch. */
+int dist_chunk_ops (struct plugin_set *set, struct plugin *pred, const struct model_cfg *m,
+                    const struct perfmod_gpu *gpu, const struct dist_options *o, int stage,
+                    struct graph *g, struct prediction *pr, double *recompute_ms);
 /* The first pipeline chunk's graph on rank 0 (perfmod graph --strategy). */
 int dist_graph (struct plugin_set *set, const struct model_cfg *m, const struct perfmod_gpu *gpu,
                 const struct dist_options *o, struct graph *g);

@@ -53,6 +53,7 @@ expect_fail 2 "--predictor 'nope'" "a failed prediction leaves no chart" -- \
   --model gpt3-2.7b --predictor nope --plot "$TMP/f.svg"
 ok $([ ! -e "$TMP/f.svg" ] && [ -z "$(ls "$TMP" | grep '\.tmp')" ] && echo 0 || echo 1) "no chart and no temporary file left"
 expect_fail 2 "--plot: a prediction draws" "perfmod graph --plot is refused" -- graph --model gpt3-2.7b --plot "$TMP/g.svg"
-expect_fail 2 "--plot is not modelled with a strategy" "--plot with --strategy is refused" -- \
-  --model gpt3-2.7b --mode train --strategy tp=2 --plot "$TMP/s.svg"
+run_pm --model gpt3-2.7b --mode train --strategy tp=2 --plot "$TMP/s.svg"
+ok $([ "$rc" -eq 0 ] && grep -q '<title>timeline: ' "$TMP/s.svg" && ! grep -q 'class="roof"' "$TMP/s.svg" &&
+     echo 0 || echo 1) "--plot with --strategy draws the step's timeline (t0815), not the roofline"
 finish

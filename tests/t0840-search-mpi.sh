@@ -4,7 +4,7 @@
 grep -q '^#define HAVE_MPI 1' "$top_builddir/config.h" 2>/dev/null ||
   skip_all "perfmod was built without Open MPI (configure found no ompi-c)"
 command -v mpirun >/dev/null || skip_all "mpirun not found (Debian: openmpi-bin)"
-plan 3
+plan 4
 
 # Open MPI's own allocations are not perfmod's leaks
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
@@ -23,4 +23,11 @@ mpirun --allow-run-as-root --oversubscribe -np 2 "$PERFMOD" search --model gpt3-
 rc=$?
 ok $([ $rc -ne 0 ] && grep -q 'is left to predict' "$TMP/err" && [ ! -s "$TMP/out" ] && echo 0 || echo 1) \
   "impossible constraints under mpirun: a failure, said"
+# --plot: every rank searches each GPU count, rank 0 draws the single process's chart
+P="search --model gpt3-2.7b --gpu h100 --gpus 16 --global-batch 64 --seq 2048 --fix mbs=1 --max-cp 1 --top 3 --jobs 1"
+run_pm $P --plot "$TMP/one.svg"
+mpirun --allow-run-as-root --oversubscribe -np 2 "$PERFMOD" $P --plot "$TMP/two.svg" >"$TMP/out" 2>"$TMP/err"
+rc=$?
+ok $([ $rc -eq 0 ] && [ -s "$TMP/one.svg" ] && cmp -s "$TMP/one.svg" "$TMP/two.svg" && echo 0 || echo 1) \
+  "mpirun -np 2 search --plot: the single process's chart"
 finish

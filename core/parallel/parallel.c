@@ -222,6 +222,7 @@ struct chunk_times {
   double fw, bw;
   double recompute;      /* of bw: forwards run again (ms per micro-batch) */
   double comm[NDIMS];    /* ms per micro-batch */
+  double fw_comm, bw_comm; /* of fw, bw: the collectives on the critical path */
   double flops;          /* per micro-batch */
   bool built;
 };
@@ -526,13 +527,16 @@ chunk_compute (struct plugin *pred, const struct model_cfg *m, const struct perf
   t[PHASE_ACC] = pr.acc_ms;
   /* Collectives marked to overlap (ZeRO-3's prefetched gathers) hide
    * behind the phase's computation; the rest is on the critical path. */
+  out->fw_comm = out->bw_comm = 0;
   for (int p = 0; p < NPHASES; p++) {
-    double comm = 0, compute;
+    double comm = 0, compute, exposed;
     for (int d = 0; d < NDIMS; d++)
       comm += pr.comm_ms[d][p];
     compute = t[p] - comm;
-    t[p] = compute + (comm - pr.overlap_ms[p]) +
-           (pr.overlap_ms[p] > compute ? pr.overlap_ms[p] - compute : 0);
+    exposed = (comm - pr.overlap_ms[p]) +
+              (pr.overlap_ms[p] > compute ? pr.overlap_ms[p] - compute : 0);
+    t[p] = compute + exposed;
+    *(p == PHASE_FW ? &out->fw_comm : &out->bw_comm) += exposed;
   }
   /* Recomputation runs forwards again before the backward: selective
    * the attention core (Korthikanti et al. 2022), full the whole layer
@@ -730,6 +734,7 @@ dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cf
   double *fw = NULL, *bw = NULL, p2p = 0, plain, over;
   struct pipe_input pin;
   struct pipe_result pres;
+  struct timeline *tl = o->timeline;
   int rc = -1;
 
   memset (r, 0, sizeof *r);
@@ -739,6 +744,19 @@ dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cf
     return -1;
   comm_groups_init (&g, s, o->gpus_per_node);
   r->microbatches = (int) (o->batch / ((int64_t) s->dp * s->mbs));
+  if (tl) {
+    timeline_free (tl);
+    tl->stages = p;
+    tl->vp = v;
+    tl->chunks = chunks;
+    tl->microbatches = r->microbatches;
+    tl->train = o->train;
+    tl->fw = xcalloc ((size_t) chunks, sizeof *tl->fw);
+    tl->bw = xcalloc ((size_t) chunks, sizeof *tl->bw);
+    tl->recompute = xcalloc ((size_t) chunks, sizeof *tl->recompute);
+    tl->fw_comm = xcalloc ((size_t) chunks, sizeof *tl->fw_comm);
+    tl->bw_comm = xcalloc ((size_t) chunks, sizeof *tl->bw_comm);
+  }
 
   /* Even stages: at most three graphs, whatever the cluster's size. */
   fw = xcalloc ((size_t) chunks, sizeof *fw);
@@ -761,6 +779,13 @@ dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cf
     }
     fw[c] = times[k].fw;
     bw[c] = times[k].bw;
+    if (tl) {
+      tl->fw[c] = times[k].fw;
+      tl->bw[c] = times[k].bw;
+      tl->recompute[c] = times[k].recompute;
+      tl->fw_comm[c] = times[k].fw_comm;
+      tl->bw_comm[c] = times[k].bw_comm;
+    }
     r->stage_fw_ms[c % p] += times[k].fw;
     r->stage_bw_ms[c % p] += times[k].bw;
     r->stage_recompute_ms[c % p] += times[k].recompute;
@@ -784,7 +809,8 @@ dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cf
   pin.fw_ms = fw;
   pin.bw_ms = bw;
   pin.p2p_ms = p2p;
-  if (pipeline_cached (o->cache, &pin, &pres) < 0)
+  pin.log = tl ? &tl->log : NULL;
+  if ((tl ? pipeline_simulate (&pin, &pres) : pipeline_cached (o->cache, &pin, &pres)) < 0)
     goto out;
   r->pipeline_ms = pres.step_ms;
   r->bubble = p > 1 ? pres.bubble : 0;
@@ -813,6 +839,14 @@ dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cf
       goto out;
   }
   r->step_ms = r->pipeline_ms + r->grads_ms + r->optimizer_ms;
+  if (tl) {
+    tl->p2p_ms = p2p;
+    tl->pipeline_ms = r->pipeline_ms;
+    tl->grads_ms = r->grads_ms;
+    tl->optimizer_ms = r->optimizer_ms;
+    tl->step_ms = r->step_ms;
+    tl->bubble = r->bubble;
+  }
 
   /* memory: the fullest pipeline rank (with even stages the first or the
    * last; with a given split any) */
@@ -837,6 +871,54 @@ out:
   free (kind_of);
   free (layers_of);
   return rc;
+}
+
+void
+timeline_free (struct timeline *t)
+{
+  pipe_log_free (&t->log);
+  free (t->fw);
+  free (t->bw);
+  free (t->recompute);
+  free (t->fw_comm);
+  free (t->bw_comm);
+  memset (t, 0, sizeof *t);
+}
+
+int
+dist_chunk_ops (struct plugin_set *set, struct plugin *pred, const struct model_cfg *m,
+                const struct perfmod_gpu *gpu, const struct dist_options *o, int stage,
+                struct graph *gr, struct prediction *pr, double *recompute_ms)
+{
+  const struct strategy *s = o->s;
+  int chunks = s->pp * (s->vp > 1 ? s->vp : 1);
+  struct dist_plan dp;
+  struct comm_groups g;
+  struct run_options ro;
+  if (dist_check (m, o) < 0 || compose (set, m, gpu, o, &dp) < 0)
+    return -1;
+  if (stage < 0 || stage >= s->pp) {
+    pm_error ("pipeline stage %d: the strategy has %d (0 to %d)", stage, s->pp, s->pp - 1);
+    return -1;
+  }
+  comm_groups_init (&g, s, o->gpus_per_node);
+  if (chunk_build (gr, m, o, &dp, chunk_layers (m, s, stage), stage == 0, stage == chunks - 1)
+      < 0)
+    return -1;
+  memset (&ro, 0, sizeof ro);
+  ro.prec = o->prec;
+  ro.train = o->train;
+  ro.groups = &g;
+  if (predict_graph (pred, gr, gpu, &ro, pr) < 0) {
+    graph_free (gr);
+    return -1;
+  }
+  *recompute_ms = 0;
+  if (o->train && s->recompute != RECOMPUTE_NONE)
+    for (size_t i = gr->layer_begin; i < gr->layer_end; i++)
+      if (s->recompute == RECOMPUTE_FULL || gr->nodes[i].attn_core)
+        *recompute_ms += pr->per_node[i].t[PHASE_FW] * (double) graph_weight (gr, i);
+  return 0;
 }
 
 int

@@ -74,8 +74,27 @@ rank_order (const struct pipe_input *in, int rank, struct pop *ops)
   }
 }
 
-int
-pipeline_simulate (const struct pipe_input *in, struct pipe_result *out)
+void
+pipe_log_free (struct pipe_log *l)
+{
+  free (l->ev);
+  memset (l, 0, sizeof *l);
+}
+
+static void
+log_event (struct pipe_log *l, int rank, int kind, const struct pop *o, double start, double end)
+{
+  if (l->n == l->cap) {
+    l->cap = l->cap ? 2 * l->cap : 256;
+    l->ev = xrealloc (l->ev, l->cap * sizeof *l->ev);
+  }
+  l->ev[l->n++] = (struct pipe_event) { rank, kind, o->mb, o->chunk, start, end };
+}
+
+/* The schedule simulated; inlined twice, so that the copy without a log
+ * (the search's) pays nothing for recording. */
+static inline __attribute__ ((always_inline)) int
+simulate (const struct pipe_input *in, struct pipe_result *out, struct pipe_log *log)
 {
   int p = in->stages, m = in->microbatches, v = in->vp > 1 ? in->vp : 1, chunks = p * v;
   size_t per_rank = (size_t) (in->backward ? 2 : 1) * (size_t) m * (size_t) v;
@@ -106,13 +125,14 @@ pipeline_simulate (const struct pipe_input *in, struct pipe_result *out)
       while (next[r] < per_rank) {
         const struct pop *o = &ops[(size_t) r * per_rank + next[r]];
         size_t at = (size_t) o->chunk * (size_t) m + (size_t) o->mb;
-        double ready = 0, cost;
+        double ready = 0, cost, sent = -1;   /* sent: when what it waits for left */
         if (!o->bw) {
           if (o->chunk > 0) {
             double prev = fdone[at - (size_t) m];
             if (prev < 0)
               break;
             ready = prev + in->p2p_ms;
+            sent = prev;
           }
           cost = in->fw_ms[o->chunk];
         }
@@ -124,12 +144,20 @@ pipeline_simulate (const struct pipe_input *in, struct pipe_result *out)
             double later = bdone[at + (size_t) m];
             if (later < 0)
               break;
-            if (later + in->p2p_ms > ready)
+            if (later + in->p2p_ms > ready) {
               ready = later + in->p2p_ms;
+              sent = later;
+            }
           }
           cost = in->bw_ms[o->chunk];
         }
         double start = clock[r] > ready ? clock[r] : ready;
+        if (log) {
+          /* the wait for a transfer that ran past the rank's own work */
+          if (sent >= 0 && ready > clock[r] && in->p2p_ms > 0)
+            log_event (log, r, PEV_P2P, o, sent > clock[r] ? sent : clock[r], ready);
+          log_event (log, r, o->bw ? PEV_BW : PEV_FW, o, start, start + cost);
+        }
         clock[r] = start + cost;
         busy += cost;
         (o->bw ? bdone : fdone)[at] = clock[r];
@@ -157,4 +185,10 @@ out:
   free (bdone);
   free (clock);
   return rc;
+}
+
+int
+pipeline_simulate (const struct pipe_input *in, struct pipe_result *out)
+{
+  return in->log ? simulate (in, out, in->log) : simulate (in, out, NULL);
 }
