@@ -1127,7 +1127,7 @@ switch_graph (struct bctx *c)
 /* About a second's building (a node holds a few hundred bytes). */
 #define MAX_EXPERT_BLOCKS (1 << 17)
 
-static const struct shard no_shard = { 1, 1, 1, 1, 1, 1.0, 0, true, true, NULL, 0 };
+static const struct shard no_shard = { 1, 1, 1, 1, 1, 1.0, 0, 0, true, true, NULL, 0 };
 
 /* Degrees the model's shapes cannot take are refused, naming both. */
 static int
