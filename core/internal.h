@@ -295,6 +295,9 @@ int model_cfg_load (struct model_cfg *m, const char *path);
 void model_cfg_free (struct model_cfg *m);
 /* A built-in: DATADIR/models/NAME.json, named NAME; refused naming it. */
 int model_cfg_builtin (struct model_cfg *m, const char *name);
+/* Another layer count (--layers): more layers than the config's repeat its
+ * pattern of layer kinds from the first. */
+void model_cfg_set_layers (struct model_cfg *m, int64_t layers);
 /* name as --model takes it: a config.json path (a '/' or ".json" in it), else a built-in. */
 int model_cfg_open (struct model_cfg *m, const char *name);
 /* Parameters of the model (weights, counting tied ones once). */

@@ -605,6 +605,19 @@ model_cfg_builtin (struct model_cfg *m, const char *name)
 }
 
 void
+model_cfg_set_layers (struct model_cfg *m, int64_t layers)
+{
+  if (m->layer_kind && layers > 0) {
+    unsigned char *kind = xcalloc ((size_t) layers, 1);
+    for (int64_t i = 0; i < layers; i++)
+      kind[i] = m->layer_kind[i % m->layers];
+    free (m->layer_kind);
+    m->layer_kind = kind;
+  }
+  m->layers = layers;
+}
+
+void
 model_cfg_free (struct model_cfg *m)
 {
   free (m->name);
