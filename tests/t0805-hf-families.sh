@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0805-hf-families.sh: Hugging Face configs of Qwen2/3 (+MoE), DeepSeek-V2/V3, gpt-oss, Gemma 1/2/3 and GPT-NeoX: built-ins against published parameter counts, graphs, sliding windows, MLA's cache, training and inference runs, refusals.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 32
+plan 33
 
 MODELS="qwen2-7b qwen3-8b qwen3-32b qwen3-30b-a3b qwen3-235b-a22b deepseek-v2-lite deepseek-v3
 gpt-oss-20b gpt-oss-120b gemma-7b gemma2-9b gemma3-27b gpt-neox-20b"
@@ -60,6 +60,45 @@ ok $(awk "$near"' $4 != "-" { n++; if (!near($5, $4, $6)) { print "active", $1 >
   "active parameters of the 6 MoEs within 2% of the published (each source's convention)"
 ok $(awk '$4 == "-" && $3 != $5 { bad++ } END { print bad ? 1 : 0 }' "$TMP/counts") \
   "dense models: active equals total"
+
+# Two more configs, not built-ins: Qwen1.5-MoE-A2.7B (qwen2_moe, its shared
+# expert gated; model card: 14.3B total, 2.7B activated, embeddings in) and
+# DeepSeek-V2 (q_lora_rank 1536, 160 experts; paper: 236B total, 21B
+# activated, without the input embedding), as their config.json files say.
+mkdir -p "$TMP/d/models"
+cat >"$TMP/d/models/qwen1.5-moe-a2.7b.json" <<'EOT'
+{"architectures": ["Qwen2MoeForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 151643,
+ "eos_token_id": 151643, "hidden_act": "silu", "hidden_size": 2048, "initializer_range": 0.02,
+ "intermediate_size": 5632, "max_position_embeddings": 8192, "max_window_layers": 21,
+ "model_type": "qwen2_moe", "num_attention_heads": 16, "num_hidden_layers": 24,
+ "num_key_value_heads": 16, "rms_norm_eps": 1e-06, "rope_theta": 1000000.0,
+ "sliding_window": 32768, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+ "use_cache": true, "use_sliding_window": false, "vocab_size": 151936, "decoder_sparse_step": 1,
+ "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632,
+ "num_experts_per_tok": 4, "num_experts": 60, "norm_topk_prob": false,
+ "output_router_logits": false, "router_aux_loss_coef": 0.001}
+EOT
+cat >"$TMP/d/models/deepseek-v2.json" <<'EOT'
+{"architectures": ["DeepseekV2ForCausalLM"], "attention_bias": false, "aux_loss_alpha": 0.001,
+ "first_k_dense_replace": 1, "hidden_act": "silu", "hidden_size": 5120,
+ "intermediate_size": 12288, "kv_lora_rank": 512, "max_position_embeddings": 163840,
+ "model_type": "deepseek_v2", "moe_intermediate_size": 1536, "moe_layer_freq": 1,
+ "n_group": 8, "n_routed_experts": 160, "n_shared_experts": 2, "norm_topk_prob": false,
+ "num_attention_heads": 128, "num_experts_per_tok": 6, "num_hidden_layers": 60,
+ "num_key_value_heads": 128, "q_lora_rank": 1536, "qk_nope_head_dim": 128,
+ "qk_rope_head_dim": 64, "rms_norm_eps": 1e-06,
+ "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 0.707,
+                  "mscale_all_dim": 0.707, "original_max_position_embeddings": 4096, "type": "yarn"},
+ "rope_theta": 10000, "routed_scaling_factor": 16.0, "scoring_func": "softmax",
+ "tie_word_embeddings": false, "topk_group": 3, "topk_method": "group_limited_greedy",
+ "v_head_dim": 128, "vocab_size": 102400}
+EOT
+PERFMOD_DATADIR="$TMP/d" "$PERFMOD" models >"$TMP/more" 2>&1
+diag "$(cat "$TMP/more")"
+ok $(awk "$near"' $1 == "qwen1.5-moe-a2.7b" && near($NF, 14.3, 0.1) && near($(NF-1), 2.7, 0.1) {a++}
+     $1 == "deepseek-v2" && near($NF, 236, 1) && near($(NF-1) - 102400*5120, 21, 1) {a++}
+     END {print a == 2 ? 0 : 1}' "$TMP/more") \
+  "Qwen1.5-MoE-A2.7B (shared expert) and DeepSeek-V2 (q_lora_rank) configs match their published counts"
 
 # --- each loads from a config.json path as it does by name ---
 rc=0
