@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0805-hf-families.sh: Hugging Face configs of Qwen2/3 (+MoE), DeepSeek-V2/V3, gpt-oss, Gemma 1/2/3 and GPT-NeoX: built-ins against published parameter counts, graphs, sliding windows, MLA's cache, training and inference runs, refusals.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 33
+plan 34
 
 MODELS="qwen2-7b qwen3-8b qwen3-32b qwen3-30b-a3b qwen3-235b-a22b deepseek-v2-lite deepseek-v3
 gpt-oss-20b gpt-oss-120b gemma-7b gemma2-9b gemma3-27b gpt-neox-20b"
@@ -11,6 +11,7 @@ field () { sed -n "s/.*\"$2\": \([0-9]*\).*/\1/p" "$(cfg "$1")" | head -1; }
 
 # --- the built-ins and their published parameter counts ---
 run_pm models
+cp "$TMP/out" "$TMP/models"
 rc=0
 for m in $MODELS; do
   grep -q "^$m " "$TMP/out" || { diag "missing $m"; rc=1; }
@@ -209,6 +210,20 @@ k2=$(kv)
 run_pm --model "$TMP/qwen2-swa.json" --gpu h100 --gen 16 --batch 1 --seq 8192 --format json
 ok $(awk -v a="$(kv)" -v b="$k2" 'BEGIN{r = a/b; e = (14*1024 + 14*8208) / (28 * 8208); print (r/e > 0.9999 && r/e < 1.0001) ? 0 : 1}') \
   "Qwen2: use_sliding_window slides the layers from max_window_layers on"
+
+# --- a decode step of one sequence reads the experts it reaches only: the
+# weights a token uses (active, less the embedding table it reads one row
+# of) at the GPU's memory bandwidth, plus the small KV cache and launches ---
+bw=$("$PERFMOD" gpus | awk 'NR==1{for (i=1;i<=NF;i++) if ($i=="mem_gbps") c=i} $1=="NVIDIA_H100_80GB_HBM3"{print $c}')
+rc=0
+for m in gpt-oss-120b qwen3-235b-a22b deepseek-v3; do
+  a=$(awk -v m="$m" '$1==m{print $(NF-1)}' "$TMP/models")
+  run_pm --model "$m" --gpu h100 --gen 8 --batch 1 --seq 128 --format json
+  r=$(awk -v t="$(tpot)" -v a="$a" -v bw="$bw" -v v="$(field "$m" vocab_size)" -v h="$(field "$m" hidden_size)" \
+      'BEGIN{print t / ((a - v*h) * 2 / (bw * 1e9) * 1e3)}')
+  awk -v r="$r" 'BEGIN{exit !(r > 1 && r < 1.15)}' || { diag "$m: tpot / active bytes at $bw GB/s = $r"; rc=1; }
+done
+ok $rc "MoE decode of one sequence: tpot within 15% above reading the active weights once"
 
 # --- MLA: the cache holds the latent and the rope key per token and layer ---
 run_pm --model deepseek-v2-lite --gpu h100 --gen 16 --batch 2 --seq 4096 --format json
