@@ -130,7 +130,8 @@ modern_load (json_t *root, struct model_cfg *m, const char *path, int *errors)
       m->qk_norm = true;
     }
     if (get_bool (root, "use_sliding_window", false)) {
-      int64_t from = get_one (root, "max_window_layers", PM_MAX_COUNT, path, errors);
+      int64_t from = json_object_get (root, "max_window_layers") == NULL ? 28   /* HF's default */
+                     : get_one (root, "max_window_layers", PM_MAX_COUNT, path, errors);
       m->window = get_one (root, "sliding_window", PM_MAX_SEQ, path, errors);
       if (m->window == 0)
         refuse (path, "sliding_window", "use_sliding_window is true: a window size is needed",
