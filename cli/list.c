@@ -78,17 +78,19 @@ cmd_models (void)
     free (dir);
     return EXIT_RUNTIME;
   }
-  printf ("%-14s %-20s %6s %6s %6s %6s %7s %7s %14s\n", "model", "model_type", "layers", "hidden",
-          "heads", "kv", "ffn", "experts", "params");
+  /* params stays the last column (scripts read $NF); active: what a
+   * token uses, the routed experts it is not sent to left out */
+  printf ("%-14s %-20s %6s %6s %6s %6s %7s %7s %14s %14s\n", "model", "model_type", "layers",
+          "hidden", "heads", "kv", "ffn", "experts", "active", "params");
   for (char **f = files; *f; f++) {
     struct model_cfg m;
     if (model_cfg_load (&m, *f) < 0)
       rc = EXIT_USAGE;
     else {
-      printf ("%-14s %-20s %6lld %6lld %6lld %6lld %7lld %7lld %14.0f\n", m.name, m.arch,
+      printf ("%-14s %-20s %6lld %6lld %6lld %6lld %7lld %7lld %14.0f %14.0f\n", m.name, m.arch,
               (long long) (m.layers + m.dec_layers), (long long) m.hidden, (long long) m.heads,
               (long long) m.kv_heads, (long long) m.ffn, (long long) m.experts,
-              model_params (&m));
+              model_active_params (&m), model_params (&m));
       model_cfg_free (&m);
     }
   }

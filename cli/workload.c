@@ -33,7 +33,7 @@ resolve_model (struct cli *c, struct model_cfg *m)
       model_cfg_free (m);
       return -1;
     }
-    m->layers = c->layers;
+    model_cfg_set_layers (m, c->layers);
   }
   /* learned position embeddings end at max_pos: a longer sequence has no
    * model to predict (rotary ones extrapolate and are let through) */

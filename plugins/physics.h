@@ -29,10 +29,11 @@ phys_attention_pairs (const struct perfmod_kernel *k)
 {
   double m = (double) k->m, n = (double) k->n, w = PHYS_HAS (k, window) ? (double) k->window : 0;
   double pairs = m * n;
-  if (PHYS_HAS (k, causal) && k->causal && m == n)
+  bool causal = PHYS_HAS (k, causal) && k->causal && m == n;
+  if (causal)
     pairs = m * (m + 1) / 2;
-  if (w > 0 && w < n)
-    pairs = fmin (pairs, m * w);
+  if (w > 0 && w < n)            /* causal: the first w queries see all before them */
+    pairs = causal ? w * (w + 1) / 2 + (m - w) * w : fmin (pairs, m * w);
   return pairs;
 }
 

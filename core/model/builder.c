@@ -29,6 +29,10 @@ struct bctx {
   int64_t fp;            /* feed-forward width */
   int64_t vp;            /* vocabulary rows */
   bool flash;            /* fused attention (not with T5's position bias) */
+  /* the layer being built (the families after Switch) */
+  bool moe;              /* routed feed-forward */
+  int64_t window;        /* sliding attention's window (0: full) */
+  bool softcap;          /* Gemma 2's tanh-capped scores */
 };
 
 static struct node *
@@ -293,6 +297,7 @@ flash_attention (struct bctx *c, int64_t h, int64_t kvh, int64_t dh)
     o->k = dh;
     o->h = h;
     o->kv_heads = kvh;
+    o->window = c->window;
     o->causal = causal;
   }
   mark_core (c, first);
@@ -327,6 +332,11 @@ attention_core (struct bctx *c, int64_t h, int64_t dh, const char *scale, const 
       ew (c, "scale", "div", rows, c->kv, scores + 1, "div div");
     else if (scale)
       unary (c, "scale", scale, rows, c->kv);
+    if (c->softcap) {                    /* cap * tanh (scores / cap) */
+      unary (c, "softcap_div", "divu", rows, c->kv);
+      unary (c, "softcap_tanh", "tanh", rows, c->kv);
+      unary (c, "softcap_mul", "mulu", rows, c->kv);
+    }
     if (mask && strcmp (mask, "where") == 0) {
       /* GPT-2 slices its causal buffer and selects: two copies */
       double causal = (double) c->s * (double) c->kv;
@@ -870,6 +880,266 @@ llama_graph (struct bctx *c)
   }
 }
 
+/* ---- Qwen2/3 and their MoEs, DeepSeek-V2/V3, gpt-oss, Gemma 1/2/3, GPT-NeoX ----
+ * Hugging Face's eager modules again, with what each family adds to the
+ * Llama layer: biases, q/k norms, Gemma's extra norms and GeGLU, NeoX's
+ * LayerNorm, partial rotary and parallel residual, routed experts beside
+ * shared ones, and DeepSeek's latent attention.  Layers differ within a
+ * model (dense-first, sliding or full attention): one layer of each kind a
+ * stage holds is built and counted as often as the stage has it. */
+
+static void
+norm (struct bctx *c, const char *name, int64_t rows, int64_t cols)
+{
+  if (c->m->layernorm)
+    unary (c, name, "ln", rows, cols);
+  else
+    rmsnorm (c, name, rows, cols);
+}
+
+/* A dense feed-forward block of width f: gated (SwiGLU, Gemma's GeGLU)
+ * or GPT-NeoX's GeLU MLP. */
+static void
+ffn_block (struct bctx *c, const char *prefix, int64_t rows, int64_t f, bool bias)
+{
+  const struct model_cfg *m = c->m;
+  int64_t d = m->hidden;
+  double rf = (double) rows * (double) f;
+  char buf[64];
+  if (m->layernorm) {
+    snprintf (buf, sizeof buf, "%sdense_h_to_4h", prefix);
+    linear (c, buf, rows, d, f, bias);
+    snprintf (buf, sizeof buf, "%sact", prefix);
+    unary (c, buf, "gelu", rows, f);
+    snprintf (buf, sizeof buf, "%sdense_4h_to_h", prefix);
+    linear (c, buf, rows, f, d, bias);
+    return;
+  }
+  snprintf (buf, sizeof buf, "%sgate_proj", prefix);
+  linear (c, buf, rows, d, f, bias);
+  snprintf (buf, sizeof buf, "%sup_proj", prefix);
+  linear (c, buf, rows, d, f, bias);
+  snprintf (buf, sizeof buf, "%sact", prefix);
+  unary (c, buf, m->gelu ? "gelu" : "silu", rows, f);
+  snprintf (buf, sizeof buf, "%sgate_mul", prefix);
+  mul2 (c, buf, rows, f, rf);
+  snprintf (buf, sizeof buf, "%sdown_proj", prefix);
+  linear (c, buf, rows, f, d, bias);
+}
+
+/* Routed experts (those a step reaches, as for Mixtral) and the shared
+ * experts every token passes through, one SwiGLU of their summed width;
+ * Qwen2-MoE gates its shared expert by a sigmoid of the token. */
+static void
+modern_moe (struct bctx *c)
+{
+  const struct model_cfg *m = c->m;
+  int64_t t = c->t, d = m->hidden;
+  double td = (double) t * (double) d;
+  moe_block (c, m->moe_ffn / c->sh->ffn, "silu");
+  if (m->shared_ffn == 0)
+    return;
+  ffn_block (c, "shared_expert_", t, m->shared_ffn / c->sh->ffn, false);
+  if (m->shared_gate) {
+    linear (c, "shared_expert_gate", t, d, 1, false);
+    mul2 (c, "shared_expert_gated", t, d, (double) t);
+  }
+  add2 (c, "shared_expert_add", t, d, td);
+}
+
+/* Grouped-query attention as the Llama layer runs it, with the family's
+ * fused query-key-value projection (NeoX), biases, q/k norms, partial
+ * rotary and soft-capped scores. */
+static void
+gqa_attention (struct bctx *c)
+{
+  const struct model_cfg *m = c->m;
+  int64_t t = c->t, d = m->hidden, h = c->hp, kvh = c->kvp, dh = m->head_dim;
+  int64_t rd = m->rotary_dim > 0 ? m->rotary_dim : dh;
+  double tq = (double) t * (double) (h * dh), causal = (double) c->s * (double) c->kv;
+  if (m->family == FAM_NEOX)
+    linear (c, "attention_query_key_value", t, d, (h + 2 * kvh) * dh, m->qkv_bias);
+  else {
+    linear (c, "self_attn_q_proj", t, d, h * dh, m->qkv_bias);
+    linear (c, "self_attn_k_proj", t, d, kvh * dh, m->qkv_bias);
+    linear (c, "self_attn_v_proj", t, d, kvh * dh, m->qkv_bias);
+  }
+  if (m->qk_norm) {
+    rmsnorm (c, "self_attn_q_norm", t * h, dh);
+    rmsnorm (c, "self_attn_k_norm", t * kvh, dh);
+  }
+  rotary (c, "rope_q", t * h, rd);
+  rotary (c, "rope_k", t * kvh, rd);
+  if (c->kv > c->s) {
+    double kvnew = 2.0 * (double) t * (double) (kvh * dh);
+    copy (c, "kv_cache_write", "copy", kvnew, 0);
+  }
+  if (kvh < h) {
+    double rep = (double) c->b * (double) h * (double) c->kv * (double) dh;
+    copy (c, "repeat_k", "expand", rep / (double) (h / kvh), rep);
+    copy (c, "repeat_v", "expand", rep / (double) (h / kvh), rep);
+  }
+  c->softcap = m->softcap;
+  attention_core (c, h, dh, "mulu", "add", (double) c->b * causal, false);
+  c->softcap = false;
+  copy (c, "merge_heads", "contiguous", tq, tq);
+  linear (c, "self_attn_o_proj", t, h * dh, d, m->o_bias);
+}
+
+/* Multi-head latent attention (DeepSeek-V2/V3).  Queries through the
+ * q_lora_rank bottleneck (or one projection); keys and values from one
+ * down-projection to the kv_lora_rank latent and a rope key shared by the
+ * heads.  A prefill or training step expands the latent to every head's
+ * key (nope + rope wide) and value (v_head_dim); a decode step keeps the
+ * latent as its cache and works in it, as vLLM, SGLang and TensorRT-LLM
+ * do: the queries are absorbed into the latent (W_UK), all heads attend
+ * to the one latent head (kv_lora_rank + rope wide), and the context goes
+ * out through W_UV. */
+static void
+mla_attention (struct bctx *c)
+{
+  const struct model_cfg *m = c->m;
+  int64_t t = c->t, d = m->hidden, h = c->hp, nope = m->qk_nope_dim, rope = m->qk_rope_dim;
+  int64_t qk = nope + rope, vd = m->v_head_dim, kvl = m->kv_lora_rank, ql = m->q_lora_rank;
+  int64_t bh = c->b * h;
+  double causal = (double) c->s * (double) c->kv;
+  size_t first;
+
+  if (ql > 0) {
+    linear (c, "self_attn_q_a_proj", t, d, ql, m->qkv_bias);
+    rmsnorm (c, "self_attn_q_a_layernorm", t, ql);
+    linear (c, "self_attn_q_b_proj", t, ql, h * qk, false);
+  }
+  else
+    linear (c, "self_attn_q_proj", t, d, h * qk, false);
+  linear (c, "self_attn_kv_a_proj_with_mqa", t, d, kvl + rope, m->qkv_bias);
+  rmsnorm (c, "self_attn_kv_a_layernorm", t, kvl);
+  rotary (c, "rope_q", t * h, rope);
+  rotary (c, "rope_k", t, rope);
+  if (c->kv <= c->s) {
+    double tk = (double) t * (double) (h * qk), tv = (double) t * (double) (h * vd);
+    linear (c, "self_attn_kv_b_proj", t, kvl, h * (nope + vd), false);
+    copy (c, "query_states", "cat", tk, tk);
+    copy (c, "key_states", "cat", tk, tk);
+    first = c->g->n;
+    if (c->flash)                        /* values padded to the key width, as FA2 takes them */
+      flash_attention (c, h, h, qk);
+    else {
+      bmm (c, "scores", bh, c->s, qk, c->kv);
+      unary (c, "scale", "mulu", bh * c->s, c->kv);
+      add2 (c, "mask", bh * c->s, c->kv, (double) c->b * causal);
+      unary (c, "softmax", "softmax", bh * c->s, c->kv);
+      bmm (c, "context", bh, c->s, c->kv, vd);
+      mark_core (c, first);
+    }
+    copy (c, "merge_heads", "contiguous", tv, tv);
+  }
+  else {
+    copy (c, "kv_cache_write", "copy", (double) t * (double) (kvl + rope), 0);
+    bmm (c, "q_absorb", h, t, nope, kvl);
+    first = c->g->n;
+    if (c->flash)
+      flash_attention (c, h, 1, kvl + rope);
+    else {                               /* the heads as rows against the one latent */
+      bmm (c, "scores", c->b, h * c->s, kvl + rope, c->kv);
+      unary (c, "scale", "mulu", bh * c->s, c->kv);
+      unary (c, "softmax", "softmax", bh * c->s, c->kv);
+      bmm (c, "context", c->b, h * c->s, c->kv, kvl);
+      mark_core (c, first);
+    }
+    bmm (c, "v_absorb", h, t, kvl, vd);
+  }
+  linear (c, "self_attn_o_proj", t, h * vd, d, m->o_bias);
+}
+
+static void
+modern_layer (struct bctx *c)
+{
+  const struct model_cfg *m = c->m;
+  int64_t t = c->t, tn = c->tn, d = m->hidden;
+  double tnd = (double) tn * (double) d;
+
+  site (c, PERFMOD_SITE_PARAMS);
+  norm (c, "input_layernorm", tn, d);
+  site (c, PERFMOD_SITE_ATTN_IN);
+  if (m->kv_lora_rank > 0)
+    mla_attention (c);
+  else
+    gqa_attention (c);
+  site (c, PERFMOD_SITE_ATTN_OUT);
+  if (m->post_norms)
+    norm (c, "post_attention_layernorm", tn, d);
+  if (!m->parallel_residual)             /* NeoX: the MLP reads the layer's input */
+    add2 (c, "add_1", tn, d, tnd);
+  norm (c, m->post_norms ? "pre_feedforward_layernorm" : "post_attention_layernorm", tn, d);
+  site (c, PERFMOD_SITE_MLP_IN);
+  if (c->moe)
+    modern_moe (c);
+  else
+    ffn_block (c, "mlp_", t, c->fp, m->mlp_bias);
+  site (c, PERFMOD_SITE_MLP_OUT);
+  if (m->post_norms)
+    norm (c, "post_feedforward_layernorm", tn, d);
+  if (m->parallel_residual)
+    add2 (c, "add_attn_mlp", tn, d, tnd);
+  add2 (c, "add_2", tn, d, tnd);
+}
+
+static void
+modern_graph (struct bctx *c)
+{
+  const struct model_cfg *m = c->m;
+  int64_t t = c->t, tn = c->tn, d = m->hidden, v = c->vp;
+  int64_t first = c->sh->first_layer, n = c->sh->layers ? c->sh->layers : m->layers;
+  int64_t count[4] = { 0 }, at[4] = { 0 };
+
+  if (c->sh->embed) {
+    embedding (c, m->family == FAM_NEOX ? "embed_in" : "embed_tokens", v, d);
+    site (c, PERFMOD_SITE_EMBED);
+    if (m->family == FAM_GEMMA)          /* x sqrt(hidden) */
+      unary (c, "embed_scale", "mulu", tn, d);
+  }
+  /* the stage's layers by kind: routed (1) and sliding (2) */
+  for (int64_t i = first; i < first + n && i < m->layers; i++) {
+    int k = (model_layer_moe (m, i) ? 1 : 0) | (model_layer_sliding (m, i) ? 2 : 0);
+    if (count[k]++ == 0)
+      at[k] = i;
+  }
+  c->g->layer_begin = c->g->n;
+  for (int k = 0; k < 4; k++) {
+    size_t from = c->g->n;
+    int64_t context = c->kv;
+    if (count[k] == 0)
+      continue;
+    set_prefix (c, "layers", (int) at[k]);
+    c->moe = k & 1;
+    if (k & 2) {
+      c->window = m->window;
+      if (c->kv > c->s && c->kv > m->window)   /* a decode step reads the window's keys */
+        c->kv = m->window;
+    }
+    modern_layer (c);
+    c->kv = context;
+    c->window = 0;
+    for (size_t j = from; j < c->g->n; j++)
+      c->g->nodes[j].count = count[k];
+  }
+  c->prefix[0] = '\0';
+  c->g->layer_end = c->g->n;
+  c->g->repeat = n;
+  if (c->sh->head) {
+    norm (c, m->family == FAM_NEOX ? "final_layer_norm" : "norm", tn, d);
+    site (c, PERFMOD_SITE_LOGITS);
+    linear (c, m->family == FAM_NEOX ? "embed_out" : "lm_head", t, d, v, false);
+    if (m->softcap) {                    /* Gemma 2's final logit soft-capping */
+      unary (c, "logits_softcap_div", "divu", t, v);
+      unary (c, "logits_softcap_tanh", "tanh", t, v);
+      unary (c, "logits_softcap_mul", "mulu", t, v);
+    }
+    lm_loss (c, v);
+  }
+}
+
 /* ---- Megatron-Core with Transformer Engine ---- */
 
 /* The decoder layer Megatron-Core builds with Transformer Engine's modules
@@ -1127,23 +1397,30 @@ switch_graph (struct bctx *c)
 /* About a second's building (a node holds a few hundred bytes). */
 #define MAX_EXPERT_BLOCKS (1 << 17)
 
-static const struct shard no_shard = { 1, 1, 1, 1, 1, 1.0, 0, true, true, NULL, 0 };
+static const struct shard no_shard = { 1, 1, 1, 1, 1, 1.0, 0, 0, true, true, NULL, 0 };
 
 /* Degrees the model's shapes cannot take are refused, naming both. */
 static int
 shard_check (const struct model_cfg *m, const struct shard *sh)
 {
-  if (m->heads % sh->heads != 0 || m->kv_heads % sh->heads != 0) {
+  /* The families after Switch replicate key/value heads over tp ranks
+   * beyond their number, as vLLM and Megatron-Core do. */
+  bool kv_ok = m->kv_heads % sh->heads == 0
+               || (m->family >= FAM_QWEN && sh->heads % m->kv_heads == 0);
+  if (m->heads % sh->heads != 0 || !kv_ok) {
     pm_error ("%s: tp=%d does not divide the %lld attention heads%s", m->name, sh->heads,
               (long long) (m->heads % sh->heads ? m->heads : m->kv_heads),
               m->heads % sh->heads ? "" : " of key/value");
     return -1;
   }
-  if (m->ffn % sh->ffn != 0) {
-    pm_error ("%s: tp=%d does not divide the feed-forward width %lld", m->name, sh->ffn,
-              (long long) m->ffn);
-    return -1;
-  }
+  int64_t widths[] = { m->ffn, m->moe_ffn, m->shared_ffn };
+  for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++)
+    if (widths[i] % sh->ffn != 0) {
+      pm_error ("%s: tp=%d does not divide the %s width %lld", m->name, sh->ffn,
+                i == 0 ? "feed-forward" : i == 1 ? "expert" : "shared experts'",
+                (long long) widths[i]);
+      return -1;
+    }
   if (sh->experts > 1 && (m->experts == 0 || m->experts % sh->experts != 0)) {
     if (m->experts == 0)
       pm_error ("%s: ep=%d: the model has no experts", m->name, sh->experts);
@@ -1167,7 +1444,9 @@ size_check (const struct bctx *c)
   const struct model_cfg *m = c->m;
   const int64_t lim = (int64_t) 1 << 61;
   int64_t w = m->hidden, t, rows, x, y, sw;
-  int64_t widths[] = { m->ffn, m->vocab, (m->heads + 2 * m->kv_heads) * m->head_dim, m->experts };
+  int64_t widths[] = { m->ffn, m->vocab, (m->heads + 2 * m->kv_heads) * m->head_dim, m->experts,
+                       m->moe_ffn, m->shared_ffn,
+                       m->heads * (m->qk_nope_dim + m->v_head_dim + m->kv_lora_rank) };
   for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++)
     if (widths[i] > w)
       w = widths[i];
@@ -1269,6 +1548,8 @@ graph_build (struct graph *g, const struct model_cfg *m, const struct build_opti
   c.tn = c.t / c.sh->tokens;
   c.hp = m->heads / c.sh->heads;
   c.kvp = m->kv_heads / c.sh->heads;
+  if (c.kvp == 0)                        /* tp beyond the key/value heads: each rank holds one */
+    c.kvp = 1;
   c.fp = m->ffn / c.sh->ffn;
   c.vp = (m->vocab + c.sh->vocab - 1) / c.sh->vocab;
   c.flash = o->flash && m->family != FAM_SWITCH;
@@ -1285,6 +1566,12 @@ graph_build (struct graph *g, const struct model_cfg *m, const struct build_opti
   case FAM_LLAMA:
   case FAM_MIXTRAL: llama_graph (&c); break;
   case FAM_SWITCH: switch_graph (&c); break;
+  case FAM_QWEN:
+  case FAM_QWEN_MOE:
+  case FAM_DEEPSEEK:
+  case FAM_GPT_OSS:
+  case FAM_GEMMA:
+  case FAM_NEOX: modern_graph (&c); break;
   default:
     pm_error ("%s: no graph builder for family %d", m->name, m->family);
     graph_free (g);

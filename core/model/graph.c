@@ -61,7 +61,9 @@ node_add_op (struct node *nd, int phase, int kclass, const char *op)
 int64_t
 graph_weight (const struct graph *g, size_t i)
 {
-  return (i >= g->layer_begin && i < g->layer_end) ? g->repeat : 1;
+  if (i < g->layer_begin || i >= g->layer_end)
+    return 1;
+  return g->nodes[i].count > 0 ? g->nodes[i].count : g->repeat;
 }
 
 int

@@ -1,4 +1,4 @@
-/* modelcfg.c: a model's dimensions from a Hugging Face config.json (GPT-2/3, OPT, BERT, Llama, Switch, Mixtral). */
+/* modelcfg.c: a model's dimensions from a Hugging Face config.json (GPT-2/3, OPT, BERT, Llama, Mixtral, Switch, Qwen2/3 and their MoEs, DeepSeek-V2/V3, gpt-oss, Gemma 1/2/3, GPT-NeoX). */
 #include <config.h>
 
 #include <jansson.h>
@@ -34,7 +34,14 @@ static const struct {
 } families[] = {
   { "gpt2", FAM_GPT2 }, { "opt", FAM_OPT }, { "bert", FAM_BERT }, { "llama", FAM_LLAMA },
   { "mistral", FAM_LLAMA }, { "mixtral", FAM_MIXTRAL }, { "switch_transformers", FAM_SWITCH },
+  { "qwen2", FAM_QWEN }, { "qwen3", FAM_QWEN }, { "qwen2_moe", FAM_QWEN_MOE },
+  { "qwen3_moe", FAM_QWEN_MOE }, { "deepseek_v2", FAM_DEEPSEEK }, { "deepseek_v3", FAM_DEEPSEEK },
+  { "gpt_oss", FAM_GPT_OSS }, { "gemma", FAM_GEMMA }, { "gemma2", FAM_GEMMA },
+  { "gemma3_text", FAM_GEMMA }, { "gpt_neox", FAM_NEOX },
 };
+#define MODEL_TYPES "gpt2, opt, bert, llama, mistral, mixtral, switch_transformers, qwen2, " \
+  "qwen3, qwen2_moe, qwen3_moe, deepseek_v2, deepseek_v3, gpt_oss, gemma, gemma2, gemma3_text, " \
+  "gpt_neox"
 
 const char *
 family_name (int family)
@@ -52,6 +59,225 @@ get_bool (json_t *obj, const char *key, bool dflt)
   return json_is_boolean (v) ? json_is_true (v) : dflt;
 }
 
+static int64_t
+get_one (json_t *obj, const char *key, int64_t max, const char *path, int *errors)
+{
+  const char *const keys[] = { key, NULL };
+  return get_int (obj, keys, max, path, errors);
+}
+
+/* A field perfmod reads but cannot model with this value: named, with why. */
+static void
+refuse (const char *path, const char *key, const char *why, int *errors)
+{
+  pm_error ("%s: key '%s': %s", path, key, why);
+  (*errors)++;
+}
+
+/* A number or null (soft-capping thresholds, rotary_pct); dflt if absent. */
+static double
+get_number (json_t *obj, const char *key, double dflt, const char *path, int *errors)
+{
+  json_t *v = json_object_get (obj, key);
+  if (v == NULL || json_is_null (v))
+    return dflt;
+  if (!json_is_number (v) || !isfinite (json_number_value (v)) || json_number_value (v) < 0) {
+    refuse (path, key, "must be a non-negative number or null", errors);
+    return dflt;
+  }
+  return json_number_value (v);
+}
+
+static bool
+arch_is (const struct model_cfg *m, const char *model_type)
+{
+  return strcmp (m->arch, model_type) == 0;
+}
+
+/* The fields of the families after Switch: what each layer is, the
+ * attention's shape and the feed-forward blocks.  Fields that change
+ * neither work nor memory (rope_theta, rms_norm_eps, routing's scoring
+ * and grouping, dropout rates) are not read; those that would and that
+ * perfmod cannot model are refused, naming the field. */
+static void
+modern_load (json_t *root, struct model_cfg *m, const char *path, int *errors)
+{
+  int64_t layers = m->layers > 0 ? m->layers : 0;
+  int64_t first_dense = 0, moe_step = 1;
+  json_t *v;
+
+  m->moe_ffn = get_one (root, "moe_intermediate_size", PM_MAX_DIM, path, errors);
+  v = json_object_get (root, "rope_scaling");
+  if (v != NULL && !json_is_null (v) && !json_is_object (v))
+    refuse (path, "rope_scaling", "must be an object or null", errors);
+  v = json_object_get (root, "attention_type");
+  if (v != NULL && !json_is_null (v)
+      && !(m->family == FAM_DEEPSEEK && json_is_string (v)
+           && strcmp (json_string_value (v), "mla") == 0))
+    refuse (path, "attention_type", "perfmod builds the attention model_type defines "
+            "(multi-head latent attention for deepseek_v2/v3, else grouped-query); no other "
+            "attention_type is modelled", errors);
+  if (layers > 0)
+    m->layer_kind = xcalloc ((size_t) layers, 1);
+
+  switch (m->family) {
+  case FAM_QWEN:
+  case FAM_QWEN_MOE:
+    if (arch_is (m, "qwen2") || arch_is (m, "qwen2_moe"))
+      m->qkv_bias = true;        /* Qwen2's q, k and v projections have biases */
+    else {
+      m->qkv_bias = m->o_bias = get_bool (root, "attention_bias", false);
+      m->qk_norm = true;
+    }
+    if (get_bool (root, "use_sliding_window", false)) {
+      int64_t from = json_object_get (root, "max_window_layers") == NULL ? 28   /* HF's default */
+                     : get_one (root, "max_window_layers", PM_MAX_COUNT, path, errors);
+      m->window = get_one (root, "sliding_window", PM_MAX_SEQ, path, errors);
+      if (m->window == 0)
+        refuse (path, "sliding_window", "use_sliding_window is true: a window size is needed",
+                errors);
+      for (int64_t i = from; i < layers; i++)   /* Qwen slides from max_window_layers on */
+        m->layer_kind[i] |= LAYER_SLIDING;
+    }
+    if (m->family == FAM_QWEN_MOE) {
+      json_t *dense = json_object_get (root, "mlp_only_layers");
+      size_t j;
+      json_t *e;
+      m->shared_ffn = get_one (root, "shared_expert_intermediate_size", PM_MAX_DIM, path, errors);
+      m->shared_gate = m->shared_ffn > 0;
+      if (json_object_get (root, "decoder_sparse_step") != NULL) {
+        moe_step = get_one (root, "decoder_sparse_step", PM_MAX_COUNT, path, errors);
+        if (moe_step == 0)
+          refuse (path, "decoder_sparse_step", "must be at least 1", errors);
+      }
+      for (int64_t i = 0; i < layers && moe_step > 0; i++)
+        if ((i + 1) % moe_step == 0)
+          m->layer_kind[i] |= LAYER_MOE;
+      if (dense != NULL && !json_is_null (dense) && !json_is_array (dense))
+        refuse (path, "mlp_only_layers", "must be a list of layer indices", errors);
+      json_array_foreach (dense, j, e) {
+        if (!json_is_integer (e) || json_integer_value (e) < 0
+            || json_integer_value (e) >= layers) {
+          refuse (path, "mlp_only_layers", "must hold layer indices from 0 to "
+                  "num_hidden_layers - 1", errors);
+          break;
+        }
+        m->layer_kind[json_integer_value (e)] &= (unsigned char) ~LAYER_MOE;
+      }
+    }
+    break;
+  case FAM_DEEPSEEK:
+    m->q_lora_rank = get_one (root, "q_lora_rank", PM_MAX_DIM, path, errors);
+    m->kv_lora_rank = get_one (root, "kv_lora_rank", PM_MAX_DIM, path, errors);
+    m->qk_nope_dim = get_one (root, "qk_nope_head_dim", PM_MAX_DIM, path, errors);
+    m->qk_rope_dim = get_one (root, "qk_rope_head_dim", PM_MAX_DIM, path, errors);
+    m->v_head_dim = get_one (root, "v_head_dim", PM_MAX_DIM, path, errors);
+    if (*errors == 0) {
+      const char *zero = m->kv_lora_rank == 0 ? "kv_lora_rank" : m->qk_nope_dim == 0
+                         ? "qk_nope_head_dim" : m->qk_rope_dim == 0 ? "qk_rope_head_dim"
+                         : m->v_head_dim == 0 ? "v_head_dim" : NULL;
+      if (zero)
+        refuse (path, zero, "multi-head latent attention needs it, a positive integer", errors);
+    }
+    /* queries and keys are nope + rope wide, values v_head_dim; every
+     * head has its own keys and values (no grouping) */
+    m->head_dim = m->qk_nope_dim + m->qk_rope_dim;
+    m->kv_heads = 0;
+    m->qkv_bias = m->o_bias = get_bool (root, "attention_bias", false);
+    m->shared_ffn = get_one (root, "n_shared_experts", PM_MAX_COUNT, path, errors) * m->moe_ffn;
+    m->router_bias = arch_is (m, "deepseek_v3");     /* e_score_correction_bias */
+    m->mtp_layers = get_one (root, "num_nextn_predict_layers", PM_MAX_COUNT, path, errors);
+    first_dense = get_one (root, "first_k_dense_replace", PM_MAX_COUNT, path, errors);
+    if (json_object_get (root, "moe_layer_freq") != NULL) {
+      moe_step = get_one (root, "moe_layer_freq", PM_MAX_COUNT, path, errors);
+      if (moe_step == 0)
+        refuse (path, "moe_layer_freq", "must be at least 1", errors);
+    }
+    if (first_dense > layers)
+      refuse (path, "first_k_dense_replace", "exceeds num_hidden_layers", errors);
+    for (int64_t i = first_dense; i < layers && m->experts > 0 && moe_step > 0; i++)
+      if (i % moe_step == 0)
+        m->layer_kind[i] |= LAYER_MOE;
+    break;
+  case FAM_GPT_OSS:
+    m->qkv_bias = m->o_bias = get_bool (root, "attention_bias", true);
+    m->mlp_bias = m->router_bias = m->sinks = true;
+    m->window = json_object_get (root, "sliding_window") == NULL ? 128
+              : get_one (root, "sliding_window", PM_MAX_SEQ, path, errors);
+    for (int64_t i = 0; i < layers; i++)     /* sliding and full layers alternate */
+      m->layer_kind[i] = (unsigned char) (LAYER_MOE | (i % 2 == 0 ? LAYER_SLIDING : 0));
+    break;
+  case FAM_GEMMA:
+    m->gelu = true;
+    if (!arch_is (m, "gemma")) {
+      int64_t period = 2;        /* Gemma 2: every other layer, from the first */
+      m->post_norms = true;
+      m->qk_norm = arch_is (m, "gemma3_text");
+      m->softcap = get_number (root, "attn_logit_softcapping", 0, path, errors) > 0
+                   || get_number (root, "final_logit_softcapping", 0, path, errors) > 0;
+      m->window = get_one (root, "sliding_window", PM_MAX_SEQ, path, errors);
+      if (m->qk_norm) {          /* Gemma 3: five sliding layers to one full */
+        period = 6;
+        if (json_object_get (root, "sliding_window_pattern") != NULL) {
+          period = get_one (root, "sliding_window_pattern", PM_MAX_COUNT, path, errors);
+          if (period == 0)
+            refuse (path, "sliding_window_pattern", "must be at least 1", errors);
+        }
+      }
+      for (int64_t i = 0; i < layers && m->window > 0 && period > 0; i++)
+        if ((i + 1) % period != 0)
+          m->layer_kind[i] |= LAYER_SLIDING;
+    }
+    break;
+  case FAM_NEOX: {
+    double pct = get_number (root, "rotary_pct", 0.25, path, errors);
+    m->layernorm = m->gelu = m->mlp_bias = true;
+    m->qkv_bias = m->o_bias = get_bool (root, "attention_bias", true);
+    m->parallel_residual = get_bool (root, "use_parallel_residual", true);
+    if (pct <= 0 || pct > 1)
+      refuse (path, "rotary_pct", "must be a fraction in (0, 1]", errors);
+    else if (m->heads > 0) {
+      int64_t dh = m->head_dim ? m->head_dim : m->hidden / m->heads;
+      m->rotary_dim = (int64_t) ((double) dh * pct);
+    }
+    break;
+  }
+  default:
+    break;
+  }
+
+  /* Hugging Face's layer_types, where the config lists them, say which
+   * layers slide. */
+  v = json_object_get (root, "layer_types");
+  if (v != NULL && !json_is_null (v) && *errors == 0) {
+    size_t j;
+    json_t *e;
+    if (!json_is_array (v) || (int64_t) json_array_size (v) != layers)
+      refuse (path, "layer_types", "must list num_hidden_layers attention types", errors);
+    else
+      json_array_foreach (v, j, e) {
+        const char *t = json_is_string (e) ? json_string_value (e) : "";
+        if (strcmp (t, "sliding_attention") == 0 && m->window > 0)
+          m->layer_kind[j] |= LAYER_SLIDING;
+        else if (strcmp (t, "full_attention") == 0)
+          m->layer_kind[j] &= (unsigned char) ~LAYER_SLIDING;
+        else {
+          refuse (path, "layer_types", strcmp (t, "sliding_attention") == 0
+                  ? "sliding_attention layers without a sliding_window"
+                  : "only full_attention and sliding_attention layers are modelled", errors);
+          break;
+        }
+      }
+  }
+  if (m->family == FAM_QWEN_MOE || m->family == FAM_GPT_OSS
+      || (m->family == FAM_DEEPSEEK && m->experts > 0)) {
+    if (m->moe_ffn == 0)
+      m->moe_ffn = m->ffn;       /* gpt-oss: intermediate_size is an expert's */
+    if (m->family == FAM_DEEPSEEK && json_object_get (root, "moe_intermediate_size") == NULL)
+      refuse (path, "moe_intermediate_size", "missing: an expert's width", errors);
+  }
+}
+
 int
 model_cfg_load (struct model_cfg *m, const char *path)
 {
@@ -60,8 +286,10 @@ model_cfg_load (struct model_cfg *m, const char *path)
   static const char *const k_heads[] = { "n_head", "num_attention_heads", "num_heads", NULL };
   static const char *const k_ffn[] = { "n_inner", "intermediate_size", "ffn_dim", "d_ff", NULL };
   static const char *const k_vocab[] = { "vocab_size", NULL };
-  static const char *const k_experts[] = { "num_experts", "num_local_experts", NULL };
-  static const char *const k_topk[] = { "num_experts_per_tok", "moe_top_k", NULL };
+  static const char *const k_experts[] = { "num_experts", "num_local_experts", "n_routed_experts",
+                                           NULL };
+  static const char *const k_topk[] = { "num_experts_per_tok", "moe_top_k", "experts_per_token",
+                                        NULL };
   static const char *const k_pos[] = { "n_positions", "max_position_embeddings", NULL };
   static const char *const k_kv[] = { "num_key_value_heads", NULL };
   static const char *const k_dkv[] = { "d_kv", "head_dim", NULL };
@@ -95,8 +323,7 @@ model_cfg_load (struct model_cfg *m, const char *path)
     m->name[strlen (m->name) - 5] = '\0';
   mt = json_object_get (root, "model_type");
   if (!json_is_string (mt)) {
-    pm_error ("%s: missing key model_type (one of gpt2, opt, bert, llama, mistral, mixtral, "
-              "switch_transformers)", path);
+    pm_error ("%s: missing key model_type (one of %s)", path, MODEL_TYPES);
     json_decref (root);
     model_cfg_free (m);
     return -1;
@@ -106,9 +333,8 @@ model_cfg_load (struct model_cfg *m, const char *path)
     if (strcmp (m->arch, families[f].model_type) == 0)
       break;
   if (f == sizeof families / sizeof families[0]) {
-    pm_error ("%s: model_type '%s' is not an architecture perfmod builds (gpt2, opt, bert, "
-              "llama, mistral, mixtral, switch_transformers); import a traced graph with "
-              "--opgraph instead", path, m->arch);
+    pm_error ("%s: model_type '%s' is not an architecture perfmod builds (%s); import a "
+              "traced graph with --opgraph instead", path, m->arch, MODEL_TYPES);
     json_decref (root);
     model_cfg_free (m);
     return -1;
@@ -130,7 +356,10 @@ model_cfg_load (struct model_cfg *m, const char *path)
   /* Hugging Face's defaults: Llama-family configs say tie_word_embeddings
    * when true; GPT-2, OPT, BERT and T5 tie unless told otherwise. */
   m->tied = get_bool (root, "tie_word_embeddings",
-                      m->family != FAM_LLAMA && m->family != FAM_MIXTRAL);
+                      m->family < FAM_QWEN ? m->family != FAM_LLAMA && m->family != FAM_MIXTRAL
+                      : m->family == FAM_GEMMA);
+  if (m->family >= FAM_QWEN && errors == 0)
+    modern_load (root, m, path, &errors);
   json_decref (root);
   if (m->ffn == 0 && m->family == FAM_GPT2)
     m->ffn = 4 * m->hidden;      /* GPT-2's n_inner: null means 4 x width */
@@ -149,9 +378,12 @@ model_cfg_load (struct model_cfg *m, const char *path)
                         : m->heads == 0 ? "n_head/num_attention_heads/num_heads"
                         : m->vocab == 0 ? "vocab_size"
                         : m->ffn == 0 ? "intermediate_size/ffn_dim/d_ff"
-                        : (m->family == FAM_MIXTRAL || m->family == FAM_SWITCH) && m->experts == 0
-                          ? "num_local_experts/num_experts"
-                        : m->family == FAM_MIXTRAL && m->top_k == 0 ? "num_experts_per_tok"
+                        : (m->family == FAM_MIXTRAL || m->family == FAM_SWITCH
+                           || m->family == FAM_QWEN_MOE || m->family == FAM_GPT_OSS)
+                          && m->experts == 0 ? "num_local_experts/num_experts"
+                        : (m->family == FAM_MIXTRAL || m->family == FAM_QWEN_MOE
+                           || m->family == FAM_GPT_OSS || m->family == FAM_DEEPSEEK)
+                          && m->experts > 0 && m->top_k == 0 ? "num_experts_per_tok"
                         : NULL;
     if (missing) {
       pm_error ("%s: missing key %s (model_type %s)", path, missing, m->arch);
@@ -192,6 +424,97 @@ model_cfg_load (struct model_cfg *m, const char *path)
   return 0;
 }
 
+bool
+model_layer_moe (const struct model_cfg *m, int64_t i)
+{
+  if (m->layer_kind)
+    return m->experts > 0 && (m->layer_kind[i] & LAYER_MOE);
+  return m->experts > 0;
+}
+
+bool
+model_layer_sliding (const struct model_cfg *m, int64_t i)
+{
+  return m->layer_kind && m->window > 0 && (m->layer_kind[i] & LAYER_SLIDING);
+}
+
+int64_t
+model_layer_span (const struct model_cfg *m, int64_t i, int64_t context)
+{
+  return model_layer_sliding (m, i) && m->window < context ? m->window : context;
+}
+
+double
+model_kv_width (const struct model_cfg *m)
+{
+  if (m->kv_lora_rank > 0)
+    return (double) (m->kv_lora_rank + m->qk_rope_dim);
+  return 2.0 * (double) m->kv_heads * (double) m->head_dim;
+}
+
+bool
+model_layers_mixed (const struct model_cfg *m)
+{
+  for (int64_t i = 1; m->layer_kind && i < m->layers; i++)
+    if (model_layer_moe (m, i) != model_layer_moe (m, 0)
+        || model_layer_sliding (m, i) != model_layer_sliding (m, 0))
+      return true;
+  return false;
+}
+
+/* One routed expert of the new families: a gated (SwiGLU) block, with
+ * biases in gpt-oss. */
+static double
+expert_params (const struct model_cfg *m)
+{
+  double d = (double) m->hidden, f = (double) m->moe_ffn;
+  return 3 * d * f + (m->mlp_bias ? 2 * f + d : 0);
+}
+
+/* A layer of the new families, its routed experts (if any) included. */
+static double
+modern_layer_params (const struct model_cfg *m, bool moe)
+{
+  double d = (double) m->hidden, f = (double) m->ffn, h = (double) m->heads;
+  double dh = (double) m->head_dim, kvh = (double) m->kv_heads, p;
+  if (m->kv_lora_rank > 0) {     /* latent attention */
+    double ql = (double) m->q_lora_rank, kvl = (double) m->kv_lora_rank;
+    double qk = (double) (m->qk_nope_dim + m->qk_rope_dim), vd = (double) m->v_head_dim;
+    p = ql > 0 ? d * ql + ql + ql * h * qk : d * h * qk;
+    p += d * (kvl + (double) m->qk_rope_dim) + kvl + kvl * h * ((double) m->qk_nope_dim + vd);
+    p += h * vd * d + (m->o_bias ? d : 0);
+  }
+  else {
+    p = 2 * d * h * dh + 2 * d * kvh * dh;
+    if (m->qkv_bias)
+      p += h * dh + 2 * kvh * dh;
+    if (m->o_bias)
+      p += d;
+    if (m->qk_norm)
+      p += 2 * dh;
+    if (m->sinks)
+      p += h;
+  }
+  p += (m->post_norms ? 4 : 2) * d * (m->layernorm ? 2 : 1);
+  if (!moe)
+    return p + (m->gelu && m->layernorm ? 2 * d * f + (m->mlp_bias ? f + d : 0)
+                : 3 * d * f + (m->mlp_bias ? 2 * f + d : 0));
+  p += d * (double) m->experts + (m->router_bias ? (double) m->experts : 0);
+  p += (double) m->experts * expert_params (m);
+  if (m->shared_ffn > 0)
+    p += 3 * d * (double) m->shared_ffn + (m->shared_gate ? d : 0);
+  return p;
+}
+
+static double
+moe_layers (const struct model_cfg *m)
+{
+  double n = 0;
+  for (int64_t i = 0; i < m->layers; i++)
+    n += model_layer_moe (m, i);
+  return n;
+}
+
 double
 model_params (const struct model_cfg *m)
 {
@@ -225,8 +548,12 @@ model_params (const struct model_cfg *m)
     /* relative position buckets (32 x heads) in each stack's first layer */
     return emb + enc + dec + 2 * 32 * (double) m->heads + 2 * d + head;
   }
-  default:
-    return 0;
+  default: {
+    double routed = moe_layers (m);
+    return emb + routed * modern_layer_params (m, true) + (l - routed) * modern_layer_params (m,
+                                                                                          false)
+           + d * (m->layernorm ? 2 : 1) + head;
+  }
   }
 }
 
@@ -244,6 +571,18 @@ model_param_parts (const struct model_cfg *m, double *embed, double *head, doubl
   else if (m->family == FAM_SWITCH)
     *experts = (floor ((double) m->layers / (double) m->sparse_step)
                 + floor ((double) m->dec_layers / (double) m->sparse_step)) * e * 2 * d * f;
+  else if (m->family >= FAM_QWEN)
+    *experts = moe_layers (m) * e * expert_params (m);
+}
+
+double
+model_active_params (const struct model_cfg *m)
+{
+  double emb, head, experts;
+  model_param_parts (m, &emb, &head, &experts);
+  if (m->experts == 0)
+    return model_params (m);
+  return model_params (m) - experts * (1 - (double) m->top_k / (double) m->experts);
 }
 
 int
@@ -267,11 +606,25 @@ model_cfg_builtin (struct model_cfg *m, const char *name)
 }
 
 void
+model_cfg_set_layers (struct model_cfg *m, int64_t layers)
+{
+  if (m->layer_kind && layers > 0) {
+    unsigned char *kind = xcalloc ((size_t) layers, 1);
+    for (int64_t i = 0; i < layers; i++)
+      kind[i] = m->layer_kind[i % m->layers];
+    free (m->layer_kind);
+    m->layer_kind = kind;
+  }
+  m->layers = layers;
+}
+
+void
 model_cfg_free (struct model_cfg *m)
 {
   free (m->name);
   free (m->path);
   free (m->arch);
+  free (m->layer_kind);
   memset (m, 0, sizeof *m);
 }
 

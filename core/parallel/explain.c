@@ -23,7 +23,8 @@ parallel_case_init (struct perfmod_parallel_case *c, int degree, const struct mo
   c->degree = degree;
   c->tokens = (double) batch * (double) seq;
   c->hidden = (double) m->hidden;
-  c->ffn = (double) m->ffn;
+  /* a routed expert's width where it differs from the dense layers' */
+  c->ffn = (double) (m->experts > 0 && m->moe_ffn > 0 ? m->moe_ffn : m->ffn);
   c->layers = (double) m->layers;
   c->experts = (double) m->experts;
   c->experts_per_token = m->experts ? (double) m->top_k : 1;

@@ -43,6 +43,52 @@ layer_activations (const struct model_cfg *m, double b, double s, double eb, dou
   return replicated / (sp ? tp : 1) + split / tp + (rc == RECOMPUTE_SELECTIVE ? 0 : scores / tp);
 }
 
+/* The families after Switch: the same accounting with each one's widths.
+ * The attention's q, k and v (MLA: expanded keys and values and the
+ * latent), the context the output projection reads, and the feed-forward
+ * intermediates averaged over the layers (a routed layer: top_k experts
+ * and the shared ones per token); Gemma 2/3 keep two more norm inputs. */
+static double
+modern_layer_activations (const struct model_cfg *m, double b, double s, double eb, double gin,
+                          enum pm_recompute rc, double tp, bool sp, bool flash)
+{
+  double h = (double) m->hidden, a = (double) m->heads, sb = s * b, sbh = sb * h;
+  double qkv, ctx, f = 0, replicated, split, scores;
+  bool gated = !m->layernorm;
+  if (rc == RECOMPUTE_FULL)
+    return sbh * eb / (sp ? tp : 1);
+  if (m->kv_lora_rank > 0) {
+    double qk = (double) (m->qk_nope_dim + m->qk_rope_dim), v = (double) m->v_head_dim;
+    qkv = a * (2 * qk + v) + (double) (m->kv_lora_rank + m->q_lora_rank);
+    ctx = a * v;
+  }
+  else {
+    qkv = (double) ((m->heads + 2 * m->kv_heads) * m->head_dim);
+    ctx = (double) (m->heads * m->head_dim);
+  }
+  for (int64_t i = 0; i < m->layers; i++)
+    f += model_layer_moe (m, i) ? (double) (m->top_k * m->moe_ffn + m->shared_ffn)
+       : (double) m->ffn;
+  f /= (double) m->layers;
+  replicated = sbh * (2 * gin + (gated ? 0 : 2)) + (m->post_norms ? 4 : 2) * sbh * eb;
+  split = sb * (eb * qkv + gin * ctx) + sb * f * (eb * (gated ? 2 : 1) + gin);
+  scores = flash ? 4 * a * s * b : a * s * s * b * eb;
+  return replicated / (sp ? tp : 1) + split / tp + (rc == RECOMPUTE_SELECTIVE ? 0 : scores / tp);
+}
+
+/* KV cache elements per sequence of `cached` tokens, summed over the
+ * layers: a sliding layer keeps its window's; MLA its latent. */
+static double
+kv_cache_elements (const struct model_cfg *m, double cached)
+{
+  double sum = 0;
+  if (m->layer_kind == NULL)
+    return (double) m->layers * cached * model_kv_width (m);
+  for (int64_t i = 0; i < m->layers; i++)
+    sum += (double) model_layer_span (m, i, (int64_t) cached);
+  return sum * model_kv_width (m);
+}
+
 void
 memory_estimate (const struct model_cfg *m, const struct memory_options *o,
                  const struct perfmod_gpu *gpu, struct memory_estimate *out)
@@ -77,8 +123,11 @@ memory_estimate (const struct model_cfg *m, const struct memory_options *o,
      * gradient as the fp8 copy it cast (assumed: one byte, its transpose
      * alone, as Hopper's fp8 GEMMs take it) */
     double gin = pr->gemm == PERFMOD_DTYPE_FP8 ? 1 : eb;
-    out->activations = copies * layer_activations (m, b, s, eb, gin, o->recompute, tp, sp,
-                                                   o->flash);
+    out->activations = copies * (m->family >= FAM_QWEN
+                                 ? modern_layer_activations (m, b, s, eb, gin, o->recompute, tp,
+                                                             sp, o->flash)
+                                 : layer_activations (m, b, s, eb, gin, o->recompute, tp, sp,
+                                                      o->flash));
     /* logits and their gradient in fp32 for the loss (the last stage):
      * PyTorch's cross-entropy keeps both; Megatron-Core's keeps the fp32
      * softmax alone and turns it into the gradient in place.  The
@@ -98,14 +147,25 @@ memory_estimate (const struct model_cfg *m, const struct memory_options *o,
      * feed-forward intermediate, the scores) and the logits. */
     double q = o->kv_len > 0 ? 1 : s, kv = o->kv_len > 0 ? (double) o->kv_len + 1 : s;
     double f = (double) m->ffn * (m->experts ? (double) m->top_k : 1);
+    if (m->family >= FAM_QWEN && m->experts > 0) {
+      double routed = (double) (m->top_k * m->moe_ffn + m->shared_ffn);
+      f = routed > (double) m->ffn ? routed : (double) m->ffn;
+    }
     out->activations = eb * (b * q * (2 * h + 2 * f) + 2 * b * (double) m->heads * q * kv
                              + b * q * v);
     double cached = o->kv_len > 0 ? (double) o->kv_len + 1 : s + (double) o->gen;
-    if (m->family != FAM_BERT)
+    if (m->family >= FAM_QWEN)   /* the device's layers' share of the model's cache */
+      out->kv_cache = l / (double) m->layers * b * kv_cache_elements (m, cached) * eb;
+    else if (m->family != FAM_BERT)
       out->kv_cache = 2 * l * b * cached * (double) (m->kv_heads * m->head_dim) * eb;
     if (sh) {                  /* heads and widths split over the tensor-parallel ranks */
       out->activations /= sh->tp;
-      out->kv_cache /= sh->tp;
+      if (m->kv_lora_rank > 0)
+        ;                      /* the latent is every rank's: replicated */
+      else if (m->family >= FAM_QWEN && sh->tp > m->kv_heads)
+        out->kv_cache /= (double) m->kv_heads;   /* one replicated head per rank */
+      else
+        out->kv_cache /= sh->tp;
     }
   }
   sum = out->weights + out->gradients + out->optimizer + out->activations + out->kv_cache;

@@ -181,8 +181,11 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
    * reduce-scatter of the K and V of every token, overlapping the
    * attention. */
   if (s->cp > 1 && dp->ncomms + 2 <= sizeof dp->comms / sizeof dp->comms[0]) {
-    double kv = 2.0 * (double) s->mbs * (double) o->seq * (double) (m->kv_heads / dp->plan.heads)
-                * (double) m->head_dim * pr->act_bytes;
+    double kv_heads = m->kv_heads >= dp->plan.heads ? (double) (m->kv_heads / dp->plan.heads) : 1;
+    double kv = m->kv_lora_rank > 0    /* MLA: the latent and the rope key */
+                ? model_kv_width (m) * (double) s->mbs * (double) o->seq * pr->act_bytes
+                : 2.0 * (double) s->mbs * (double) o->seq * kv_heads * (double) m->head_dim
+                  * pr->act_bytes;
     for (int ph = 0; ph < (o->train ? 2 : 1); ph++) {
       struct comm_site *cs = &dp->comms[dp->ncomms++];
       cs->collective = ph ? PERFMOD_COLL_REDUCE_SCATTER : PERFMOD_COLL_ALLGATHER;
@@ -227,10 +230,25 @@ struct chunk_times {
   bool built;
 };
 
-/* The graph of one pipeline chunk of `layers` layers on one rank. */
+/* The model's index of chunk c's first layer: where its layers' kinds
+ * differ (dense-first, sliding), which layers a chunk holds matters. */
+static int64_t
+chunk_first_layer (const struct model_cfg *m, const struct strategy *s, int c)
+{
+  int64_t first = 0;
+  if (!model_layers_mixed (m))
+    return 0;
+  for (int i = 0; i < c; i++)
+    first += chunk_layers (m, s, i);
+  return first;
+}
+
+/* The graph of one pipeline chunk of `layers` layers from first_layer on
+ * one rank. */
 static int
 chunk_build (struct graph *gr, const struct model_cfg *m, const struct dist_options *o,
-             const struct dist_plan *dp, int64_t layers, bool embed, bool head)
+             const struct dist_plan *dp, int64_t layers, int64_t first_layer, bool embed,
+             bool head)
 {
   struct shard sh;
   struct build_options bo;
@@ -242,6 +260,7 @@ chunk_build (struct graph *gr, const struct model_cfg *m, const struct dist_opti
   sh.experts = dp->plan.experts;
   sh.expert_load = dp->plan.expert_load;
   sh.layers = layers;
+  sh.first_layer = first_layer;
   sh.embed = embed;
   sh.head = head;
   sh.comms = dp->comms;
@@ -267,7 +286,7 @@ chunk_build (struct graph *gr, const struct model_cfg *m, const struct dist_opti
 struct chunk_key {
   const void *pred, *gpu, *prec;
   int kernels, recompute, flash, fusion, train, embed, head, gpus_per_node;
-  int64_t mbs, seq, layers;
+  int64_t mbs, seq, layers, first_layer;
   int heads, ffn, vocab, tokens, experts;
   double expert_load;
   int size[NDIMS];
@@ -378,7 +397,8 @@ dist_cache_stats (const struct dist_cache *c, size_t *hits, size_t *misses)
 static void
 chunk_key_of (struct chunk_key *k, const struct plugin *pred, const struct perfmod_gpu *gpu,
               const struct dist_options *o, const struct dist_plan *dp,
-              const struct comm_groups *g, int64_t layers, bool embed, bool head)
+              const struct comm_groups *g, int64_t layers, int64_t first_layer, bool embed,
+              bool head)
 {
   memset (k, 0, sizeof *k);
   k->pred = pred;
@@ -395,6 +415,7 @@ chunk_key_of (struct chunk_key *k, const struct plugin *pred, const struct perfm
   k->mbs = o->s->mbs;
   k->seq = o->seq;
   k->layers = layers;
+  k->first_layer = first_layer;
   k->heads = dp->plan.heads;
   k->ffn = dp->plan.ffn;
   k->vocab = dp->plan.vocab;
@@ -460,29 +481,30 @@ cache_slot (struct dist_cache *c, const struct chunk_key *k)
 static int chunk_compute (struct plugin *pred, const struct model_cfg *m,
                           const struct perfmod_gpu *gpu, const struct dist_options *o,
                           const struct dist_plan *dp, const struct comm_groups *g,
-                          int64_t layers, bool embed, bool head, struct chunk_times *out,
-                          size_t *kernels, size_t *unique);
+                          int64_t layers, int64_t first_layer, bool embed, bool head,
+                          struct chunk_times *out, size_t *kernels, size_t *unique);
 
 static int
 chunk_predict (struct plugin *pred, const struct model_cfg *m, const struct perfmod_gpu *gpu,
                const struct dist_options *o, const struct dist_plan *dp,
-               const struct comm_groups *g, int64_t layers, bool embed, bool head,
-               struct chunk_times *out, struct dist_result *r)
+               const struct comm_groups *g, int64_t layers, int64_t first_layer, bool embed,
+               bool head, struct chunk_times *out, struct dist_result *r)
 {
   struct chunk_key key;
   struct cache_slot *slot;
   size_t kernels = 0, unique = 0;
   if (o->cache == NULL) {
-    if (chunk_compute (pred, m, gpu, o, dp, g, layers, embed, head, out, &kernels, &unique) < 0)
+    if (chunk_compute (pred, m, gpu, o, dp, g, layers, first_layer, embed, head, out, &kernels,
+                       &unique) < 0)
       return -1;
     r->kernels += kernels;
     r->unique_kernels += unique;
     return 0;
   }
-  chunk_key_of (&key, pred, gpu, o, dp, g, layers, embed, head);
+  chunk_key_of (&key, pred, gpu, o, dp, g, layers, first_layer, embed, head);
   slot = cache_slot (o->cache, &key);
   if (!slot->used) {
-    if (chunk_compute (pred, m, gpu, o, dp, g, layers, embed, head, &slot->times,
+    if (chunk_compute (pred, m, gpu, o, dp, g, layers, first_layer, embed, head, &slot->times,
                        &slot->kernels, &slot->unique_kernels) < 0)
       return -1;
     slot->key = key;
@@ -501,15 +523,15 @@ chunk_predict (struct plugin *pred, const struct model_cfg *m, const struct perf
 static int
 chunk_compute (struct plugin *pred, const struct model_cfg *m, const struct perfmod_gpu *gpu,
                const struct dist_options *o, const struct dist_plan *dp,
-               const struct comm_groups *g, int64_t layers, bool embed, bool head,
-               struct chunk_times *out, size_t *kernels, size_t *unique)
+               const struct comm_groups *g, int64_t layers, int64_t first_layer, bool embed,
+               bool head, struct chunk_times *out, size_t *kernels, size_t *unique)
 {
   struct graph gr;
   struct prediction pr;
   struct run_options ro;
   double t[NPHASES];
 
-  if (chunk_build (&gr, m, o, dp, layers, embed, head) < 0)
+  if (chunk_build (&gr, m, o, dp, layers, first_layer, embed, head) < 0)
     return -1;
   memset (&ro, 0, sizeof ro);
   ro.prec = o->prec;
@@ -644,12 +666,20 @@ dist_check (const struct model_cfg *m, const struct dist_options *o)
               (long long) m->experts);
     return -1;
   }
-  if (m->heads % s->tp != 0 || m->kv_heads % s->tp != 0 || m->ffn % s->tp != 0) {
+  /* the families after Switch replicate key/value heads over tp ranks
+   * beyond their number (as vLLM and Megatron-Core do) */
+  bool kv_ok = m->kv_heads % s->tp == 0 || (m->family >= FAM_QWEN && s->tp % m->kv_heads == 0);
+  if (m->heads % s->tp != 0 || !kv_ok || m->ffn % s->tp != 0) {
     pm_error ("%s: tp=%d does not divide the %lld %s", m->name, s->tp,
-              (long long) (m->heads % s->tp ? m->heads : m->kv_heads % s->tp ? m->kv_heads
-                           : m->ffn),
-              m->heads % s->tp ? "attention heads" : m->kv_heads % s->tp ? "key/value heads"
+              (long long) (m->heads % s->tp ? m->heads : !kv_ok ? m->kv_heads : m->ffn),
+              m->heads % s->tp ? "attention heads" : !kv_ok ? "key/value heads"
               : "feed-forward width");
+    return -1;
+  }
+  if (m->moe_ffn % s->tp != 0 || m->shared_ffn % s->tp != 0) {
+    pm_error ("%s: tp=%d does not divide the %s width %lld", m->name, s->tp,
+              m->moe_ffn % s->tp ? "expert" : "shared experts'",
+              (long long) (m->moe_ffn % s->tp ? m->moe_ffn : m->shared_ffn));
     return -1;
   }
   if (batch % ((int64_t) s->dp * s->mbs) != 0) {
@@ -731,6 +761,7 @@ dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cf
    * with a given split, their layers: one prediction per distinct pair. */
   struct chunk_times *times = NULL;
   int *kind_of = NULL, *layers_of = NULL, nkinds = 0;
+  int64_t *first_of = NULL;
   double *fw = NULL, *bw = NULL, p2p = 0, plain, over;
   struct pipe_input pin;
   struct pipe_result pres;
@@ -764,17 +795,20 @@ dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cf
   times = xcalloc ((size_t) chunks, sizeof *times);
   kind_of = xcalloc ((size_t) chunks, sizeof *kind_of);
   layers_of = xcalloc ((size_t) chunks, sizeof *layers_of);
+  first_of = xcalloc ((size_t) chunks, sizeof *first_of);
   for (int c = 0; c < chunks; c++) {
     int kind = chunks == 1 ? 0 : c == 0 ? 0 : c == chunks - 1 ? 2 : 1, k;
-    int64_t layers = chunk_layers (m, s, c);
-    for (k = 0; k < nkinds && (kind_of[k] != kind || layers_of[k] != layers); k++)
+    int64_t layers = chunk_layers (m, s, c), first = chunk_first_layer (m, s, c);
+    for (k = 0; k < nkinds && (kind_of[k] != kind || layers_of[k] != layers
+                               || first_of[k] != first); k++)
       ;
     if (k == nkinds) {
       kind_of[k] = kind;
       layers_of[k] = (int) layers;
+      first_of[k] = first;
       nkinds++;
-      if (chunk_predict (pred, m, gpu, o, &dp, &g, layers, c == 0, c == chunks - 1, &times[k],
-                         r) < 0)
+      if (chunk_predict (pred, m, gpu, o, &dp, &g, layers, first, c == 0, c == chunks - 1,
+                         &times[k], r) < 0)
         goto out;
     }
     fw[c] = times[k].fw;
@@ -870,6 +904,7 @@ out:
   free (times);
   free (kind_of);
   free (layers_of);
+  free (first_of);
   return rc;
 }
 
@@ -902,8 +937,8 @@ dist_chunk_ops (struct plugin_set *set, struct plugin *pred, const struct model_
     return -1;
   }
   comm_groups_init (&g, s, o->gpus_per_node);
-  if (chunk_build (gr, m, o, &dp, chunk_layers (m, s, stage), stage == 0, stage == chunks - 1)
-      < 0)
+  if (chunk_build (gr, m, o, &dp, chunk_layers (m, s, stage), chunk_first_layer (m, s, stage),
+                   stage == 0, stage == chunks - 1) < 0)
     return -1;
   memset (&ro, 0, sizeof ro);
   ro.prec = o->prec;
@@ -929,5 +964,5 @@ dist_graph (struct plugin_set *set, const struct model_cfg *m, const struct perf
   int chunks = o->s->pp * (o->s->vp > 1 ? o->s->vp : 1);
   if (dist_check (m, o) < 0 || compose (set, m, gpu, o, &dp) < 0)
     return -1;
-  return chunk_build (g, m, o, &dp, chunk_layers (m, o->s, 0), true, chunks == 1);
+  return chunk_build (g, m, o, &dp, chunk_layers (m, o->s, 0), 0, true, chunks == 1);
 }

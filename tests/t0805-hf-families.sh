@@ -1,0 +1,264 @@
+#!/bin/sh
+# t0805-hf-families.sh: Hugging Face configs of Qwen2/3 (+MoE), DeepSeek-V2/V3, gpt-oss, Gemma 1/2/3 and GPT-NeoX: built-ins against published parameter counts, graphs, sliding windows, MLA's cache, training and inference runs, refusals.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+plan 34
+
+MODELS="qwen2-7b qwen3-8b qwen3-32b qwen3-30b-a3b qwen3-235b-a22b deepseek-v2-lite deepseek-v3
+gpt-oss-20b gpt-oss-120b gemma-7b gemma2-9b gemma3-27b gpt-neox-20b"
+MOES="qwen3-30b-a3b qwen3-235b-a22b deepseek-v2-lite deepseek-v3 gpt-oss-20b gpt-oss-120b"
+cfg () { echo "$top_srcdir/models/$1.json"; }
+field () { sed -n "s/.*\"$2\": \([0-9]*\).*/\1/p" "$(cfg "$1")" | head -1; }
+
+# --- the built-ins and their published parameter counts ---
+run_pm models
+cp "$TMP/out" "$TMP/models"
+rc=0
+for m in $MODELS; do
+  grep -q "^$m " "$TMP/out" || { diag "missing $m"; rc=1; }
+done
+ok $rc "perfmod models lists the thirteen new built-ins"
+
+# Published totals and active parameters (B), from the model cards and
+# reports: Qwen2 and Qwen3 model cards (7.6; 8.2; 32.8; 30.5/3.3; 235/22),
+# the DeepSeek-V2 paper (Lite 15.7/2.4), the DeepSeek-V3 report (671/37, the
+# main model without its 14B MTP module), OpenAI's gpt-oss model card
+# (116.83/5.13, 20.91/3.61), the Gemma reports (7B 8.54 = 786M embedding +
+# 7751M; Gemma 2 9B 9.24 = 917M + 8324M; Gemma 3 27B 27.02 = 1416M + 25600M,
+# its 417M vision encoder left out) and the GPT-NeoX-20B paper (20.55).
+# Qwen count the embedding in the active parameters; DeepSeek and OpenAI
+# leave the input embedding out (column "emb": whether to subtract
+# vocab x hidden from perfmod's active count, which holds every weight a
+# token uses).  Tolerance: 2% plus half the last published digit.
+cat >"$TMP/published" <<'EOT'
+qwen2-7b 7.6 - 0.1 0
+qwen3-8b 8.2 - 0.1 0
+qwen3-32b 32.8 - 0.1 0
+qwen3-30b-a3b 30.5 3.3 0.1 0
+qwen3-235b-a22b 235 22 1 0
+deepseek-v2-lite 15.7 2.4 0.1 1
+deepseek-v3 671 37 1 1
+gpt-oss-20b 20.91 3.61 0.01 1
+gpt-oss-120b 116.83 5.13 0.01 1
+gemma-7b 8.54 - 0.01 0
+gemma2-9b 9.24 - 0.01 0
+gemma3-27b 27.02 - 0.01 0
+gpt-neox-20b 20.55 - 0.01 0
+EOT
+while read -r m total active unit emb; do
+  set -- $(awk -v m="$m" '$1==m{print $(NF-1), $NF}' "$TMP/out")
+  a=$1 p=$2
+  [ "$emb" = 1 ] && a=$(awk -v a="$a" -v v="$(field "$m" vocab_size)" -v h="$(field "$m" hidden_size)" \
+                         'BEGIN{printf "%.0f", a - v*h}')
+  echo "$m $total $p $active $a $unit"
+done <"$TMP/published" >"$TMP/counts"
+diag "$(cat "$TMP/counts")"
+near='function near(x, pub, unit) { d = x/1e9 - pub; if (d < 0) d = -d; return d <= 0.02*pub + unit/2 }'
+ok $(awk "$near"' { if (!near($3, $2, $6)) { print "total", $1 > "/dev/stderr"; bad++ } }
+     END { print (NR == 13 && !bad) ? 0 : 1 }' "$TMP/counts") \
+  "total parameters of the 13 built-ins within 2% of the published"
+ok $(awk "$near"' $4 != "-" { n++; if (!near($5, $4, $6)) { print "active", $1 > "/dev/stderr"; bad++ } }
+     END { print (n == 6 && !bad) ? 0 : 1 }' "$TMP/counts") \
+  "active parameters of the 6 MoEs within 2% of the published (each source's convention)"
+ok $(awk '$4 == "-" && $3 != $5 { bad++ } END { print bad ? 1 : 0 }' "$TMP/counts") \
+  "dense models: active equals total"
+
+# Two more configs, not built-ins: Qwen1.5-MoE-A2.7B (qwen2_moe, its shared
+# expert gated; model card: 14.3B total, 2.7B activated, embeddings in) and
+# DeepSeek-V2 (q_lora_rank 1536, 160 experts; paper: 236B total, 21B
+# activated, without the input embedding), as their config.json files say.
+mkdir -p "$TMP/d/models"
+cat >"$TMP/d/models/qwen1.5-moe-a2.7b.json" <<'EOT'
+{"architectures": ["Qwen2MoeForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 151643,
+ "eos_token_id": 151643, "hidden_act": "silu", "hidden_size": 2048, "initializer_range": 0.02,
+ "intermediate_size": 5632, "max_position_embeddings": 8192, "max_window_layers": 21,
+ "model_type": "qwen2_moe", "num_attention_heads": 16, "num_hidden_layers": 24,
+ "num_key_value_heads": 16, "rms_norm_eps": 1e-06, "rope_theta": 1000000.0,
+ "sliding_window": 32768, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+ "use_cache": true, "use_sliding_window": false, "vocab_size": 151936, "decoder_sparse_step": 1,
+ "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632,
+ "num_experts_per_tok": 4, "num_experts": 60, "norm_topk_prob": false,
+ "output_router_logits": false, "router_aux_loss_coef": 0.001}
+EOT
+cat >"$TMP/d/models/deepseek-v2.json" <<'EOT'
+{"architectures": ["DeepseekV2ForCausalLM"], "attention_bias": false, "aux_loss_alpha": 0.001,
+ "first_k_dense_replace": 1, "hidden_act": "silu", "hidden_size": 5120,
+ "intermediate_size": 12288, "kv_lora_rank": 512, "max_position_embeddings": 163840,
+ "model_type": "deepseek_v2", "moe_intermediate_size": 1536, "moe_layer_freq": 1,
+ "n_group": 8, "n_routed_experts": 160, "n_shared_experts": 2, "norm_topk_prob": false,
+ "num_attention_heads": 128, "num_experts_per_tok": 6, "num_hidden_layers": 60,
+ "num_key_value_heads": 128, "q_lora_rank": 1536, "qk_nope_head_dim": 128,
+ "qk_rope_head_dim": 64, "rms_norm_eps": 1e-06,
+ "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 0.707,
+                  "mscale_all_dim": 0.707, "original_max_position_embeddings": 4096, "type": "yarn"},
+ "rope_theta": 10000, "routed_scaling_factor": 16.0, "scoring_func": "softmax",
+ "tie_word_embeddings": false, "topk_group": 3, "topk_method": "group_limited_greedy",
+ "v_head_dim": 128, "vocab_size": 102400}
+EOT
+PERFMOD_DATADIR="$TMP/d" "$PERFMOD" models >"$TMP/more" 2>&1
+diag "$(cat "$TMP/more")"
+ok $(awk "$near"' $1 == "qwen1.5-moe-a2.7b" && near($NF, 14.3, 0.1) && near($(NF-1), 2.7, 0.1) {a++}
+     $1 == "deepseek-v2" && near($NF, 236, 1) && near($(NF-1) - 102400*5120, 21, 1) {a++}
+     END {print a == 2 ? 0 : 1}' "$TMP/more") \
+  "Qwen1.5-MoE-A2.7B (shared expert) and DeepSeek-V2 (q_lora_rank) configs match their published counts"
+
+# --- each loads from a config.json path as it does by name ---
+rc=0
+for m in $MODELS; do
+  mkdir -p "$TMP/$m" && cp "$(cfg "$m")" "$TMP/$m/config.json"
+  a=$("$PERFMOD" --model "$m" --gpu h100 --gen 8 --batch 2 --seq 512 --format csv 2>/dev/null | awk -F, 'NR==2{print $2, $8}')
+  b=$("$PERFMOD" --model "$TMP/$m/config.json" --gpu h100 --gen 8 --batch 2 --seq 512 --format csv 2>/dev/null |
+      awk -F, 'NR==2{print $2, $8}')
+  [ -n "$a" ] && [ "$a" = "$b" ] || { diag "$m: built-in '$a', path '$b'"; rc=1; }
+done
+ok $rc "every family predicts the same from its config.json path as from the built-in"
+
+# --- training and inference on an H100 (roofline), single GPU and sharded ---
+rc=0
+for m in $MODELS; do
+  for mode in "--mode train --batch 4 --seq 2048" "--gen 64 --batch 4 --seq 1024"; do
+    run_pm --model "$m" --gpu h100 --predictor roofline $mode --format csv
+    awk -F, 'NR==2 && $2 > 0 {f=1} END{exit !f}' "$TMP/out" && [ "$rc" -eq 0 ] ||
+      { diag "$m $mode: exit $rc $(head -2 "$TMP/err")"; rc=1; }
+  done
+done
+ok $rc "training steps and --gen runs predicted for every built-in"
+rc=0
+for m in $MOES; do
+  for st in tp=8 dp=8,ep=8 tp=8,ep=8; do
+    run_pm --model "$m" --gpu h100 --predictor roofline --mode train --batch 64 --seq 2048 \
+      --strategy "$st" --format csv
+    awk -F, 'NR==2 && $2 > 0 {f=1} END{exit !f}' "$TMP/out" && [ "$rc" -eq 0 ] ||
+      { diag "$m $st: exit $rc $(head -2 "$TMP/err")"; rc=1; }
+  done
+done
+ok $rc "the MoEs train under tp=8, ep=8 and both"
+rc=0
+for m in qwen3-8b gemma2-9b gpt-neox-20b; do
+  run_pm --model "$m" --gpu h100 --mode train --batch 64 --seq 2048 --strategy tp=8 --format csv
+  [ "$rc" -eq 0 ] || { diag "$m: $(cat "$TMP/err")"; rc=1; }
+done
+ok $rc "dense models train under tp=8"
+# gpt-oss-20b has 24 layers: pp=4 stages, each a sliding and a full kind
+run_pm --model gpt-oss-20b --gpu h100 --mode train --batch 64 --seq 2048 --strategy tp=2,pp=4,dp=1 --format csv
+ok $rc "gpt-oss-20b trains under tp=2, pp=4"
+expect_one_line 2 "kernels=te: Megatron-Core's layer is modelled for GPT, Llama and Mixtral \(model_type qwen3 is not\)" \
+  "kernels=te refused for a family without Megatron-Core's layer, naming both" -- \
+  --model qwen3-8b --gpu h100 --mode train --strategy tp=1,kernels=te
+
+# --- the graph: forward matrix FLOPs of a prefill are 2 x tokens x the weights
+# a token uses (the active parameters less the input embedding, norms and
+# biases: below 0.5%); 4096 tokens reach every expert evenly ---
+rc=0
+for m in qwen3-30b-a3b deepseek-v2-lite deepseek-v3 gpt-oss-120b qwen2-7b gpt-neox-20b; do
+  run_pm models
+  a=$(awk -v m="$m" '$1==m{print $(NF-1)}' "$TMP/out")
+  run_pm graph --model "$m" --batch 1 --seq 4096 --mode inf --format csv --dtype bf16
+  f=$(awk -F, 'NR>1 && $6=="FC" && $5=="fw" {f += $4*$13} END{printf "%.0f", f}' "$TMP/out")
+  r=$(awk -v f="$f" -v a="$a" -v v="$(field "$m" vocab_size)" -v h="$(field "$m" hidden_size)" \
+      'BEGIN{print f / (2*4096*(a - v*h))}')
+  awk -v r="$r" 'BEGIN{exit !(r > 0.995 && r < 1.005)}' || { diag "$m: FLOPs / 2 T N = $r"; rc=1; }
+done
+ok $rc "prefill linear FLOPs = 2 x tokens x active weights (MoE, MLA, NeoX, Qwen2) within 0.5%"
+
+# dense-first layers and mlp_only_layers: the routed layers counted as such
+run_pm graph --model deepseek-v3 --batch 1 --seq 64 --mode inf --format csv --dtype bf16
+ok $(awk -F, 'NR>1 && $1 ~ /_router$/ {r += $4} NR>1 && $1 ~ /_mlp_down_proj$/ {d += $4}
+     END{print (r == 58 && d == 3) ? 0 : 1}' "$TMP/out") \
+  "DeepSeek-V3: 3 dense-first layers, 58 routed (first_k_dense_replace)"
+sed 's/"mlp_only_layers": \[\]/"mlp_only_layers": [0, 5, 47]/' "$(cfg qwen3-30b-a3b)" >"$TMP/mlponly.json"
+run_pm graph --model "$TMP/mlponly.json" --batch 1 --seq 64 --mode inf --format csv --dtype bf16
+ok $(awk -F, 'NR>1 && $1 ~ /_router$/ {r += $4} NR>1 && $1 ~ /_mlp_down_proj$/ {d += $4}
+     END{print (r == 45 && d == 3) ? 0 : 1}' "$TMP/out") \
+  "Qwen3-MoE: mlp_only_layers [0, 5, 47] are dense"
+run_pm graph --model gemma3-27b --batch 1 --seq 64 --mode inf --format csv --dtype bf16
+ok $(awk -F, 'NR>1 && $1 ~ /_o_proj$/ {n[$4]++} END{print (n[52] == 1 && n[10] == 1) ? 0 : 1}' "$TMP/out") \
+  "Gemma 3: 52 sliding and 10 full layers (five to one over 62)"
+
+# --- sliding windows are used: the same config without its window ---
+kv () { sed -n 's/.*"kv_cache": \([0-9.e+-]*\).*/\1/p' "$TMP/out" | head -1; }
+tpot () { sed -n 's/.*"tpot_ms": \([0-9.e+-]*\).*/\1/p' "$TMP/out" | head -1; }
+ttft () { sed -n 's/.*"ttft_ms": \([0-9.e+-]*\).*/\1/p' "$TMP/out" | head -1; }
+sed 's/"sliding_window": 4096/"sliding_window": null/' "$(cfg gemma2-9b)" >"$TMP/gemma2-full.json"
+run_pm --model gemma2-9b --gpu h100 --gen 16 --batch 1 --seq 8192 --format json
+k1=$(kv) t1=$(tpot) f1=$(ttft)
+run_pm --model "$TMP/gemma2-full.json" --gpu h100 --gen 16 --batch 1 --seq 8192 --format json
+k2=$(kv) t2=$(tpot) f2=$(ttft)
+diag "gemma2-9b kv $k1 / $k2 GB, tpot $t1 / $t2 ms, ttft $f1 / $f2 ms"
+# 21 sliding layers keep 4096 tokens, 21 full ones all 8192 + 16
+ok $(awk -v a="$k1" -v b="$k2" 'BEGIN{r = a/b; e = (4096 + 8208) / (2 * 8208); print (r/e > 0.9999 && r/e < 1.0001) ? 0 : 1}') \
+  "Gemma 2: the KV cache of its sliding layers is the window's (ratio (4096 + 8208) / 2 x 8208)"
+ok $(awk -v a="$t1" -v b="$t2" 'BEGIN{print (a < b) ? 0 : 1}') "Gemma 2: a decode step is cheaper with the window"
+ok $(awk -v a="$f1" -v b="$f2" 'BEGIN{print (a < b) ? 0 : 1}') "Gemma 2: a fused-attention prefill is cheaper with the window"
+# below the window the window changes nothing
+run_pm --model gemma2-9b --gpu h100 --gen 16 --batch 1 --seq 1024 --format json
+k1=$(kv) t1=$(tpot)
+run_pm --model "$TMP/gemma2-full.json" --gpu h100 --gen 16 --batch 1 --seq 1024 --format json
+ok $([ "$k1" = "$(kv)" ] && [ "$t1" = "$(tpot)" ] && echo 0 || echo 1) \
+  "Gemma 2: a context shorter than the window predicts as without it"
+sed 's/"sliding_attention"/"full_attention"/g' "$(cfg gpt-oss-20b)" >"$TMP/oss-full.json"
+run_pm --model gpt-oss-20b --gpu h100 --gen 16 --batch 8 --seq 4096 --format json
+k1=$(kv) t1=$(tpot)
+run_pm --model "$TMP/oss-full.json" --gpu h100 --gen 16 --batch 8 --seq 4096 --format json
+k2=$(kv) t2=$(tpot)
+ok $(awk -v a="$k1" -v b="$k2" -v t="$t1" -v u="$t2" \
+     'BEGIN{r = a/b; e = (128 + 4112) / (2 * 4112); print (r/e > 0.9999 && r/e < 1.0001 && t < u) ? 0 : 1}') \
+  "gpt-oss: 128-token sliding layers (layer_types) shrink the cache and the decode step"
+sed 's/"use_sliding_window": false/"use_sliding_window": true/; s/"sliding_window": 131072/"sliding_window": 1024/; s/"max_window_layers": 28/"max_window_layers": 14/' \
+  "$(cfg qwen2-7b)" >"$TMP/qwen2-swa.json"
+run_pm --model qwen2-7b --gpu h100 --gen 16 --batch 1 --seq 8192 --format json
+k2=$(kv)
+run_pm --model "$TMP/qwen2-swa.json" --gpu h100 --gen 16 --batch 1 --seq 8192 --format json
+ok $(awk -v a="$(kv)" -v b="$k2" 'BEGIN{r = a/b; e = (14*1024 + 14*8208) / (28 * 8208); print (r/e > 0.9999 && r/e < 1.0001) ? 0 : 1}') \
+  "Qwen2: use_sliding_window slides the layers from max_window_layers on"
+
+# --- a decode step of one sequence reads the experts it reaches only: the
+# weights a token uses (active, less the embedding table it reads one row
+# of) at the GPU's memory bandwidth, plus the small KV cache and launches ---
+bw=$("$PERFMOD" gpus | awk 'NR==1{for (i=1;i<=NF;i++) if ($i=="mem_gbps") c=i} $1=="NVIDIA_H100_80GB_HBM3"{print $c}')
+rc=0
+for m in gpt-oss-120b qwen3-235b-a22b deepseek-v3; do
+  a=$(awk -v m="$m" '$1==m{print $(NF-1)}' "$TMP/models")
+  run_pm --model "$m" --gpu h100 --gen 8 --batch 1 --seq 128 --format json
+  r=$(awk -v t="$(tpot)" -v a="$a" -v bw="$bw" -v v="$(field "$m" vocab_size)" -v h="$(field "$m" hidden_size)" \
+      'BEGIN{print t / ((a - v*h) * 2 / (bw * 1e9) * 1e3)}')
+  awk -v r="$r" 'BEGIN{exit !(r > 1 && r < 1.15)}' || { diag "$m: tpot / active bytes at $bw GB/s = $r"; rc=1; }
+done
+ok $rc "MoE decode of one sequence: tpot within 15% above reading the active weights once"
+
+# --- MLA: the cache holds the latent and the rope key per token and layer ---
+run_pm --model deepseek-v2-lite --gpu h100 --gen 16 --batch 2 --seq 4096 --format json
+ok $(awk -v k="$(kv)" 'BEGIN{e = 2 * 27 * (4096 + 16) * (512 + 64) * 2 / 1e9; d = k/e - 1; print (d < 1e-6 && d > -1e-6) ? 0 : 1}') \
+  "DeepSeek-V2-Lite: KV cache = layers x tokens x (kv_lora_rank + qk_rope_head_dim) x 2 bytes"
+run_pm --model deepseek-v3 --gpu h100 --gen 16 --batch 1 --seq 4096 --format json
+ok $(awk -v k="$(kv)" 'BEGIN{e = 61 * (4096 + 16) * (512 + 64) * 2 / 1e9; d = k/e - 1; print (d < 1e-6 && d > -1e-6) ? 0 : 1}') \
+  "DeepSeek-V3: the compressed cache, 576 elements per token and layer"
+
+# --- refusals: exit 2, one line naming the file and the field, nothing on stdout ---
+sed 's/"kv_lora_rank": 512/"kv_lora_rank": -512/' "$(cfg deepseek-v2-lite)" >"$TMP/neg.json"
+expect_one_line 2 "neg.json: key 'kv_lora_rank' must be an integer" "negative kv_lora_rank refused, naming it" -- \
+  --model "$TMP/neg.json" --gpu h100
+sed 's/"kv_lora_rank": 512/"kv_lora_rank": 0/' "$(cfg deepseek-v2-lite)" >"$TMP/zero.json"
+expect_one_line 2 "zero.json: key 'kv_lora_rank'" "kv_lora_rank 0 refused, naming it" -- --model "$TMP/zero.json" --gpu h100
+sed 's/"model_type": "deepseek_v3",/"model_type": "deepseek_v3", "attention_type": "linear",/' "$(cfg deepseek-v3)" >"$TMP/attn.json"
+expect_one_line 2 "attn.json: key 'attention_type'" "an unsupported attention_type refused" -- --model "$TMP/attn.json" --gpu h100
+sed 's/"sliding_window": 4096,/"sliding_window": 4096.5,/' "$(cfg gemma2-9b)" >"$TMP/win.json"
+expect_one_line 2 "win.json: key 'sliding_window' must be an integer" "a non-integer sliding_window refused" -- \
+  --model "$TMP/win.json" --gpu h100
+sed 's/"model_type": "qwen3"/"model_type": "mamba2"/' "$(cfg qwen3-8b)" >"$TMP/mamba.json"
+expect_one_line 2 "mamba.json: model_type 'mamba2' is not an architecture perfmod builds" \
+  "an unknown model_type refused, naming it" -- --model "$TMP/mamba.json" --gpu h100
+sed '0,/"sliding_attention"/s//"chunked_attention"/' "$(cfg gpt-oss-20b)" >"$TMP/chunked.json"
+expect_one_line 2 "chunked.json: key 'layer_types': only full_attention and sliding_attention" \
+  "an attention kind perfmod does not model refused (layer_types)" -- --model "$TMP/chunked.json" --gpu h100
+sed 's/"mlp_only_layers": \[\]/"mlp_only_layers": [48]/' "$(cfg qwen3-30b-a3b)" >"$TMP/mlp48.json"
+expect_one_line 2 "mlp48.json: key 'mlp_only_layers'" "mlp_only_layers beyond the layers refused" -- \
+  --model "$TMP/mlp48.json" --gpu h100
+sed 's/"decoder_sparse_step": 1/"decoder_sparse_step": 0/' "$(cfg qwen3-30b-a3b)" >"$TMP/step0.json"
+expect_one_line 2 "step0.json: key 'decoder_sparse_step'" "decoder_sparse_step 0 refused" -- \
+  --model "$TMP/step0.json" --gpu h100
+sed 's/"rotary_pct": 0.25/"rotary_pct": 1.5/' "$(cfg gpt-neox-20b)" >"$TMP/rot.json"
+expect_one_line 2 "rot.json: key 'rotary_pct'" "rotary_pct beyond 1 refused" -- --model "$TMP/rot.json" --gpu h100
+sed 's/"rope_scaling": {/"rope_scaling": 8, "rope_scaling_was": {/' "$(cfg gemma3-27b)" >"$TMP/rope.json"
+expect_one_line 2 "rope.json: key 'rope_scaling'" "a rope_scaling that is not an object refused" -- \
+  --model "$TMP/rope.json" --gpu h100
+finish
