@@ -563,6 +563,7 @@ struct dist_options {
   bool flash;            /* fused attention kernels */
   int64_t batch, seq;    /* global batch (sequences) and tokens per sequence */
   int64_t gen;
+  int64_t kv_len;        /* > 0: one decode step of the batch over kv_len cached tokens */
   int gpus_per_node;
   struct dist_cache *cache; /* chunk predictions shared across strategies, or NULL */
 };
@@ -593,6 +594,7 @@ struct dist_result {
   /* per pipeline rank, one micro-batch through all its chunks (ms) */
   double stage_fw_ms[PM_MAX_STAGES], stage_bw_ms[PM_MAX_STAGES];
   double stage_recompute_ms[PM_MAX_STAGES];  /* of stage_bw_ms */
+  double attn_ms;        /* one micro-batch's attention cores over every chunk (ms) */
   struct memory_estimate mem;   /* the pipeline rank with the most */
   int mem_rank;
   struct perfmod_plan plan;
@@ -604,6 +606,21 @@ int dist_check (const struct model_cfg *m, const struct dist_options *o);
 int dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cfg *m,
                   const struct perfmod_gpu *gpu, const struct dist_options *o,
                   struct dist_result *r);
+/* Serving, per replica of o->s (dp replicas share o->batch): the prefill
+ * of its prompts (kv_len 0) or one decode step over kv_len cached tokens,
+ * its whole batch as one micro-batch through the pipeline stages. */
+int serving_predict (struct plugin_set *set, struct plugin *pred, const struct model_cfg *m,
+                     const struct perfmod_gpu *gpu, const struct dist_options *o,
+                     int64_t kv_len, struct dist_result *r);
+/* Serving: the fullest pipeline rank's memory at o->batch and the largest
+ * batch per replica whose memory fits (all of its KV cache, s + gen). */
+int dist_serving_memory (struct plugin_set *set, const struct model_cfg *m,
+                         const struct perfmod_gpu *gpu, const struct dist_options *o,
+                         struct memory_estimate *mem, int64_t *max_batch);
+/* Pipeline chunk `stage`'s graph (its rank's layers, the ends it holds). */
+int dist_stage_graph (struct plugin_set *set, const struct model_cfg *m,
+                      const struct perfmod_gpu *gpu, const struct dist_options *o, int stage,
+                      struct graph *g);
 /* The first pipeline chunk's graph on rank 0 (perfmod graph --strategy). */
 int dist_graph (struct plugin_set *set, const struct model_cfg *m, const struct perfmod_gpu *gpu,
                 const struct dist_options *o, struct graph *g);
