@@ -397,6 +397,8 @@ struct build_options {
   bool flash;            /* fused (FlashAttention) attention, else scores materialised */
   int64_t cp;            /* context parallelism: seq is this rank's 1/cp of the sequence */
   int64_t kv_len;        /* > 0: one decode step over a cache of kv_len tokens */
+  bool engine;           /* a serving engine's kernels (Llama family): grouped key/value heads
+                            read in place, logits of the last token only */
   const struct shard *shard; /* NULL: the whole model on one device */
 };
 int graph_build (struct graph *g, const struct model_cfg *m, const struct build_options *o);
@@ -564,6 +566,7 @@ struct dist_options {
   int64_t batch, seq;    /* global batch (sequences) and tokens per sequence */
   int64_t gen;
   int64_t kv_len;        /* > 0: one decode step of the batch over kv_len cached tokens */
+  bool engine;           /* a serving engine's kernels (build_options.engine) */
   int gpus_per_node;
   struct dist_cache *cache; /* chunk predictions shared across strategies, or NULL */
 };
@@ -680,6 +683,7 @@ struct reproduce_options {
   FILE *out;                  /* the tables; the caller prints them once all succeeded */
   FILE *err;                  /* the CSV's summary and notes, printed to stderr after them */
   const char *published;      /* --table published: the runs' file */
+  const char *serving;        /* --table serving: aiconfigurator's silicon_sample CSV */
 };
 int reproduce (struct plugin_set *set, const struct gpu_db *gpus,
                const struct reproduce_options *o);
@@ -689,6 +693,9 @@ int reproduce_distributed (struct plugin_set *set, const struct gpu_db *gpus,
 /* published.c: --table published, the runs of o->published. */
 int reproduce_published (struct plugin_set *set, const struct gpu_db *gpus,
                          const struct reproduce_options *o);
+/* serving.c: --table serving, the measured serving runs of o->serving. */
+int reproduce_serving (struct plugin_set *set, const struct gpu_db *gpus,
+                       const struct reproduce_options *o);
 /* The paper's name of a perfmod predictor (perop.csv rows), or NULL. */
 const char *paper_method_name (const char *predictor);
 /* paper.c: the column prefix of summary.csv for a predictor, or NULL. */

@@ -257,6 +257,7 @@ chunk_build (struct graph *gr, const struct model_cfg *m, const struct dist_opti
   bo.te = o->s->kernels == KERNELS_TE;
   bo.flash = o->flash;
   bo.kv_len = o->kv_len;
+  bo.engine = o->engine;
   bo.shard = &sh;
   return graph_build (gr, m, &bo);
 }
@@ -268,7 +269,7 @@ chunk_build (struct graph *gr, const struct model_cfg *m, const struct dist_opti
  * groups those run over.  The key holds exactly that, zero-padded. */
 struct chunk_key {
   const void *pred, *gpu, *prec;
-  int kernels, recompute, flash, fusion, train, embed, head, gpus_per_node;
+  int kernels, recompute, flash, fusion, train, embed, head, gpus_per_node, engine;
   int64_t mbs, seq, layers, kv_len;
   int heads, ffn, vocab, tokens, experts;
   double expert_load;
@@ -397,6 +398,7 @@ chunk_key_of (struct chunk_key *k, const struct plugin *pred, const struct perfm
   k->mbs = o->s->mbs;
   k->seq = o->seq;
   k->kv_len = o->kv_len;
+  k->engine = o->engine;
   k->layers = layers;
   k->heads = dp->plan.heads;
   k->ffn = dp->plan.ffn;
