@@ -436,8 +436,8 @@ reproduce_serving (struct plugin_set *set, const struct gpu_db *gpus,
       }
       tally_add (&row[j], et, ep);
       if (csv)
-        fprintf (o->out, "serving,%s,%s,%s,%s,%lld,%lld,%lld,%lld,%lld,%s,%.6g,%.6g,%.4g,%.6g,"
-                 "%.6g,%.4g\n", r->id, r->builtin, r->backend, r->gemm, (long long) r->isl,
+        fprintf (o->out, "serving,%s,%s,%s,%s,%lld,%lld,%lld,%lld,%lld,%s,%.6g,%.6g,%.6g,%.6g,"
+                 "%.6g,%.6g\n", r->id, r->builtin, r->backend, r->gemm, (long long) r->isl,
                  (long long) r->osl, (long long) r->conc, (long long) r->tp, (long long) r->pp,
                  o->predictors[p], r->ttft, ttft, et, r->tpot, tpot, ep);
       else
