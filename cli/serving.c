@@ -392,7 +392,7 @@ reproduce_serving (struct plugin_set *set, const struct gpu_db *gpus,
   if (csv)
     fprintf (o->out, "table,id,model,backend,gemm,isl,osl,concurrency,tp,pp,predictor,"
              "measured_ttft_ms,predicted_ttft_ms,ttft_error_pct,measured_tpot_ms,"
-             "predicted_tpot_ms,tpot_error_pct\n");
+             "predicted_tpot_ms,tpot_error_pct,skipped\n");
   else
     fprintf (o->out, "%-13s %-7s %-9s %5s %5s %5s %3s %3s %-9s %11s %11s %7s %9s %9s %7s\n",
              "model", "backend", "gemm", "isl", "osl", "conc", "tp", "pp", "predictor",
@@ -437,7 +437,7 @@ reproduce_serving (struct plugin_set *set, const struct gpu_db *gpus,
       tally_add (&row[j], et, ep);
       if (csv)
         fprintf (o->out, "serving,%s,%s,%s,%s,%lld,%lld,%lld,%lld,%lld,%s,%.6g,%.6g,%.6g,%.6g,"
-                 "%.6g,%.6g\n", r->id, r->builtin, r->backend, r->gemm, (long long) r->isl,
+                 "%.6g,%.6g,\n", r->id, r->builtin, r->backend, r->gemm, (long long) r->isl,
                  (long long) r->osl, (long long) r->conc, (long long) r->tp, (long long) r->pp,
                  o->predictors[p], r->ttft, ttft, et, r->tpot, tpot, ep);
       else
@@ -451,6 +451,15 @@ reproduce_serving (struct plugin_set *set, const struct gpu_db *gpus,
     if (r->skip) {
       size_t j;
       skipped++;
+      if (csv) {               /* listed, the reason quoted (RFC 4180) */
+        fprintf (o->out, "serving,%s,%s,%s,%s,%lld,%lld,%lld,%lld,%lld,,%.6g,,,%.6g,,,\"", r->id,
+                 r->builtin ? r->builtin : "", r->backend, r->gemm, (long long) r->isl,
+                 (long long) r->osl, (long long) r->conc, (long long) r->tp, (long long) r->pp,
+                 r->ttft, r->tpot);
+        for (const char *q = r->skip; *q; q++)
+          fprintf (o->out, *q == '"' ? "\"\"" : "%c", *q);
+        fputs ("\"\n", o->out);
+      }
       for (j = 0; j < nreasons && strcmp (reasons[j], r->skip) != 0; j++)
         ;
       if (j == nreasons) {

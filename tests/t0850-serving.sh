@@ -109,12 +109,14 @@ ok $([ "$rc" -eq 0 ] && [ "$(awk -F, 'NR > 1 && $1 == "serving"' "$TMP/out" | wc
 MODERN=${PERFMOD_MODERNDATA:-$top_srcdir/../shared/moderndata}
 if [ -f "$MODERN/aiconfigurator/silicon_sample_h100_sxm.csv" ]; then
   run_pm reproduce --table serving --data "$MODERN" --format csv
-  n=$(awk -F, 'NR > 1 && $1 == "serving"' "$TMP/out" | wc -l)
+  n=$(awk -F, 'NR > 1 && $1 == "serving" && $11 != ""' "$TMP/out" | wc -l)
+  sk=$(awk -F, 'NR > 1 && $1 == "serving" && $11 == ""' "$TMP/out" | wc -l)
   ok $([ "$rc" -eq 0 ] && [ "$n" -ge 222 ] && echo 0 || echo 1) "reproduce --table serving predicts the Llama-3.1 runs ($n rows)"
-  ok $(awk -F, 'NR > 1 { e = ($13 - $12) / $12 * 100; if (e < 0) e = -e; d = e - $14; if (d > 0.01 || d < -0.01) bad = 1 } END { exit bad }' "$TMP/out"; echo $?) \
+  ok $(awk -F, 'NR > 1 && $11 != "" { e = ($13 - $12) / $12 * 100; if (e < 0) e = -e; d = e - $14; if (d > 0.01 || d < -0.01) bad = 1 } END { exit bad }' "$TMP/out"; echo $?) \
     "each row's TTFT error is |predicted - measured| / measured"
-  ok $(grep -Eq '^ +[0-9]+  disagg mode' "$TMP/err" && grep -Eq '^ +[0-9]+  nvfp4 on H100' "$TMP/err"; echo $?) \
-    "skipped rows are counted by reason"
+  ok $(grep -Eq '^ +[0-9]+  disagg mode' "$TMP/err" && grep -Eq '^ +[0-9]+  nvfp4 on H100' "$TMP/err" &&
+       grep -q ", $sk skipped\$" "$TMP/err"; echo $?) \
+    "skipped rows are listed with their reason ($sk) and counted by reason"
 else
   for i in 1 2 3; do
     tap_n=$((tap_n + 1)); echo "ok $tap_n # SKIP moderndata not found at $MODERN (set PERFMOD_MODERNDATA)"
