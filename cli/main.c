@@ -25,8 +25,8 @@ usage (FILE *fp)
          "       perfmod plugins | gpus | strategies | models [--plugin-path DIR]...\n"
          "       perfmod graph [--model ...|--opgraph ...] [--format table|csv]: the kernels\n"
          "       perfmod reproduce [--neusight DIR] [--graph opgraph|builder]\n"
-         "               [--table inf|train|perop|nodesum|distributed|all|published]\n"
-         "               [--published FILE]\n"
+         "               [--table inf|train|perop|nodesum|distributed|all|published|serving]\n"
+         "               [--published FILE] [--data MODERNDATA (--table serving)]\n"
          "               [--predictor LIST] [--format table|csv]\n"
          "       perfmod eval --data DIR [--predictor LIST] [--format table|csv]\n"
          "               [--in-dist GPU,...] [--neusight DIR] [--per-op]\n"
@@ -47,7 +47,8 @@ usage (FILE *fp)
          "imported NeuSight --opgraph trace, whose runs were fp32).\n"
          "Environment: PERFMOD_PLUGIN_DIR replaces the installed plugin directory,\n"
          "PERFMOD_DATADIR the data directory (gpus.d, strategies.d, tiles.d, models, params),\n"
-         "PERFMOD_NEUSIGHT gives reproduce's and eval's default --neusight.\n"
+         "PERFMOD_NEUSIGHT gives reproduce's and eval's default --neusight, PERFMOD_MODERNDATA\n"
+         "reproduce --table serving's default --data.\n"
          "--in-dist defaults to NeuSight's training GPUs: " DEFAULT_IN_DIST ".\n"
          "Exit status: 0 success, 1 runtime failure, 2 bad usage or bad input.\n", fp);
 }
@@ -257,6 +258,33 @@ perfmod_main (int argc, char **argv)
     ro.neusight = c.neusight ? c.neusight : env && *env ? env : NULL;
     ro.table = c.table ? c.table : "all";
     bool pub = strcmp (ro.table, "published") == 0;
+    bool serving = strcmp (ro.table, "serving") == 0;
+    char *serving_path = NULL;
+    /* the serving runs: --data DIR (the moderndata folder) or the CSV
+     * itself, else $PERFMOD_MODERNDATA, else the data directory's
+     * ../shared/moderndata */
+    if (serving) {
+      const char *menv = getenv ("PERFMOD_MODERNDATA");
+      char *dir = c.data ? xstrdup (c.data) : menv && *menv ? xstrdup (menv)
+                : xasprintf ("%s/../shared/moderndata", pm_datadir ());
+      size_t dl = strlen (dir);
+      if (dl > 4 && strcmp (dir + dl - 4, ".csv") == 0)
+        serving_path = dir;
+      else {
+        serving_path = xasprintf ("%s/aiconfigurator/silicon_sample_h100_sxm.csv", dir);
+        if (access (serving_path, R_OK) != 0 && access (dir, R_OK) == 0) {
+          char *flat = xasprintf ("%s/silicon_sample_h100_sxm.csv", dir);
+          if (access (flat, R_OK) == 0) {
+            free (serving_path);
+            serving_path = flat;
+          }
+          else
+            free (flat);
+        }
+        free (dir);
+      }
+    }
+    ro.serving = serving_path;
     /* the installed runs, or the source tree's (./run) */
     if (pub && c.published == NULL) {
       published = xasprintf ("%s/published-runs.csv", pm_datadir ());
@@ -277,6 +305,15 @@ perfmod_main (int argc, char **argv)
                 "per-node latencies are joined by the traces' node names", ro.table);
       rc = EXIT_USAGE;
     }
+    else if (c.data && !serving) {
+      pm_error ("--data with reproduce goes with --table serving (the moderndata folder)");
+      rc = EXIT_USAGE;
+    }
+    else if (serving && (c.graph || c.neusight || c.published)) {
+      pm_error ("--table serving predicts built graphs of its runs: no --graph, --neusight or "
+                "--published");
+      rc = EXIT_USAGE;
+    }
     else if (c.published && !pub) {
       pm_error ("--published FILE goes with --table published");
       rc = EXIT_USAGE;
@@ -285,15 +322,15 @@ perfmod_main (int argc, char **argv)
       pm_error ("--table published predicts built graphs of its runs: no --graph or --neusight");
       rc = EXIT_USAGE;
     }
-    else if (ro.neusight == NULL && !pub) {
+    else if (ro.neusight == NULL && !pub && !serving) {
       pm_error ("reproduce needs --neusight DIR (or PERFMOD_NEUSIGHT): the NeuSight artifact folder");
       rc = EXIT_USAGE;
     }
     else if (strcmp (ro.table, "inf") && strcmp (ro.table, "train") && strcmp (ro.table, "perop") &&
              strcmp (ro.table, "nodesum") && strcmp (ro.table, "distributed") &&
-             strcmp (ro.table, "all") && !pub) {
-      pm_error ("--table '%s': expected inf, train, perop, nodesum, distributed, all or "
-                "published", ro.table);
+             strcmp (ro.table, "all") && !pub && !serving) {
+      pm_error ("--table '%s': expected inf, train, perop, nodesum, distributed, all, "
+                "published or serving", ro.table);
       rc = EXIT_USAGE;
     }
     else if (strcmp (ro.format, "table") && strcmp (ro.format, "csv")) {
@@ -316,6 +353,8 @@ perfmod_main (int argc, char **argv)
                                                                   : "roofline", ',');
       if (pub)
         rc = reproduce_published (&set, &gpus, &ro);   /* physical units */
+      else if (serving)
+        rc = reproduce_serving (&set, &gpus, &ro);
       else {
         plugins_neusight_units (&set);   /* the paper's tables, unit for unit */
         if (strcmp (ro.table, "distributed") == 0)
@@ -342,6 +381,7 @@ perfmod_main (int argc, char **argv)
       gpu_db_free (&gpus);
     }
     free (published);
+    free (serving_path);
   }
   else if (strcmp (cmd, "eval") == 0)
     rc = cmd_eval (&c, &set);

@@ -338,6 +338,246 @@ out:
   return rc;
 }
 
+/* --explain with --gen under a strategy: each pipeline stage's graph of
+ * the prefill and of a decode step, op by op, with the collectives the
+ * plan puts in it (the first predictor's times; ms per copy and in all). */
+static int
+explain_serving (struct plugin_set *set, struct plugin *pl, const struct model_cfg *m,
+                 const struct perfmod_gpu *gpu, const struct dist_options *o, int64_t kv_len,
+                 FILE *out)
+{
+  struct strategy s = *o->s;
+  struct dist_options q = *o;
+  struct comm_groups g;
+  s.mbs = (int) (o->batch / s.dp);
+  s.vp = 1;
+  q.s = &s;
+  comm_groups_init (&g, &s, o->gpus_per_node);
+  for (int phase = 0; phase < 2; phase++) {
+    q.kv_len = phase ? kv_len : 0;
+    for (int k = 0; k < s.pp; k++) {
+      struct graph gr;
+      struct prediction pr;
+      struct run_options ro;
+      double sum = 0;
+      if (dist_stage_graph (set, m, gpu, &q, k, &gr) < 0)
+        return -1;
+      memset (&ro, 0, sizeof ro);
+      ro.prec = o->prec;
+      ro.groups = &g;
+      if (predict_graph (pl, &gr, gpu, &ro, &pr) < 0) {
+        graph_free (&gr);
+        return -1;
+      }
+      if (phase)
+        fprintf (out, "\n%s, pipeline stage %d of %d: one decode step of %d sequences over %lld "
+                 "cached tokens (%s)\n", pl->p.name, k, s.pp, s.mbs, (long long) kv_len,
+                 k == s.pp - 1 ? "the last stage: then the token" : "then the send to the next");
+      else
+        fprintf (out, "\n%s, pipeline stage %d of %d: prefill of %d prompts x %lld tokens\n",
+                 pl->p.name, k, s.pp, s.mbs, (long long) o->seq);
+      fprintf (out, "%-40s %-12s %5s %12s %12s\n", "node", "op", "count", "ms", "total_ms");
+      for (size_t i = 0; i < gr.n; i++) {
+        double t = pr.per_node[i].t[PHASE_FW], n = (double) graph_weight (&gr, i);
+        if (t == 0)
+          continue;
+        sum += t * n;
+        fprintf (out, "%-40.40s %-12s %5lld %12.6f %12.4f\n", gr.nodes[i].name,
+                 gr.nodes[i].opname, (long long) graph_weight (&gr, i), t, t * n);
+      }
+      fprintf (out, "%-40s %-12s %5s %12s %12.4f\n", "(stage)", "", "", "", sum);
+      if (k < s.pp - 1) {      /* the hidden states to the next stage (pp's plan) */
+        double bytes = (double) s.mbs * (double) (phase ? 1 : o->seq) * (double) m->hidden
+                       * (o->prec ? o->prec->act_bytes : 4);
+        double t = collective_seconds (PERFMOD_COLL_SENDRECV, bytes, g.size[DIM_PP],
+                                       g.stride[DIM_PP], g.gpus_per_node, gpu,
+                                       COLL_ALGO_AUTO) * 1e3;
+        fprintf (out, "%-40s %-12s %5d %12.6f %12.4f\n", "pp_send_recv_fw (to the next stage)",
+                 "comm", 1, t, t);
+      }
+      prediction_free (&pr);
+      graph_free (&gr);
+    }
+  }
+  return 0;
+}
+
+/* What --gen under a strategy reports per predictor. */
+struct serving_row {
+  double ttft_ms, tpot_ms, tps, tps_replica, ttft_comm_ms, tpot_comm_ms;
+};
+
+/* --gen under a strategy: per replica (tp x pp x ep GPUs; dp replicas
+ * share --batch), the prefill of its prompts (time to first token) and a
+ * decode step at the mean cache length (time per output token), each its
+ * batch as one micro-batch through the stages, with the plan's
+ * collectives; memory per GPU and the largest batch that fits. */
+static int
+predict_serving (struct cli *c, struct plugin_set *set, struct workload *w,
+                 const struct strategy *s, int gpn, char **names, size_t npred)
+{
+  struct dist_options o;
+  struct serving_row *row = xcalloc (npred, sizeof *row);
+  struct plugin **pls = xcalloc (npred, sizeof *pls);
+  struct memory_estimate mem;
+  int64_t max_batch = 0, per = 0, kv_len = w->seq + c->gen / 2;
+  int gpus = s->tp * s->pp * s->dp, replica = s->tp * s->pp;
+  bool marked = false;
+  int rc = EXIT_USAGE;
+
+  dist_options_init (&o, c, w, s, gpn);
+  o.gen = c->gen;
+  if (c->strategy && (strstr (c->strategy, "mbs=") || strstr (c->strategy, "vp=") ||
+                      strstr (c->strategy, "zero=") || strstr (c->strategy, "recompute="))) {
+    pm_error ("--strategy %s with --gen: a serving replica runs its batch as one iteration; "
+              "give tp, pp, ep and dp only", c->strategy);
+    goto out;
+  }
+  if (s->cp > 1) {
+    pm_error ("cp=%d: context parallelism splits a prefill, not generation (--gen): use tp, pp, "
+              "ep and dp", s->cp);
+    goto out;
+  }
+  if (w->batch % s->dp != 0) {
+    pm_error ("--batch %lld is not a multiple of dp=%d (the replicas share the batch)",
+              (long long) w->batch, s->dp);
+    goto out;
+  }
+  if (kv_len + 1 > PM_MAX_SEQ) {
+    pm_error ("--seq %lld + --gen %lld: more than %lld tokens", (long long) w->seq,
+              (long long) c->gen, (long long) PM_MAX_SEQ);
+    goto out;
+  }
+  per = w->batch / s->dp;
+  {
+    struct strategy one = *s;
+    struct dist_options q = o;
+    one.mbs = (int) per;
+    one.vp = 1;
+    q.s = &one;
+    if (dist_check (&w->m, &q) < 0)
+      goto out;
+    if (dist_serving_memory (set, &w->m, &w->ge->gpu, &q, &mem, &max_batch) < 0)
+      goto out;
+  }
+  assume (c, "serving: each replica prefills its batch's prompts together (the time to first "
+          "token), then decodes them together (the time per output token: the step at the mean "
+          "cache length seq + gen/2); the KV cache of seq + gen tokens in the activations' dtype");
+  rc = EXIT_RUNTIME;
+  for (size_t p = 0; p < npred; p++) {
+    struct dist_result pre, dec;
+    struct plugin *pl = pls[p] = predictor_find (set, names[p]);
+    if (pl == NULL) {
+      rc = EXIT_USAGE;
+      goto out;
+    }
+    if (serving_predict (set, pl, &w->m, &w->ge->gpu, &o, 0, &pre) < 0 ||
+        serving_predict (set, pl, &w->m, &w->ge->gpu, &o, kv_len, &dec) < 0)
+      goto out;
+    marked |= plugin_fell_back (pl);
+    row[p].ttft_ms = pre.pipeline_ms;
+    row[p].tpot_ms = dec.pipeline_ms;
+    double ms = row[p].ttft_ms + (double) c->gen * row[p].tpot_ms;
+    row[p].tps_replica = ms > 0 ? (double) per * (double) c->gen / (ms / 1e3) : 0;
+    row[p].tps = row[p].tps_replica * s->dp;
+    for (int d = DIM_TP; d < NDIMS; d++) {
+      row[p].ttft_comm_ms += pre.comm_ms[d];
+      row[p].tpot_comm_ms += dec.comm_ms[d];
+    }
+  }
+
+  if (strcmp (c->format, "json") == 0) {
+    json_t *root = json_run (c, w->prec, w->m.name, "builder", w->ge->name, w->batch, w->seq,
+                             w->m.layers);
+    json_t *arr = json_array ();
+    json_object_set_new (root, "gen", json_integer (c->gen));
+    json_object_set_new (root, "strategy",
+                         json_pack ("{s:i, s:i, s:i, s:i, s:i, s:i}", "tp", s->tp, "pp", s->pp,
+                                    "ep", s->ep, "dp", s->dp, "gpus", gpus,
+                                    "gpus_per_replica", replica));
+    for (size_t p = 0; p < npred; p++) {
+      json_t *e = json_pack ("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:b}",
+                             "predictor", names[p], "ttft_ms", row[p].ttft_ms, "tpot_ms",
+                             row[p].tpot_ms, "tokens_per_s", row[p].tps, "tokens_per_s_replica",
+                             row[p].tps_replica, "ttft_comm_ms", row[p].ttft_comm_ms,
+                             "tpot_comm_ms", row[p].tpot_comm_ms, "weights_gb", mem.weights / 1e9,
+                             "kv_cache_gb", mem.kv_cache / 1e9, "memory_gb", mem.total / 1e9,
+                             "max_batch", (json_int_t) max_batch, "oom", mem.oom);
+      json_object_set_new (e, "memory", json_memory (&mem));
+      json_object_set_new (e, "dtype_fallback", json_boolean (plugin_fell_back (pls[p])));
+      json_array_append_new (arr, e);
+    }
+    json_object_set_new (root, "predictions", arr);
+    json_dumpf (root, stdout, JSON_INDENT (2) | JSON_REAL_PRECISION (10));
+    putchar ('\n');
+    json_decref (root);
+  }
+  else if (strcmp (c->format, "csv") == 0) {
+    printf ("predictor,ttft_ms,tpot_ms,tokens_per_s,tokens_per_s_replica,ttft_comm_ms,"
+            "tpot_comm_ms,weights_gb,kv_cache_gb,memory_gb,max_batch,oom\n");
+    for (size_t p = 0; p < npred; p++)
+      printf ("%s,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.6g,%.6g,%.6g,%lld,%s\n", names[p],
+              row[p].ttft_ms, row[p].tpot_ms, row[p].tps, row[p].tps_replica,
+              row[p].ttft_comm_ms, row[p].tpot_comm_ms, mem.weights / 1e9, mem.kv_cache / 1e9,
+              mem.total / 1e9, (long long) max_batch, mem.oom ? "true" : "false");
+    if (c->assumed)
+      fprintf (stderr, "perfmod: assumed %s\n", c->assumed);
+  }
+  else {
+    static const char *const rows[] = { "ttft_ms", "tpot_ms", "tokens_per_s",
+                                        "tokens_per_s_replica", "ttft_comm_ms", "tpot_comm_ms" };
+    printf ("perfmod %s: %s, serving (prefill, then %lld decode steps), batch %lld (%lld per "
+            "replica) x seq %lld, %s, on %s (built graph, %lld layers)\n", PACKAGE_VERSION,
+            w->m.name, (long long) c->gen, (long long) w->batch, (long long) per,
+            (long long) w->seq, w->prec->name, w->ge->name, (long long) w->m.layers);
+    if (c->assumed)
+      printf ("assumed: %s\n", c->assumed);
+    printf ("strategy: tp=%d pp=%d ep=%d dp=%d: %d GPU%s per replica, %d replica%s (%d GPUs)\n",
+            s->tp, s->pp, s->ep, s->dp, replica, replica == 1 ? "" : "s", s->dp,
+            s->dp == 1 ? "" : "s", gpus);
+    printf ("\n%-20s", "");
+    for (size_t p = 0; p < npred; p++)
+      print_column_head (pls[p]);
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+      printf ("\n%-20s", rows[i]);
+      for (size_t p = 0; p < npred; p++) {
+        double v[] = { row[p].ttft_ms, row[p].tpot_ms, row[p].tps, row[p].tps_replica,
+                       row[p].ttft_comm_ms, row[p].tpot_comm_ms };
+        printf (" %14.3f", v[i]);
+      }
+    }
+    printf ("\n%-20s", "weights_gb");
+    for (size_t p = 0; p < npred; p++)
+      printf (" %14.3f", mem.weights / 1e9);
+    printf ("\n%-20s", "kv_cache_gb");
+    for (size_t p = 0; p < npred; p++)
+      printf (" %14.3f", mem.kv_cache / 1e9);
+    printf ("\n%-20s", "memory_gb");
+    for (size_t p = 0; p < npred; p++)
+      printf (" %14.3f", mem.total / 1e9);
+    printf ("\n%-20s", "max_batch");
+    for (size_t p = 0; p < npred; p++)
+      printf (" %14lld", (long long) max_batch);
+    printf ("\n\nmemory per GPU (GB, the fullest pipeline stage): weights %.2f, activations %.2f, "
+            "kv_cache %.2f, reserve %.2f; total %.2f of %.2f%s\n", mem.weights / 1e9,
+            mem.activations / 1e9, mem.kv_cache / 1e9, mem.reserve / 1e9, mem.total / 1e9,
+            mem.capacity / 1e9, mem.oom ? "  OOM: does not fit" : "");
+    printf ("\n(tokens_per_s: all %d replicas, batch x gen tokens over ttft + gen x tpot; "
+            "*_comm_ms: the tp/ep/pp collectives inside ttft and tpot; max_batch: the largest "
+            "batch per replica whose memory fits)\n", s->dp);
+    if (marked)
+      puts (FALLBACK_FOOTNOTE);
+  }
+  if (c->explain &&
+      explain_serving (set, pls[0], &w->m, &w->ge->gpu, &o, kv_len, explain_stream (c)) < 0)
+    goto out;
+  rc = 0;
+out:
+  free (row);
+  free (pls);
+  return rc;
+}
+
 int
 cmd_predict (struct cli *c, struct plugin_set *set)
 {
@@ -389,13 +629,17 @@ cmd_predict (struct cli *c, struct plugin_set *set)
                 "generation", c->plot ? "--plot" : "--per-op");
       goto out;
     }
-    if (c->gen > 0) {
-      pm_error ("--strategy: %s is not modelled with a strategy yet", "--gen");
-      goto out;
-    }
     names = strv_split (c->predictors ? c->predictors : "roofline", ',');
     if (c->predictors == NULL)
       assume (c, "--predictor roofline");
+    if (c->gen > 0) {
+      if (train) {
+        pm_error ("--gen: decode steps are predicted for inference (--mode inf)");
+        goto out;
+      }
+      rc = predict_serving (c, set, &w, &s, gpn, names, strv_len (names));
+      goto out;
+    }
     rc = predict_distributed (c, set, &w, &s, gpn, names, strv_len (names));
     goto out;
   }

@@ -463,6 +463,8 @@ struct build_options {
   bool flash;            /* fused (FlashAttention) attention, else scores materialised */
   int64_t cp;            /* context parallelism: seq is this rank's 1/cp of the sequence */
   int64_t kv_len;        /* > 0: one decode step over a cache of kv_len tokens */
+  bool engine;           /* a serving engine's kernels (Llama family): grouped key/value heads
+                            read in place, logits of the last token only */
   const struct shard *shard; /* NULL: the whole model on one device */
 };
 int graph_build (struct graph *g, const struct model_cfg *m, const struct build_options *o);
@@ -629,6 +631,8 @@ struct dist_options {
   bool flash;            /* fused attention kernels */
   int64_t batch, seq;    /* global batch (sequences) and tokens per sequence */
   int64_t gen;
+  int64_t kv_len;        /* > 0: one decode step of the batch over kv_len cached tokens */
+  bool engine;           /* a serving engine's kernels (build_options.engine) */
   int gpus_per_node;
   struct dist_cache *cache; /* chunk predictions shared across strategies, or NULL */
   struct timeline *timeline; /* the step's schedule recorded (--plot), or NULL */
@@ -660,6 +664,7 @@ struct dist_result {
   /* per pipeline rank, one micro-batch through all its chunks (ms) */
   double stage_fw_ms[PM_MAX_STAGES], stage_bw_ms[PM_MAX_STAGES];
   double stage_recompute_ms[PM_MAX_STAGES];  /* of stage_bw_ms */
+  double attn_ms;        /* one micro-batch's attention cores over every chunk (ms) */
   struct memory_estimate mem;   /* the pipeline rank with the most */
   int mem_rank;
   struct perfmod_plan plan;
@@ -703,6 +708,22 @@ int scaling_plot_write (const char *path, const char *title, const char *ylabel,
 int dist_chunk_ops (struct plugin_set *set, struct plugin *pred, const struct model_cfg *m,
                     const struct perfmod_gpu *gpu, const struct dist_options *o, int stage,
                     struct graph *g, struct prediction *pr, double *recompute_ms);
+
+/* Serving, per replica of o->s (dp replicas share o->batch): the prefill
+ * of its prompts (kv_len 0) or one decode step over kv_len cached tokens,
+ * its whole batch as one micro-batch through the pipeline stages. */
+int serving_predict (struct plugin_set *set, struct plugin *pred, const struct model_cfg *m,
+                     const struct perfmod_gpu *gpu, const struct dist_options *o,
+                     int64_t kv_len, struct dist_result *r);
+/* Serving: the fullest pipeline rank's memory at o->batch and the largest
+ * batch per replica whose memory fits (all of its KV cache, s + gen). */
+int dist_serving_memory (struct plugin_set *set, const struct model_cfg *m,
+                         const struct perfmod_gpu *gpu, const struct dist_options *o,
+                         struct memory_estimate *mem, int64_t *max_batch);
+/* Pipeline chunk `stage`'s graph (its rank's layers, the ends it holds). */
+int dist_stage_graph (struct plugin_set *set, const struct model_cfg *m,
+                      const struct perfmod_gpu *gpu, const struct dist_options *o, int stage,
+                      struct graph *g);
 /* The first pipeline chunk's graph on rank 0 (perfmod graph --strategy). */
 int dist_graph (struct plugin_set *set, const struct model_cfg *m, const struct perfmod_gpu *gpu,
                 const struct dist_options *o, struct graph *g);
@@ -762,6 +783,7 @@ struct reproduce_options {
   FILE *out;                  /* the tables; the caller prints them once all succeeded */
   FILE *err;                  /* the CSV's summary and notes, printed to stderr after them */
   const char *published;      /* --table published: the runs' file */
+  const char *serving;        /* --table serving: aiconfigurator's silicon_sample CSV */
 };
 int reproduce (struct plugin_set *set, const struct gpu_db *gpus,
                const struct reproduce_options *o);
@@ -771,6 +793,9 @@ int reproduce_distributed (struct plugin_set *set, const struct gpu_db *gpus,
 /* published.c: --table published, the runs of o->published. */
 int reproduce_published (struct plugin_set *set, const struct gpu_db *gpus,
                          const struct reproduce_options *o);
+/* serving.c: --table serving, the measured serving runs of o->serving. */
+int reproduce_serving (struct plugin_set *set, const struct gpu_db *gpus,
+                       const struct reproduce_options *o);
 /* The paper's name of a perfmod predictor (perop.csv rows), or NULL. */
 const char *paper_method_name (const char *predictor);
 /* paper.c: the column prefix of summary.csv for a predictor, or NULL. */

@@ -315,7 +315,8 @@ attention_core (struct bctx *c, int64_t h, int64_t dh, const char *scale, const 
   double scores = (double) rows * (double) c->kv;
   size_t first = c->g->n;
   if (c->flash) {
-    flash_attention (c, h, h, dh);
+    /* a serving engine's kernel reads the grouped key/value heads in place */
+    flash_attention (c, h, c->o->engine && c->kvp < h ? c->kvp : h, dh);
     return;
   }
   bmm (c, "scores", bh, c->s, dh, c->kv);
@@ -843,7 +844,7 @@ llama_layer (struct bctx *c)
     double kvnew = 2.0 * (double) t * (double) (kvh * dh);
     copy (c, "kv_cache_write", "copy", kvnew, 0);
   }
-  if (kvh < h) {                         /* repeat_kv: materialise h heads of k and v */
+  if (kvh < h && !(c->o->engine && c->flash)) {  /* repeat_kv: materialise h heads of k and v */
     double rep = (double) c->b * (double) h * (double) c->kv * (double) dh;
     copy (c, "repeat_k", "expand", rep / (double) (h / kvh), rep);
     copy (c, "repeat_v", "expand", rep / (double) (h / kvh), rep);
@@ -875,7 +876,8 @@ llama_graph (struct bctx *c)
   if (c->sh->head) {
     rmsnorm (c, "norm", c->tn, d);
     site (c, PERFMOD_SITE_LOGITS);
-    linear (c, "lm_head", t, d, v, false);
+    /* a serving engine takes the logits of each sequence's last token only */
+    linear (c, "lm_head", c->o->engine && !c->train ? c->b : t, d, v, false);
     lm_loss (c, v);
   }
 }

@@ -123,8 +123,9 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
       pm_error ("%s: the plugin has no plan() (perfmod 0.3): it can only --explain", pl->p.name);
       return -1;
     }
-    parallel_case_init (&c, degree, m, s, gpu, pr->gemm, o->batch, o->seq);
-    c.mb_tokens = (double) s->mbs * (double) o->seq / (double) s->cp;
+    /* a decode step: one new token per sequence */
+    parallel_case_init (&c, degree, m, s, gpu, pr->gemm, o->batch, o->kv_len > 0 ? 1 : o->seq);
+    c.mb_tokens = (double) s->mbs * (o->kv_len > 0 ? 1.0 : (double) o->seq / (double) s->cp);
     c.elem_bytes = pr->act_bytes;
     c.heads = (double) m->heads;
     c.kv_heads = (double) m->kv_heads;
@@ -226,6 +227,7 @@ struct chunk_times {
   double recompute;      /* of bw: forwards run again (ms per micro-batch) */
   double comm[NDIMS];    /* ms per micro-batch */
   double fw_comm, bw_comm; /* of fw, bw: the collectives on the critical path */
+  double attn;           /* of fw: the attention cores (ms per micro-batch) */
   double flops;          /* per micro-batch */
   bool built;
 };
@@ -274,6 +276,8 @@ chunk_build (struct graph *gr, const struct model_cfg *m, const struct dist_opti
   bo.megatron = o->s->kernels == KERNELS_MEGATRON;
   bo.te = o->s->kernels == KERNELS_TE;
   bo.flash = o->flash;
+  bo.kv_len = o->kv_len;
+  bo.engine = o->engine;
   bo.shard = &sh;
   return graph_build (gr, m, &bo);
 }
@@ -285,8 +289,8 @@ chunk_build (struct graph *gr, const struct model_cfg *m, const struct dist_opti
  * groups those run over.  The key holds exactly that, zero-padded. */
 struct chunk_key {
   const void *pred, *gpu, *prec;
-  int kernels, recompute, flash, fusion, train, embed, head, gpus_per_node;
-  int64_t mbs, seq, layers, first_layer;
+  int kernels, recompute, flash, fusion, train, embed, head, gpus_per_node, engine;
+  int64_t mbs, seq, layers, first_layer, kv_len;
   int heads, ffn, vocab, tokens, experts;
   double expert_load;
   int size[NDIMS];
@@ -414,6 +418,8 @@ chunk_key_of (struct chunk_key *k, const struct plugin *pred, const struct perfm
   k->gpus_per_node = g->gpus_per_node;
   k->mbs = o->s->mbs;
   k->seq = o->seq;
+  k->kv_len = o->kv_len;
+  k->engine = o->engine;
   k->layers = layers;
   k->first_layer = first_layer;
   k->heads = dp->plan.heads;
@@ -568,6 +574,10 @@ chunk_compute (struct plugin *pred, const struct model_cfg *m, const struct perf
     for (size_t i = gr.layer_begin; i < gr.layer_end; i++)
       if (o->s->recompute == RECOMPUTE_FULL || gr.nodes[i].attn_core)
         out->recompute += pr.per_node[i].t[PHASE_FW] * (double) graph_weight (&gr, i);
+  out->attn = 0;
+  for (size_t i = 0; i < gr.n; i++)
+    if (gr.nodes[i].attn_core)
+      out->attn += pr.per_node[i].t[PHASE_FW] * (double) graph_weight (&gr, i);
   out->fw = t[PHASE_FW];
   out->bw = t[PHASE_BW] + t[PHASE_ACC] + out->recompute;
   for (int d = 0; d < NDIMS; d++)
@@ -627,6 +637,11 @@ dist_check (const struct model_cfg *m, const struct dist_options *o)
     pm_error ("cp=%d: %s", s->cp, o->flash ? "the sequence must split into 2 x cp equal chunks "
               "(Megatron's load-balanced ring attention)"
               : "context parallelism runs fused attention (--attention flash)");
+    return -1;
+  }
+  if (s->cp > 1 && !o->train && (o->gen > 0 || o->kv_len > 0)) {
+    pm_error ("cp=%d: context parallelism splits a prefill, not generation (--gen): use tp, pp, "
+              "ep and dp", s->cp);
     return -1;
   }
   if (s->pp > PM_MAX_STAGES) {
@@ -823,6 +838,7 @@ dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cf
     r->stage_fw_ms[c % p] += times[k].fw;
     r->stage_bw_ms[c % p] += times[k].bw;
     r->stage_recompute_ms[c % p] += times[k].recompute;
+    r->attn_ms += times[k].attn;
     /* what rank 0 runs in the step */
     if (c % p == 0) {
       r->recompute_ms += times[k].recompute * r->microbatches;
@@ -954,6 +970,76 @@ dist_chunk_ops (struct plugin_set *set, struct plugin *pred, const struct model_
       if (s->recompute == RECOMPUTE_FULL || gr->nodes[i].attn_core)
         *recompute_ms += pr->per_node[i].t[PHASE_FW] * (double) graph_weight (gr, i);
   return 0;
+}
+
+int
+serving_predict (struct plugin_set *set, struct plugin *pred, const struct model_cfg *m,
+                 const struct perfmod_gpu *gpu, const struct dist_options *o, int64_t kv_len,
+                 struct dist_result *r)
+{
+  struct strategy s = *o->s;
+  struct dist_options q = *o;
+  if (o->batch % s.dp != 0 || o->batch / s.dp > INT32_MAX) {
+    pm_error ("--batch %lld is not a multiple of dp=%d", (long long) o->batch, s.dp);
+    return -1;
+  }
+  s.mbs = (int) (o->batch / s.dp);
+  s.vp = 1;
+  q.s = &s;
+  q.train = false;
+  q.kv_len = kv_len;
+  return dist_predict (set, pred, m, gpu, &q, r);
+}
+
+/* The memory of the fullest pipeline rank at o's batch, and the largest
+ * batch per replica that fits (0: not even one sequence): the memory
+ * grows with the batch (the KV cache, the working set), so a bisection. */
+int
+dist_serving_memory (struct plugin_set *set, const struct model_cfg *m,
+                     const struct perfmod_gpu *gpu, const struct dist_options *o,
+                     struct memory_estimate *mem, int64_t *max_batch)
+{
+  struct dist_plan dp;
+  struct dist_options q = *o;
+  int64_t lo = 0, hi = PM_MAX_BATCH / o->s->dp;
+  if (compose (set, m, gpu, o, &dp) < 0)
+    return -1;
+  *mem = (struct memory_estimate) { 0 };
+  for (int k = 0; k < o->s->pp; k++) {
+    struct memory_estimate e;
+    rank_memory (m, gpu, o, &dp, k, &e);
+    if (k == 0 || e.total > mem->total)
+      *mem = e;
+  }
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo + 1) / 2;
+    bool fits = true;
+    q.batch = mid * o->s->dp;
+    for (int k = 0; k < o->s->pp && fits; k++) {
+      struct memory_estimate e;
+      rank_memory (m, gpu, &q, &dp, k, &e);
+      fits = !e.oom;
+    }
+    if (fits)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  *max_batch = lo;
+  return 0;
+}
+
+int
+dist_stage_graph (struct plugin_set *set, const struct model_cfg *m,
+                  const struct perfmod_gpu *gpu, const struct dist_options *o, int stage,
+                  struct graph *g)
+{
+  struct dist_plan dp;
+  int chunks = o->s->pp * (o->s->vp > 1 ? o->s->vp : 1);
+  if (dist_check (m, o) < 0 || compose (set, m, gpu, o, &dp) < 0)
+    return -1;
+  return chunk_build (g, m, o, &dp, chunk_layers (m, o->s, stage),
+                      chunk_first_layer (m, o->s, stage), stage == 0, stage == chunks - 1);
 }
 
 int
