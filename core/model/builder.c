@@ -976,7 +976,7 @@ gqa_attention (struct bctx *c)
     double kvnew = 2.0 * (double) t * (double) (kvh * dh);
     copy (c, "kv_cache_write", "copy", kvnew, 0);
   }
-  if (kvh < h) {
+  if (kvh < h && !(c->o->engine && c->flash)) {
     double rep = (double) c->b * (double) h * (double) c->kv * (double) dh;
     copy (c, "repeat_k", "expand", rep / (double) (h / kvh), rep);
     copy (c, "repeat_v", "expand", rep / (double) (h / kvh), rep);
@@ -1132,11 +1132,13 @@ modern_graph (struct bctx *c)
   if (c->sh->head) {
     norm (c, m->family == FAM_NEOX ? "final_layer_norm" : "norm", tn, d);
     site (c, PERFMOD_SITE_LOGITS);
-    linear (c, m->family == FAM_NEOX ? "embed_out" : "lm_head", t, d, v, false);
+    /* a serving engine takes the logits of each sequence's last token only */
+    int64_t lt = c->o->engine && !c->train ? c->b : t;
+    linear (c, m->family == FAM_NEOX ? "embed_out" : "lm_head", lt, d, v, false);
     if (m->softcap) {                    /* Gemma 2's final logit soft-capping */
-      unary (c, "logits_softcap_div", "divu", t, v);
-      unary (c, "logits_softcap_tanh", "tanh", t, v);
-      unary (c, "logits_softcap_mul", "mulu", t, v);
+      unary (c, "logits_softcap_div", "divu", lt, v);
+      unary (c, "logits_softcap_tanh", "tanh", lt, v);
+      unary (c, "logits_softcap_mul", "mulu", lt, v);
     }
     lm_loss (c, v);
   }
