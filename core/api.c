@@ -155,7 +155,7 @@ predict (perfmod_ctx *ctx, const struct perfmod_request *req, struct perfmod_res
   if (dist_predict (&ctx->set, pred, &m, &ge->gpu, &d, &r) < 0)
     goto out;
   memset ((char *) res + sizeof res->struct_size, 0, res->struct_size - sizeof res->struct_size);
-  res->e2e_ms = r.step_ms;
+  res->step_ms = r.step_ms;
   res->pipeline_ms = r.pipeline_ms;
   res->bubble = r.bubble;
   res->bubble_ms = r.bubble_ms;

@@ -745,6 +745,8 @@ void roofline_plot_kernel (void *ctx, const struct perfmod_kernel *k, double wei
 int roofline_plot_write (struct roofline_plot *p, const char *path, const struct perfmod_gpu *gpu,
                          int dtype, const char *title, const char *predictor);
 void roofline_plot_free (struct roofline_plot *p);
+/* s as SVG text, its markup characters escaped (both charts). */
+void svg_put_escaped (FILE *fp, const char *s);
 
 /* ---- report.c ---- */
 /* FLOPs and bytes a kernel moves, in plain units (not NeuSight's GiB). */

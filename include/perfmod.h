@@ -44,7 +44,7 @@ struct perfmod_request {
  * by the same names. */
 struct perfmod_result {
   uint32_t struct_size;
-  double e2e_ms;            /* the step: pipeline + exposed gradient sync + optimizer */
+  double step_ms;            /* the step: pipeline + exposed gradient sync + optimizer */
   double pipeline_ms, bubble, bubble_ms, grads_ms, optimizer_ms, recompute_ms;
   double mfu;               /* fraction of the GEMM dtype's peak */
   double tokens_per_s;      /* global batch x seq / step */

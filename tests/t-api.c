@@ -309,7 +309,7 @@ main (void)
   for (size_t i = 0; i < 2 * N; i++)
     fails += run (a, strategies[i % N], i % 2 ? "tile-mlp" : "roofline", &one[i], err,
                   sizeof err) < 0;
-  ok (fails == 0 && one[0].e2e_ms > 0 && one[0].memory_total_gb > 0,
+  ok (fails == 0 && one[0].step_ms > 0 && one[0].memory_total_gb > 0,
       "sequential predictions (%s)", fails ? err : "ok");
   for (size_t i = 0; i < 2 * N; i++) {
     jobs[i].ctx = i % 2 ? a : b;
@@ -318,7 +318,7 @@ main (void)
   }
   for (size_t i = 0; i < 2 * N; i++) {
     pthread_join (th[i], NULL);
-    same &= jobs[i].rc == 0 && jobs[i].res.e2e_ms == one[i].e2e_ms &&
+    same &= jobs[i].rc == 0 && jobs[i].res.step_ms == one[i].step_ms &&
             jobs[i].res.memory_total_gb == one[i].memory_total_gb;
   }
   ok (same, "%zu predictions on as many threads over two contexts: the sequential numbers", 2 * N);
@@ -348,7 +348,7 @@ main (void)
     struct perfmod_result again[2];
     int rc = c ? run (c, strategies[1], "tile-mlp", &again[1], err, sizeof err) : -1;
     rc = rc < 0 ? rc : run (c, strategies[2], "habitat", &again[0], err, sizeof err);
-    ok (rc == 0 && again[1].e2e_ms == one[1].e2e_ms && again[0].e2e_ms > 0,
+    ok (rc == 0 && again[1].step_ms == one[1].step_ms && again[0].step_ms > 0,
         "a context opened after the last was closed predicts as the first did (%s)",
         rc ? err : "ok");
     if (c)

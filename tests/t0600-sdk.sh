@@ -76,7 +76,7 @@ if command -v python3 >/dev/null && grep -q '^PYTHON = [^:]' "$top_builddir/Make
   env $(san_env) PYTHONPATH="$(dirname "$(dirname "$pkg")")" PERFMOD_LIBRARY="$libdir/libperfmod.so.0" python3 -c '
 import perfmod
 r = perfmod.predict("gpt3-2.7b", gpu="h100", strategy="tp=2,dp=4", batch=64, seq=2048)
-print(r["e2e_ms"] > 0 and perfmod.__version__)' >"$TMP/py" 2>&1
+print(r["step_ms"] > 0 and perfmod.__version__)' >"$TMP/py" 2>&1
   ok $([ -n "$pkg" ] && grep -qx "$("$bin" --version | sed -n '1s/^perfmod \([^ ]*\).*/\1/p')" "$TMP/py" && echo 0 || echo 1) \
     "make install puts the perfmod Python package in Python's site directory; it predicts"
   [ $tap_failed -eq 0 ] || diag "$(cat "$TMP/py")"

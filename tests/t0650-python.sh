@@ -12,7 +12,7 @@ import json, sys, perfmod
 cli = json.load(open(sys.argv[1]))["predictions"][0]
 r = perfmod.predict("gpt3-2.7b", gpu="h100", strategy="tp=2,dp=4", batch=64, seq=2048,
                     predictor="tile-mlp")
-print("same" if abs(r["e2e_ms"] / cli["step_ms"] - 1) < 1e-9 and
+print("same" if abs(r["step_ms"] / cli["step_ms"] - 1) < 1e-9 and
       abs(r["memory_total_gb"] / cli["memory"]["total"] - 1) < 1e-9 and
       r["oom"] == cli["memory"]["oom"] else "differ %r %r" % (r, cli))
 print("dict" if isinstance(r, dict) and isinstance(r["oom"], bool) else "notdict")

@@ -95,8 +95,8 @@ py (const struct axes *a, double flops_per_s)
   return B - (log10 (flops_per_s) - a->y0) / (a->y1 - a->y0) * (B - T);
 }
 
-static void
-put_escaped (FILE *fp, const char *s)
+void
+svg_put_escaped (FILE *fp, const char *s)
 {
   for (; s && *s; s++)
     switch (*s) {
@@ -253,14 +253,14 @@ roofline_plot_write (struct roofline_plot *p, const char *path, const struct per
            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
            "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\">\n", W, H, W, H);
   fprintf (fp, "<title>roofline: ");
-  put_escaped (fp, title);
+  svg_put_escaped (fp, title);
   fprintf (fp, "</title>\n<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", W, H);
   fprintf (fp, "<defs><clipPath id=\"area\"><rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/>"
            "</clipPath></defs>\n", L, T, R - L, B - T);
   fprintf (fp, "<text x=\"%d\" y=\"24\" font-size=\"14\" font-weight=\"bold\">", L);
-  put_escaped (fp, title);
+  svg_put_escaped (fp, title);
   fprintf (fp, "</text>\n<text x=\"%d\" y=\"42\" font-size=\"12\" fill=\"#555\">predictor ", L);
-  put_escaped (fp, predictor);
+  svg_put_escaped (fp, predictor);
   fprintf (fp, ", %s, %s; every layer copy counted</text>\n", dtype_name (dtype), gpu->name);
   draw_axes (fp, &a);
   draw_roofs (fp, &a, gpu, bw, roofs, nr, selected);
@@ -277,7 +277,7 @@ roofline_plot_write (struct roofline_plot *p, const char *path, const struct per
     fprintf (fp, "<circle class=\"kernel\" cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\" "
              "fill-opacity=\"0.45\"><title>%s ", px (&a, q->flops / q->bytes), y,
              class_colour[q->kclass], kclass_name (q->kclass));
-    put_escaped (fp, q->op);
+    svg_put_escaped (fp, q->op);
     if (q->kclass == PERFMOD_KERNEL_LINEAR || q->kclass == PERFMOD_KERNEL_BMM)
       fprintf (fp, " b=%lld m=%lld n=%lld k=%lld", (long long) q->dims[0], (long long) q->dims[1],
                (long long) q->dims[2], (long long) q->dims[3]);

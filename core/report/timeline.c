@@ -12,19 +12,6 @@
  * large to look at. */
 #define MAX_SEGMENTS 200000
 
-static void
-put_escaped (FILE *fp, const char *s)
-{
-  for (; s && *s; s++)
-    switch (*s) {
-    case '&': fputs ("&amp;", fp); break;
-    case '<': fputs ("&lt;", fp); break;
-    case '>': fputs ("&gt;", fp); break;
-    case '"': fputs ("&quot;", fp); break;
-    default: fputc (*s, fp); break;
-    }
-}
-
 /* A tick step of 1, 2 or 5 times a power of ten, about span/n. */
 static double
 nice_step (double span, int n)
@@ -170,12 +157,12 @@ timeline_write (const struct timeline *t, const char *path, const char *title,
            TW, h, t->stages, t->vp, t->microbatches, t->step_ms, t->pipeline_ms, t->grads_ms,
            t->optimizer_ms, t->bubble);
   fprintf (fp, "<title>timeline: ");
-  put_escaped (fp, title);
+  svg_put_escaped (fp, title);
   fprintf (fp, "</title>\n<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", TW, h);
   fprintf (fp, "<text x=\"%d\" y=\"22\" font-size=\"14\" font-weight=\"bold\">", TL);
-  put_escaped (fp, title);
+  svg_put_escaped (fp, title);
   fprintf (fp, "</text>\n<text x=\"%d\" y=\"40\" font-size=\"12\" fill=\"#555\">", TL);
-  put_escaped (fp, subtitle);
+  svg_put_escaped (fp, subtitle);
   fprintf (fp, "</text>\n<text x=\"%d\" y=\"57\" font-size=\"12\" fill=\"#555\">step %.4f ms = "
            "pipeline %.4f + exposed gradient sync %.4f + optimizer %.4f; bubble %.2f%% of the "
            "ranks' pipeline time</text>\n", TL, t->step_ms, t->pipeline_ms, t->grads_ms,
@@ -318,10 +305,10 @@ scaling_plot_write (const char *path, const char *title, const char *ylabel,
            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
            "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\">\n<title>scaling: ", SW, height, SW,
            height);
-  put_escaped (fp, title);
+  svg_put_escaped (fp, title);
   fprintf (fp, "</title>\n<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", SW, height);
   fprintf (fp, "<text x=\"%d\" y=\"24\" font-size=\"14\" font-weight=\"bold\">", SL);
-  put_escaped (fp, title);
+  svg_put_escaped (fp, title);
   fprintf (fp, "</text>\n<text x=\"%d\" y=\"42\" font-size=\"12\" fill=\"#555\">the best "
            "configuration per GPU count (filled, joined), the top %zu at the requested count "
            "(hollow); both axes logarithmic</text>\n", SL, ntop);
@@ -349,7 +336,7 @@ scaling_plot_write (const char *path, const char *title, const char *ylabel,
            (SL + SR) / 2, SB + 36);
   fprintf (fp, "<text transform=\"translate(%d %d) rotate(-90)\" text-anchor=\"middle\" "
            "font-size=\"13\">", SL - 56, (ST + SB) / 2);
-  put_escaped (fp, ylabel);
+  svg_put_escaped (fp, ylabel);
   fprintf (fp, "</text>\n</g>\n");
 
   /* the best per count, joined, each labelled with its strategy */
