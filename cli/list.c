@@ -78,16 +78,23 @@ cmd_models (void)
     free (dir);
     return EXIT_RUNTIME;
   }
+  /* the model column as wide as the longest file stem */
+  int w = 14;
+  for (char **f = files; *f; f++) {
+    const char *base = strrchr (*f, '/');
+    int n = (int) strlen (base ? base + 1 : *f) - 5;
+    w = n > w ? n : w;
+  }
   /* params stays the last column (scripts read $NF); active: what a
    * token uses, the routed experts it is not sent to left out */
-  printf ("%-14s %-20s %6s %6s %6s %6s %7s %7s %14s %14s\n", "model", "model_type", "layers",
+  printf ("%-*s %-20s %6s %6s %6s %6s %7s %7s %14s %14s\n", w, "model", "model_type", "layers",
           "hidden", "heads", "kv", "ffn", "experts", "active", "params");
   for (char **f = files; *f; f++) {
     struct model_cfg m;
     if (model_cfg_load (&m, *f) < 0)
       rc = EXIT_USAGE;
     else {
-      printf ("%-14s %-20s %6lld %6lld %6lld %6lld %7lld %7lld %14.0f %14.0f\n", m.name, m.arch,
+      printf ("%-*s %-20s %6lld %6lld %6lld %6lld %7lld %7lld %14.0f %14.0f\n", w, m.name, m.arch,
               (long long) (m.layers + m.dec_layers), (long long) m.hidden, (long long) m.heads,
               (long long) m.kv_heads, (long long) m.ffn, (long long) m.experts,
               model_active_params (&m), model_params (&m));
