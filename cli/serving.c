@@ -367,7 +367,7 @@ reproduce_serving (struct plugin_set *set, const struct gpu_db *gpus,
   char **reasons = NULL;
   size_t *rcount = NULL, nreasons = 0, skipped = 0;
   struct dist_cache *cache = dist_cache_new ();
-  struct ratios *rat = xcalloc (npred, sizeof *rat);
+  struct ratios *rat;
   int rc = 0;
 
   if (ge == NULL) {
@@ -379,6 +379,7 @@ reproduce_serving (struct plugin_set *set, const struct gpu_db *gpus,
     dist_cache_free (cache);
     return EXIT_USAGE;
   }
+  rat = xcalloc (npred, sizeof *rat);
   pls = xcalloc (npred, sizeof *pls);
   for (size_t p = 0; p < npred; p++)
     if ((pls[p] = predictor_find (set, o->predictors[p])) == NULL) {

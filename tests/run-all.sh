@@ -5,7 +5,8 @@ set -u
 cd "$(dirname "$0")/.."
 top=$(pwd)
 : "${PERFMOD_NEUSIGHT:=$top/../shared/neusight}"
-export PERFMOD_NEUSIGHT
+: "${PERFMOD_MODERNDATA:=$top/../shared/moderndata}"
+export PERFMOD_NEUSIGHT PERFMOD_MODERNDATA
 jobs=$(nproc 2>/dev/null || echo 2)
 status=0
 rm -f tests/.counts
