@@ -1,0 +1,42 @@
+/* hw.h: the hardware: the GPUs of gpus.d and the collectives between them; included by core/internal.h, in its order. */
+#ifndef PERFMOD_HW_H
+#define PERFMOD_HW_H
+
+/* ---- gpu.c: gpus.d ---- */
+struct gpu_entry {
+  struct perfmod_gpu gpu;
+  char *name;
+  char *vendor;
+  char **aliases;
+  char *source;          /* the section's default source */
+  char *file;            /* where the section was (last) defined */
+  int line;
+  char **src_keys, **src_vals; /* per-key sources */
+  size_t nsrc;
+};
+struct gpu_db {
+  struct gpu_entry *v;
+  size_t n;
+};
+int gpu_db_load (struct gpu_db *db, const char *dir);
+/* The data directory's gpus.d (pm_datadir). */
+int gpu_db_load_data (struct gpu_db *db);
+const struct gpu_entry *gpu_db_find (const struct gpu_db *db, const char *name);
+const char *gpu_source (const struct gpu_entry *e, const char *key);
+void gpu_db_free (struct gpu_db *db);
+
+/* ---- collective.c ---- */
+/* The strategy dimensions, in Megatron's placement order (tp innermost). */
+enum pdim { DIM_NONE = 0, DIM_TP = 1, DIM_EP = 2, DIM_PP = 3, DIM_DP = 4, DIM_CP = 5 };
+#define NDIMS 6
+const char *dim_name (int dim);
+enum coll_algo { COLL_ALGO_AUTO = 0, COLL_ALGO_RING = 1, COLL_ALGO_TREE = 2 };
+const char *collective_name (int coll);
+/* A group of `size` ranks `stride` apart: members per node and nodes. */
+void group_layout (int size, int64_t stride, int gpus_per_node, int *per_node, int *nodes);
+/* Seconds of one collective (enum perfmod_collective) on a buffer of
+ * `bytes` over such a group, on gpu's two fabric levels. */
+double collective_seconds (int coll, double bytes, int size, int64_t stride, int gpus_per_node,
+                           const struct perfmod_gpu *gpu, int algo);
+
+#endif /* PERFMOD_HW_H */

@@ -1,0 +1,176 @@
+/* model.h: models and their op graphs: configurations and the per-device graph; included by core/internal.h, in its order. */
+#ifndef PERFMOD_MODEL_H
+#define PERFMOD_MODEL_H
+
+/* ---- modelcfg.c ---- */
+enum model_family {
+  FAM_GPT2,              /* GPT-2 and GPT-3 (Hugging Face gpt2): Conv1D, gelu_new, learned positions */
+  FAM_OPT,               /* OPT: pre-LN, separate q/k/v, ReLU */
+  FAM_BERT,              /* BERT: post-LN encoder */
+  FAM_LLAMA,             /* Llama 2/3: RMSNorm, rotary, grouped-query attention, SwiGLU */
+  FAM_MIXTRAL,           /* Mixtral: Llama attention, top-k routed SwiGLU experts */
+  FAM_SWITCH,            /* Switch Transformer: T5 encoder-decoder, every other FFN routed */
+  FAM_QWEN,              /* Qwen2/Qwen3: Llama layer, q/k/v biases (2) or q/k RMSNorm (3) */
+  FAM_QWEN_MOE,          /* Qwen2-MoE/Qwen3-MoE: routed experts, Qwen2-MoE's gated shared one */
+  FAM_DEEPSEEK,          /* DeepSeek-V2/V3: latent attention (MLA), shared + routed experts */
+  FAM_GPT_OSS,           /* gpt-oss: sliding/full layers, attention sinks, biased experts */
+  FAM_GEMMA,             /* Gemma 1/2/3: GeGLU, tied vocabulary; 2/3 sliding layers */
+  FAM_NEOX               /* GPT-NeoX: parallel attention + MLP residual, partial rotary */
+};
+/* model_cfg.layer_kind: what layer i is (the new families; NULL: all alike) */
+#define LAYER_MOE 1      /* its feed-forward block is routed experts */
+#define LAYER_SLIDING 2  /* its attention looks back `window` tokens only */
+struct model_cfg {
+  char *name;            /* file stem or built-in name */
+  char *path;
+  char *arch;            /* model_type */
+  int family;            /* enum model_family */
+  int64_t layers, hidden, heads, ffn, vocab, experts, top_k, max_pos;
+  int64_t kv_heads;      /* key/value heads (grouped-query attention); = heads otherwise */
+  int64_t head_dim;      /* per-head width (T5's d_kv may differ from hidden / heads) */
+  int64_t dec_layers;    /* encoder-decoder: decoder layers (layers counts the encoder's) */
+  int64_t sparse_step;   /* Switch: every sparse_step-th FFN is routed */
+  int64_t capacity;      /* Switch: tokens per expert (expert_capacity), 0: unbounded */
+  bool encoder;          /* bidirectional (BERT) */
+  bool tied;             /* output layer shares the embedding's weights */
+  /* The families after Switch (zero for the others): */
+  unsigned char *layer_kind; /* per layer LAYER_MOE | LAYER_SLIDING; NULL: every layer
+                                routed when experts > 0, none sliding */
+  int64_t window;        /* sliding layers' window in tokens (0: none) */
+  int64_t moe_ffn;       /* a routed expert's width (0: ffn, which dense layers use) */
+  int64_t shared_ffn;    /* shared experts' width, one SwiGLU beside the routed (0: none) */
+  bool shared_gate;      /* Qwen2-MoE: the shared expert's sigmoid gate (d -> 1) */
+  bool router_bias;      /* a bias per expert in the router (gpt-oss, DeepSeek-V3) */
+  /* Multi-head latent attention (kv_lora_rank > 0): queries through a
+   * q_lora_rank bottleneck (0: one projection), keys and values from a
+   * kv_lora_rank latent plus a shared rope key of qk_rope_dim */
+  int64_t q_lora_rank, kv_lora_rank, qk_nope_dim, qk_rope_dim, v_head_dim;
+  int64_t rotary_dim;    /* rotated width of a head (GPT-NeoX's rotary_pct); 0: head_dim */
+  bool qkv_bias, o_bias, mlp_bias; /* linear biases */
+  bool qk_norm;          /* RMSNorm of each query and key head (Qwen3, Gemma 3) */
+  bool post_norms;       /* Gemma 2/3: norms after attention and MLP as well */
+  bool softcap;          /* Gemma 2: tanh soft-capped scores and logits */
+  bool gelu;             /* GeGLU (Gemma) or GeLU (NeoX) instead of SwiGLU */
+  bool layernorm;        /* LayerNorm with bias (NeoX) instead of RMSNorm */
+  bool parallel_residual; /* NeoX: x + attn(ln1 x) + mlp(ln2 x) */
+  bool sinks;            /* gpt-oss: a learned sink logit per head */
+  int64_t mtp_layers;    /* DeepSeek-V3's multi-token prediction layers: not built */
+};
+/* Whether layer i is routed / sliding; the attention span of layer i
+ * over `context` tokens (min(window, context) for sliding ones). */
+bool model_layer_moe (const struct model_cfg *m, int64_t i);
+bool model_layer_sliding (const struct model_cfg *m, int64_t i);
+int64_t model_layer_span (const struct model_cfg *m, int64_t i, int64_t context);
+/* Key/value elements one token caches in one layer (MLA: the latent and
+ * the rope key; else keys and values of every key/value head). */
+double model_kv_width (const struct model_cfg *m);
+/* Whether the layers differ (dense-first, sliding pattern). */
+bool model_layers_mixed (const struct model_cfg *m);
+int model_cfg_load (struct model_cfg *m, const char *path);
+void model_cfg_free (struct model_cfg *m);
+/* A built-in: DATADIR/models/NAME.json, named NAME; refused naming it. */
+int model_cfg_builtin (struct model_cfg *m, const char *name);
+/* Another layer count (--layers): more layers than the config's repeat its
+ * pattern of layer kinds from the first. */
+void model_cfg_set_layers (struct model_cfg *m, int64_t layers);
+/* name as --model takes it: a config.json path (a '/' or ".json" in it), else a built-in. */
+int model_cfg_open (struct model_cfg *m, const char *name);
+/* Parameters of the model (weights, counting tied ones once). */
+double model_params (const struct model_cfg *m);
+/* Of those: the input embeddings (with positions), the untied output
+ * layer, and the routed experts' weights. */
+void model_param_parts (const struct model_cfg *m, double *embed, double *head, double *experts);
+/* Parameters a token uses: all less the routed experts it is not sent to. */
+double model_active_params (const struct model_cfg *m);
+const char *family_name (int family);
+
+/* ---- graph.c: the per-device op graph ---- */
+enum phase { PHASE_FW = 0, PHASE_BW = 1, PHASE_ACC = 2 };
+#define NPHASES 3
+struct kop {             /* one kernel of a node */
+  int kclass;            /* enum perfmod_kernel_class */
+  const char *op;        /* interned */
+  int64_t b, m, n, k, h;
+  double elems;          /* MEMORY/COMM: elements moved */
+  double traffic;        /* vector kernels: elements read+written per output element;
+                            0: the node's tensors' (NeuSight's convention) */
+  double own_traffic;    /* with traffic 0: what the kernel itself moves, if known */
+  /* COMM kernels of a built graph: the buffer, the strategy dimension whose
+   * group runs it (enum pdim; 0: an imported trace's, over the run's GPUs),
+   * and whether it may hide behind computation. */
+  double bytes;
+  int dim;
+  bool overlap;
+  /* ATTENTION kernels: key/value heads, sliding window, causal mask */
+  int64_t kv_heads, window;
+  bool causal;
+};
+struct node {
+  char *name;
+  char *opname;          /* NeuSight's node class: Linear, VECadd, fused, misc... */
+  double in_elems;       /* sum of input tensor elements */
+  double out_elems;      /* output tensor elements */
+  struct kop *ops[NPHASES];
+  size_t nops[NPHASES];
+  bool fused;            /* a fused element-wise chain: one kernel per phase */
+  int64_t count;         /* in the layer span: layers of this node's kind (0: the graph's repeat) */
+  bool attn_core;        /* the attention core: re-run by selective recomputation */
+};
+struct graph {
+  char *source;          /* file it came from, or "builder" */
+  struct node *nodes;
+  size_t n, cap;
+  size_t layer_begin, layer_end; /* [begin, end) is the traced layer */
+  int64_t repeat;        /* how many times the layer runs (1: complete graph) */
+  int64_t batch, seq;
+  bool train;
+};
+struct node *graph_add_node (struct graph *g, const char *name, const char *opname);
+struct kop *node_add_op (struct node *nd, int phase, int kclass, const char *op);
+const char *intern (const char *s);
+void graph_free (struct graph *g);
+/* Multiplicity of node i (repeat inside the layer span, 1 outside). */
+int64_t graph_weight (const struct graph *g, size_t i);
+/* Layer of node i: -1 outside the span. */
+int graph_layer (const struct graph *g, size_t i);
+
+/* opgraph.c: NeuSight's traced operator graphs. */
+int opgraph_import (struct graph *g, const char *path, int64_t n_layer);
+/* builder.c: a transformer graph from a model config. */
+struct comm_site {       /* a collective the plan puts at a site of the model */
+  int collective, site, phase, dim;
+  double bytes;
+  bool overlap;
+};
+struct shard {           /* one rank's share of the model (divisors 1: none) */
+  int heads, ffn, vocab, tokens, experts;
+  double expert_load;
+  int64_t layers;        /* layers of this pipeline stage; 0: all */
+  int64_t first_layer;   /* the model's index of the stage's first layer */
+  bool embed, head;      /* the stage has the input embedding, the output layer and loss */
+  const struct comm_site *comms;
+  size_t ncomms;
+};
+struct build_options {
+  int64_t batch, seq;    /* sequences and tokens per sequence */
+  bool train;
+  bool fusion;           /* element-wise chains fused (inference) */
+  bool megatron;         /* Megatron-LM's GPT layer kernels (GPT-2/GPT-3 family) */
+  bool te;               /* Megatron-Core's layer with Transformer Engine's kernels */
+  bool flash;            /* fused (FlashAttention) attention, else scores materialised */
+  int64_t cp;            /* context parallelism: seq is this rank's 1/cp of the sequence */
+  int64_t kv_len;        /* > 0: one decode step over a cache of kv_len tokens */
+  bool engine;           /* a serving engine's kernels (Llama family): grouped key/value heads
+                            read in place, logits of the last token only */
+  const struct shard *shard; /* NULL: the whole model on one device */
+};
+int graph_build (struct graph *g, const struct model_cfg *m, const struct build_options *o);
+/* Whether Megatron-Core's layer (kernels=te) is modelled for m's family. */
+bool te_layer_exists (const struct model_cfg *m);
+/* Whose layer a run builds by default: Megatron-Core's with Transformer
+ * Engine for mixed-precision training of the families it has, else the
+ * eager PyTorch modules. */
+struct precision;   /* predict/predict.h */
+enum pm_kernels default_kernels (const struct model_cfg *m, const struct precision *pr, bool train);
+
+#endif /* PERFMOD_MODEL_H */

@@ -1,0 +1,253 @@
+/* parallel.h: parallelism: strategies, memory, pipeline schedules, graph-level parallelism, the search; included by core/internal.h, in its order. */
+#ifndef PERFMOD_PARALLEL_H
+#define PERFMOD_PARALLEL_H
+
+/* ---- strategy.c ---- */
+enum pm_schedule { SCHED_1F1B, SCHED_GPIPE, SCHED_INTERLEAVED };
+enum pm_recompute { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL };
+/* Whose kernels run the model: PyTorch eager (Hugging Face's modules, as
+ * NeuSight traced them), Megatron-LM's fused fp32 GPT layer, or
+ * Megatron-Core's layer with Transformer Engine's fused kernels. */
+enum pm_kernels { KERNELS_EAGER, KERNELS_MEGATRON, KERNELS_TE };
+#define PM_MAX_STAGES 256
+struct strategy {
+  int tp, pp, dp, ep, mbs, vp, zero;
+  int cp;                /* context parallelism: the sequence over cp ranks (ring attention) */
+  int split[PM_MAX_STAGES];  /* layers per pipeline stage, given; nsplit 0: even */
+  int nsplit;
+  bool sp;               /* sequence parallelism with tp */
+  enum pm_schedule schedule;
+  enum pm_recompute recompute;
+  enum pm_kernels kernels;
+  bool dp_set;
+  bool kernels_set;      /* kernels given (else the run's default) */
+};
+struct preset {
+  char *name;
+  char *spec;            /* the keys joined as a spec "tp=8,pp=4" */
+  char *file;
+  int line;
+};
+struct preset_db {
+  struct preset *v;
+  size_t n;
+};
+void strategy_init (struct strategy *s);
+/* Parse "tp=8,pp=4" into s.  where names the origin for messages. */
+int strategy_parse (struct strategy *s, const char *spec, const char *where);
+int preset_db_load (struct preset_db *db, const char *dir);
+const struct preset *preset_db_find (const struct preset_db *db, const char *name);
+void preset_db_free (struct preset_db *db);
+const char *schedule_name (enum pm_schedule s);
+const char *recompute_name (enum pm_recompute r);
+const char *kernels_name (enum pm_kernels k);
+/* Fit the strategy to the GPUs given and the batch; fills dp when unset. */
+/* nodes: --nodes (0: not given, dp stays as set or 1); gpus_per_node the
+ * node's GPUs. */
+int strategy_resolve (struct strategy *s, int64_t nodes, int gpus_per_node, int64_t batch);
+
+/* ---- memory.c ---- */
+struct precision;
+struct memory_options {
+  const struct precision *prec; /* NULL: fp32 */
+  int64_t batch, seq;    /* micro-batch sequences and tokens */
+  bool train;
+  enum pm_recompute recompute;
+  int64_t kv_len;        /* decode step: cached tokens (0: prefill) */
+  int64_t gen;           /* inference: tokens generated after the prompt */
+  const struct mem_shard *shard; /* NULL: the whole model on one device */
+  bool flash;            /* fused attention: no scores kept */
+  bool megatron_core;    /* kernels=te: Megatron-Core's cross-entropy */
+};
+struct mem_shard {       /* one device's share under graph-level parallelism */
+  int tp;                /* activations split over tensor-parallel ranks */
+  bool sp;               /* and the norm/dropout regions too (sequence parallel) */
+  double params;         /* parameters held */
+  double layer_copies;   /* layers' activations kept: layers x micro-batches in flight */
+  bool embed, head;      /* first stage's embedding output, last stage's logits */
+  int vocab;             /* logits split over this many ranks */
+  double weights, gradients, optimizer; /* ZeRO divisors */
+  double gradient_buffers; /* extra unsharded gradient copies (data-parallel buckets) */
+};
+struct memory_estimate { /* bytes */
+  double weights, gradients, optimizer, activations, kv_cache, reserve, total;
+  double capacity;       /* the GPU's */
+  bool oom;
+};
+/* Kept free for the CUDA context, the allocator's fragmentation and
+ * workspaces: a fixed part and a share of what the run holds. */
+#define MEMORY_RESERVE_FIXED_BYTES 1.0e9
+#define MEMORY_RESERVE_FRACTION 0.05
+#define MEMORY_RESERVE_TEXT "1 GB + 5 %"
+void memory_estimate (const struct model_cfg *m, const struct memory_options *o,
+                      const struct perfmod_gpu *gpu, struct memory_estimate *out);
+
+/* ---- pipeline.c ---- */
+struct pipe_input {
+  int stages, vp, microbatches;
+  enum pm_schedule schedule;
+  bool backward;         /* training: each micro-batch's backward too */
+  const double *fw_ms, *bw_ms; /* per model chunk (stages x vp, in model order;
+                                  chunk c runs on rank c mod stages) */
+  double p2p_ms;         /* one activation (or gradient) transfer between chunks */
+  struct pipe_log *log;  /* each rank's operations recorded (--plot), or NULL */
+};
+/* What a rank ran (PEV_FW, PEV_BW) or waited for (PEV_P2P: an activation
+ * or gradient on its way from the neighbouring rank), in ms of the step. */
+enum pipe_event_kind { PEV_FW, PEV_BW, PEV_P2P };
+struct pipe_event {
+  int rank, kind, mb, chunk;
+  double start, end;
+};
+struct pipe_log {        /* zero-initialised; each rank's events in the order it ran them */
+  struct pipe_event *ev;
+  size_t n, cap;
+};
+void pipe_log_free (struct pipe_log *l);
+struct pipe_result {
+  double step_ms;        /* first forward to last backward */
+  double bubble;         /* idle fraction of the ranks over the step */
+};
+int pipeline_simulate (const struct pipe_input *in, struct pipe_result *out);
+
+/* ---- parallel.c: graph-level parallelism ---- */
+struct dist_options {
+  const struct strategy *s;
+  const struct precision *prec; /* NULL: fp32 */
+  bool train, fusion;
+  bool flash;            /* fused attention kernels */
+  int64_t batch, seq;    /* global batch (sequences) and tokens per sequence */
+  int64_t gen;
+  int64_t kv_len;        /* > 0: one decode step of the batch over kv_len cached tokens */
+  bool engine;           /* a serving engine's kernels (build_options.engine) */
+  int gpus_per_node;
+  struct dist_cache *cache; /* chunk predictions shared across strategies, or NULL */
+  struct timeline *timeline; /* the step's schedule recorded (--plot), or NULL */
+};
+/* Chunk predictions remembered across strategies of one model, GPU and
+ * precision (perfmod search); one per thread. */
+struct dist_cache;
+struct dist_cache *dist_cache_new (void);
+void dist_cache_free (struct dist_cache *c);
+void dist_cache_stats (const struct dist_cache *c, size_t *hits, size_t *misses);
+struct dist_plan {       /* the plugins' plans composed */
+  struct perfmod_plan plan;
+  struct comm_site comms[4 * PERFMOD_MAX_COMMS];
+  size_t ncomms;
+};
+struct dist_result {
+  double step_ms;        /* pipeline + exposed gradient sync + optimizer */
+  double pipeline_ms;    /* the micro-batches' forwards and backwards, with tp/ep/pp comms */
+  double bubble;         /* idle fraction of the pipeline ranks */
+  double bubble_ms;
+  double grads_ms;       /* exposed gradient synchronisation */
+  double optimizer_ms;
+  double comm_ms[NDIMS]; /* rank 0's collectives per step by dimension (exposed or not) */
+  double hidden_ms[NDIMS]; /* of which overlapped with computation */
+  double flops;          /* rank 0's FLOPs per step */
+  int microbatches;
+  size_t kernels, unique_kernels;
+  double recompute_ms;   /* rank 0's recomputed forwards per step (inside pipeline_ms) */
+  /* per pipeline rank, one micro-batch through all its chunks (ms) */
+  double stage_fw_ms[PM_MAX_STAGES], stage_bw_ms[PM_MAX_STAGES];
+  double stage_recompute_ms[PM_MAX_STAGES];  /* of stage_bw_ms */
+  double attn_ms;        /* one micro-batch's attention cores over every chunk (ms) */
+  struct memory_estimate mem;   /* the pipeline rank with the most */
+  int mem_rank;
+  struct perfmod_plan plan;
+};
+void comm_groups_init (struct comm_groups *g, const struct strategy *s, int gpus_per_node);
+/* Refuse a strategy the model cannot take (layers, experts, batch,
+ * kernels). */
+int dist_check (const struct model_cfg *m, const struct dist_options *o);
+int dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cfg *m,
+                  const struct perfmod_gpu *gpu, const struct dist_options *o,
+                  struct dist_result *r);
+/* One step as dist_predict modelled it, for its timeline chart: the
+ * pipeline's events, what each chunk's operations hold (ms per
+ * micro-batch, chunks in model order), and the step's totals. */
+struct timeline {
+  struct pipe_log log;
+  int stages, vp, microbatches, chunks;
+  bool train;
+  double *fw, *bw;       /* per chunk: as the pipeline ran them (bw includes recompute) */
+  double *recompute;     /* of bw: forwards run again */
+  double *fw_comm, *bw_comm;  /* of fw, bw: exposed tp/cp/ep collectives */
+  double p2p_ms, pipeline_ms, grads_ms, optimizer_ms, step_ms, bubble;
+};
+void timeline_free (struct timeline *t);
+/* The SVG chart of t: a row per pipeline rank, time in ms across. */
+int timeline_write (const struct timeline *t, const char *path, const char *title,
+                    const char *subtitle);
+/* GPUs against the best configuration's time, one point per count
+ * searched (perfmod search --plot). */
+struct scaling_point {
+  int64_t gpus;
+  double value;          /* hours to train, or ms per step */
+  char label[256];       /* the configuration's --strategy string */
+};
+int scaling_plot_write (const char *path, const char *title, const char *ylabel,
+                        const struct scaling_point *best, size_t nbest,
+                        const struct scaling_point *top, size_t ntop);
+/* Rank `stage`'s first chunk's graph, predicted as dist_predict does it
+ * (perfmod --strategy --per-op); *recompute_ms: its forwards run again in
+ * the backward, per micro-batch. */
+int dist_chunk_ops (struct plugin_set *set, struct plugin *pred, const struct model_cfg *m,
+                    const struct perfmod_gpu *gpu, const struct dist_options *o, int stage,
+                    struct graph *g, struct prediction *pr, double *recompute_ms);
+
+/* Serving, per replica of o->s (dp replicas share o->batch): the prefill
+ * of its prompts (kv_len 0) or one decode step over kv_len cached tokens,
+ * its whole batch as one micro-batch through the pipeline stages. */
+int serving_predict (struct plugin_set *set, struct plugin *pred, const struct model_cfg *m,
+                     const struct perfmod_gpu *gpu, const struct dist_options *o,
+                     int64_t kv_len, struct dist_result *r);
+/* Serving: the fullest pipeline rank's memory at o->batch and the largest
+ * batch per replica whose memory fits (all of its KV cache, s + gen). */
+int dist_serving_memory (struct plugin_set *set, const struct model_cfg *m,
+                         const struct perfmod_gpu *gpu, const struct dist_options *o,
+                         struct memory_estimate *mem, int64_t *max_batch);
+/* Pipeline chunk `stage`'s graph (its rank's layers, the ends it holds). */
+int dist_stage_graph (struct plugin_set *set, const struct model_cfg *m,
+                      const struct perfmod_gpu *gpu, const struct dist_options *o, int stage,
+                      struct graph *g);
+/* The first pipeline chunk's graph on rank 0 (perfmod graph --strategy). */
+int dist_graph (struct plugin_set *set, const struct model_cfg *m, const struct perfmod_gpu *gpu,
+                const struct dist_options *o, struct graph *g);
+
+/* ---- explain.c ---- */
+struct workload;
+/* The case a parallelism plugin sees: the workload's widths, tokens and
+ * micro-batches, the chip's peak (the link and plan() fields are left 0). */
+void parallel_case_init (struct perfmod_parallel_case *c, int degree, const struct model_cfg *m,
+                         const struct strategy *s, const struct perfmod_gpu *gpu, int dtype,
+                         int64_t batch, int64_t seq);
+int explain_strategy (struct plugin_set *set, const struct strategy *s,
+                      const struct model_cfg *m, const struct perfmod_gpu *gpu,
+                      int64_t batch, int64_t seq, int dtype, int gpus_per_node,
+                      FILE *out);
+
+/* ---- parallel/search.c: the search of perfmod search and perfmod_search ---- */
+#include "perfmod.h"
+/* Why a configuration was not predicted (or not kept): perfmod.h's order. */
+enum search_prune {
+  SEARCH_PRUNE_TP = PERFMOD_PRUNE_TP, SEARCH_PRUNE_EP = PERFMOD_PRUNE_EP,
+  SEARCH_PRUNE_BATCH = PERFMOD_PRUNE_BATCH, SEARCH_PRUNE_INTERLEAVE = PERFMOD_PRUNE_INTERLEAVE,
+  SEARCH_PRUNE_ZERO3_PP = PERFMOD_PRUNE_ZERO3_PP, SEARCH_PRUNE_MEMORY = PERFMOD_PRUNE_MEMORY,
+  SEARCH_PRUNE_FIXED = PERFMOD_PRUNE_FIXED, SEARCH_PRUNE_CP = PERFMOD_PRUNE_CP,
+  SEARCH_NPRUNE
+};
+#define SEARCH_BAD_REQUEST (-1)   /* refused (said): the same on every part */
+#define SEARCH_FAILED (-2)        /* a predictor failed (said) */
+/* Search req with the plugins of set on the GPUs of gpus into res
+ * (perfmod_search's contract): 0, SEARCH_BAD_REQUEST or SEARCH_FAILED,
+ * the reason by pm_error; res is left empty on failure. */
+int search_run (struct plugin_set *set, const struct gpu_db *gpus,
+                const struct perfmod_search_request *req, struct perfmod_search_result *res);
+/* Merge n rows (of res->row_size bytes each, another part's best) into
+ * res's best, keeping the top: the rows' own order (step, then index). */
+int search_merge (struct perfmod_search_result *res, const struct perfmod_search_row *rows,
+                  size_t n, size_t top);
+void search_result_free (struct perfmod_search_result *res);
+
+#endif /* PERFMOD_PARALLEL_H */

@@ -1,0 +1,174 @@
+/* predict.h: kernel prediction: the plugin host, per-op prediction and its memo, tile rules; included by core/internal.h, in its order. */
+#ifndef PERFMOD_PREDICT_H
+#define PERFMOD_PREDICT_H
+
+/* ---- plugin.c ---- */
+struct plugin {
+  struct perfmod_plugin p;   /* copy, zero-extended */
+  char *path;
+  void *dl;
+  void *state;
+  bool initialised;
+  /* dtypes(): its answer per kernel class, asked once (bit kclass of
+   * dtypes_asked); and per dtype, the classes of the kernels this run
+   * predicted outside the predictor's own model (a bit per kclass) */
+  unsigned dtypes_of[16], dtypes_asked;
+  unsigned fallback[PERFMOD_DTYPE_COUNT];
+};
+struct plugin_set {
+  struct plugin *v;
+  size_t n;
+};
+extern const struct perfmod_host pm_host;
+/* Load every *.so in dirs (NULL-terminated) that is a valid plugin; bad
+ * ones are reported and skipped.  Returns the number of refusals. */
+int plugins_load (struct plugin_set *set, char *const *dirs);
+/* The plugin directories: $PERFMOD_PLUGIN_DIR or the installed one, then
+ * the n --plugin-path directories (NULL-terminated; strv_free it). */
+char **plugin_search_dirs (char *const *extra, size_t n);
+struct plugin *plugins_find (struct plugin_set *set, const char *name, int kind);
+/* The predictor plugin NAME, or NULL after an error naming it. */
+struct plugin *predictor_find (struct plugin_set *set, const char *name);
+int plugin_start (struct plugin *pl);
+/* Call a predictor: its estimate (predict when it has no estimate
+ * callback), checked; -1 with the reason in pm_plugin_errmsg. */
+int plugin_estimate (struct plugin *pl, const struct perfmod_kernel *k,
+                     const struct perfmod_gpu *gpu, struct perfmod_estimate *e);
+int plugin_predict (struct plugin *pl, const struct perfmod_kernel *k,
+                    const struct perfmod_gpu *gpu, double *seconds);
+/* Whether a predictor's own model covers dtype for kclass (its dtypes()
+ * callback; none: every dtype). */
+bool plugin_covers (struct plugin *pl, int kclass, int dtype);
+/* Whether the run predicted kernels of pl outside its model. */
+bool plugin_fell_back (const struct plugin *pl);
+/* One line on fp for each predictor that did (perfmod: note: ...). */
+void plugins_note_fallbacks (const struct plugin_set *set, FILE *fp);
+/* perfmod reproduce and eval on NeuSight's data: roofline in NeuSight's units. */
+void plugins_neusight_units (struct plugin_set *set);
+/* --plugin-opt NAME:KEY=VALUE. */
+int plugin_configure (struct plugin_set *set, const char *opt);
+/* The installed plugins and those of paths loaded, then opts
+ * (NAME:KEY=VALUE) given; -1 after a message on a bad option. */
+int plugins_open (struct plugin_set *set, char *const *paths, size_t npaths, char *const *opts,
+                  size_t nopts);
+void plugins_unload (struct plugin_set *set);
+const char *plugin_kind_name (int kind);
+/* Name of the plugin whose callback runs now (for host messages). */
+extern _Thread_local const char *pm_current_plugin;
+/* Last error a plugin reported through the host. */
+extern _Thread_local char pm_plugin_errmsg[512];
+/* A run's exit status once its plugins are done: 2 (bad input) if a
+ * plugin refused an input file, such as a parameter file, else rc. */
+int plugins_exit_status (int rc);
+/* Whether a plugin has refused an input file. */
+bool plugins_input_fault (void);
+
+/* ---- predict.c ---- */
+struct phase_times {
+  double t[NPHASES];               /* ms */
+  double spread[NPHASES];          /* ms: sum of the kernels' spreads (an upper bound) */
+  const char *basis;               /* a kernel's estimate basis ("memory-bound"), or NULL */
+};
+struct prediction {
+  const char *predictor;
+  /* collectives inside the graph (ms, every layer copy) by dimension and
+   * phase, and the part of them marked as able to overlap computation */
+  double comm_ms[NDIMS][NPHASES];
+  double overlap_ms[NPHASES];
+  double fw_ms, bw_ms, acc_ms;     /* bw excludes acc; e2e = fw+bw+acc */
+  double e2e_ms;
+  double spread_ms;                /* sum of the kernels' spreads: at most this far off the
+                                      ensemble's e2e spread; 0 without one */
+  struct phase_times *per_node;    /* ms per node, one layer copy */
+  size_t kernels, unique_kernels;
+};
+struct comm_groups {     /* where each dimension's ranks lie (enum pdim) */
+  int size[NDIMS];
+  int64_t stride[NDIMS];
+  int gpus_per_node;
+};
+/* Called for every predicted kernel (not the built graph's collectives):
+ * weight is its copies in the graph, seconds one copy's estimate. */
+typedef void (*kernel_seen_fn) (void *ctx, const struct perfmod_kernel *k, double weight,
+                                double seconds);
+struct run_options {
+  const struct precision *prec;     /* NULL: fp32 */
+  bool train;
+  int comm_group;        /* ranks in an imported graph's collectives */
+  const struct comm_groups *groups; /* a built graph's collectives; NULL: none */
+  kernel_seen_fn on_kernel;         /* optional */
+  void *on_kernel_ctx;
+};
+int predict_graph (struct plugin *pred, const struct graph *g,
+                   const struct perfmod_gpu *gpu, const struct run_options *o,
+                   struct prediction *out);
+void prediction_free (struct prediction *p);
+void kop_to_kernel (const struct kop *o, const struct node *nd, const struct precision *pr,
+                    struct perfmod_kernel *k);
+double dtype_bytes (int dtype);
+/* k's dtype, its element bytes and, for an fp8 GEMM, the bf16 output's
+ * (set k->kclass first). */
+void kernel_set_dtype (struct perfmod_kernel *k, int dtype);
+/* Training in this dtype is mixed precision (fp32 master weights). */
+bool dtype_mixed (int dtype);
+const char *dtype_name (int dtype);
+int dtype_parse (const char *s);
+const char *kclass_name (int kclass);
+/* A fused node's one kernel of phase; false if the phase has none. */
+bool fused_kernel (const struct node *nd, int phase, const struct precision *pr,
+                   struct perfmod_kernel *k);
+/* A run's numeric precision: the dtype each kernel class runs in and the
+ * bytes one parameter and one activation take.  Inference has one per
+ * --dtype, training one per --precision (fp32, tf32, amp-fp16, bf16, fp8:
+ * Transformer Engine's, GEMMs in fp8 and the rest in bf16). */
+struct precision {
+  const char *name;
+  int gemm;              /* enum perfmod_dtype of LINEAR and BMM kernels */
+  int other;             /* of every other kernel */
+  double weight_bytes;   /* per parameter: the weights the kernels read */
+  double master_bytes;   /* per parameter: the fp32 master copy of mixed precision, else 0 */
+  double grad_bytes;     /* per parameter: gradients (training) */
+  double moment_bytes;   /* per parameter: Adam's two moments (training) */
+  double act_bytes;      /* per activation (and KV-cache) element */
+};
+/* The training precision of that name, or NULL. */
+const struct precision *precision_train (const char *name);
+/* Inference at dtype. */
+const struct precision *precision_infer (int dtype);
+/* What --dtype D means: inference at D, or training's precision of that
+ * name (fp16: amp-fp16). */
+const struct precision *precision_of_dtype (int dtype, bool train);
+/* The dtype of a kernel of kclass (p NULL: fp32). */
+int precision_dtype (const struct precision *p, int kclass);
+/* What users run on gpu: bf16 where it has bf16 matrix units, fp16 where
+ * it has only fp16 ones, else fp32. */
+int default_dtype (const struct perfmod_gpu *gpu);
+/* Whether fused attention runs for the precision on the GPU. */
+bool flash_supported (const struct perfmod_gpu *gpu, const struct precision *pr);
+/* The attention asked for (flash, unfused; NULL: the default) as *flash;
+ * -1 after a message naming opt where it is no such thing or cannot run. */
+int attention_resolve (const char *opt, const char *attention, const struct perfmod_gpu *gpu,
+                       const struct precision *pr, bool *flash);
+
+/* ---- tiles.c: tile rules (tiles.d) ---- */
+enum tile_derive { TILE_FROM_NAME = 0, TILE_FROM_GRID, TILE_FROM_ROW };
+struct tile_rule {
+  char *name;            /* the [section] */
+  unsigned classes;      /* bit (1 << kclass) per class it applies to */
+  void *re;              /* pcre2_code: captures tile rows, columns */
+  int derive;            /* enum tile_derive */
+  char *file;
+  int line;
+};
+struct tile_rules {
+  struct tile_rule *v;
+  size_t n;
+};
+int tile_rules_load (struct tile_rules *r, const char *dir);
+void tile_rules_free (struct tile_rules *r);
+/* The first rule for kclass that applies gives tile[0..1]; -1 (reported,
+ * naming the kernel) if none does. */
+int tile_of (const struct tile_rules *r, int kclass, const char *kname, int64_t b, int64_t h,
+             const int64_t grid[3], double tile[2]);
+
+#endif /* PERFMOD_PREDICT_H */

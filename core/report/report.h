@@ -1,0 +1,40 @@
+/* report.h: reports: tables, CSV, JSON and the SVG charts; included by core/internal.h, in its order. */
+#ifndef PERFMOD_REPORT_H
+#define PERFMOD_REPORT_H
+
+/* ---- plot.c ---- */
+struct plot_kernel {
+  int kclass;
+  const char *op;
+  int64_t dims[5];                 /* b, m, n, k, h */
+  double flops, bytes, seconds, count;
+};
+struct roofline_plot {             /* zero-initialised; fed by roofline_plot_kernel */
+  struct plot_kernel *k;
+  size_t n, cap;
+};
+void roofline_plot_kernel (void *ctx, const struct perfmod_kernel *k, double weight,
+                           double seconds);
+/* Write the chart to path (aside, then renamed); -1 after an error message. */
+int roofline_plot_write (struct roofline_plot *p, const char *path, const struct perfmod_gpu *gpu,
+                         int dtype, const char *title, const char *predictor);
+void roofline_plot_free (struct roofline_plot *p);
+/* s as SVG text, its markup characters escaped (both charts). */
+void svg_put_escaped (FILE *fp, const char *s);
+
+/* ---- report.c ---- */
+/* FLOPs and bytes a kernel moves, in plain units (not NeuSight's GiB). */
+void kernel_cost (const struct perfmod_kernel *k, double *flops, double *bytes);
+/* "compute", "memory" or "latency" (both roofs under a few microseconds). */
+const char *kernel_regime (double flops, double bytes, const struct perfmod_gpu *gpu, int dtype);
+typedef void (*graph_kernel_fn) (void *ctx, size_t node, int phase, const struct perfmod_kernel *k);
+/* Every kernel of the graph (one layer copy; weight with graph_weight). */
+void graph_kernels (const struct graph *g, const struct precision *pr, bool train,
+                    graph_kernel_fn fn, void *ctx);
+/* FLOPs of the whole graph (every layer copy). */
+double graph_flops (const struct graph *g, const struct precision *pr, bool train);
+/* perfmod graph: the kernels as CSV, or per-class totals as a table. */
+int graph_report (const struct graph *g, const struct perfmod_gpu *gpu,
+                  const struct precision *pr, bool train, bool csv, FILE *out);
+
+#endif /* PERFMOD_REPORT_H */
