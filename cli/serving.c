@@ -18,7 +18,13 @@
 /* The engine's time per iteration outside the kernels (ms): the
  * scheduler, sampling, the host between iterations.  A free constant,
  * chosen on half A of the runs only (doc/serving.md). */
-#define SERVING_ITER_MS 0.0
+#define SERVING_ITER_MS 2.0
+
+/* The measured requests per client: the benchmark's first C requests
+ * arrive at once (a burst, prefilled in turn), one in SERVING_WAVES of
+ * those its TTFT averages.  A free constant, chosen on half A of the
+ * runs only (doc/serving.md). */
+#define SERVING_WAVES 5.0
 
 /* The model_path of a run to perfmod's built-in, or NULL where none is
  * planned (the row is skipped naming why). */
@@ -239,7 +245,8 @@ run_sched (const struct serving_run *run)
 struct serving_parts {
   double dec;                   /* a decode step of all C requests at the mean cache */
   double mix;                   /* an iteration that prefills n prompts (or one chunk) */
-  double wave;                  /* SGLang: one prefill batch of k prompts, alone */
+  double wave;                  /* one prefill batch of k prompts, alone */
+  double first;                 /* the mean TTFT of a burst of C requests at once */
   double arrivals;              /* prompts admitted per iteration in the steady state */
   double slot_wait;             /* TensorRT-LLM: waiting for a free slot */
   double overhead;              /* per iteration (SERVING_ITER_MS) */
@@ -277,7 +284,7 @@ serving_run_predict (struct plugin_set *set, struct plugin *pred, const struct m
   int64_t c = run->conc, isl = run->isl, osl = run->osl, n, k, chunks = 1, nb;
   int64_t kv_len = isl + osl / 2;
   enum sched sch = run_sched (run);
-  double a, share, mix, it, ovh = SERVING_ITER_MS;
+  double a, share, mix, it, first, ovh = SERVING_ITER_MS;
   char msg[512];
 
   strategy_init (&s);
@@ -331,7 +338,7 @@ serving_run_predict (struct plugin_set *set, struct plugin *pred, const struct m
   if (rc == 0 && c > n)
     rc = serving_predict (set, pred, m, gpu, &o, kv_len, &mixdec);
   o.batch = k;
-  if (rc == 0 && sch == SCHED_WAVES)
+  if (rc == 0)
     rc = serving_predict (set, pred, m, gpu, &o, 0, &wave);
   pm_error_capture (NULL, 0);
   if (rc < 0) {
@@ -347,10 +354,11 @@ serving_run_predict (struct plugin_set *set, struct plugin *pred, const struct m
     *tpot = parts->dec;
     return 0;
   }
+  parts->wave = wave.pipeline_ms * (double) chunks + ovh;
+  first = parts->wave * (double) (nb + 1) / 2;
   if (sch == SCHED_WAVES) {
-    double b = wave.pipeline_ms * (double) chunks + ovh;
-    parts->wave = b;
-    *ttft = b * (double) (nb + 1) / 2;
+    double b = parts->wave;
+    *ttft = first;
     *tpot = parts->dec + b * (double) (nb - 1) / 2 / (double) (osl > 1 ? osl - 1 : 1);
     return 0;
   }
@@ -370,6 +378,9 @@ serving_run_predict (struct plugin_set *set, struct plugin *pred, const struct m
     parts->slot_wait = (*ttft + (double) (osl - 1) * *tpot) / (double) (c - 1);
     *ttft += parts->slot_wait;
   }
+  /* the first C requests arrived at once: their mean is the burst's */
+  parts->first = first;
+  *ttft = ((SERVING_WAVES - 1) * *ttft + first) / SERVING_WAVES;
   return 0;
 }
 
