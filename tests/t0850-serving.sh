@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0850-serving.sh: --gen under a strategy (per replica: tensor parallelism speeds the decode step, shards the KV cache, pipeline stages split it, experts a batch reaches, the largest batch that fits, the formats agree), its bad input, and reproduce --table serving against aiconfigurator's measured runs.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 26
+plan 31
 
 # field NAME: the CSV column NAME of the first prediction in $TMP/out
 field () {
@@ -106,6 +106,30 @@ run_pm reproduce --table serving --data "$TMP/one.csv" --format csv
 ok $([ "$rc" -eq 0 ] && [ "$(awk -F, 'NR > 1 && $1 == "serving"' "$TMP/out" | wc -l)" -eq 1 ] && echo 0 || echo 1) \
   "a one-row file is predicted"
 
+# the engine's queue (doc/serving.md), one run per row: Llama-3.1-8B on one H100, isl 1024
+row () {  # row ID BACKEND CONCURRENCY OSL
+  echo "$1,x; silicon_concurrency=$3,$2,1,meta-llama/Llama-3.1-8B-Instruct,h100_sxm,bf16,agg,1024,$4,,,$3,1,1,,1,1,100.0,10.0"
+}
+{ echo "$h"
+  row t16s trtllm 16 128; row t16l trtllm 16 512; row v16s vllm 16 128; row v16l vllm 16 512
+  row s8 sglang 8 128; row s16 sglang 16 128; row s24 sglang 24 128; row s64 sglang 64 128
+} > "$TMP/queue.csv"
+run_pm reproduce --table serving --data "$TMP/queue.csv" --format csv
+cp "$TMP/out" "$TMP/queue"
+ttft () { awk -F, -v id="$1" '$1 == "serving" && $2 == id { print $13 }' "$TMP/queue"; }
+# TensorRT-LLM's C slots: the next request waits for the next completion, a C-th of a
+# request's life, which grows with osl; vLLM has no such limit
+ok $(awk -v a="$(ttft t16l)" -v b="$(ttft t16s)" 'BEGIN { exit !(a > 1.5 * b) }'; echo $?) \
+  "trtllm at C=16: TTFT grows with the output length (slot wait): osl 512 $(ttft t16l) ms vs 128 $(ttft t16s) ms"
+ok $(awk -v a="$(ttft v16l)" -v b="$(ttft v16s)" -v t="$(ttft t16s)" 'BEGIN { d = a / b - 1; exit !(d < 0.05 && d > -0.05 && b < t) }'; echo $?) \
+  "vllm at C=16: no slot wait, TTFT about the same for osl 128 and 512 ($(ttft v16s), $(ttft v16l) ms) and below trtllm's"
+# SGLang's waves by hand: C prompts of 1024 tokens go in ceil(C / 8) prefill batches of 8;
+# a request waits for (batches + 1) / 2 of them on average: C=16 1.5 and C=24 2 times C=8's one
+ok $(awk -v a="$(ttft s8)" -v b="$(ttft s16)" -v c="$(ttft s24)" 'BEGIN { d = b / (1.5 * a) - 1; e = c / (2 * a) - 1; exit !(d < 1e-4 && d > -1e-4 && e < 1e-4 && e > -1e-4) }'; echo $?) \
+  "sglang: TTFT at C=16 and 24 is 1.5 and 2 times C=8's one batch ($(ttft s8), $(ttft s16), $(ttft s24) ms)"
+ok $(awk -v a="$(ttft s64)" -v b="$(ttft s16)" 'BEGIN { exit !(a > 2.5 * b) }'; echo $?) \
+  "sglang: TTFT grows with concurrency, C=64 ($(ttft s64) ms) behind 8 batches, C=16 behind 2"
+
 MODERN=${PERFMOD_MODERNDATA:-$top_srcdir/../shared/moderndata}
 if [ -f "$MODERN/aiconfigurator/silicon_sample_h100_sxm.csv" ]; then
   run_pm reproduce --table serving --data "$MODERN" --format csv
@@ -117,8 +141,12 @@ if [ -f "$MODERN/aiconfigurator/silicon_sample_h100_sxm.csv" ]; then
   ok $(grep -Eq '^ +[0-9]+  disagg mode' "$TMP/err" && grep -Eq '^ +[0-9]+  nvfp4 on H100' "$TMP/err" &&
        grep -q ", $sk skipped\$" "$TMP/err"; echo $?) \
     "skipped rows are listed with their reason ($sk) and counted by reason"
+  med=$(awk -F, 'NR > 1 && $1 == "serving" && $11 == "roofline" { print $14, $17 }' "$TMP/out" |
+        python3 -c "import sys, statistics as s; r = [l.split() for l in sys.stdin]; print('%.1f %.1f' % (s.median(float(a) for a, b in r), s.median(float(b) for a, b in r)))")
+  ok $(echo "$med" | awk '{ exit !($1 > 0 && $1 <= 20 && $2 > 0 && $2 <= 20) }'; echo $?) \
+    "roofline's median |error| over every predicted run is within 20 % (TTFT, TPOT: $med)"
 else
-  for i in 1 2 3; do
+  for i in 1 2 3 4; do
     tap_n=$((tap_n + 1)); echo "ok $tap_n # SKIP moderndata not found at $MODERN (set PERFMOD_MODERNDATA)"
   done
 fi
