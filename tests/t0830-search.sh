@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0830-search.sh: perfmod search: the enumeration counted by hand on a small space, every pruning reason, thread-count independence, the best rerun with --strategy, and bad input.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 20
+plan 22
 
 tiny="$TMP/tiny.json"
 # GPT-2 style, 4 layers, width 8, 4 heads, ffn 32
@@ -9,13 +9,14 @@ printf '{"model_type": "gpt2", "n_layer": 4, "n_embd": 8, "n_head": 4, "n_inner"
 T="search --model $tiny --gpus 4 --gpus-per-node 4 --global-batch 4 --seq 8"
 
 # By hand, with mbs=1 and vp=1 fixed: (tp, pp, dp) = (1,1,4): 4 ZeRO stages x 3 recomputes = 12;
-# (1,2,2): 12 less zero=3 with pp (3) = 9; (1,4,1): 3; (2,1,2): 4 x 3 x 2 (sp) = 24; (2,2,1): 6;
-# (4,1,1): 6.  60 predicted, 3 pruned for zero=3 with pp > 1; --fix prunes mbs 2, 4, 8, 16 in
-# each of the 6 (tp, pp) pairs (24) and vp=2 where pp=2 (2): 89 configurations.
+# (1,2,2): 12 less zero=3 with pp (3) = 9, twice (1F1B and GPipe) = 18; (1,4,1): 3 x 2 = 6;
+# (2,1,2): 4 x 3 x 2 (sp) = 24; (2,2,1): 6 x 2 = 12; (4,1,1): 6.  78 predicted, 6 pruned for
+# zero=3 with pp > 1; --fix prunes mbs 2, 4, 8, 16 in each of the 6 (tp, pp) pairs (24) and
+# vp=2 where pp=2 (2): 110 configurations.
 run_pm $T --fix mbs=1,vp=1 --max-cp 1 --format json
-ok $([ $rc -eq 0 ] && jq -e '.configurations == 89 and .predicted == 60 and .pruned.zero3_pp == 3 and
+ok $([ $rc -eq 0 ] && jq -e '.configurations == 110 and .predicted == 78 and .pruned.zero3_pp == 6 and
      .pruned.fixed == 26 and .pruned.memory == 0' "$TMP/out" >/dev/null && echo 0 || echo 1) \
-  "a small space counted by hand: 89 configurations, 60 predicted, 3 + 26 pruned"
+  "a small space counted by hand: 110 configurations, 78 predicted, 6 + 26 pruned"
 ok $(jq -e '[.best[].step_ms] | . == sort' "$TMP/out" >/dev/null && echo 0 || echo 1) "best first"
 ok $(jq -e '.best | length == 10' "$TMP/out" >/dev/null && echo 0 || echo 1) "--top defaults to 10"
 
@@ -46,6 +47,18 @@ run_pm search --model "$tiny" --gpus 4 --gpus-per-node 4 --global-batch 4 --seq 
   --fix tp=1,pp=1,mbs=1,vp=1,zero=0,recompute=none --format json
 ok $([ $rc -eq 0 ] && jq -e '.predicted == 1 and .pruned.cp == 2' "$TMP/out" >/dev/null && echo 0 || echo 1) \
   "6 tokens split into neither 4 nor 8 chunks: cp=2 and cp=4 pruned, cp=1 predicted"
+
+# uneven layer splits: 6 layers over 4 stages, the two extra to the middle stages, under
+# 1F1B and GPipe; rerun with its --strategy string, the same step
+printf '{"model_type": "gpt2", "n_layer": 6, "n_embd": 8, "n_head": 4, "n_inner": 32,\n "n_positions": 16, "vocab_size": 16}\n' > "$TMP/six-layers.json"
+run_pm search --model "$TMP/six-layers.json" --gpus 4 --gpus-per-node 4 --global-batch 4 --seq 8 \
+  --fix tp=1,pp=4,mbs=1,vp=1,zero=0,recompute=none --max-cp 1 --format json
+ok $([ $rc -eq 0 ] && jq -e '.predicted == 2 and ([.best[].strategy | capture("schedule=(?<s>[a-z0-9]+),.*,split=(?<p>[0-9:]+)$") | .s + " " + .p] | sort) == ["1f1b 1:2:2:1", "gpipe 1:2:2:1"]' \
+     "$TMP/out" >/dev/null && echo 0 || echo 1) "6 layers over pp=4: split=1:2:2:1, 1F1B and GPipe"
+s=$(jq -r '.best[0].strategy' "$TMP/out") step=$(jq -r '.best[0].step_ms' "$TMP/out")
+run_pm --model "$TMP/six-layers.json" --mode train --batch 4 --seq 8 --gpus-per-node 4 --strategy "$s" --format json
+ok $([ $rc -eq 0 ] && jq -e --argjson s "$step" '((.predictions[0].step_ms / $s - 1) | fabs) < 1e-9' \
+     "$TMP/out" >/dev/null && echo 0 || echo 1) "the uneven split rerun with --strategy $s: the same step"
 
 # the same answer on any number of threads
 run_pm $T --format csv --top 20 --jobs 1

@@ -280,6 +280,29 @@ prune (struct search *x, enum search_prune why)
 
 /* Every configuration, in a fixed order (the result does not depend on
  * it: ties are broken by that order). */
+/* The most pipeline stages an uneven split is searched for: its
+ * --strategy string (split=a:b:...) stays within a row's 256 bytes. */
+#define SEARCH_MAX_UNEVEN 16
+
+/* layers over s->pp stages that do not divide them: each stage gets
+ * layers / pp or one more, the extra ones to the middle stages first
+ * (the first and last stages also hold the embedding and the output
+ * layer), then the first, then the last. */
+static void
+uneven_split (struct strategy *s, int64_t layers)
+{
+  int p = s->pp, extra = (int) (layers % p), k = 0;
+  for (int i = 0; i < p; i++)
+    s->split[i] = (int) (layers / p);
+  for (int i = 1; i < p - 1 && k < extra; i++, k++)
+    s->split[i]++;
+  if (k < extra)
+    s->split[0]++, k++;
+  if (k < extra)
+    s->split[p - 1]++;
+  s->nsplit = p;
+}
+
 static void
 enumerate (struct search *x)
 {
@@ -340,17 +363,24 @@ enumerate (struct search *x)
             continue;
           }
           for (int64_t vp = 1; vp <= (pp > 1 ? m->layers / pp : 1); vp++) {
+            bool uneven = vp == 1 && m->layers % pp != 0;
             if (!fixed_ok (x, FX_VP, (int) vp)) {
               prune (x, SEARCH_PRUNE_FIXED);
               continue;
             }
-            /* Megatron: layers split evenly; interleaving needs the
-             * micro-batches in whole rounds of pp */
-            if (m->layers % (pp * vp) != 0 || (vp > 1 && micro % pp != 0)) {
+            /* Interleaving needs the layers split evenly over pp x vp
+             * chunks and the micro-batches in whole rounds of pp, as
+             * Megatron does; one chunk per rank may split them unevenly
+             * (uneven_split), up to SEARCH_MAX_UNEVEN stages. */
+            if ((vp > 1 && (m->layers % (pp * vp) != 0 || micro % pp != 0)) ||
+                (uneven && pp > SEARCH_MAX_UNEVEN)) {
               if (m->layers % pp == 0 || vp == 1)   /* each (pp, vp) counted once */
                 prune (x, SEARCH_PRUNE_INTERLEAVE);
               continue;
             }
+            /* one chunk per rank: GPipe (every forward, then every
+             * backward) beside 1F1B */
+            for (int sc = 0; sc < (pp > 1 && vp == 1 ? 2 : 1); sc++)
             for (int zero = 0; zero <= (dp > 1 ? 3 : 0); zero++)
               for (int rc = RECOMPUTE_NONE; rc <= RECOMPUTE_FULL; rc++)
                 for (int sp = 0; sp <= (tp > 1 ? 1 : 0); sp++) {
@@ -364,7 +394,9 @@ enumerate (struct search *x)
                   s.cp = cp;
                   s.mbs = mbs;
                   s.vp = (int) vp;
-                  s.schedule = vp > 1 ? SCHED_INTERLEAVED : SCHED_1F1B;
+                  s.schedule = vp > 1 ? SCHED_INTERLEAVED : sc ? SCHED_GPIPE : SCHED_1F1B;
+                  if (uneven)
+                    uneven_split (&s, m->layers);
                   s.zero = zero;
                   s.recompute = (enum pm_recompute) rc;
                   s.sp = sp;
@@ -383,10 +415,12 @@ enumerate (struct search *x)
 static void
 strategy_string (const struct strategy *s, char *buf, size_t len)
 {
-  snprintf (buf, len, "tp=%d,pp=%d,dp=%d,cp=%d,ep=%d,mbs=%d,vp=%d,schedule=%s,zero=%d,recompute=%s,"
-            "sp=%d,kernels=%s", s->tp, s->pp, s->dp, s->cp, s->ep, s->mbs, s->vp,
-            schedule_name (s->schedule), s->zero, recompute_name (s->recompute), s->sp,
-            kernels_name (s->kernels));
+  int n = snprintf (buf, len, "tp=%d,pp=%d,dp=%d,cp=%d,ep=%d,mbs=%d,vp=%d,schedule=%s,zero=%d,"
+                    "recompute=%s,sp=%d,kernels=%s", s->tp, s->pp, s->dp, s->cp, s->ep, s->mbs,
+                    s->vp, schedule_name (s->schedule), s->zero, recompute_name (s->recompute),
+                    s->sp, kernels_name (s->kernels));
+  for (int i = 0; i < s->nsplit && n > 0 && (size_t) n < len; i++)
+    n += snprintf (buf + n, len - (size_t) n, "%s%d", i ? ":" : ",split=", s->split[i]);
 }
 
 /* The first struct_size bytes of res and the caller's row_size bytes of
