@@ -6,7 +6,9 @@
  * size or version field and only ever grows at the end.  The loader copies
  * min(struct_size, sizeof ours) of a plugin's struct into a zeroed one, so a
  * plugin built against an older header keeps working; a plugin whose
- * abi_version differs from PERFMOD_ABI_VERSION is refused. */
+ * abi_version differs from PERFMOD_ABI_VERSION is refused.  A member marked
+ * "Appended" came after its struct's first layout: a plugin built against
+ * an older header lacks it, so check struct_size before reading it. */
 
 #include <stddef.h>
 #include <stdint.h>
@@ -42,7 +44,7 @@ enum perfmod_kernel_class {
   PERFMOD_KERNEL_LAYERNORM   = 5,
   PERFMOD_KERNEL_MEMORY      = 6, /* copies, gathers, indexing: bytes moved */
   PERFMOD_KERNEL_COMM        = 7, /* collectives: costed by the core inside graphs */
-  PERFMOD_KERNEL_ATTENTION   = 8  /* fused attention (since perfmod 0.6) */
+  PERFMOD_KERNEL_ATTENTION   = 8  /* fused attention */
 };
 
 /* One kernel, as the core hands it to a predictor.  The core owns it. */
@@ -58,22 +60,22 @@ struct perfmod_kernel {
   int dtype;                /* enum perfmod_dtype */
   double elem_bytes;        /* bytes per element for dtype */
   const char *library_name; /* library kernel name if known (e.g. "ampere_sgemm_128x64_tn"), else NULL */
-  /* Since perfmod 0.2 (check struct_size): the library tile if known, from
+  /* Appended (check struct_size): the library tile if known, from
    * tiles.d (matrix: rows x columns as named; vector: outputs per block),
    * else 0. */
   double tile[2];
-  /* Since perfmod 0.4 (check struct_size): vector kernels, the bytes per
+  /* Appended (check struct_size): vector kernels, the bytes per
    * output the kernel itself reads and writes, where the graph knows them
    * and mem_per_output follows NeuSight's rule instead (the node's tensors:
    * a weight-gradient accumulation then inherits its node's activations);
    * else 0. */
   double own_mem_per_output;
-  /* Since perfmod 0.5 (check struct_size): 1 where the kernel is predicted
+  /* Appended (check struct_size): 1 where the kernel is predicted
    * as a benchmark harness times it, alone, each call paying its own launch
    * and synchronisation (perfmod eval); 0 inside a graph, where the CPU
    * queues kernels ahead of the GPU and that fixed cost is hidden. */
   int isolated;
-  /* Since perfmod 0.6 (check struct_size): fused attention and collectives.
+  /* Appended (check struct_size): fused attention and collectives.
    * ATTENTION (FlashAttention-style, one kernel): b sequences, m query
    * tokens each (the prompt's length in a prefill, 1 in a decode step), n
    * key/value tokens each (the KV cache in a decode step), k the head
@@ -107,7 +109,7 @@ struct perfmod_gpu {
   int gpus_per_node;        /* GPUs sharing the intra-node fabric */
   double link_gbps;         /* intra-node GPU-to-GPU bandwidth per GPU per direction, GB/s */
   double nic_gbps;          /* inter-node bandwidth per GPU per direction, GB/s */
-  /* Since perfmod 0.3 (check struct_size): the alpha-beta model of the two
+  /* Appended (check struct_size): the alpha-beta model of the two
    * fabric levels.  Efficiency is the fraction of the nominal bandwidth a
    * collective's bus achieves; latency is per step of an algorithm. */
   double link_efficiency;   /* intra-node, 0..1 */
@@ -115,7 +117,7 @@ struct perfmod_gpu {
   double nic_efficiency;    /* inter-node, 0..1 */
   double nic_latency_us;
   double oversubscription;  /* network oversubscription ratio (1: non-blocking) */
-  /* Since perfmod 0.6 (check struct_size): more of the datasheet.  0 where
+  /* Appended (check struct_size): more of the datasheet.  0 where
    * the chip has no such unit or gpus.d does not say. */
   double fp4_tflops;        /* dense FP4 matrix-unit peak, TFLOP/s */
   double fp32_matrix_tflops; /* dense FP32 matrix-core peak (AMD CDNA), TFLOP/s */
@@ -151,7 +153,7 @@ struct perfmod_parallel_case {
   double chip_flops;        /* C: FLOP/s per chip at the run's dtype */
   double link_bytes_per_s;  /* W: bandwidth of the link this dimension's group uses */
   const char *link_name;    /* "intra-node" or "inter-node" */
-  /* Since perfmod 0.3 (check struct_size): what plan() needs. */
+  /* Appended (check struct_size): what plan() needs. */
   double mb_tokens;         /* tokens of one micro-batch on one rank */
   double elem_bytes;        /* bytes per activation element */
   double heads, kv_heads;   /* attention heads and key/value heads */
@@ -160,14 +162,14 @@ struct perfmod_parallel_case {
   double layer_param_bytes; /* parameter bytes of one layer on one device (ZeRO-3 gathers) */
   int zero;                 /* ZeRO stage 0..3 */
   int sequence_parallel;    /* tp: the sequence-parallel variant */
-  /* Since perfmod 0.6: Megatron-Core runs the step (kernels=te): its
+  /* Appended: Megatron-Core runs the step (kernels=te): its
    * gradients accumulate in one contiguous buffer that the data-parallel
    * collectives use in place, and are reduced during the backward pass
    * (--overlap-grad-reduce, as its recipes run). */
   int megatron_core;
 };
 
-/* Since perfmod 0.3: graph-level parallelism.  A parallelism plugin's
+/* Graph-level parallelism.  A parallelism plugin's
  * plan() says how its dimension shards the per-device graph and which
  * collectives it adds where; the core builds the sharded graph, costs the
  * collectives over the fabric and runs the pipeline schedule. */
@@ -273,7 +275,7 @@ struct perfmod_host {
   int (*graph_add_comm) (struct perfmod_graph *g, const char *collective,
                          double bytes, int group_size, int phase);
 
-  /* Since perfmod 0.2; check struct_size before use (see perfmod-plugin(3)).
+  /* Appended; check struct_size before use (see perfmod-plugin(3)).
    * Parameter files written by perfmod train, and the networks in them. */
   /* perfmod's data directory: a predictor NAME's shipped parameters are
    * DATADIR/params/NAME.params. */
@@ -295,7 +297,7 @@ struct perfmod_host {
   void (*mlp_eval) (struct perfmod_mlp *m, const double *x, double *y);
   void (*mlp_free) (struct perfmod_mlp *m);
 
-  /* Since perfmod 0.7.  Like error, for a fault of a file the plugin reads
+  /* Appended.  Like error, for a fault of a file the plugin reads
    * (a parameter file of the wrong shape, say): perfmod then exits with
    * status 2, bad input, rather than 1.  params_load and mlp_load report
    * their own faults so. */
@@ -336,18 +338,18 @@ struct perfmod_plugin {
   const char *const *config_keys;
   int (*config) (void *state, const char *key, const char *value);
 
-  /* Since perfmod 0.2.  Predictors, optional: like predict, with the
+  /* Appended.  Predictors, optional: like predict, with the
    * spread of the prediction and its basis.  The core zeroes *out before
    * the call and uses this instead of predict when it is set. */
   int (*estimate) (void *state, const struct perfmod_kernel *kernel,
                    const struct perfmod_gpu *gpu, struct perfmod_estimate *out);
 
-  /* Since perfmod 0.3.  Parallelism plugins, optional: this dimension's
+  /* Appended.  Parallelism plugins, optional: this dimension's
    * sharding and collectives (see struct perfmod_plan).  Without it the
    * dimension is refused for graph-level prediction. */
   int (*plan) (void *state, const struct perfmod_parallel_case *c, struct perfmod_plan *p);
 
-  /* Since perfmod 0.6.  Predictors, optional: the dtypes the predictor's
+  /* Appended.  Predictors, optional: the dtypes the predictor's
    * own model covers for kernels of class kclass (enum
    * perfmod_kernel_class), one bit (1u << enum perfmod_dtype) each; NULL
    * means every dtype.  Kernels of other dtypes are still passed to

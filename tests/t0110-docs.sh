@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0110-docs.sh: the documentation cannot drift: every option of perfmod --help, kernel --help and search --help is in perfmod(1), and every option perfmod(1) names is in one of them.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 3
+plan 4
 
 { "$PERFMOD" --help; "$PERFMOD" kernel --help; "$PERFMOD" search --help; } 2>&1 |
   grep -o -- '--[a-z][a-z0-9-]*' | sort -u > "$TMP/help"
@@ -13,4 +13,10 @@ ok $([ -z "$missing" ] && echo 0 || echo 1) "every option of --help is in perfmo
 extra=$(comm -13 "$TMP/help" "$TMP/man" | tr '\n' ' ')
 ok $([ -z "$extra" ] && echo 0 || echo 1) "every option perfmod(1) names is in a --help${extra:+ (not in --help: $extra)}"
 ok $([ "$(wc -l < "$TMP/help")" -gt 40 ] && echo 0 || echo 1) "the --help texts were read ($(wc -l < "$TMP/help") options)"
+# one version everywhere: no "since perfmod X" or "since X.Y" of another version in the
+# headers, man pages and documents a user reads
+v=$("$PERFMOD" --version 2>&1 | grep -o '[0-9][0-9.]*' | head -1)
+stale=$(cd "$top_srcdir" && grep -n -i -E 'since (perfmod )?[0-9]+\.[0-9]+' include/*.h doc/*.1 doc/*.3 doc/*.md README.md |
+        grep -v -i -E "since (perfmod )?$v([^0-9.]|\$)" | head -3)
+ok $([ -n "$v" ] && [ -z "$stale" ] && echo 0 || echo 1) "no other version than $v named as a 'since'${stale:+: $stale}"
 finish
