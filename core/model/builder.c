@@ -1642,6 +1642,10 @@ graph_build (struct graph *g, const struct model_cfg *m, const struct build_opti
               (long long) o->cp);
     return -1;
   }
+  if (o->engine && o->train) {
+    pm_error ("--engine: a serving engine's kernels are modelled for inference only");
+    return -1;
+  }
   if (o->kv_len > 0 && o->train) {
     pm_error ("a decode step is an inference phase (--mode inf)");
     return -1;
