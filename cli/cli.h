@@ -22,7 +22,7 @@ struct cli {
   char **plugin_opts;
   size_t nopts;
   char *command;           /* the command line as typed */
-  bool per_op, explain, fusion, keep_throttled, keep_floor;
+  bool per_op, explain, fusion, engine, keep_throttled, keep_floor;
   char **plugin_paths;
   size_t npaths;
   char *assumed;           /* what the run filled in by default */

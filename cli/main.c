@@ -20,7 +20,8 @@ usage (FILE *fp)
          "               [--predictor NAME[,NAME...]]\n"
          "               [--strategy SPEC|PRESET] [--nodes N] [--gpus-per-node N] [--explain]\n"
          "               [--per-op] [--format table|csv|json] [--plugin-path DIR]...\n"
-         "               [--layers N] [--fusion] [--attention flash|unfused] [--gen N]\n"
+         "               [--layers N] [--fusion] [--engine] [--attention flash|unfused]\n"
+         "               [--gen N]\n"
          "               [--plot FILE.svg] [--verbose]\n"
          "       perfmod plugins | gpus | strategies | models [--plugin-path DIR]...\n"
          "       perfmod graph [--model ...|--opgraph ...] [--format table|csv]: the kernels\n"
@@ -86,7 +87,7 @@ perfmod_main (int argc, char **argv)
   enum { O_MODEL = 256, O_OPGRAPH, O_GPU, O_BATCH, O_SEQ, O_MODE, O_DTYPE, O_PRECISION, O_PRED,
          O_STRAT,
          O_NODES, O_GPN, O_PEROP, O_FORMAT, O_PPATH, O_EXPLAIN, O_NEUSIGHT, O_TABLE, O_LAYERS,
-         O_DATA, O_OUT, O_SEED, O_EPOCHS, O_MEMBERS, O_REFERENCE, O_INDIST, O_POPT, O_FUSION, O_ATTENTION, O_PUBLISHED, O_GEN, O_GRAPH,
+         O_DATA, O_OUT, O_SEED, O_EPOCHS, O_MEMBERS, O_REFERENCE, O_INDIST, O_POPT, O_FUSION, O_ENGINE, O_ATTENTION, O_PUBLISHED, O_GEN, O_GRAPH,
          O_PLOT, O_KEEPTHR, O_KEEPFLOOR, O_FEATURES, O_SPLIT };
   static const struct option opts[] = {
     { "model", required_argument, NULL, O_MODEL },
@@ -117,6 +118,7 @@ perfmod_main (int argc, char **argv)
     { "in-dist", required_argument, NULL, O_INDIST },
     { "plugin-opt", required_argument, NULL, O_POPT },
     { "fusion", no_argument, NULL, O_FUSION },
+    { "engine", no_argument, NULL, O_ENGINE },
     { "attention", required_argument, NULL, O_ATTENTION },
     { "published", required_argument, NULL, O_PUBLISHED },
     { "gen", required_argument, NULL, O_GEN },
@@ -178,6 +180,7 @@ perfmod_main (int argc, char **argv)
     case O_STRAT: c.strategy = optarg; break;
     case O_PEROP: c.per_op = true; break;
     case O_FUSION: c.fusion = true; break;
+    case O_ENGINE: c.engine = true; break;
     case O_ATTENTION: c.attention = optarg; break;
     case O_PUBLISHED: c.published = optarg; break;
     case O_KEEPTHR: c.keep_throttled = true; break;

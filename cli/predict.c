@@ -647,7 +647,8 @@ cmd_predict (struct cli *c, struct plugin_set *set)
     /* The mean decode step: attention grows linearly with the cache, so
      * the step at the middle of the generation is the average one. */
     struct build_options bo = { .batch = batch, .seq = seq, .fusion = c->fusion,
-                                .kv_len = seq + c->gen / 2, .flash = w.flash };
+                                .kv_len = seq + c->gen / 2, .flash = w.flash,
+                                .engine = c->engine };
     if (train || !w.have_model || c->opgraph) {
       pm_error ("--gen: decode steps are predicted for inference of a --model (built graph)");
       goto out;

@@ -18,7 +18,7 @@
 /* The engine's time per iteration outside the kernels (ms): the
  * scheduler, sampling, the host between iterations.  A free constant,
  * chosen on half A of the runs only (doc/serving.md). */
-#define SERVING_ITER_MS 2.0
+#define SERVING_ITER_MS 2.5
 
 /* The measured requests per client: the benchmark's first C requests
  * arrive at once (a burst, prefilled in turn), one in SERVING_WAVES of

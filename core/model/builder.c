@@ -33,6 +33,8 @@ struct bctx {
   bool moe;              /* routed feed-forward */
   int64_t window;        /* sliding attention's window (0: full) */
   bool softcap;          /* Gemma 2's tanh-capped scores */
+  bool eng;              /* a serving engine's fused kernels (build_options.engine, inference,
+                            the Llama, Mixtral and later decoder families) */
 };
 
 static struct node *
@@ -685,6 +687,9 @@ bert_graph (struct bctx *c)
 
 /* ---- Llama and Mixtral ---- */
 
+static struct node *te_vec (struct bctx *c, const char *name, const char *op, int64_t rows,
+                            int64_t cols, double fw, double bw, int acc);
+
 /* RMSNorm as eager PyTorch runs it: x * rsqrt(mean(x^2) + eps) * w. */
 static void
 rmsnorm (struct bctx *c, const char *name, int64_t rows, int64_t cols)
@@ -752,6 +757,77 @@ swiglu (struct bctx *c, const char *prefix, int64_t rows, int64_t d, int64_t f)
   linear (c, buf, rows, f, d, false);
 }
 
+/* ---- a serving engine's kernels ----
+ * TensorRT-LLM, vLLM and SGLang do not run the eager modules' small
+ * kernels: each norm is one kernel, fused with the residual add before it
+ * (reads x and the residual, writes y and the sum); q/k norms are one
+ * kernel each; q, k and v come from one GEMM, rotary embeddings and the
+ * key/value-cache write from one kernel over q, k and v (TensorRT-LLM's
+ * fused kernel; vLLM's and SGLang's rotary and cache kernels counted as
+ * one); attention writes its output in the token-major layout (no
+ * merge copy); gate and up are one GEMM to 2f, then one activation-and-
+ * multiply kernel (reads 2f, writes f); routed experts read their tokens
+ * in place and one kernel sums their weighted outputs (doc/serving.md).
+ * Each kernel's traffic is what the fused op reads and writes per output
+ * element (te_vec's convention). */
+
+/* One norm kernel (RMSNorm, or LayerNorm where the model has it); with
+ * `add`, fused with the residual add before it. */
+static void
+norm_kernel (struct bctx *c, const char *name, int64_t rows, int64_t cols, bool add)
+{
+  if (c->eng)
+    te_vec (c, name, "ln", rows, cols, add ? 4 : 2, 0, 0);
+  else if (c->m->layernorm)
+    unary (c, name, "ln", rows, cols);
+  else
+    rmsnorm (c, name, rows, cols);
+}
+
+/* A gated feed-forward block (or NeoX's GeLU MLP) as an engine runs it. */
+static void
+eng_ffn (struct bctx *c, const char *prefix, int64_t rows, int64_t d, int64_t f, bool bias)
+{
+  char buf[64];
+  bool gated = !c->m->layernorm;
+  snprintf (buf, sizeof buf, "%s%s", prefix, gated ? "gate_up_proj" : "dense_h_to_4h");
+  linear (c, buf, rows, d, gated ? 2 * f : f, bias);
+  snprintf (buf, sizeof buf, "%s%s", prefix, gated ? "act_and_mul" : "act");
+  te_vec (c, buf, c->m->gelu || !gated ? "gelu" : "silu", rows, f, gated ? 3 : 2, 0, 0);
+  snprintf (buf, sizeof buf, "%s%s", prefix, gated ? "down_proj" : "dense_4h_to_h");
+  linear (c, buf, rows, f, d, bias);
+}
+
+/* Grouped-query attention as an engine runs it: one QKV GEMM, the q/k
+ * norms, rotary embeddings with the cache write, fused attention reading
+ * the grouped heads in place, the output projection. */
+static void
+eng_attention (struct bctx *c)
+{
+  const struct model_cfg *m = c->m;
+  int64_t t = c->t, d = m->hidden, h = c->hp, kvh = c->kvp, dh = m->head_dim;
+  double tq = (double) t * (double) (h * dh), causal = (double) c->s * (double) c->kv;
+  linear (c, m->family == FAM_NEOX ? "attention_query_key_value" : "self_attn_qkv_proj", t, d,
+          (h + 2 * kvh) * dh, m->qkv_bias);
+  if (m->qk_norm) {
+    norm_kernel (c, "self_attn_q_norm", t * h, dh, false);
+    norm_kernel (c, "self_attn_k_norm", t * kvh, dh, false);
+  }
+  /* reads q, k and v; writes q rotated and k, v into the cache */
+  te_vec (c, "rope_kv_cache_write", "mul", t * (h + 2 * kvh), dh, 2, 0, 0);
+  if (kvh < h && !c->flash) {
+    double rep = (double) c->b * (double) h * (double) c->kv * (double) dh;
+    copy (c, "repeat_k", "expand", rep / (double) (h / kvh), rep);
+    copy (c, "repeat_v", "expand", rep / (double) (h / kvh), rep);
+  }
+  c->softcap = m->softcap;
+  attention_core (c, h, dh, "mulu", "add", (double) c->b * causal, false);
+  c->softcap = false;
+  if (!c->flash)
+    copy (c, "merge_heads", "contiguous", tq, tq);
+  linear (c, "self_attn_o_proj", t, h * dh, d, m->o_bias);
+}
+
 /* The local experts (of `local`) that t tokens reach, and in *te the
  * tokens each processes.  Each token is routed to top_k of the experts:
  * one expert is left untouched with probability (1 - k/E)^t, so a small
@@ -793,6 +869,18 @@ moe_block (struct bctx *c, int64_t f, const char *act)
     te = (int64_t) ceil ((double) te * sh->expert_load);
   ted = (double) te * (double) d;
   linear (c, "router", t, d, m->experts, false);
+  if (c->eng) {                          /* top-k softmax, the experts' GEMMs, one weighted sum */
+    te_vec (c, "router_topk", "softmax", t, m->experts, 2, 0, 0);
+    site (c, PERFMOD_SITE_MOE_DISPATCH);
+    for (int64_t e = 0; e < reached; e++) {
+      char p[48];
+      snprintf (p, sizeof p, "expert_%lld_", (long long) e);
+      eng_ffn (c, p, te, d, f, false);
+    }
+    site (c, PERFMOD_SITE_MOE_COMBINE);
+    te_vec (c, "moe_sum", "add", t, d, (double) m->top_k + 1, 0, 0);
+    return;
+  }
   unary (c, "router_softmax", "softmax", t, m->experts);
   copy (c, "router_topk", "topk", (double) (t * m->experts), (double) (t * m->top_k));
   site (c, PERFMOD_SITE_MOE_DISPATCH);
@@ -832,6 +920,21 @@ llama_layer (struct bctx *c)
   double tnd = (double) tn * (double) d, tq = (double) t * (double) (h * dh);
   double causal = (double) c->s * (double) c->kv;
 
+  if (c->eng) {                          /* the residual adds ride in the norms */
+    site (c, PERFMOD_SITE_PARAMS);
+    norm_kernel (c, "input_layernorm", tn, d, true);
+    site (c, PERFMOD_SITE_ATTN_IN);
+    eng_attention (c);
+    site (c, PERFMOD_SITE_ATTN_OUT);
+    norm_kernel (c, "post_attention_layernorm", tn, d, true);
+    site (c, PERFMOD_SITE_MLP_IN);
+    if (m->family == FAM_MIXTRAL)
+      moe_block (c, c->fp, "silu");
+    else
+      eng_ffn (c, "mlp_", t, d, c->fp, false);
+    site (c, PERFMOD_SITE_MLP_OUT);
+    return;
+  }
   site (c, PERFMOD_SITE_PARAMS);
   rmsnorm (c, "input_layernorm", tn, d);
   site (c, PERFMOD_SITE_ATTN_IN);
@@ -874,7 +977,7 @@ llama_graph (struct bctx *c)
   }
   layer_span (c, "layers", llama_layer);
   if (c->sh->head) {
-    rmsnorm (c, "norm", c->tn, d);
+    norm_kernel (c, "norm", c->tn, d, c->eng);   /* the engine's: with the last residual add */
     site (c, PERFMOD_SITE_LOGITS);
     /* a serving engine takes the logits of each sequence's last token only */
     linear (c, "lm_head", c->o->engine && !c->train ? c->b : t, d, v, false);
@@ -890,15 +993,6 @@ llama_graph (struct bctx *c)
  * model (dense-first, sliding or full attention): one layer of each kind a
  * stage holds is built and counted as often as the stage has it. */
 
-static void
-norm (struct bctx *c, const char *name, int64_t rows, int64_t cols)
-{
-  if (c->m->layernorm)
-    unary (c, name, "ln", rows, cols);
-  else
-    rmsnorm (c, name, rows, cols);
-}
-
 /* A dense feed-forward block of width f: gated (SwiGLU, Gemma's GeGLU)
  * or GPT-NeoX's GeLU MLP. */
 static void
@@ -908,6 +1002,10 @@ ffn_block (struct bctx *c, const char *prefix, int64_t rows, int64_t f, bool bia
   int64_t d = m->hidden;
   double rf = (double) rows * (double) f;
   char buf[64];
+  if (c->eng) {
+    eng_ffn (c, prefix, rows, d, f, bias);
+    return;
+  }
   if (m->layernorm) {
     snprintf (buf, sizeof buf, "%sdense_h_to_4h", prefix);
     linear (c, buf, rows, d, f, bias);
@@ -959,6 +1057,10 @@ gqa_attention (struct bctx *c)
   int64_t t = c->t, d = m->hidden, h = c->hp, kvh = c->kvp, dh = m->head_dim;
   int64_t rd = m->rotary_dim > 0 ? m->rotary_dim : dh;
   double tq = (double) t * (double) (h * dh), causal = (double) c->s * (double) c->kv;
+  if (c->eng) {
+    eng_attention (c);
+    return;
+  }
   if (m->family == FAM_NEOX)
     linear (c, "attention_query_key_value", t, d, (h + 2 * kvh) * dh, m->qkv_bias);
   else {
@@ -1009,15 +1111,19 @@ mla_attention (struct bctx *c)
 
   if (ql > 0) {
     linear (c, "self_attn_q_a_proj", t, d, ql, m->qkv_bias);
-    rmsnorm (c, "self_attn_q_a_layernorm", t, ql);
+    norm_kernel (c, "self_attn_q_a_layernorm", t, ql, false);
     linear (c, "self_attn_q_b_proj", t, ql, h * qk, false);
   }
   else
     linear (c, "self_attn_q_proj", t, d, h * qk, false);
   linear (c, "self_attn_kv_a_proj_with_mqa", t, d, kvl + rope, m->qkv_bias);
-  rmsnorm (c, "self_attn_kv_a_layernorm", t, kvl);
-  rotary (c, "rope_q", t * h, rope);
-  rotary (c, "rope_k", t, rope);
+  norm_kernel (c, "self_attn_kv_a_layernorm", t, kvl, false);
+  if (c->eng)                            /* one kernel over the queries' and the key's rope parts */
+    te_vec (c, "rope", "mul", t * (h + 1), rope, 2, 0, 0);
+  else {
+    rotary (c, "rope_q", t * h, rope);
+    rotary (c, "rope_k", t, rope);
+  }
   if (c->kv <= c->s) {
     double tk = (double) t * (double) (h * qk), tv = (double) t * (double) (h * vd);
     linear (c, "self_attn_kv_b_proj", t, kvl, h * (nope + vd), false);
@@ -1034,7 +1140,8 @@ mla_attention (struct bctx *c)
       bmm (c, "context", bh, c->s, c->kv, vd);
       mark_core (c, first);
     }
-    copy (c, "merge_heads", "contiguous", tv, tv);
+    if (!(c->eng && c->flash))
+      copy (c, "merge_heads", "contiguous", tv, tv);
   }
   else {
     copy (c, "kv_cache_write", "copy", (double) t * (double) (kvl + rope), 0);
@@ -1060,9 +1167,12 @@ modern_layer (struct bctx *c)
   const struct model_cfg *m = c->m;
   int64_t t = c->t, tn = c->tn, d = m->hidden;
   double tnd = (double) tn * (double) d;
+  /* an engine fuses each residual add into the norm after it (NeoX's
+   * parallel residual has none after its adds) */
+  bool fold = c->eng && !m->parallel_residual;
 
   site (c, PERFMOD_SITE_PARAMS);
-  norm (c, "input_layernorm", tn, d);
+  norm_kernel (c, "input_layernorm", tn, d, fold);
   site (c, PERFMOD_SITE_ATTN_IN);
   if (m->kv_lora_rank > 0)
     mla_attention (c);
@@ -1070,10 +1180,11 @@ modern_layer (struct bctx *c)
     gqa_attention (c);
   site (c, PERFMOD_SITE_ATTN_OUT);
   if (m->post_norms)
-    norm (c, "post_attention_layernorm", tn, d);
-  if (!m->parallel_residual)             /* NeoX: the MLP reads the layer's input */
+    norm_kernel (c, "post_attention_layernorm", tn, d, false);
+  if (!m->parallel_residual && !fold)    /* NeoX: the MLP reads the layer's input */
     add2 (c, "add_1", tn, d, tnd);
-  norm (c, m->post_norms ? "pre_feedforward_layernorm" : "post_attention_layernorm", tn, d);
+  norm_kernel (c, m->post_norms ? "pre_feedforward_layernorm" : "post_attention_layernorm", tn, d,
+               fold);
   site (c, PERFMOD_SITE_MLP_IN);
   if (c->moe)
     modern_moe (c);
@@ -1081,10 +1192,11 @@ modern_layer (struct bctx *c)
     ffn_block (c, "mlp_", t, c->fp, m->mlp_bias);
   site (c, PERFMOD_SITE_MLP_OUT);
   if (m->post_norms)
-    norm (c, "post_feedforward_layernorm", tn, d);
+    norm_kernel (c, "post_feedforward_layernorm", tn, d, false);
   if (m->parallel_residual)
     add2 (c, "add_attn_mlp", tn, d, tnd);
-  add2 (c, "add_2", tn, d, tnd);
+  if (!fold)
+    add2 (c, "add_2", tn, d, tnd);
 }
 
 static void
@@ -1130,7 +1242,8 @@ modern_graph (struct bctx *c)
   c->g->layer_end = c->g->n;
   c->g->repeat = n;
   if (c->sh->head) {
-    norm (c, m->family == FAM_NEOX ? "final_layer_norm" : "norm", tn, d);
+    norm_kernel (c, m->family == FAM_NEOX ? "final_layer_norm" : "norm", tn, d,
+                 c->eng && !m->parallel_residual);
     site (c, PERFMOD_SITE_LOGITS);
     /* a serving engine takes the logits of each sequence's last token only */
     int64_t lt = c->o->engine && !c->train ? c->b : t;
@@ -1529,6 +1642,10 @@ graph_build (struct graph *g, const struct model_cfg *m, const struct build_opti
               (long long) o->cp);
     return -1;
   }
+  if (o->engine && o->train) {
+    pm_error ("--engine: a serving engine's kernels are modelled for inference only");
+    return -1;
+  }
   if (o->kv_len > 0 && o->train) {
     pm_error ("a decode step is an inference phase (--mode inf)");
     return -1;
@@ -1557,6 +1674,8 @@ graph_build (struct graph *g, const struct model_cfg *m, const struct build_opti
   c.fp = m->ffn / c.sh->ffn;
   c.vp = (m->vocab + c.sh->vocab - 1) / c.sh->vocab;
   c.flash = o->flash && m->family != FAM_SWITCH;
+  c.eng = o->engine && !o->train && !o->te
+          && (m->family == FAM_LLAMA || m->family == FAM_MIXTRAL || m->family >= FAM_QWEN);
   g->source = xstrdup ("builder");
   g->batch = o->batch;
   g->seq = o->seq;

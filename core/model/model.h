@@ -160,8 +160,10 @@ struct build_options {
   bool flash;            /* fused (FlashAttention) attention, else scores materialised */
   int64_t cp;            /* context parallelism: seq is this rank's 1/cp of the sequence */
   int64_t kv_len;        /* > 0: one decode step over a cache of kv_len tokens */
-  bool engine;           /* a serving engine's kernels (Llama family): grouped key/value heads
-                            read in place, logits of the last token only */
+  bool engine;           /* a serving engine's kernels (inference; Llama, Mixtral and the
+                            families after Switch): fused add+norm, one QKV GEMM, rope with
+                            the cache write, gate/up GEMM + act-and-mul, grouped key/value
+                            heads read in place, logits of the last token only */
   const struct shard *shard; /* NULL: the whole model on one device */
 };
 int graph_build (struct graph *g, const struct model_cfg *m, const struct build_options *o);
