@@ -24,7 +24,7 @@
  * arrive at once (a burst, prefilled in turn), one in SERVING_WAVES of
  * those its TTFT averages.  A free constant, chosen on half A of the
  * runs only (doc/serving.md). */
-#define SERVING_WAVES 5.0
+#define SERVING_WAVES 4.0
 
 /* The model_path of a run to perfmod's built-in, or NULL where none is
  * planned (the row is skipped naming why). */

@@ -187,10 +187,9 @@ if [ -f "$MODERN/aiconfigurator/silicon_sample_h100_sxm.csv" ]; then
       sort -g | awk '{ v[NR] = $1 } END { printf "%.1f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
   }
   med="$(median 14) $(median 17)"
-  # the 20 % target: TPOT meets it; TTFT misses it by a point since the graphs are the
-  # engine's fused kernels (doc/serving.md), so its bound is 22 %
-  ok $(echo "$med" | awk '{ exit !($1 > 0 && $1 <= 22 && $2 > 0 && $2 <= 20) }'; echo $?) \
-    "roofline's median |error| over every predicted run: TTFT within 22 %, TPOT within the 20 % target (TTFT, TPOT: $med)"
+  # the 20 % target over every run (half B's TTFT misses it by 0.8 points: doc/serving.md)
+  ok $(echo "$med" | awk '{ exit !($1 > 0 && $1 <= 20 && $2 > 0 && $2 <= 20) }'; echo $?) \
+    "roofline's median |error| over every predicted run within the 20 % target (TTFT, TPOT: $med)"
 else
   for i in 1 2 3 4; do
     tap_n=$((tap_n + 1)); echo "ok $tap_n # SKIP moderndata not found at $MODERN (set PERFMOD_MODERNDATA)"
