@@ -284,13 +284,19 @@ chunk_build (struct graph *gr, const struct model_cfg *m, const struct dist_opti
 
 /* ---- chunk predictions remembered across strategies (perfmod search) ----
  * A chunk's times depend only on what its graph is built and costed from:
- * the predictor, GPU and precision, the kernels, the micro-batch, the
- * chunk's layers and ends, the plan's divisors and collectives and the
- * groups those run over.  The key holds exactly that, zero-padded. */
+ * the predictor, GPU and precision, the kernels, the micro-batch and the
+ * context-parallel split of the sequence, the chunk's layers and ends,
+ * the plan's divisors, the collectives the graph holds and the groups
+ * those run over.  The graph holds no collective at a stage boundary or
+ * of the gradients (the builder has no such site: dist_predict costs
+ * those itself), so the key leaves them out, and the groups of the
+ * dimensions no collective of the graph runs over: strategies that
+ * differ only in dp or the ZeRO stage below 3 share their chunks.  The
+ * key holds exactly that, zero-padded. */
 struct chunk_key {
   const void *pred, *gpu, *prec;
   int kernels, recompute, flash, fusion, train, embed, head, gpus_per_node, engine;
-  int64_t mbs, seq, layers, first_layer, kv_len;
+  int64_t mbs, seq, cp, layers, first_layer, kv_len;
   int heads, ffn, vocab, tokens, experts;
   double expert_load;
   int size[NDIMS];
@@ -428,19 +434,22 @@ chunk_key_of (struct chunk_key *k, const struct plugin *pred, const struct perfm
   k->tokens = dp->plan.tokens;
   k->experts = dp->plan.experts;
   k->expert_load = dp->plan.expert_load;
-  for (int d = 0; d < NDIMS; d++) {
-    k->size[d] = g->size[d];
-    k->stride[d] = g->stride[d];
-  }
-  k->ncomms = dp->ncomms;
+  k->cp = o->s->cp;
+  k->ncomms = 0;
   for (size_t i = 0; i < dp->ncomms; i++) {
-    struct comm_site *c = &k->comms[i];   /* field by field: no padding bytes compared */
-    c->collective = dp->comms[i].collective;
-    c->site = dp->comms[i].site;
-    c->phase = dp->comms[i].phase;
-    c->dim = dp->comms[i].dim;
-    c->bytes = dp->comms[i].bytes;
-    c->overlap = dp->comms[i].overlap;
+    const struct comm_site *cs = &dp->comms[i];
+    struct comm_site *c = &k->comms[k->ncomms];
+    if (cs->site == PERFMOD_SITE_STAGE || cs->site == PERFMOD_SITE_GRADS)
+      continue;                           /* not in the chunk's graph */
+    c->collective = cs->collective;       /* field by field: no padding bytes compared */
+    c->site = cs->site;
+    c->phase = cs->phase;
+    c->dim = cs->dim;
+    c->bytes = cs->bytes;
+    c->overlap = cs->overlap;
+    k->size[cs->dim] = g->size[cs->dim];
+    k->stride[cs->dim] = g->stride[cs->dim];
+    k->ncomms++;
   }
 }
 
