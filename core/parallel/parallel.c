@@ -333,6 +333,8 @@ struct dist_cache {
   struct pipe_slot *pipes;
   size_t pcap, pn;
   struct pipe_progs *progs;        /* the schedules' shapes compiled */
+  double *pkey;                    /* scratch: the key being looked up */
+  size_t pkeycap;
 };
 
 struct dist_cache *
@@ -354,6 +356,7 @@ dist_cache_free (struct dist_cache *c)
       free (c->slots[i].key);
     free (c->slots);
     pipe_progs_free (c->progs);
+    free (c->pkey);
     free (c);
   }
 }
@@ -368,7 +371,12 @@ pipeline_cached (struct dist_cache *c, const struct pipe_input *in, struct pipe_
   uint64_t h = 1469598103934665603ULL;
   if (c == NULL)
     return pipeline_simulate (in, out);
-  key = xcalloc (len, sizeof *key);
+  if (len > c->pkeycap) {
+    free (c->pkey);
+    c->pkeycap = 2 * len;
+    c->pkey = xmalloc (c->pkeycap * sizeof *c->pkey);
+  }
+  key = c->pkey;
   key[0] = in->stages;
   key[1] = in->vp;
   key[2] = in->microbatches;
@@ -377,8 +385,12 @@ pipeline_cached (struct dist_cache *c, const struct pipe_input *in, struct pipe_
   key[5] = in->p2p_ms;
   memcpy (key + 6, in->fw_ms, chunks * sizeof *key);
   memcpy (key + 6 + chunks, in->bw_ms, chunks * sizeof *key);
-  for (size_t j = 0; j < len * sizeof *key; j++)
-    h = (h ^ ((const unsigned char *) key)[j]) * 1099511628211ULL;
+  for (size_t j = 0; j < len; j++) {
+    uint64_t w;
+    memcpy (&w, &key[j], sizeof w);
+    h = (h ^ w) * 1099511628211ULL;
+    h ^= h >> 29;
+  }
   if (c->pn * 2 >= c->pcap) {
     struct pipe_slot *old = c->pipes;
     size_t ocap = c->pcap;
@@ -396,15 +408,13 @@ pipeline_cached (struct dist_cache *c, const struct pipe_input *in, struct pipe_
     if (c->pipes[i].hash == h && c->pipes[i].len == len &&
         memcmp (c->pipes[i].key, key, len * sizeof *key) == 0) {
       *out = c->pipes[i].result;
-      free (key);
       return 0;
     }
-  if (pipeline_simulate_with (c->progs, in, out) < 0) {
-    free (key);
+  if (pipeline_simulate_with (c->progs, in, out) < 0)
     return -1;
-  }
   c->pipes[i].hash = h;
-  c->pipes[i].key = key;
+  c->pipes[i].key = xmalloc (len * sizeof *key);
+  memcpy (c->pipes[i].key, key, len * sizeof *key);
   c->pipes[i].len = len;
   c->pipes[i].result = *out;
   c->pn++;

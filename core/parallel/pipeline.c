@@ -253,6 +253,39 @@ pipe_progs_free (struct pipe_progs *pp)
   }
 }
 
+/* Operation idx of rank's order: rank_order's, without the others. */
+static struct pop
+rank_op (const struct pipe_input *in, int rank, size_t idx)
+{
+  int p = in->stages, m = in->microbatches, v = in->vp > 1 ? in->vp : 1;
+  int total = m * v, k = (int) idx, warm;
+  bool interleaved = in->schedule == SCHED_INTERLEAVED;
+
+  if (!in->backward)
+    return v > 1 ? interleaved_op (k, false, p, v, rank) : (struct pop) { false, k, rank };
+  if (in->schedule == SCHED_GPIPE)
+    return k < m ? (struct pop) { false, k, rank } : (struct pop) { true, k - m, rank };
+  if (interleaved) {
+    warm = (p - rank - 1) * 2 + (v - 1) * p;
+    if (warm > total)
+      warm = total;
+  }
+  else {
+    warm = p - rank - 1 < m ? p - rank - 1 : m;
+    total = m;
+  }
+  if (k < warm)                                          /* warm-up forwards */
+    return interleaved ? interleaved_op (k, false, p, v, rank) : (struct pop) { false, k, rank };
+  if (k < warm + 2 * (total - warm)) {                   /* one forward, one backward */
+    int j = (k - warm) / 2;
+    bool bw = (k - warm) % 2 == 1;
+    int at = bw ? j : warm + j;
+    return interleaved ? interleaved_op (at, bw, p, v, rank) : (struct pop) { bw, at, rank };
+  }
+  k -= warm + 2 * (total - warm) - (total - warm);       /* the last backwards */
+  return interleaved ? interleaved_op (k, true, p, v, rank) : (struct pop) { true, k, rank };
+}
+
 /* simulate()'s sweep, with what is done instead of when: false when it
  * would fail (a deadlock, micro-batches not in rounds of pp) or the
  * shape is too large to compile (simulate() then answers). */
@@ -261,29 +294,29 @@ prog_compile (const struct pipe_input *in, struct pipe_prog *pg)
 {
   int p = in->stages, m = in->microbatches, v = in->vp > 1 ? in->vp : 1, chunks = p * v;
   size_t per_rank = (size_t) (in->backward ? 2 : 1) * (size_t) m * (size_t) v;
-  size_t total = 0, n = 0, *next;
-  struct pop *ops;
+  size_t total = (size_t) p * per_rank, n = 0, *next;
+  struct pop *cur;
   int32_t *fpos, *bpos;
   bool ok = true;
 
   if (p < 1 || m < 1 || (v > 1 && m % p != 0) || p > UINT16_MAX || 2 * (size_t) chunks > UINT16_MAX ||
       (size_t) p * per_rank > PIPE_PROG_MAX_STEPS)
     return false;
-  ops = xcalloc ((size_t) p * per_rank, sizeof *ops);
+  cur = xcalloc ((size_t) p, sizeof *cur);
   next = xcalloc ((size_t) p, sizeof *next);
   fpos = xmalloc ((size_t) chunks * (size_t) m * sizeof *fpos);
   bpos = xmalloc ((size_t) chunks * (size_t) m * sizeof *bpos);
   for (size_t i = 0; i < (size_t) chunks * (size_t) m; i++)
     fpos[i] = bpos[i] = -1;
   for (int r = 0; r < p; r++)
-    total += rank_order (in, r, ops + (size_t) r * per_rank);
+    cur[r] = rank_op (in, r, 0);
   memset (pg, 0, sizeof *pg);
-  pg->step = xmalloc ((total ? total : 1) * sizeof *pg->step);
+  pg->step = xmalloc (total * sizeof *pg->step);
   while (n < total && ok) {
     bool moved = false;
     for (int r = 0; r < p; r++) {
       while (next[r] < per_rank) {
-        const struct pop *o = &ops[(size_t) r * per_rank + next[r]];
+        const struct pop *o = &cur[r];
         size_t at = (size_t) o->chunk * (size_t) m + (size_t) o->mb;
         int32_t dep = -1, dep2 = -1;
         if (!o->bw) {
@@ -301,13 +334,14 @@ prog_compile (const struct pipe_input *in, struct pipe_prog *pg)
                                            dep, dep2 };
         (o->bw ? bpos : fpos)[at] = (int32_t) n;
         n++;
-        next[r]++;
+        if (++next[r] < per_rank)
+          cur[r] = rank_op (in, r, next[r]);
         moved = true;
       }
     }
     ok = moved;
   }
-  free (ops);
+  free (cur);
   free (next);
   free (fpos);
   free (bpos);
