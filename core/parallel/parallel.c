@@ -231,6 +231,13 @@ struct chunk_times {
   double flops;          /* per micro-batch */
   bool built;
 };
+/* A chunk's times under each recomputation (enum pm_recompute): the
+ * graph is the same, only what the backward runs again differs. */
+struct chunk_times_rc {
+  struct chunk_times base; /* recompute none's, less bw: */
+  double bw_acc;           /* the backward's and the accumulation's ms */
+  double recompute[3];     /* what each recomputation adds */
+};
 
 /* The model's index of chunk c's first layer: where its layers' kinds
  * differ (dense-first, sliding), which layers a chunk holds matters. */
@@ -284,13 +291,19 @@ chunk_build (struct graph *gr, const struct model_cfg *m, const struct dist_opti
 
 /* ---- chunk predictions remembered across strategies (perfmod search) ----
  * A chunk's times depend only on what its graph is built and costed from:
- * the predictor, GPU and precision, the kernels, the micro-batch, the
- * chunk's layers and ends, the plan's divisors and collectives and the
- * groups those run over.  The key holds exactly that, zero-padded. */
+ * the predictor, GPU and precision, the kernels, the micro-batch and the
+ * context-parallel split of the sequence, the chunk's layers and ends,
+ * the plan's divisors, the collectives the graph holds and the groups
+ * those run over.  The graph holds no collective at a stage boundary or
+ * of the gradients (the builder has no such site: dist_predict costs
+ * those itself), so the key leaves them out, and the groups of the
+ * dimensions no collective of the graph runs over: strategies that
+ * differ only in dp or the ZeRO stage below 3 share their chunks.  The
+ * key holds exactly that, zero-padded. */
 struct chunk_key {
   const void *pred, *gpu, *prec;
-  int kernels, recompute, flash, fusion, train, embed, head, gpus_per_node, engine;
-  int64_t mbs, seq, layers, first_layer, kv_len;
+  int kernels, flash, fusion, train, embed, head, gpus_per_node, engine;
+  int64_t mbs, seq, cp, layers, first_layer, kv_len;
   int heads, ffn, vocab, tokens, experts;
   double expert_load;
   int size[NDIMS];
@@ -299,9 +312,10 @@ struct chunk_key {
   struct comm_site comms[4 * PERFMOD_MAX_COMMS];
 };
 struct cache_slot {
-  bool used;
-  struct chunk_key key;
-  struct chunk_times times;
+  uint64_t hash;
+  struct chunk_key *key;   /* its first chunk_key_len bytes; NULL: the slot is free */
+  size_t len;
+  struct chunk_times_rc times;
   size_t kernels, unique_kernels;
 };
 /* Pipeline schedules simulated, by their inputs: strategies that differ
@@ -318,12 +332,17 @@ struct dist_cache {
   size_t hits, misses;
   struct pipe_slot *pipes;
   size_t pcap, pn;
+  struct pipe_progs *progs;        /* the schedules' shapes compiled */
+  double *pkey;                    /* scratch: the key being looked up */
+  size_t pkeycap;
 };
 
 struct dist_cache *
 dist_cache_new (void)
 {
-  return xcalloc (1, sizeof (struct dist_cache));
+  struct dist_cache *c = xcalloc (1, sizeof (struct dist_cache));
+  c->progs = pipe_progs_new ();
+  return c;
 }
 
 void
@@ -333,7 +352,11 @@ dist_cache_free (struct dist_cache *c)
     for (size_t i = 0; i < c->pcap; i++)
       free (c->pipes[i].key);
     free (c->pipes);
+    for (size_t i = 0; i < c->cap; i++)
+      free (c->slots[i].key);
     free (c->slots);
+    pipe_progs_free (c->progs);
+    free (c->pkey);
     free (c);
   }
 }
@@ -348,7 +371,12 @@ pipeline_cached (struct dist_cache *c, const struct pipe_input *in, struct pipe_
   uint64_t h = 1469598103934665603ULL;
   if (c == NULL)
     return pipeline_simulate (in, out);
-  key = xcalloc (len, sizeof *key);
+  if (len > c->pkeycap) {
+    free (c->pkey);
+    c->pkeycap = 2 * len;
+    c->pkey = xmalloc (c->pkeycap * sizeof *c->pkey);
+  }
+  key = c->pkey;
   key[0] = in->stages;
   key[1] = in->vp;
   key[2] = in->microbatches;
@@ -357,8 +385,12 @@ pipeline_cached (struct dist_cache *c, const struct pipe_input *in, struct pipe_
   key[5] = in->p2p_ms;
   memcpy (key + 6, in->fw_ms, chunks * sizeof *key);
   memcpy (key + 6 + chunks, in->bw_ms, chunks * sizeof *key);
-  for (size_t j = 0; j < len * sizeof *key; j++)
-    h = (h ^ ((const unsigned char *) key)[j]) * 1099511628211ULL;
+  for (size_t j = 0; j < len; j++) {
+    uint64_t w;
+    memcpy (&w, &key[j], sizeof w);
+    h = (h ^ w) * 1099511628211ULL;
+    h ^= h >> 29;
+  }
   if (c->pn * 2 >= c->pcap) {
     struct pipe_slot *old = c->pipes;
     size_t ocap = c->pcap;
@@ -376,15 +408,13 @@ pipeline_cached (struct dist_cache *c, const struct pipe_input *in, struct pipe_
     if (c->pipes[i].hash == h && c->pipes[i].len == len &&
         memcmp (c->pipes[i].key, key, len * sizeof *key) == 0) {
       *out = c->pipes[i].result;
-      free (key);
       return 0;
     }
-  if (pipeline_simulate (in, out) < 0) {
-    free (key);
+  if (pipeline_simulate_with (c->progs, in, out) < 0)
     return -1;
-  }
   c->pipes[i].hash = h;
-  c->pipes[i].key = key;
+  c->pipes[i].key = xmalloc (len * sizeof *key);
+  memcpy (c->pipes[i].key, key, len * sizeof *key);
   c->pipes[i].len = len;
   c->pipes[i].result = *out;
   c->pn++;
@@ -404,12 +434,12 @@ chunk_key_of (struct chunk_key *k, const struct plugin *pred, const struct perfm
               const struct comm_groups *g, int64_t layers, int64_t first_layer, bool embed,
               bool head)
 {
-  memset (k, 0, sizeof *k);
+  /* zeroed as far as it is compared: the padding bytes too */
+  memset (k, 0, offsetof (struct chunk_key, comms) + dp->ncomms * sizeof k->comms[0]);
   k->pred = pred;
   k->gpu = gpu;
   k->prec = o->prec;
   k->kernels = o->s->kernels;
-  k->recompute = o->s->recompute;
   k->flash = o->flash;
   k->fusion = o->fusion;
   k->train = o->train;
@@ -428,19 +458,22 @@ chunk_key_of (struct chunk_key *k, const struct plugin *pred, const struct perfm
   k->tokens = dp->plan.tokens;
   k->experts = dp->plan.experts;
   k->expert_load = dp->plan.expert_load;
-  for (int d = 0; d < NDIMS; d++) {
-    k->size[d] = g->size[d];
-    k->stride[d] = g->stride[d];
-  }
-  k->ncomms = dp->ncomms;
+  k->cp = o->s->cp;
+  k->ncomms = 0;
   for (size_t i = 0; i < dp->ncomms; i++) {
-    struct comm_site *c = &k->comms[i];   /* field by field: no padding bytes compared */
-    c->collective = dp->comms[i].collective;
-    c->site = dp->comms[i].site;
-    c->phase = dp->comms[i].phase;
-    c->dim = dp->comms[i].dim;
-    c->bytes = dp->comms[i].bytes;
-    c->overlap = dp->comms[i].overlap;
+    const struct comm_site *cs = &dp->comms[i];
+    struct comm_site *c = &k->comms[k->ncomms];
+    if (cs->site == PERFMOD_SITE_STAGE || cs->site == PERFMOD_SITE_GRADS)
+      continue;                           /* not in the chunk's graph */
+    c->collective = cs->collective;       /* field by field: no padding bytes compared */
+    c->site = cs->site;
+    c->phase = cs->phase;
+    c->dim = cs->dim;
+    c->bytes = cs->bytes;
+    c->overlap = cs->overlap;
+    k->size[cs->dim] = g->size[cs->dim];
+    k->stride[cs->dim] = g->stride[cs->dim];
+    k->ncomms++;
   }
 }
 
@@ -454,33 +487,41 @@ chunk_key_len (const struct chunk_key *k)
   return offsetof (struct chunk_key, comms) + k->ncomms * sizeof k->comms[0];
 }
 
-static struct cache_slot *
-cache_slot (struct dist_cache *c, const struct chunk_key *k)
+/* The hash of a key's len bytes (whole 8-byte words: doubles, pointers,
+ * int64s, padded). */
+static uint64_t
+key_hash (const struct chunk_key *k, size_t len)
 {
-  size_t len = chunk_key_len (k), i;
   uint64_t h = 1469598103934665603ULL, w;
-  if (c->n * 2 >= c->cap) {
-    struct dist_cache old = *c;
-    c->cap = c->cap ? c->cap * 2 : 64;
-    c->slots = xcalloc (c->cap, sizeof *c->slots);
-    c->n = 0;
-    for (size_t j = 0; j < old.cap; j++)
-      if (old.slots[j].used) {
-        *cache_slot (c, &old.slots[j].key) = old.slots[j];
-        c->n++;
-      }
-    free (old.slots);
-  }
-  /* the key is whole 8-byte words (doubles, pointers, int64s, padded) */
   for (size_t j = 0; j + sizeof w <= len; j += sizeof w) {
     memcpy (&w, (const char *) k + j, sizeof w);
     h = (h ^ w) * 1099511628211ULL;
     h ^= h >> 29;
   }
-  i = h & (c->cap - 1);
-  while (c->slots[i].used && (chunk_key_len (&c->slots[i].key) != len ||
-                              memcmp (&c->slots[i].key, k, len) != 0))
-    i = (i + 1) & (c->cap - 1);
+  return h;
+}
+
+/* k's slot in c: its own, or the free one to fill. */
+static struct cache_slot *
+cache_slot (struct dist_cache *c, const struct chunk_key *k, size_t len, uint64_t h)
+{
+  size_t i;
+  if (c->n * 2 >= c->cap) {
+    struct cache_slot *old = c->slots;
+    size_t ocap = c->cap;
+    c->cap = c->cap ? c->cap * 2 : 64;
+    c->slots = xcalloc (c->cap, sizeof *c->slots);
+    for (size_t j = 0; j < ocap; j++)
+      if (old[j].key) {
+        for (i = old[j].hash & (c->cap - 1); c->slots[i].key; i = (i + 1) & (c->cap - 1))
+          ;
+        c->slots[i] = old[j];
+      }
+    free (old);
+  }
+  for (i = h & (c->cap - 1); c->slots[i].key; i = (i + 1) & (c->cap - 1))
+    if (c->slots[i].hash == h && c->slots[i].len == len && memcmp (c->slots[i].key, k, len) == 0)
+      break;
   return &c->slots[i];
 }
 
@@ -488,7 +529,18 @@ static int chunk_compute (struct plugin *pred, const struct model_cfg *m,
                           const struct perfmod_gpu *gpu, const struct dist_options *o,
                           const struct dist_plan *dp, const struct comm_groups *g,
                           int64_t layers, int64_t first_layer, bool embed, bool head,
-                          struct chunk_times *out, size_t *kernels, size_t *unique);
+                          struct chunk_times_rc *out, size_t *kernels, size_t *unique);
+
+/* The times of one recomputation, as chunk_compute's arithmetic makes them. */
+static void
+chunk_times_of (const struct chunk_times_rc *t, const struct dist_options *o,
+                struct chunk_times *out)
+{
+  int rc = o->train ? (int) o->s->recompute : RECOMPUTE_NONE;
+  *out = t->base;
+  out->recompute = t->recompute[rc];
+  out->bw = t->bw_acc + out->recompute;
+}
 
 static int
 chunk_predict (struct plugin *pred, const struct model_cfg *m, const struct perfmod_gpu *gpu,
@@ -498,29 +550,36 @@ chunk_predict (struct plugin *pred, const struct model_cfg *m, const struct perf
 {
   struct chunk_key key;
   struct cache_slot *slot;
-  size_t kernels = 0, unique = 0;
+  size_t kernels = 0, unique = 0, len;
+  uint64_t h;
   if (o->cache == NULL) {
-    if (chunk_compute (pred, m, gpu, o, dp, g, layers, first_layer, embed, head, out, &kernels,
+    struct chunk_times_rc t;
+    if (chunk_compute (pred, m, gpu, o, dp, g, layers, first_layer, embed, head, &t, &kernels,
                        &unique) < 0)
       return -1;
+    chunk_times_of (&t, o, out);
     r->kernels += kernels;
     r->unique_kernels += unique;
     return 0;
   }
   chunk_key_of (&key, pred, gpu, o, dp, g, layers, first_layer, embed, head);
-  slot = cache_slot (o->cache, &key);
-  if (!slot->used) {
+  len = chunk_key_len (&key);
+  h = key_hash (&key, len);
+  slot = cache_slot (o->cache, &key, len, h);
+  if (slot->key == NULL) {
     if (chunk_compute (pred, m, gpu, o, dp, g, layers, first_layer, embed, head, &slot->times,
                        &slot->kernels, &slot->unique_kernels) < 0)
       return -1;
-    slot->key = key;
-    slot->used = true;
+    slot->key = xmalloc (len);
+    memcpy (slot->key, &key, len);
+    slot->len = len;
+    slot->hash = h;
     o->cache->n++;
     o->cache->misses++;
   }
   else
     o->cache->hits++;
-  *out = slot->times;
+  chunk_times_of (&slot->times, o, out);
   r->kernels += slot->kernels;
   r->unique_kernels += slot->unique_kernels;
   return 0;
@@ -530,8 +589,9 @@ static int
 chunk_compute (struct plugin *pred, const struct model_cfg *m, const struct perfmod_gpu *gpu,
                const struct dist_options *o, const struct dist_plan *dp,
                const struct comm_groups *g, int64_t layers, int64_t first_layer, bool embed,
-               bool head, struct chunk_times *out, size_t *kernels, size_t *unique)
+               bool head, struct chunk_times_rc *times, size_t *kernels, size_t *unique)
 {
+  struct chunk_times *out = &times->base;
   struct graph gr;
   struct prediction pr;
   struct run_options ro;
@@ -569,17 +629,20 @@ chunk_compute (struct plugin *pred, const struct model_cfg *m, const struct perf
   /* Recomputation runs forwards again before the backward: selective
    * the attention core (Korthikanti et al. 2022), full the whole layer
    * with its collectives. */
+  memset (times->recompute, 0, sizeof times->recompute);
+  if (o->train)
+    for (int rc = RECOMPUTE_SELECTIVE; rc <= RECOMPUTE_FULL; rc++)
+      for (size_t i = gr.layer_begin; i < gr.layer_end; i++)
+        if (rc == RECOMPUTE_FULL || gr.nodes[i].attn_core)
+          times->recompute[rc] += pr.per_node[i].t[PHASE_FW] * (double) graph_weight (&gr, i);
   out->recompute = 0;
-  if (o->train && o->s->recompute != RECOMPUTE_NONE)
-    for (size_t i = gr.layer_begin; i < gr.layer_end; i++)
-      if (o->s->recompute == RECOMPUTE_FULL || gr.nodes[i].attn_core)
-        out->recompute += pr.per_node[i].t[PHASE_FW] * (double) graph_weight (&gr, i);
   out->attn = 0;
   for (size_t i = 0; i < gr.n; i++)
     if (gr.nodes[i].attn_core)
       out->attn += pr.per_node[i].t[PHASE_FW] * (double) graph_weight (&gr, i);
   out->fw = t[PHASE_FW];
-  out->bw = t[PHASE_BW] + t[PHASE_ACC] + out->recompute;
+  times->bw_acc = t[PHASE_BW] + t[PHASE_ACC];
+  out->bw = times->bw_acc;
   for (int d = 0; d < NDIMS; d++)
     out->comm[d] = pr.comm_ms[d][PHASE_FW] + pr.comm_ms[d][PHASE_BW] + pr.comm_ms[d][PHASE_ACC];
   out->built = true;

@@ -109,6 +109,15 @@ struct pipe_result {
   double bubble;         /* idle fraction of the ranks over the step */
 };
 int pipeline_simulate (const struct pipe_input *in, struct pipe_result *out);
+/* Schedules compiled once per shape (stages, vp, micro-batches, schedule,
+ * backward) and rerun for each strategy's times: one thread's, never
+ * shared.  pipeline_simulate_with gives pipeline_simulate's answer, bit
+ * for bit (NULL progs, a log, or a shape not compiled: simulated). */
+struct pipe_progs;
+struct pipe_progs *pipe_progs_new (void);
+void pipe_progs_free (struct pipe_progs *pp);
+int pipeline_simulate_with (struct pipe_progs *pp, const struct pipe_input *in,
+                            struct pipe_result *out);
 
 /* ---- parallel.c: graph-level parallelism ---- */
 struct dist_options {

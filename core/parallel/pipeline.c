@@ -192,3 +192,251 @@ pipeline_simulate (const struct pipe_input *in, struct pipe_result *out)
 {
   return in->log ? simulate (in, out, in->log) : simulate (in, out, NULL);
 }
+
+/* ---- schedules compiled (perfmod search) ----
+ * Which operation the list scheduling above runs next depends only on
+ * which operations are done, never on their times (each finishes at or
+ * after 0 when no time is negative): the order and each operation's
+ * inputs are a function of the schedule's shape.  Compiled once, the
+ * order reruns for any times as one pass, with the same additions and
+ * comparisons in the same order as simulate(), so the same bits. */
+
+/* One operation: its rank, its time (forward of chunk c: c; backward:
+ * chunks + c), the operations whose ends it waits for (-1: none): a
+ * forward the previous chunk's forward; a backward its own forward and
+ * the next chunk's backward. */
+struct pipe_step {
+  uint16_t rank, cost;
+  int32_t dep, dep2;
+};
+struct pipe_prog {
+  int stages, vp, microbatches, backward;
+  enum pm_schedule schedule;
+  size_t n;
+  struct pipe_step *step;
+};
+struct pipe_progs {
+  struct pipe_prog *v;
+  size_t n, cap, bytes;
+  double *t;             /* scratch: each operation's end, the ranks' clocks, the times */
+  size_t tcap;
+};
+
+/* Compiled programs a thread keeps at most (bytes); beyond, it starts again. */
+#define PIPE_PROGS_BYTES ((size_t) 64 << 20)
+/* Operations of the largest schedule compiled: larger ones are simulated. */
+#define PIPE_PROG_MAX_STEPS ((size_t) 1 << 22)
+
+struct pipe_progs *
+pipe_progs_new (void)
+{
+  return xcalloc (1, sizeof (struct pipe_progs));
+}
+
+static void
+progs_clear (struct pipe_progs *pp)
+{
+  for (size_t i = 0; i < pp->n; i++)
+    free (pp->v[i].step);
+  pp->n = 0;
+  pp->bytes = 0;
+}
+
+void
+pipe_progs_free (struct pipe_progs *pp)
+{
+  if (pp) {
+    progs_clear (pp);
+    free (pp->v);
+    free (pp->t);
+    free (pp);
+  }
+}
+
+/* Operation idx of rank's order: rank_order's, without the others. */
+static struct pop
+rank_op (const struct pipe_input *in, int rank, size_t idx)
+{
+  int p = in->stages, m = in->microbatches, v = in->vp > 1 ? in->vp : 1;
+  int total = m * v, k = (int) idx, warm;
+  bool interleaved = in->schedule == SCHED_INTERLEAVED;
+
+  if (!in->backward)
+    return v > 1 ? interleaved_op (k, false, p, v, rank) : (struct pop) { false, k, rank };
+  if (in->schedule == SCHED_GPIPE)
+    return k < m ? (struct pop) { false, k, rank } : (struct pop) { true, k - m, rank };
+  if (interleaved) {
+    warm = (p - rank - 1) * 2 + (v - 1) * p;
+    if (warm > total)
+      warm = total;
+  }
+  else {
+    warm = p - rank - 1 < m ? p - rank - 1 : m;
+    total = m;
+  }
+  if (k < warm)                                          /* warm-up forwards */
+    return interleaved ? interleaved_op (k, false, p, v, rank) : (struct pop) { false, k, rank };
+  if (k < warm + 2 * (total - warm)) {                   /* one forward, one backward */
+    int j = (k - warm) / 2;
+    bool bw = (k - warm) % 2 == 1;
+    int at = bw ? j : warm + j;
+    return interleaved ? interleaved_op (at, bw, p, v, rank) : (struct pop) { bw, at, rank };
+  }
+  k -= warm + 2 * (total - warm) - (total - warm);       /* the last backwards */
+  return interleaved ? interleaved_op (k, true, p, v, rank) : (struct pop) { true, k, rank };
+}
+
+/* simulate()'s sweep, with what is done instead of when: false when it
+ * would fail (a deadlock, micro-batches not in rounds of pp) or the
+ * shape is too large to compile (simulate() then answers). */
+static bool
+prog_compile (const struct pipe_input *in, struct pipe_prog *pg)
+{
+  int p = in->stages, m = in->microbatches, v = in->vp > 1 ? in->vp : 1, chunks = p * v;
+  size_t per_rank = (size_t) (in->backward ? 2 : 1) * (size_t) m * (size_t) v;
+  size_t total = (size_t) p * per_rank, n = 0, *next;
+  struct pop *cur;
+  int32_t *fpos, *bpos;
+  bool ok = true;
+
+  if (p < 1 || m < 1 || (v > 1 && m % p != 0) || p > UINT16_MAX || 2 * (size_t) chunks > UINT16_MAX ||
+      (size_t) p * per_rank > PIPE_PROG_MAX_STEPS)
+    return false;
+  cur = xcalloc ((size_t) p, sizeof *cur);
+  next = xcalloc ((size_t) p, sizeof *next);
+  fpos = xmalloc ((size_t) chunks * (size_t) m * sizeof *fpos);
+  bpos = xmalloc ((size_t) chunks * (size_t) m * sizeof *bpos);
+  for (size_t i = 0; i < (size_t) chunks * (size_t) m; i++)
+    fpos[i] = bpos[i] = -1;
+  for (int r = 0; r < p; r++)
+    cur[r] = rank_op (in, r, 0);
+  memset (pg, 0, sizeof *pg);
+  pg->step = xmalloc (total * sizeof *pg->step);
+  while (n < total && ok) {
+    bool moved = false;
+    for (int r = 0; r < p; r++) {
+      while (next[r] < per_rank) {
+        const struct pop *o = &cur[r];
+        size_t at = (size_t) o->chunk * (size_t) m + (size_t) o->mb;
+        int32_t dep = -1, dep2 = -1;
+        if (!o->bw) {
+          if (o->chunk > 0 && (dep = fpos[at - (size_t) m]) < 0)
+            break;
+        }
+        else {
+          if ((dep = fpos[at]) < 0)
+            break;
+          if (o->chunk < chunks - 1 && (dep2 = bpos[at + (size_t) m]) < 0)
+            break;
+        }
+        pg->step[n] = (struct pipe_step) { (uint16_t) r,
+                                           (uint16_t) (o->bw ? chunks + o->chunk : o->chunk),
+                                           dep, dep2 };
+        (o->bw ? bpos : fpos)[at] = (int32_t) n;
+        n++;
+        if (++next[r] < per_rank)
+          cur[r] = rank_op (in, r, next[r]);
+        moved = true;
+      }
+    }
+    ok = moved;
+  }
+  free (cur);
+  free (next);
+  free (fpos);
+  free (bpos);
+  if (!ok) {
+    free (pg->step);
+    return false;
+  }
+  pg->stages = p;
+  pg->vp = in->vp;
+  pg->microbatches = m;
+  pg->schedule = in->schedule;
+  pg->backward = in->backward;
+  pg->n = n;
+  return true;
+}
+
+/* The compiled order run over in's times: simulate()'s arithmetic, step
+ * by step. */
+static void
+prog_run (struct pipe_progs *pp, const struct pipe_prog *pg, const struct pipe_input *in,
+          struct pipe_result *out)
+{
+  int p = pg->stages, chunks = p * (pg->vp > 1 ? pg->vp : 1);
+  size_t need = pg->n + (size_t) p + 2 * (size_t) chunks;
+  double *t, *clock, *cost, p2p = in->p2p_ms, step = 0, busy = 0;
+  if (need > pp->tcap) {
+    free (pp->t);
+    pp->tcap = need;
+    pp->t = xmalloc (need * sizeof *pp->t);
+  }
+  t = pp->t;
+  clock = t + pg->n;
+  cost = clock + p;
+  memset (clock, 0, (size_t) p * sizeof *clock);
+  memcpy (cost, in->fw_ms, (size_t) chunks * sizeof *cost);
+  if (in->backward)
+    memcpy (cost + chunks, in->bw_ms, (size_t) chunks * sizeof *cost);
+  for (size_t i = 0; i < pg->n; i++) {
+    const struct pipe_step *st = &pg->step[i];
+    double ready, c = cost[st->cost], start;
+    if (st->cost < chunks)
+      ready = st->dep >= 0 ? t[st->dep] + p2p : 0;
+    else {
+      ready = t[st->dep];
+      if (st->dep2 >= 0) {
+        double later = t[st->dep2];
+        if (later + p2p > ready)
+          ready = later + p2p;
+      }
+    }
+    start = clock[st->rank] > ready ? clock[st->rank] : ready;
+    clock[st->rank] = start + c;
+    busy += c;
+    t[i] = clock[st->rank];
+  }
+  for (int r = 0; r < p; r++)
+    if (clock[r] > step)
+      step = clock[r];
+  memset (out, 0, sizeof *out);
+  out->step_ms = step;
+  out->bubble = step > 0 ? 1 - busy / ((double) p * step) : 0;
+}
+
+int
+pipeline_simulate_with (struct pipe_progs *pp, const struct pipe_input *in,
+                        struct pipe_result *out)
+{
+  int chunks = in->stages * (in->vp > 1 ? in->vp : 1);
+  struct pipe_prog *pg = NULL;
+  if (pp == NULL || in->log || in->stages < 1)
+    return pipeline_simulate (in, out);
+  /* a negative time could end an operation before 0, which simulate()
+   * takes for not done: its order would then depend on the times */
+  for (int c = 0; c < chunks; c++)
+    if (in->fw_ms[c] < 0 || (in->backward && in->bw_ms[c] < 0))
+      return pipeline_simulate (in, out);
+  for (size_t i = 0; i < pp->n && pg == NULL; i++)
+    if (pp->v[i].stages == in->stages && pp->v[i].vp == in->vp &&
+        pp->v[i].microbatches == in->microbatches && pp->v[i].schedule == in->schedule &&
+        pp->v[i].backward == in->backward)
+      pg = &pp->v[i];
+  if (pg == NULL) {
+    struct pipe_prog new;
+    if (!prog_compile (in, &new))
+      return pipeline_simulate (in, out);
+    if (pp->bytes + new.n * sizeof *new.step > PIPE_PROGS_BYTES)
+      progs_clear (pp);
+    if (pp->n == pp->cap) {
+      pp->cap = pp->cap ? 2 * pp->cap : 16;
+      pp->v = xrealloc (pp->v, pp->cap * sizeof *pp->v);
+    }
+    pp->bytes += new.n * sizeof *new.step;
+    pg = &pp->v[pp->n++];
+    *pg = new;
+  }
+  prog_run (pp, pg, in, out);
+  return 0;
+}
