@@ -33,4 +33,20 @@ loop=$(echo "$n / ($t1 - $t0)" | bc -l)
 rate=$(jq '.configurations / .seconds' "$TMP/roofline.json")
 printf 'baseline: the CLI in a shell loop, %d configurations: %.0f configurations/s\n' "$n" "$loop"
 printf 'ratio: search / shell loop = %.0fx (roofline)\n' "$(echo "$rate / $loop" | bc -l)"
+# The peer: Calculon's own evaluation loop (scripts/bench-calculon.sh) when CALCULON_DIR
+# names a checkout of github.com/calculon-ai/calculon, measured in this run; else the
+# figure that script measured on the 2-core development machine (doc/search.md).
+peer=
+if [ -n "${CALCULON_DIR:-}" ]; then
+  peer=$(sh "$(dirname "$0")/bench-calculon.sh" "$CALCULON_DIR" 2>/dev/null |
+         sed -n 's/.*: \([0-9.]*\) configurations\/s.*/\1/p')
+fi
+if [ -n "$peer" ]; then
+  printf 'peer: Calculon, measured in this run (one process): %.0f configurations/s\n' "$peer"
+else
+  peer=320
+  echo "peer: Calculon, 320 configurations/s per core (scripts/bench-calculon.sh on a 20,000-configuration sample of its 11.7M-configuration space for the same case, 2026-11-25; set CALCULON_DIR to measure it here)"
+fi
+printf 'ratio: search on %d threads / Calculon in one process = %.0fx per configuration (roofline; the spaces differ: doc/search.md)\n' \
+  "$(nproc)" "$(echo "$rate / $peer" | bc -l)"
 echo "targets (issue 22): roofline full space <= 10 s and >= 100,000 configurations/s; tile-mlp <= 60 s"
