@@ -167,6 +167,17 @@ copy (struct bctx *c, const char *name, const char *opname, double read, double 
   }
 }
 
+/* Grouped key/value heads expanded to the h query heads (repeat_kv),
+ * as eager attention needs them: each of k and v read once, written h
+ * / kvh times. */
+static void
+repeat_kv (struct bctx *c, int64_t h, int64_t kvh, int64_t dh)
+{
+  double rep = (double) c->b * (double) h * (double) c->kv * (double) dh;
+  copy (c, "repeat_k", "expand", rep / (double) (h / kvh), rep);
+  copy (c, "repeat_v", "expand", rep / (double) (h / kvh), rep);
+}
+
 static void
 dropout (struct bctx *c, const char *name, double elems)
 {
@@ -815,11 +826,8 @@ eng_attention (struct bctx *c)
   }
   /* reads q, k and v; writes q rotated and k, v into the cache */
   te_vec (c, "rope_kv_cache_write", "mul", t * (h + 2 * kvh), dh, 2, 0, 0);
-  if (kvh < h && !c->flash) {
-    double rep = (double) c->b * (double) h * (double) c->kv * (double) dh;
-    copy (c, "repeat_k", "expand", rep / (double) (h / kvh), rep);
-    copy (c, "repeat_v", "expand", rep / (double) (h / kvh), rep);
-  }
+  if (kvh < h && !c->flash)
+    repeat_kv (c, h, kvh, dh);
   c->softcap = m->softcap;
   attention_core (c, h, dh, "mulu", "add", (double) c->b * causal, false);
   c->softcap = false;
@@ -947,11 +955,8 @@ llama_layer (struct bctx *c)
     double kvnew = 2.0 * (double) t * (double) (kvh * dh);
     copy (c, "kv_cache_write", "copy", kvnew, 0);
   }
-  if (kvh < h && !(c->o->engine && c->flash)) {  /* repeat_kv: materialise h heads of k and v */
-    double rep = (double) c->b * (double) h * (double) c->kv * (double) dh;
-    copy (c, "repeat_k", "expand", rep / (double) (h / kvh), rep);
-    copy (c, "repeat_v", "expand", rep / (double) (h / kvh), rep);
-  }
+  if (kvh < h && !(c->o->engine && c->flash))
+    repeat_kv (c, h, kvh, dh);
   attention_core (c, h, dh, "divu", "add", (double) c->b * causal, false);
   copy (c, "merge_heads", "contiguous", tq, tq);
   linear (c, "self_attn_o_proj", t, h * dh, d, false);
@@ -1078,11 +1083,8 @@ gqa_attention (struct bctx *c)
     double kvnew = 2.0 * (double) t * (double) (kvh * dh);
     copy (c, "kv_cache_write", "copy", kvnew, 0);
   }
-  if (kvh < h && !(c->o->engine && c->flash)) {
-    double rep = (double) c->b * (double) h * (double) c->kv * (double) dh;
-    copy (c, "repeat_k", "expand", rep / (double) (h / kvh), rep);
-    copy (c, "repeat_v", "expand", rep / (double) (h / kvh), rep);
-  }
+  if (kvh < h && !(c->o->engine && c->flash))
+    repeat_kv (c, h, kvh, dh);
   c->softcap = m->softcap;
   attention_core (c, h, dh, "mulu", "add", (double) c->b * causal, false);
   c->softcap = false;
@@ -1319,11 +1321,8 @@ te_unfused_attention (struct bctx *c, int64_t h, int64_t kvh, int64_t dh, bool d
   int64_t bh = c->b * h, rows = bh * c->s;
   double scores = (double) rows * (double) c->kv;
   size_t first = c->g->n;
-  if (kvh < h) {
-    double rep = (double) c->b * (double) h * (double) c->kv * (double) dh;
-    copy (c, "repeat_k", "expand", rep / (double) (h / kvh), rep);
-    copy (c, "repeat_v", "expand", rep / (double) (h / kvh), rep);
-  }
+  if (kvh < h)
+    repeat_kv (c, h, kvh, dh);
   bmm (c, "scores", bh, c->s, dh, c->kv);
   te_vec (c, "scale_mask_softmax", "softmax", rows, c->kv, 2, 3, 0);
   if (drop)
