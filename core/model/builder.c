@@ -871,6 +871,28 @@ expert_feeds (const struct shard *sh)
   return sh->ep_in_tp ? 1 : sh->experts;
 }
 
+/* With ep within the tp ranks the layer ends in an all-reduce, so it
+ * lasts as long as its busiest rank: each of the local experts is
+ * reached with probability p = 1 - (1 - k/E)^t, independently (as
+ * experts_reached), so a rank reaches local p of them on average with a
+ * variance local p (1 - p), and the most of ep ranks about sqrt (2 ln ep)
+ * standard deviations more (the expected maximum of ep normal
+ * variables, bounded so).  Nothing fitted: a decode step's few tokens
+ * land unevenly, a prefill's reach every expert everywhere. */
+static int64_t
+busiest_reached (const struct model_cfg *m, int64_t local, int64_t t, int ep, int64_t n)
+{
+  double p = 1 - pow (1 - (double) m->top_k / (double) m->experts, (double) t);
+  double mu = (double) local * p, sd = sqrt ((double) local * p * (1 - p));
+  int64_t busy;
+  if (ep < 2)
+    return n;
+  busy = (int64_t) ceil (mu + sd * sqrt (2 * log ((double) ep)) - 1e-9);
+  if (busy > local)
+    busy = local;
+  return busy > n ? busy : n;
+}
+
 static void
 moe_block (struct bctx *c, int64_t f, const char *act)
 {
@@ -885,6 +907,8 @@ moe_block (struct bctx *c, int64_t f, const char *act)
   int64_t reached = experts_reached (m, local, t * expert_feeds (sh), c->b * expert_feeds (sh),
                                      &te);
   double ted;
+  if (sh->ep_in_tp)              /* the busiest rank's experts, each with the mean tokens */
+    reached = busiest_reached (m, local, t, sh->experts, reached);
   if (sh->expert_load > 1)
     te = (int64_t) ceil ((double) te * sh->expert_load);
   ted = (double) te * (double) d;
