@@ -353,6 +353,10 @@ explain_serving (struct plugin_set *set, struct plugin *pl, const struct model_c
   s.vp = 1;
   q.s = &s;
   comm_groups_init (&g, &s, o->gpus_per_node);
+  if (s.etp > 0)
+    fprintf (out, "\nMoE layers (ep=%d x etp=%d within tp=%d): no dispatch or combine "
+             "all-to-all; the experts' outputs are summed by the tp all-reduce after them "
+             "(tp_allreduce_fw below the experts, over the %d ranks)\n", s.ep, s.etp, s.tp, s.tp);
   for (int phase = 0; phase < 2; phase++) {
     q.kv_len = phase ? kv_len : 0;
     for (int k = 0; k < s.pp; k++) {
@@ -492,8 +496,8 @@ predict_serving (struct cli *c, struct plugin_set *set, struct workload *w,
     json_t *arr = json_array ();
     json_object_set_new (root, "gen", json_integer (c->gen));
     json_object_set_new (root, "strategy",
-                         json_pack ("{s:i, s:i, s:i, s:i, s:i, s:i}", "tp", s->tp, "pp", s->pp,
-                                    "ep", s->ep, "dp", s->dp, "gpus", gpus,
+                         json_pack ("{s:i, s:i, s:i, s:i, s:i, s:i, s:i}", "tp", s->tp, "pp",
+                                    s->pp, "ep", s->ep, "etp", s->etp, "dp", s->dp, "gpus", gpus,
                                     "gpus_per_replica", replica));
     for (size_t p = 0; p < npred; p++) {
       json_t *e = json_pack ("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:b}",
@@ -535,6 +539,13 @@ predict_serving (struct cli *c, struct plugin_set *set, struct workload *w,
     printf ("strategy: tp=%d pp=%d ep=%d dp=%d: %d GPU%s per replica, %d replica%s (%d GPUs)\n",
             s->tp, s->pp, s->ep, s->dp, replica, replica == 1 ? "" : "s", s->dp,
             s->dp == 1 ? "" : "s", gpus);
+    if (s->etp > 0)
+      printf ("experts: ep=%d x etp=%d over the tp=%d ranks: %lld of the %lld experts per GPU, "
+              "each 1/%d of its width %lld; attention's all-reduce leaves every token on every "
+              "rank, each runs its experts on those routed to them (the busiest rank's), tp's "
+              "all-reduce after the feed-forward sums their outputs (no all-to-all)\n",
+              s->ep, s->etp, s->tp, (long long) (w->m.experts / s->ep), (long long) w->m.experts,
+              s->etp, (long long) (w->m.moe_ffn ? w->m.moe_ffn : w->m.ffn));
     printf ("\n%-20s", "");
     for (size_t p = 0; p < npred; p++)
       print_column_head (pls[p]);

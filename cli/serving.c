@@ -291,6 +291,12 @@ serving_run_predict (struct plugin_set *set, struct plugin *pred, const struct m
   s.tp = (int) run->tp;
   s.pp = (int) run->pp;
   s.ep = 1;
+  /* the experts over moe_ep ranks within the tp ones, each expert's width
+   * over moe_tp (etp); moe_ep 1: their width over tp, as before */
+  if (m->experts > 0 && run->moe_ep > 1) {
+    s.ep = (int) run->moe_ep;
+    s.etp = (int) run->moe_tp;
+  }
   memset (&o, 0, sizeof o);
   o.s = &s;
   o.prec = prec;
@@ -492,9 +498,9 @@ reproduce_serving (struct plugin_set *set, const struct gpu_db *gpus,
       pm_error_capture (NULL, 0);
       if (!loaded)
         r->skip = xasprintf ("built-in %s refused: %s", r->builtin, msg);
-      else if (m.experts > 0 && r->moe_ep > 1)
-        r->skip = xasprintf ("experts over moe_ep=%lld within the tp ranks (moe_tp=%lld): "
-                             "not modelled", (long long) r->moe_ep, (long long) r->moe_tp);
+      else if (m.experts > 0 && r->moe_ep > 1 && r->moe_ep * r->moe_tp != r->tp)
+        r->skip = xasprintf ("moe_ep=%lld x moe_tp=%lld is not tp=%lld: not modelled",
+                             (long long) r->moe_ep, (long long) r->moe_tp, (long long) r->tp);
     }
     for (size_t p = 0; p < npred && r->skip == NULL; p++) {
       double ttft = 0, tpot = 0, et, ep;

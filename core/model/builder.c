@@ -861,18 +861,62 @@ experts_reached (const struct model_cfg *m, int64_t local, int64_t t, int64_t ns
   return n;
 }
 
+/* A routed expert's width w on this rank: over the experts' own
+ * tensor-parallel degree where the plan gives one (ep within the tp
+ * ranks, serving), else over tp as the rest of the feed-forward. */
+static int64_t
+expert_width (const struct bctx *c, int64_t w)
+{
+  return w / (c->sh->expert_ffn > 0 ? c->sh->expert_ffn : c->sh->ffn);
+}
+
+/* The tokens of how many ranks feed this rank's experts: ep's where its
+ * ranks hold other tokens (from the data-parallel ranks), one where they
+ * are the tp ranks, each of which has every token after attention. */
+static int64_t
+expert_feeds (const struct shard *sh)
+{
+  return sh->ep_in_tp ? 1 : sh->experts;
+}
+
+/* With ep within the tp ranks the layer ends in an all-reduce, so it
+ * lasts as long as its busiest rank: each of the local experts is
+ * reached with probability p = 1 - (1 - k/E)^t, independently (as
+ * experts_reached), so a rank reaches local p of them on average with a
+ * variance local p (1 - p), and the most of ep ranks about sqrt (2 ln ep)
+ * standard deviations more (the expected maximum of ep normal
+ * variables, bounded so).  Nothing fitted: a decode step's few tokens
+ * land unevenly, a prefill's reach every expert everywhere. */
+static int64_t
+busiest_reached (const struct model_cfg *m, int64_t local, int64_t t, int ep, int64_t n)
+{
+  double p = 1 - pow (1 - (double) m->top_k / (double) m->experts, (double) t);
+  double mu = (double) local * p, sd = sqrt ((double) local * p * (1 - p));
+  int64_t busy;
+  if (ep < 2)
+    return n;
+  busy = (int64_t) ceil (mu + sd * sqrt (2 * log ((double) ep)) - 1e-9);
+  if (busy > local)
+    busy = local;
+  return busy > n ? busy : n;
+}
+
 static void
 moe_block (struct bctx *c, int64_t f, const char *act)
 {
   const struct model_cfg *m = c->m;
   const struct shard *sh = c->sh;
   /* Expert parallelism: this rank holds experts/ep experts, each fed by
-   * the tokens of all ep ranks; the busiest rank gets expert_load times
-   * the even share. */
+   * the tokens of all ep ranks (or, ep within the tp ranks, by this
+   * rank's, which are all); the busiest rank gets expert_load times the
+   * even share. */
   int64_t local = m->experts / sh->experts, te;
   int64_t t = c->t, d = m->hidden;
-  int64_t reached = experts_reached (m, local, t * sh->experts, c->b * sh->experts, &te);
+  int64_t reached = experts_reached (m, local, t * expert_feeds (sh), c->b * expert_feeds (sh),
+                                     &te);
   double ted;
+  if (sh->ep_in_tp)              /* the busiest rank's experts, each with the mean tokens */
+    reached = busiest_reached (m, local, t, sh->experts, reached);
   if (sh->expert_load > 1)
     te = (int64_t) ceil ((double) te * sh->expert_load);
   ted = (double) te * (double) d;
@@ -937,7 +981,7 @@ llama_layer (struct bctx *c)
     norm_kernel (c, "post_attention_layernorm", tn, d, true);
     site (c, PERFMOD_SITE_MLP_IN);
     if (m->family == FAM_MIXTRAL)
-      moe_block (c, c->fp, "silu");
+      moe_block (c, expert_width (c, m->ffn), "silu");
     else
       eng_ffn (c, "mlp_", t, d, c->fp, false);
     site (c, PERFMOD_SITE_MLP_OUT);
@@ -965,7 +1009,7 @@ llama_layer (struct bctx *c)
   rmsnorm (c, "post_attention_layernorm", tn, d);
   site (c, PERFMOD_SITE_MLP_IN);
   if (m->family == FAM_MIXTRAL)
-    moe_block (c, c->fp, "silu");
+    moe_block (c, expert_width (c, m->ffn), "silu");
   else
     swiglu (c, "mlp_", t, d, c->fp);
   site (c, PERFMOD_SITE_MLP_OUT);
@@ -1041,7 +1085,7 @@ modern_moe (struct bctx *c)
   const struct model_cfg *m = c->m;
   int64_t t = c->t, d = m->hidden;
   double td = (double) t * (double) d;
-  moe_block (c, m->moe_ffn / c->sh->ffn, "silu");
+  moe_block (c, expert_width (c, m->moe_ffn), "silu");
   if (m->shared_ffn == 0)
     return;
   ffn_block (c, "shared_expert_", t, m->shared_ffn / c->sh->ffn, false);
@@ -1341,7 +1385,8 @@ te_moe (struct bctx *c, int64_t f)
   const struct model_cfg *m = c->m;
   const struct shard *sh = c->sh;
   int64_t local = m->experts / sh->experts, t = c->t, d = m->hidden, te;
-  int64_t reached = experts_reached (m, local, t * sh->experts, c->b * sh->experts, &te);
+  int64_t reached = experts_reached (m, local, t * expert_feeds (sh), c->b * expert_feeds (sh),
+                                     &te);
   double routed = (double) t * (double) m->top_k * (double) d;
   if (sh->expert_load > 1)
     te = (int64_t) ceil ((double) te * sh->expert_load);
@@ -1386,7 +1431,7 @@ te_layer (struct bctx *c)
   te_norm (c, "pre_mlp_layernorm", tn, d);
   site (c, PERFMOD_SITE_MLP_IN);
   if (m->family == FAM_MIXTRAL)
-    te_moe (c, f);
+    te_moe (c, expert_width (c, m->ffn));
   else {
     linear (c, "linear_fc1", t, d, gpt ? f : 2 * f, false);
     if (gpt)
@@ -1455,7 +1500,7 @@ t5_ffn (struct bctx *c, bool sparse)
   int64_t t = c->t, d = c->m->hidden, f = c->fp;
   site (c, PERFMOD_SITE_MLP_IN);
   if (sparse)
-    moe_block (c, f, "relu");
+    moe_block (c, expert_width (c, c->m->ffn), "relu");
   else {
     linear (c, "mlp_wi", t, d, f, false);
     unary (c, "mlp_act", "relu", t, f);
@@ -1513,7 +1558,7 @@ switch_graph (struct bctx *c)
 /* About a second's building (a node holds a few hundred bytes). */
 #define MAX_EXPERT_BLOCKS (1 << 17)
 
-static const struct shard no_shard = { 1, 1, 1, 1, 1, 1.0, 0, 0, true, true, NULL, 0 };
+static const struct shard no_shard = { 1, 1, 1, 1, 1, 1.0, 0, 0, true, true, NULL, 0, 0, false };
 
 /* Degrees the model's shapes cannot take are refused, naming both. */
 static int
@@ -1530,13 +1575,16 @@ shard_check (const struct model_cfg *m, const struct shard *sh)
     return -1;
   }
   int64_t widths[] = { m->ffn, m->moe_ffn, m->shared_ffn };
-  for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++)
-    if (widths[i] % sh->ffn != 0) {
-      pm_error ("%s: tp=%d does not divide the %s width %lld", m->name, sh->ffn,
+  for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++) {
+    int div = i == 1 && sh->expert_ffn > 0 ? sh->expert_ffn : sh->ffn;
+    if (widths[i] % div != 0) {
+      pm_error ("%s: %s=%d does not divide the %s width %lld", m->name,
+                i == 1 && sh->expert_ffn > 0 ? "etp" : "tp", div,
                 i == 0 ? "feed-forward" : i == 1 ? "expert" : "shared experts'",
                 (long long) widths[i]);
       return -1;
     }
+  }
   if (sh->experts > 1 && (m->experts == 0 || m->experts % sh->experts != 0)) {
     if (m->experts == 0)
       pm_error ("%s: ep=%d: the model has no experts", m->name, sh->experts);

@@ -150,6 +150,9 @@ struct shard {           /* one rank's share of the model (divisors 1: none) */
   bool embed, head;      /* the stage has the input embedding, the output layer and loss */
   const struct comm_site *comms;
   size_t ncomms;
+  int expert_ffn;        /* the routed experts' width divisor; 0: ffn's */
+  bool ep_in_tp;         /* the expert-parallel ranks are the tensor-parallel ones: each
+                            has every token, none come from other ranks */
 };
 struct build_options {
   int64_t batch, seq;    /* sequences and tokens per sequence */

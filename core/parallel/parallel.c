@@ -54,15 +54,17 @@ comm_groups_init (struct comm_groups *g, const struct strategy *s, int gpus_per_
 }
 
 /* Parameters one device holds: its share of the embedding, the output
- * layer and of `frac` of the layers. */
+ * layer and of `frac` of the layers.  The routed experts' width is split
+ * expert_ffn ways (0: as the rest, pl->ffn). */
 static double
-device_params (const struct model_cfg *m, const struct perfmod_plan *pl, double frac, bool embed,
-               bool head, bool tied_copy)
+device_params (const struct model_cfg *m, const struct perfmod_plan *pl, int expert_ffn,
+               double frac, bool embed, bool head, bool tied_copy)
 {
   double emb, out, experts, rest, p;
+  double eff = expert_ffn > 0 ? (double) expert_ffn : (double) pl->ffn;
   model_param_parts (m, &emb, &out, &experts);
   rest = model_params (m) - emb - out - experts;
-  p = frac * (rest / pl->heads + experts / ((double) pl->ffn * pl->experts));
+  p = frac * (rest / pl->heads + experts / (eff * pl->experts));
   if (embed)
     p += emb / pl->vocab;
   if (head)
@@ -106,6 +108,8 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
                                                                        o->train);
   plan_init (&dp->plan);
   dp->ncomms = 0;
+  dp->expert_ffn = 0;
+  dp->ep_in_tp = false;
   for (size_t i = 0; i < sizeof plan_order / sizeof plan_order[0]; i++) {
     int dim = plan_order[i], degree = degree_of (s, dim);
     struct perfmod_parallel_case c;
@@ -131,9 +135,11 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
     c.kv_heads = (double) m->kv_heads;
     c.vocab = (double) m->vocab;
     /* gradients (fp32) and one layer's weights of an average stage so far */
-    double dev = device_params (m, &dp->plan, rank_share (m, s, 0), true, s->pp == 1, false);
+    double dev = device_params (m, &dp->plan, s->etp, rank_share (m, s, 0), true, s->pp == 1,
+                                false);
     c.grad_bytes = (o->train ? pr->grad_bytes : 4) * dev;
-    c.layer_param_bytes = device_params (m, &dp->plan, 1.0 / (double) m->layers, false, false,
+    c.layer_param_bytes = device_params (m, &dp->plan, s->etp, 1.0 / (double) m->layers, false,
+                                         false,
                                          false) * pr->weight_bytes;
     c.zero = s->zero;
     c.sequence_parallel = s->sp;
@@ -165,6 +171,14 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
     dp->plan.gradients *= p.gradients;
     dp->plan.optimizer *= p.optimizer;
     dp->plan.gradient_buffers += p.gradient_buffers;
+    /* ep within the tp ranks (etp given): every rank has every token
+     * after attention's all-reduce, so nothing is dispatched; each runs
+     * its experts on the tokens routed to them and tp's all-reduce after
+     * the feed-forward (MLP_OUT) sums their outputs, as TensorRT-LLM,
+     * vLLM and SGLang do without attention data parallelism.  The ep
+     * plugin's experts and load stand, its all-to-alls do not. */
+    if (dim == DIM_EP && s->etp > 0)
+      continue;
     for (int k = 0; k < p.ncomm; k++) {
       struct comm_site *cs = &dp->comms[dp->ncomms++];
       cs->collective = p.comm[k].collective;
@@ -174,6 +188,10 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
       cs->overlap = p.comm[k].overlap != 0;
       cs->dim = dim;
     }
+  }
+  if (s->etp > 0) {
+    dp->expert_ffn = s->etp;
+    dp->ep_in_tp = true;
   }
   /* Context parallelism (Megatron's ring attention): each layer passes
    * the key/value blocks of the rank's heads round the cp ranks, the
@@ -274,6 +292,8 @@ chunk_build (struct graph *gr, const struct model_cfg *m, const struct dist_opti
   sh.head = head;
   sh.comms = dp->comms;
   sh.ncomms = dp->ncomms;
+  sh.expert_ffn = dp->expert_ffn;
+  sh.ep_in_tp = dp->ep_in_tp;
   memset (&bo, 0, sizeof bo);
   bo.batch = o->s->mbs;
   bo.seq = o->seq / o->s->cp;          /* this rank's share of the sequence */
@@ -304,7 +324,7 @@ struct chunk_key {
   const void *pred, *gpu, *prec;
   int kernels, flash, fusion, train, embed, head, gpus_per_node, engine;
   int64_t mbs, seq, cp, layers, first_layer, kv_len;
-  int heads, ffn, vocab, tokens, experts;
+  int heads, ffn, vocab, tokens, experts, expert_ffn, ep_in_tp;
   double expert_load;
   int size[NDIMS];
   int64_t stride[NDIMS];
@@ -458,6 +478,8 @@ chunk_key_of (struct chunk_key *k, const struct plugin *pred, const struct perfm
   k->tokens = dp->plan.tokens;
   k->experts = dp->plan.experts;
   k->expert_load = dp->plan.expert_load;
+  k->expert_ffn = dp->expert_ffn;
+  k->ep_in_tp = dp->ep_in_tp;
   k->cp = o->s->cp;
   k->ncomms = 0;
   for (size_t i = 0; i < dp->ncomms; i++) {
@@ -744,6 +766,29 @@ dist_check (const struct model_cfg *m, const struct dist_options *o)
               (long long) m->experts);
     return -1;
   }
+  /* etp: the routed experts over ep x etp = tp ranks, the attention's
+   * (serving engines without attention data parallelism) */
+  if (s->etp > 0) {
+    if (o->train) {
+      pm_error ("etp=%d: experts over ep within the tp ranks is modelled for inference (serving "
+                "engines), not training", s->etp);
+      return -1;
+    }
+    if (m->experts == 0) {
+      pm_error ("%s: etp=%d: the model has no experts", m->name, s->etp);
+      return -1;
+    }
+    if ((int64_t) s->ep * s->etp != s->tp) {
+      pm_error ("etp=%d: ep=%d x etp=%d must equal tp=%d (the experts' ranks are the "
+                "attention's tensor-parallel ranks)", s->etp, s->ep, s->etp, s->tp);
+      return -1;
+    }
+    if (m->moe_ffn % s->etp != 0 || (m->moe_ffn == 0 && m->ffn % s->etp != 0)) {
+      pm_error ("%s: etp=%d does not divide the expert width %lld", m->name, s->etp,
+                (long long) (m->moe_ffn ? m->moe_ffn : m->ffn));
+      return -1;
+    }
+  }
   /* the families after Switch replicate key/value heads over tp ranks
    * beyond their number (as vLLM and Megatron-Core do) */
   bool kv_ok = m->kv_heads % s->tp == 0 || (m->family >= FAM_QWEN && s->tp % m->kv_heads == 0);
@@ -754,7 +799,7 @@ dist_check (const struct model_cfg *m, const struct dist_options *o)
               : "feed-forward width");
     return -1;
   }
-  if (m->moe_ffn % s->tp != 0 || m->shared_ffn % s->tp != 0) {
+  if ((s->etp == 0 && m->moe_ffn % s->tp != 0) || m->shared_ffn % s->tp != 0) {
     pm_error ("%s: tp=%d does not divide the %s width %lld", m->name, s->tp,
               m->moe_ffn % s->tp ? "expert" : "shared experts'",
               (long long) (m->moe_ffn % s->tp ? m->moe_ffn : m->shared_ffn));
@@ -802,7 +847,7 @@ rank_memory (const struct model_cfg *m, const struct perfmod_gpu *gpu,
   memset (&ms, 0, sizeof ms);
   ms.tp = s->tp;
   ms.sp = s->sp;
-  ms.params = device_params (m, &dp->plan, rank_share (m, s, r), embed, head,
+  ms.params = device_params (m, &dp->plan, dp->expert_ffn, rank_share (m, s, r), embed, head,
                             m->tied && p > 1 && head);
   ms.layer_copies = o->train ? lpc * inflight : lpc * v;
   ms.embed = embed;
@@ -939,7 +984,8 @@ dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cf
     site_seconds (&dp, PERFMOD_SITE_GRADS, &g, gpu, &plain, &over, by_dim);
     for (int c = 0; c < chunks; c += p)
       window += bw[c];
-    params = device_params (m, &dp.plan, rank_share (m, s, 0), true, p == 1, false);
+    params = device_params (m, &dp.plan, dp.expert_ffn, rank_share (m, s, 0), true, p == 1,
+                            false);
     buckets = ceil (params / DP_BUCKET_PARAMS);
     hidden = over * 1e3 * (1 - 1 / buckets);
     if (hidden > window)

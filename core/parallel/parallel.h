@@ -13,6 +13,9 @@ enum pm_kernels { KERNELS_EAGER, KERNELS_MEGATRON, KERNELS_TE };
 struct strategy {
   int tp, pp, dp, ep, mbs, vp, zero;
   int cp;                /* context parallelism: the sequence over cp ranks (ring attention) */
+  int etp;               /* the routed experts' tensor-parallel degree with ep within the tp
+                            ranks (serving: ep x etp = tp); 0: not given (the experts' width
+                            over tp, ep's ranks beside them) */
   int split[PM_MAX_STAGES];  /* layers per pipeline stage, given; nsplit 0: even */
   int nsplit;
   bool sp;               /* sequence parallelism with tp */
@@ -141,6 +144,8 @@ void dist_cache_free (struct dist_cache *c);
 void dist_cache_stats (const struct dist_cache *c, size_t *hits, size_t *misses);
 struct dist_plan {       /* the plugins' plans composed */
   struct perfmod_plan plan;
+  int expert_ffn;        /* the routed experts' width divisor (etp, else plan.ffn) */
+  bool ep_in_tp;         /* ep's ranks are tp's: each has every token (etp given) */
   struct comm_site comms[4 * PERFMOD_MAX_COMMS];
   size_t ncomms;
 };

@@ -29,12 +29,13 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
          unsigned *seen)
 {
   static const char *const keys[] = { "tp", "pp", "dp", "ep", "mbs", "vp", "zero",
-                                      "schedule", "recompute", "sp", "kernels", "split", "cp" };
+                                      "schedule", "recompute", "sp", "kernels", "split", "cp",
+                                      "etp" };
   int idx = word_index (key, keys, sizeof keys / sizeof keys[0]);
   int64_t v;
 
   if (idx < 0) {
-    pm_error ("%s: unknown strategy key '%s' (known: tp, pp, dp, cp, ep, mbs, vp, zero, "
+    pm_error ("%s: unknown strategy key '%s' (known: tp, pp, dp, cp, ep, etp, mbs, vp, zero, "
               "schedule, recompute, sp, kernels, split)",
               where, key);
     return -1;
@@ -115,6 +116,7 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
   case 5: s->vp = (int) v; break;
   case 6: s->zero = (int) v; break;
   case 12: s->cp = (int) v; break;
+  case 13: s->etp = (int) v; break;
   }
   return 0;
 }
