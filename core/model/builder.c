@@ -809,6 +809,20 @@ eng_ffn (struct bctx *c, const char *prefix, int64_t rows, int64_t d, int64_t f,
   linear (c, buf, rows, f, d, bias);
 }
 
+/* The reached experts' feed-forward blocks as an engine runs them: one
+ * grouped GEMM over all of them for gate and up (a batched product of
+ * `reached` GEMMs of te rows, each with its own weights), one kernel for
+ * the activation, one grouped GEMM for down. */
+static void
+eng_experts (struct bctx *c, int64_t reached, int64_t te, int64_t d, int64_t f)
+{
+  bool gated = !c->m->layernorm;
+  bmm (c, "experts_gate_up_proj", reached, te, d, gated ? 2 * f : f);
+  te_vec (c, "experts_act_and_mul", c->m->gelu || !gated ? "gelu" : "silu", reached * te, f,
+          gated ? 3 : 2, 0, 0);
+  bmm (c, "experts_down_proj", reached, te, f, d);
+}
+
 /* Grouped-query attention as an engine runs it: one QKV GEMM, the q/k
  * norms, rotary embeddings with the cache write, fused attention reading
  * the grouped heads in place, the output projection. */
@@ -924,11 +938,7 @@ moe_block (struct bctx *c, int64_t f, const char *act)
   if (c->eng) {                          /* top-k softmax, the experts' GEMMs, one weighted sum */
     te_vec (c, "router_topk", "softmax", t, m->experts, 2, 0, 0);
     site (c, PERFMOD_SITE_MOE_DISPATCH);
-    for (int64_t e = 0; e < reached; e++) {
-      char p[48];
-      snprintf (p, sizeof p, "expert_%lld_", (long long) e);
-      eng_ffn (c, p, te, d, f, false);
-    }
+    eng_experts (c, reached, te, d, f);
     site (c, PERFMOD_SITE_MOE_COMBINE);
     te_vec (c, "moe_sum", "add", t, d, (double) m->top_k + 1, 0, 0);
     return;
