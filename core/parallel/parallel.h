@@ -16,6 +16,7 @@ struct strategy {
   int split[PM_MAX_STAGES];  /* layers per pipeline stage, given; nsplit 0: even */
   int nsplit;
   bool sp;               /* sequence parallelism with tp */
+  bool tpo;              /* tp communication overlapped with the GEMMs (TE userbuffers) */
   enum pm_schedule schedule;
   enum pm_recompute recompute;
   enum pm_kernels kernels;
