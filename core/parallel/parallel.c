@@ -869,6 +869,7 @@ rank_memory (const struct model_cfg *m, const struct perfmod_gpu *gpu,
   memset (&ms, 0, sizeof ms);
   ms.tp = s->tp;
   ms.sp = s->sp;
+  ms.tpo = s->tpo;
   ms.params = device_params (m, &dp->plan, rank_share (m, s, r), embed, head,
                             m->tied && p > 1 && head);
   ms.layer_copies = o->train ? lpc * inflight : lpc * v;
