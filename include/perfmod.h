@@ -108,6 +108,9 @@ struct perfmod_search_row {
   double cost_usd;          /* train_hours x gpus x price; 0 without both */
   int tp, pp, dp, cp, ep, mbs, vp, zero, sp;   /* the strategy's numbers */
   uint64_t index;           /* position in the enumeration: equal steps rank by it */
+  /* Appended (check row_size): tp communication overlapped with the
+   * GEMMs (strategy key tpo; with sp and kernels=te only) */
+  int tpo;
 };
 
 /* Why configurations were pruned, in the order of the result's pruned[]. */
