@@ -259,17 +259,16 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
     json_decref (root);
   }
   else if (strcmp (c->format, "csv") == 0) {
-    printf ("predictor,step_ms,pipeline_ms,bubble,grads_ms,optimizer_ms,tp_comm_ms,"
-            "tp_overlapped_ms,ep_comm_ms,pp_comm_ms,dp_comm_ms,dp_overlapped_ms,mfu,memory_gb,"
-            "oom\n");
+    /* tp_overlapped_ms last: the columns before it keep their places */
+    printf ("predictor,step_ms,pipeline_ms,bubble,grads_ms,optimizer_ms,tp_comm_ms,ep_comm_ms,"
+            "pp_comm_ms,dp_comm_ms,dp_overlapped_ms,mfu,memory_gb,oom,tp_overlapped_ms\n");
     for (size_t p = 0; p < npred; p++)
-      printf ("%s,%.9g,%.9g,%.6f,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.6f,%.6g,%s\n",
+      printf ("%s,%.9g,%.9g,%.6f,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.6f,%.6g,%s,%.9g\n",
               names[p], r[p].step_ms, r[p].pipeline_ms, r[p].bubble, r[p].grads_ms,
-              r[p].optimizer_ms, r[p].comm_ms[DIM_TP], r[p].hidden_ms[DIM_TP],
-              r[p].comm_ms[DIM_EP], r[p].comm_ms[DIM_PP],
+              r[p].optimizer_ms, r[p].comm_ms[DIM_TP], r[p].comm_ms[DIM_EP], r[p].comm_ms[DIM_PP],
               r[p].comm_ms[DIM_DP], r[p].hidden_ms[DIM_DP],
               r[p].step_ms > 0 ? r[p].flops / (r[p].step_ms / 1e3) / peak : 0,
-              r[p].mem.total / 1e9, r[p].mem.oom ? "true" : "false");
+              r[p].mem.total / 1e9, r[p].mem.oom ? "true" : "false", r[p].hidden_ms[DIM_TP]);
     if (c->assumed)
       fprintf (stderr, "perfmod: assumed %s\n", c->assumed);
   }
