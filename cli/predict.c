@@ -180,6 +180,8 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
     assume (c, s->kernels == KERNELS_TE
             ? "dp gradients reduced during the backward (Megatron-Core; dp:overlap=0 turns it off)"
             : "dp gradients reduced after the backward (eager; dp:overlap=1 overlaps them)");
+  if (s->tp > 1 && s->sp && s->kernels == KERNELS_TE && w->train && !s->tpo)
+    assume (c, "tp collectives exposed (tpo=0; tpo=1 pipelines them with the GEMMs)");
   if (dist_check (&w->m, &o) < 0) {
     rc = EXIT_USAGE;
     goto out;
@@ -214,11 +216,11 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
                              w->m.layers);
     json_t *arr = json_array ();
     json_object_set_new (root, "strategy",
-                         json_pack ("{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:i, s:s, s:b, s:i, s:i, s:i}",
+                         json_pack ("{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:i, s:s, s:b, s:b, s:i, s:i, s:i}",
                                     "tp", s->tp, "pp", s->pp, "dp", s->dp, "cp", s->cp, "ep", s->ep, "mbs",
                                     s->mbs, "vp", s->vp, "schedule", schedule_name (s->schedule),
                                     "zero", s->zero, "recompute", recompute_name (s->recompute),
-                                    "sp", s->sp, "gpus", gpus, "nodes", nodes, "microbatches",
+                                    "sp", s->sp, "tpo", s->tpo, "gpus", gpus, "nodes", nodes, "microbatches",
                                     r[0].microbatches));
     for (size_t p = 0; p < npred; p++) {
       json_t *comm = json_object (), *hidden = json_object ();
@@ -257,23 +259,25 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
     json_decref (root);
   }
   else if (strcmp (c->format, "csv") == 0) {
+    /* tp_overlapped_ms last: the columns before it keep their places */
     printf ("predictor,step_ms,pipeline_ms,bubble,grads_ms,optimizer_ms,tp_comm_ms,ep_comm_ms,"
-            "pp_comm_ms,dp_comm_ms,dp_overlapped_ms,mfu,memory_gb,oom\n");
+            "pp_comm_ms,dp_comm_ms,dp_overlapped_ms,mfu,memory_gb,oom,tp_overlapped_ms\n");
     for (size_t p = 0; p < npred; p++)
-      printf ("%s,%.9g,%.9g,%.6f,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.6f,%.6g,%s\n", names[p],
-              r[p].step_ms, r[p].pipeline_ms, r[p].bubble, r[p].grads_ms, r[p].optimizer_ms,
-              r[p].comm_ms[DIM_TP], r[p].comm_ms[DIM_EP], r[p].comm_ms[DIM_PP],
+      printf ("%s,%.9g,%.9g,%.6f,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.6f,%.6g,%s,%.9g\n",
+              names[p], r[p].step_ms, r[p].pipeline_ms, r[p].bubble, r[p].grads_ms,
+              r[p].optimizer_ms, r[p].comm_ms[DIM_TP], r[p].comm_ms[DIM_EP], r[p].comm_ms[DIM_PP],
               r[p].comm_ms[DIM_DP], r[p].hidden_ms[DIM_DP],
               r[p].step_ms > 0 ? r[p].flops / (r[p].step_ms / 1e3) / peak : 0,
-              r[p].mem.total / 1e9, r[p].mem.oom ? "true" : "false");
+              r[p].mem.total / 1e9, r[p].mem.oom ? "true" : "false", r[p].hidden_ms[DIM_TP]);
     if (c->assumed)
       fprintf (stderr, "perfmod: assumed %s\n", c->assumed);
   }
   else {
     /* the JSON's and CSV's names; bubble and mfu shown as percentages */
     static const char *const rows[] = { "step_ms", "pipeline_ms", "bubble_ms", "bubble",
-                                        "grads_ms", "optimizer_ms", "tp_comm_ms", "ep_comm_ms",
-                                        "pp_comm_ms", "dp_comm_ms", "dp_overlapped_ms", "mfu" };
+                                        "grads_ms", "optimizer_ms", "tp_comm_ms",
+                                        "tp_overlapped_ms", "ep_comm_ms", "pp_comm_ms",
+                                        "dp_comm_ms", "dp_overlapped_ms", "mfu" };
     printf ("perfmod %s: %s, %s, global batch %lld x seq %lld, %s, on %s (built graph, %lld "
             "layers)\n", PACKAGE_VERSION, w->m.name, w->train ? "training step" : "inference",
             (long long) w->batch, (long long) w->seq, w->prec->name, w->ge->name,
@@ -284,9 +288,9 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
     if (s->cp > 1)
       snprintf (cpbuf, sizeof cpbuf, " cp=%d", s->cp);
     printf ("strategy: tp=%d pp=%d dp=%d%s ep=%d mbs=%d vp=%d schedule=%s zero=%d recompute=%s "
-            "sp=%d kernels=%s", s->tp, s->pp, s->dp, cpbuf, s->ep, s->mbs, s->vp,
+            "sp=%d%s kernels=%s", s->tp, s->pp, s->dp, cpbuf, s->ep, s->mbs, s->vp,
             schedule_name (s->schedule), s->zero, recompute_name (s->recompute), s->sp,
-            kernels_name (s->kernels));
+            s->tpo ? " tpo=1" : "", kernels_name (s->kernels));
     for (int i = 0; i < s->nsplit; i++)
       printf ("%s%d", i ? ":" : " split=", s->split[i]);
     printf (": %d GPUs on %d node%s of %d, %d micro-batch%s per replica\n", gpus, nodes,
@@ -299,10 +303,11 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
       for (size_t p = 0; p < npred; p++) {
         const struct dist_result *x = &r[p];
         double v[] = { x->step_ms, x->pipeline_ms, x->bubble_ms, 100 * x->bubble, x->grads_ms,
-                       x->optimizer_ms, x->comm_ms[DIM_TP], x->comm_ms[DIM_EP],
+                       x->optimizer_ms, x->comm_ms[DIM_TP], x->hidden_ms[DIM_TP],
+                       x->comm_ms[DIM_EP],
                        x->comm_ms[DIM_PP], x->comm_ms[DIM_DP], x->hidden_ms[DIM_DP],
                        x->step_ms > 0 ? 100 * x->flops / (x->step_ms / 1e3) / peak : 0 };
-        if (i == 3 || i == 11)
+        if (i == 3 || i == 12)
           printf (" %13.1f%%", v[i]);
         else
           printf (" %14.3f", v[i]);
@@ -316,7 +321,8 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
             mem->reserve / 1e9, mem->total / 1e9, mem->capacity / 1e9,
             mem->oom ? "  OOM: does not fit" : "");
     printf ("\n\n(step = pipeline + grads + optim; *_comm_ms: rank 0's collectives per step, "
-            "tp/ep/pp ones inside pipeline_ms; grads_ms: the exposed part of dp's; predicted in "
+            "tp/ep/pp ones inside pipeline_ms, of tp's tp_overlapped_ms hidden behind GEMMs; "
+            "grads_ms: the exposed part of dp's; predicted in "
             "%.2f ms)\n",
             ((double) (t1.tv_sec - t0.tv_sec) * 1e3 + (double) (t1.tv_nsec - t0.tv_nsec) / 1e6));
     if (marked)

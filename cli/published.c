@@ -16,6 +16,7 @@ struct pub_run {
   int64_t gpus, tp, pp, dp, cp, ep, vp, mbs, batch, seq, sp;
   int zero;                   /* -1: Megatron's distributed optimizer where dp > 1 */
   bool unfused;               /* attention: the scores materialised */
+  bool tpo;                   /* tp communication overlap (the source says it was on) */
   double value, memory_gib;   /* memory_gib: NAN when not published */
   long line;
 };
@@ -56,7 +57,7 @@ runs_load (const char *path, struct pub_run **out, size_t *nout)
   static const char *const str_cols[] = { "id", "model", "gpu", "precision", "recompute",
                                           "metric", "value", "source" };
   struct csv_reader r;
-  int col_s[8], col_i[11], col_flops = -1, col_mem = -1, col_zero = -1, col_att = -1, rc;
+  int col_s[8], col_i[11], col_flops = -1, col_mem = -1, col_zero = -1, col_att = -1, col_tpo = -1, rc;
   struct pub_run *v = NULL;
   size_t n = 0;
   bool header = false;
@@ -86,6 +87,7 @@ runs_load (const char *path, struct pub_run **out, size_t *nout)
       col_mem = csv_column (f, r.nfields, "memory_gib");
       col_zero = csv_column (f, r.nfields, "zero");
       col_att = csv_column (f, r.nfields, "attention");
+      col_tpo = csv_column (f, r.nfields, "tpo");
       if (!ok)
         goto fail;
       header = true;
@@ -133,6 +135,14 @@ runs_load (const char *path, struct pub_run **out, size_t *nout)
         goto fail;
       }
       x.unfused = strcmp (f[col_att], "unfused") == 0;
+    }
+    x.tpo = false;
+    if (col_tpo >= 0 && (size_t) col_tpo < r.nfields && f[col_tpo][0]) {
+      if (strcmp (f[col_tpo], "0") && strcmp (f[col_tpo], "1")) {
+        pm_error ("%s:%ld: tpo '%s': expected 0, 1 or nothing", path, r.line, f[col_tpo]);
+        goto fail;
+      }
+      x.tpo = f[col_tpo][0] == '1';
     }
     if (word_index (f[col_s[5]], metrics, 5) < 0) {
       pm_error ("%s:%ld: metric '%s': expected step_s, tokens_per_s_per_gpu, tokens_per_s, "
@@ -255,6 +265,7 @@ run_setup (const struct pub_run *x, const struct model_cfg *m, const struct gpu_
   s->vp = (int) x->vp;
   s->mbs = (int) x->mbs;
   s->sp = x->sp != 0;
+  s->tpo = x->tpo;
   s->schedule = x->vp > 1 ? SCHED_INTERLEAVED : SCHED_1F1B;
   s->recompute = (enum pm_recompute) word_index (x->recompute, recompute_modes, 3);
   /* Megatron-Core's distributed optimizer, as its and NeMo's recipes run,

@@ -68,7 +68,9 @@ node_describe (const struct node *nd, const struct precision *prec, const char *
   }
   if (k.kclass == PERFMOD_KERNEL_COMM && !nd->fused && nd->ops[ph][0].dim != DIM_NONE)
     snprintf (coll, clen, "%s %s %.6gMB%s", dim_name (nd->ops[ph][0].dim), k.op, k.bytes / 1e6,
-              nd->ops[ph][0].overlap ? " (overlapped)" : "");
+              nd->ops[ph][0].overlap == PERFMOD_OVERLAP_GEMM
+              ? (nd->gemm ? " (pipelined with its GEMM)" : "")
+              : nd->ops[ph][0].overlap ? " (overlapped)" : "");
 }
 
 int

@@ -167,6 +167,10 @@ struct perfmod_parallel_case {
    * collectives use in place, and are reduced during the backward pass
    * (--overlap-grad-reduce, as its recipes run). */
   int megatron_core;
+  /* Appended (check struct_size): tp's collectives are to be pipelined
+   * with the GEMMs beside them (PERFMOD_OVERLAP_GEMM; strategy key tpo,
+   * Megatron-Core's --tp-comm-overlap; only with sequence_parallel). */
+  int tp_comm_overlap;
 };
 
 /* Graph-level parallelism.  A parallelism plugin's
@@ -202,7 +206,19 @@ struct perfmod_comm {
   int site;                 /* enum perfmod_site */
   int phase;                /* 0 forward, 1 backward */
   double bytes;             /* the whole buffer (all ranks' shares for gather and scatter) */
-  int overlap;              /* 1: may run behind backward computation */
+  int overlap;              /* enum perfmod_overlap: 0 on the critical path */
+};
+
+/* What a collective may hide behind (perfmod_comm.overlap). */
+enum perfmod_overlap {
+  PERFMOD_OVERLAP_NONE = 0,
+  PERFMOD_OVERLAP_PHASE = 1, /* the computation of its phase (ZeRO-3 prefetch, ring attention,
+                                bucketed gradients) */
+  /* Appended: pipelined with the one GEMM beside its site only (the
+   * column-parallel GEMM after an *_IN site, the row-parallel GEMM
+   * before an *_OUT site), split into degree chunks: Transformer
+   * Engine's userbuffers.  A core that predates it treats it as 1. */
+  PERFMOD_OVERLAP_GEMM = 2
 };
 
 /* Filled by plan(); the core starts it at divisors 1 and no collectives. */

@@ -61,8 +61,8 @@ int perfmod_predict (perfmod_ctx *ctx, const struct perfmod_request *req,
 /* ---- Search: every parallel configuration of a training step ----
  * What perfmod search does: every tp, pp, cp, dp, ep, micro-batch,
  * schedule (1F1B, GPipe, interleaved with vp), uneven layer splits,
- * ZeRO stage, recomputation and sequence parallelism
- * of the model's training step on `gpus` GPUs enumerated, the ones that
+ * ZeRO stage, recomputation, sequence parallelism and, with it under
+ * kernels=te, tensor-parallel communication overlap (tpo) of the model's training step on `gpus` GPUs enumerated, the ones that
  * cannot run pruned and counted by reason, the rest predicted on `jobs`
  * threads, the best `top` returned, best first (doc/search.md).
  *
@@ -108,6 +108,9 @@ struct perfmod_search_row {
   double cost_usd;          /* train_hours x gpus x price; 0 without both */
   int tp, pp, dp, cp, ep, mbs, vp, zero, sp;   /* the strategy's numbers */
   uint64_t index;           /* position in the enumeration: equal steps rank by it */
+  /* Appended (check row_size): tp communication overlapped with the
+   * GEMMs (strategy key tpo; with sp and kernels=te only) */
+  int tpo;
 };
 
 /* Why configurations were pruned, in the order of the result's pruned[]. */

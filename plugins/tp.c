@@ -1,6 +1,7 @@
 /* tp.c: tensor parallelism: Megatron's column- and row-parallel layers (optionally sequence-parallel), and the seeds' closed form. */
 #include <config.h>
 
+#include <stddef.h>
 #include <stdio.h>
 
 #include "perfmod-plugin.h"
@@ -26,12 +27,19 @@ tp_explain (void *state, const struct perfmod_parallel_case *c, struct perfmod_r
  * with it, the norm/dropout regions hold 1/Y of the tokens, and an
  * all-gather before each block and a reduce-scatter after it replace the
  * all-reduce (the backward mirrors them and re-gathers the input for the
- * weight gradient). */
+ * weight gradient).  With tp_comm_overlap (Megatron-Core's
+ * --tp-comm-overlap) the per-layer ones are pipelined with their GEMMs;
+ * the embedding's and the output layer's stay exposed. */
 static int
 tp_plan (void *state, const struct perfmod_parallel_case *c, struct perfmod_plan *p)
 {
   int y = c->degree;
   double act = c->mb_tokens * c->hidden * c->elem_bytes;
+  /* Transformer Engine's userbuffers pipeline each block's gathers and
+   * scatters with the GEMM beside them (a core before tp_comm_overlap
+   * has no such field) */
+  int ub = c->struct_size > offsetof (struct perfmod_parallel_case, tp_comm_overlap) &&
+           c->tp_comm_overlap && c->sequence_parallel ? PERFMOD_OVERLAP_GEMM : 0;
   static const int in[] = { PERFMOD_SITE_ATTN_IN, PERFMOD_SITE_MLP_IN };
   static const int out[] = { PERFMOD_SITE_ATTN_OUT, PERFMOD_SITE_MLP_OUT };
   (void) state;
@@ -39,11 +47,11 @@ tp_plan (void *state, const struct perfmod_parallel_case *c, struct perfmod_plan
   if (c->sequence_parallel) {
     p->tokens = y;
     for (int i = 0; i < 2; i++) {
-      perfmod_plan_comm (p, PERFMOD_COLL_ALLGATHER, in[i], 0, act, 0);
-      perfmod_plan_comm (p, PERFMOD_COLL_REDUCE_SCATTER, out[i], 0, act, 0);
-      perfmod_plan_comm (p, PERFMOD_COLL_ALLGATHER, out[i], 1, act, 0);
-      perfmod_plan_comm (p, PERFMOD_COLL_ALLGATHER, in[i], 1, act, 0);
-      perfmod_plan_comm (p, PERFMOD_COLL_REDUCE_SCATTER, in[i], 1, act, 0);
+      perfmod_plan_comm (p, PERFMOD_COLL_ALLGATHER, in[i], 0, act, ub);
+      perfmod_plan_comm (p, PERFMOD_COLL_REDUCE_SCATTER, out[i], 0, act, ub);
+      perfmod_plan_comm (p, PERFMOD_COLL_ALLGATHER, out[i], 1, act, ub);
+      perfmod_plan_comm (p, PERFMOD_COLL_ALLGATHER, in[i], 1, act, ub);
+      perfmod_plan_comm (p, PERFMOD_COLL_REDUCE_SCATTER, in[i], 1, act, ub);
     }
     perfmod_plan_comm (p, PERFMOD_COLL_REDUCE_SCATTER, PERFMOD_SITE_EMBED, 0, act, 0);
     perfmod_plan_comm (p, PERFMOD_COLL_ALLGATHER, PERFMOD_SITE_EMBED, 1, act, 0);

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0820-training.sh: training steps as Megatron-Core runs them: fused against unfused attention, Transformer Engine's layer, recomputation's time per mode, Megatron's memory terms against its published figures, and the published runs' file.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 43
+plan 50
 
 near () { awk -v a="$1" -v b="$2" -v t="${3:-1e-9}" 'BEGIN { d = a / b - 1; exit !(b > 0 && d < t && d > -t) }'; }
 
@@ -175,4 +175,50 @@ ok $(awk -v a="$m3" -v b="$m0" -v u="$mu" 'BEGIN { exit !(a > 0 && a < b && u > 
 printf 'id,model\nr1,gpt3-2.7b\n' > "$TMP/runs.csv"
 expect_fail 2 "runs.csv:1: missing column 'gpu'" "a missing column: file:line" -- \
   reproduce --table published --published "$TMP/runs.csv"
+
+# --- tp communication overlap (tpo=1: Transformer Engine's userbuffers) ---
+# GPT-3 175B, tp=8 with sequence parallelism: never slower, less tp communication exposed
+G="--model gpt3-175b --gpu a100 --mode train --precision bf16 --batch 1536 --seq 2048 --predictor roofline,tile-mlp"
+rc=0
+for st in tp=8,pp=8,dp=16,sp=1 tp=8,pp=16,dp=8,sp=1,recompute=full tp=8,pp=8,dp=16,sp=1,mbs=2; do
+  run_pm $G --strategy "$st" --nodes 128 --format json; cp "$TMP/out" "$TMP/t0.json"
+  run_pm $G --strategy "$st,tpo=1" --nodes 128 --format json; cp "$TMP/out" "$TMP/t1.json"
+  jq -e -n --slurpfile a "$TMP/t0.json" --slurpfile b "$TMP/t1.json" '[range(2) as $i |
+      $a[0].predictions[$i] as $x | $b[0].predictions[$i] as $y |
+      $y.step_ms < $x.step_ms and $x.overlapped_ms.tp == 0 and $y.overlapped_ms.tp > 0 and
+      $y.comm_ms.tp == $x.comm_ms.tp and
+      ($y.comm_ms.tp - $y.overlapped_ms.tp) < 0.5 * $x.comm_ms.tp] | all' >/dev/null ||
+    { diag "$st: $(jq -c '[.predictions[] | [.step_ms, .comm_ms.tp, .overlapped_ms.tp]]' "$TMP/t0.json" "$TMP/t1.json")"; rc=1; }
+done
+ok $rc "GPT-3 175B tp=8: tpo=1 faster than tpo=0 on both predictors, with under half the tp communication exposed"
+# by hand on the tiny model (its GEMMs take nanoseconds, each collective 5 us: comm > gemm
+# at every site): exposed = comm/tp + (1 - 1/tp)(comm - gemm), so each site hides
+# (1 - 1/tp) gemm; the GEMMs: forward; backward the column-parallel ones' data and weight
+# gradients, the row-parallel ones' data gradient (half their backward)
+tiny="$TMP/tiny.json"     # GPT-2 style (Megatron-Core's GPT layer): L=4, d=8, 4 heads, f=32
+printf '{"model_type": "gpt2", "n_layer": 4, "n_embd": 8, "n_head": 4, "n_inner": 32,\n "n_positions": 16, "vocab_size": 16}\n' > "$tiny"
+T="--model $tiny --gpu h100 --mode train --batch 1 --seq 8 --predictor roofline"
+run_pm $T --strategy tp=2,sp=1,tpo=1 --per-op --format csv
+hand=$(awk -F, '$4 ~ /linear_(qkv|fc1)$/ { s += $10 * ($11 + $12) }
+                $4 ~ /linear_(proj|fc2)$/ { s += $10 * ($11 + $12 / 2) }
+                $6 == "COMM" && $9 >= 0 && ($11 + $12) < 1e-3 { bad = 1 }
+                END { if (!bad) printf "%.12g", s / 2 }' "$TMP/out")
+run_pm $T --strategy tp=2,sp=1,tpo=1 --format json; cp "$TMP/out" "$TMP/t1.json"
+run_pm $T --strategy tp=2,sp=1 --format json; cp "$TMP/out" "$TMP/t0.json"
+ok $([ -n "$hand" ] && near "$(jq '.predictions[0].overlapped_ms.tp' "$TMP/t1.json")" "$hand" 1e-9 && echo 0 || echo 1) \
+  "tiny GEMMs, slow links: tp_overlapped_ms = (1 - 1/tp) x the paired GEMMs' time ($hand ms), by hand"
+ok $(near "$(jq -n --slurpfile a "$TMP/t0.json" --slurpfile b "$TMP/t1.json" \
+       '$a[0].predictions[0].step_ms - $b[0].predictions[0].step_ms')" "$hand" 1e-3 && echo 0 || echo 1) \
+  "... and the step is that much shorter (one micro-batch, one rank)"
+# the userbuffers: ten gathered micro-batch activations (8 tokens x 8 wide, bf16; memory in GB)
+ok $(jq -e -n --slurpfile a "$TMP/t0.json" --slurpfile b "$TMP/t1.json" \
+       '(($b[0].predictions[0].memory.activations - $a[0].predictions[0].memory.activations) * 1e9
+         - 10 * 8 * 8 * 2 | fabs) < 1e-3' \
+       >/dev/null && echo 0 || echo 1) "tpo=1 keeps Transformer Engine's ten communication buffers"
+expect_one_line 2 "tpo=1: .*needs sp=1" "tpo=1 without sequence parallelism: refused, naming the key" -- \
+  $T --strategy tp=2,tpo=1
+expect_one_line 2 "tpo=1: .*needs tp>1" "tpo=1 with tp=1: refused, naming the key" -- \
+  $T --strategy tp=1,sp=1,tpo=1
+expect_one_line 2 "tpo=1: .*needs kernels=te" "tpo=1 with kernels=eager: refused, naming the key" -- \
+  $T --strategy tp=2,sp=1,tpo=1,kernels=eager
 finish

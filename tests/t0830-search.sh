@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0830-search.sh: perfmod search: the enumeration counted by hand on a small space, every pruning reason, thread-count independence, the best rerun with --strategy, and bad input.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 22
+plan 25
 
 tiny="$TMP/tiny.json"
 # GPT-2 style, 4 layers, width 8, 4 heads, ffn 32
@@ -10,13 +10,21 @@ T="search --model $tiny --gpus 4 --gpus-per-node 4 --global-batch 4 --seq 8"
 
 # By hand, with mbs=1 and vp=1 fixed: (tp, pp, dp) = (1,1,4): 4 ZeRO stages x 3 recomputes = 12;
 # (1,2,2): 12 less zero=3 with pp (3) = 9, twice (1F1B and GPipe) = 18; (1,4,1): 3 x 2 = 6;
-# (2,1,2): 4 x 3 x 2 (sp) = 24; (2,2,1): 6 x 2 = 12; (4,1,1): 6.  78 predicted, 6 pruned for
-# zero=3 with pp > 1; --fix prunes mbs 2, 4, 8, 16 in each of the 6 (tp, pp) pairs (24) and
-# vp=2 where pp=2 (2): 110 configurations.
+# (2,1,2): 4 x 3 x 3 (sp=0; sp=1 with tpo=0 and 1: the run is bf16 on an H100, so kernels=te)
+# = 36; (2,2,1): 6 x 3 = 18; (4,1,1): 3 x 3 = 9.  99 predicted, 6 pruned for zero=3 with
+# pp > 1; --fix prunes mbs 2, 4, 8, 16 in each of the 6 (tp, pp) pairs (24) and vp=2 where
+# pp=2 (2): 131 configurations.
 run_pm $T --fix mbs=1,vp=1 --max-cp 1 --format json
-ok $([ $rc -eq 0 ] && jq -e '.configurations == 110 and .predicted == 78 and .pruned.zero3_pp == 6 and
+ok $([ $rc -eq 0 ] && jq -e '.configurations == 131 and .predicted == 99 and .pruned.zero3_pp == 6 and
      .pruned.fixed == 26 and .pruned.memory == 0' "$TMP/out" >/dev/null && echo 0 || echo 1) \
-  "a small space counted by hand: 110 configurations, 78 predicted, 6 + 26 pruned"
+  "a small space counted by hand: 131 configurations, 99 predicted, 6 + 26 pruned"
+# without tpo: 21 fewer (sp=1 with tp > 1 once, not twice); tpo=1 fixed: the sp=1 ones alone
+run_pm $T --fix mbs=1,vp=1,tpo=0 --max-cp 1 --format json
+ok $([ $rc -eq 0 ] && jq -e '.predicted == 78' "$TMP/out" >/dev/null && echo 0 || echo 1) \
+  "--fix tpo=0: 78 predicted, as before tp communication overlap was searched"
+run_pm $T --fix mbs=1,vp=1,tpo=1 --max-cp 1 --format json
+ok $([ $rc -eq 0 ] && jq -e '.predicted == 21 and ([.best[].strategy | test("sp=1,.*tpo=1")] | all)' \
+     "$TMP/out" >/dev/null && echo 0 || echo 1) "--fix tpo=1: the 21 with sp=1, each printed with tpo=1"
 ok $(jq -e '[.best[].step_ms] | . == sort' "$TMP/out" >/dev/null && echo 0 || echo 1) "best first"
 ok $(jq -e '.best | length == 10' "$TMP/out" >/dev/null && echo 0 || echo 1) "--top defaults to 10"
 
@@ -77,6 +85,13 @@ run_pm --model gpt3-2.7b --gpu h100 --mode train --batch 64 --seq 2048 --nodes 2
 ok $([ $rc -eq 0 ] && jq -e --argjson s "$step" --argjson m "$mem" \
      '.predictions[0] | ((.step_ms / $s - 1) | fabs) < 1e-9 and ((.memory.total / $m - 1) | fabs) < 1e-9' \
      "$TMP/out" >/dev/null && echo 0 || echo 1) "the best configuration rerun with --strategy $s: the same step and memory"
+# a tpo=1 configuration (the best with tp=8 and tp communication overlap) rerun the same
+run_pm search --model gpt3-2.7b --gpu h100 --gpus 16 --global-batch 64 --seq 2048 --fix tp=8,tpo=1 --format json --top 1
+s=$(jq -r '.best[0].strategy' "$TMP/out") step=$(jq -r '.best[0].step_ms' "$TMP/out") mem=$(jq -r '.best[0].memory_gb' "$TMP/out")
+run_pm --model gpt3-2.7b --gpu h100 --mode train --batch 64 --seq 2048 --nodes 2 --strategy "$s" --format json
+ok $([ $rc -eq 0 ] && case "$s" in *tpo=1*) true;; *) false;; esac && jq -e --argjson s "$step" --argjson m "$mem" \
+     '.strategy.tpo == true and (.predictions[0] | ((.step_ms / $s - 1) | fabs) < 1e-9 and ((.memory.total / $m - 1) | fabs) < 1e-9)' \
+     "$TMP/out" >/dev/null && echo 0 || echo 1) "a tpo=1 configuration rerun with --strategy $s: the same step and memory"
 
 # bad input
 expect_fail 2 "search needs --model, --gpus and --global-batch" "missing --gpus" -- search --model gpt3-2.7b --global-batch 8

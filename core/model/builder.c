@@ -70,6 +70,17 @@ site (struct bctx *c, int where)
   }
 }
 
+/* The collectives of nodes [first, end) that are pipelined with a GEMM
+ * (PERFMOD_OVERLAP_GEMM: tp's under Transformer Engine's userbuffers)
+ * run beside node gemm: the column-parallel GEMM after an *_IN site,
+ * the row-parallel one before an *_OUT site. */
+static void
+pair_gemm (struct bctx *c, size_t first, size_t end, size_t gemm)
+{
+  for (size_t i = first; i < end; i++)
+    c->g->nodes[i].gemm = gemm + 1;
+}
+
 static int
 vec_class (const char *op)
 {
@@ -1425,9 +1436,13 @@ te_layer (struct bctx *c)
   int64_t f = c->fp;
   bool gpt = m->family == FAM_GPT2;      /* biases, dropout, GeLU; else none, SwiGLU */
 
+  size_t at;                             /* the first node of a site's collectives */
+
   site (c, PERFMOD_SITE_PARAMS);
   te_norm (c, "input_layernorm", tn, d);
+  at = c->g->n;
   site (c, PERFMOD_SITE_ATTN_IN);
+  pair_gemm (c, at, c->g->n, c->g->n);
   linear (c, "linear_qkv", t, d, (h + 2 * kvh) * dh, gpt);
   if (!gpt)
     te_vec (c, "rotary", "mul", t * (h + kvh), dh, 2, 2, 0);
@@ -1436,13 +1451,19 @@ te_layer (struct bctx *c)
   else
     te_unfused_attention (c, h, kvh, dh, gpt);
   linear (c, "linear_proj", t, h * dh, d, false);
+  at = c->g->n;
   site (c, PERFMOD_SITE_ATTN_OUT);
+  pair_gemm (c, at, c->g->n, at - 1);
   te_residual (c, "bias_dropout_add_1", tn, d, gpt);
   te_norm (c, "pre_mlp_layernorm", tn, d);
+  at = c->g->n;
   site (c, PERFMOD_SITE_MLP_IN);
+  /* a routed layer's grouped GEMMs are not Transformer Engine's
+   * userbuffer-overlapped linears: its collectives stay exposed */
   if (m->family == FAM_MIXTRAL)
     te_moe (c, expert_width (c, m->ffn));
   else {
+    pair_gemm (c, at, c->g->n, c->g->n);
     linear (c, "linear_fc1", t, d, gpt ? f : 2 * f, false);
     if (gpt)
       te_vec (c, "bias_gelu", "gelu", t, f, 2, 3, 1);
@@ -1450,7 +1471,10 @@ te_layer (struct bctx *c)
       te_vec (c, "swiglu", "silu", t, f, 3, 5, 0);
     linear (c, "linear_fc2", t, f, d, false);
   }
+  at = c->g->n;
   site (c, PERFMOD_SITE_MLP_OUT);
+  if (m->family != FAM_MIXTRAL)
+    pair_gemm (c, at, c->g->n, at - 1);
   te_residual (c, "bias_dropout_add_2", tn, d, gpt);
 }
 

@@ -100,7 +100,7 @@ struct kop {             /* one kernel of a node */
    * and whether it may hide behind computation. */
   double bytes;
   int dim;
-  bool overlap;
+  int overlap;           /* enum perfmod_overlap */
   /* ATTENTION kernels: key/value heads, sliding window, causal mask */
   int64_t kv_heads, window;
   bool causal;
@@ -115,6 +115,8 @@ struct node {
   bool fused;            /* a fused element-wise chain: one kernel per phase */
   int64_t count;         /* in the layer span: layers of this node's kind (0: the graph's repeat) */
   bool attn_core;        /* the attention core: re-run by selective recomputation */
+  size_t gemm;           /* a site's collectives: 1 + the index of the GEMM node their
+                            PERFMOD_OVERLAP_GEMM ones are pipelined with; 0: none */
 };
 struct graph {
   char *source;          /* file it came from, or "builder" */
@@ -140,7 +142,7 @@ int opgraph_import (struct graph *g, const char *path, int64_t n_layer);
 struct comm_site {       /* a collective the plan puts at a site of the model */
   int collective, site, phase, dim;
   double bytes;
-  bool overlap;
+  int overlap;           /* enum perfmod_overlap */
 };
 struct shard {           /* one rank's share of the model (divisors 1: none) */
   int heads, ffn, vocab, tokens, experts;

@@ -6,6 +6,10 @@
 
 #include "internal.h"
 
+/* Transformer Engine's userbuffers for tp communication overlap: one
+ * communication buffer per overlapped GEMM role (see memory_estimate). */
+#define TE_UB_BUFFERS 10
+
 /* What the framework and allocator keep beyond the tensors: the CUDA
  * context and library workspaces, and fragmentation of the caching
  * allocator.  A documented estimate (doc/memory.md), not a measurement. */
@@ -138,6 +142,13 @@ memory_estimate (const struct model_cfg *m, const struct memory_options *o,
       out->activations += (o->megatron_core ? 4 : 2 * 4) * b * s * v / (sh ? sh->vocab : 1);
     if (!sh || sh->embed)
       out->activations += s * b * h * 2;
+    /* tp communication overlap (tpo=1): Transformer Engine's userbuffers
+     * keep one gathered micro-batch activation (tokens x hidden) per
+     * overlapped GEMM role, shared by the layers: TE's default list has
+     * ten (qkv, proj, fc1, fc2 forward; qkv, proj, fc1, fc2 data
+     * gradient; qkv, fc1 weight gradient) */
+    if (sh && sh->tpo)
+      out->activations += TE_UB_BUFFERS * b * s * h * eb;
   }
   else {
     out->weights = p * pr->weight_bytes;

@@ -144,6 +144,7 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
     c.zero = s->zero;
     c.sequence_parallel = s->sp;
     c.megatron_core = s->kernels == KERNELS_TE;
+    c.tp_comm_overlap = s->tpo;
     plan_init (&p);
     pm_current_plugin = pl->p.name;
     pm_plugin_errmsg[0] = '\0';
@@ -185,7 +186,9 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
       cs->site = p.comm[k].site;
       cs->phase = p.comm[k].phase;
       cs->bytes = p.comm[k].bytes;
-      cs->overlap = p.comm[k].overlap != 0;
+      /* a value this core does not know hides behind the phase, as 1 */
+      cs->overlap = p.comm[k].overlap == PERFMOD_OVERLAP_GEMM ? PERFMOD_OVERLAP_GEMM
+                    : p.comm[k].overlap != 0 ? PERFMOD_OVERLAP_PHASE : PERFMOD_OVERLAP_NONE;
       cs->dim = dim;
     }
   }
@@ -211,7 +214,7 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
       cs->site = PERFMOD_SITE_ATTN_IN;
       cs->phase = ph;
       cs->bytes = kv;
-      cs->overlap = true;
+      cs->overlap = PERFMOD_OVERLAP_PHASE;
       cs->dim = DIM_CP;
     }
   }
@@ -246,6 +249,8 @@ struct chunk_times {
   double comm[NDIMS];    /* ms per micro-batch */
   double fw_comm, bw_comm; /* of fw, bw: the collectives on the critical path */
   double attn;           /* of fw: the attention cores (ms per micro-batch) */
+  double tp_hidden;      /* tp's collectives hidden behind their GEMMs (tpo=1; ms per
+                            micro-batch, forward and backward) */
   double flops;          /* per micro-batch */
   bool built;
 };
@@ -607,12 +612,57 @@ chunk_predict (struct plugin *pred, const struct model_cfg *m, const struct perf
   return 0;
 }
 
+/* Transformer Engine's userbuffers (tpo=1): each collective marked
+ * PERFMOD_OVERLAP_GEMM is split into `chunks` (the tp degree) and
+ * pipelined with the GEMM beside its site, the GEMM split likewise.  The
+ * first chunk's transfer has nothing to hide behind; the others run under
+ * the GEMM's chunks as far as those last:
+ *   exposed = comm/chunks + (1 - 1/chunks) max(0, comm - gemm)
+ * with comm the site's pipelined collectives of the phase and gemm the
+ * paired GEMM's time in that phase: its forward; backward, after an *_IN
+ * site its data and weight gradients (the input re-gathered under the
+ * one, the data gradient scattered under the other), before an *_OUT
+ * site its data gradient only (half its backward: the weight gradient
+ * needs the whole gathered gradient).  What each phase hides, ms per
+ * micro-batch, goes to hidden[]. */
+static void
+gemm_overlap (const struct graph *gr, const struct prediction *pr, int chunks,
+              double hidden[NPHASES])
+{
+  double q = chunks > 1 ? 1.0 / chunks : 1.0;
+  size_t i = 0;
+  while (i < gr->n) {
+    size_t gemm = gr->nodes[i].gemm, j;
+    double comm[NPHASES] = { 0 };
+    if (gemm == 0) {
+      i++;
+      continue;
+    }
+    /* the site's collectives: consecutive nodes paired with one GEMM */
+    for (j = i; j < gr->n && gr->nodes[j].gemm == gemm; j++)
+      for (int p = PHASE_FW; p <= PHASE_BW; p++)
+        if (gr->nodes[j].nops[p] == 1 && gr->nodes[j].ops[p][0].overlap == PERFMOD_OVERLAP_GEMM)
+          comm[p] += pr->per_node[j].t[p];
+    for (int p = PHASE_FW; p <= PHASE_BW; p++) {
+      double g = pr->per_node[gemm - 1].t[p], exposed;
+      if (comm[p] <= 0)
+        continue;
+      if (p == PHASE_BW && gemm - 1 < i)
+        g /= 2;
+      exposed = comm[p] * q + (1 - q) * (comm[p] > g ? comm[p] - g : 0);
+      hidden[p] += (comm[p] - exposed) * (double) graph_weight (gr, i);
+    }
+    i = j;
+  }
+}
+
 static int
 chunk_compute (struct plugin *pred, const struct model_cfg *m, const struct perfmod_gpu *gpu,
                const struct dist_options *o, const struct dist_plan *dp,
                const struct comm_groups *g, int64_t layers, int64_t first_layer, bool embed,
                bool head, struct chunk_times_rc *times, size_t *kernels, size_t *unique)
 {
+  double gemm_hidden[NPHASES] = { 0 };
   struct chunk_times *out = &times->base;
   struct graph gr;
   struct prediction pr;
@@ -635,8 +685,10 @@ chunk_compute (struct plugin *pred, const struct model_cfg *m, const struct perf
   t[PHASE_FW] = pr.fw_ms;
   t[PHASE_BW] = pr.bw_ms;
   t[PHASE_ACC] = pr.acc_ms;
+  gemm_overlap (&gr, &pr, g->size[DIM_TP], gemm_hidden);
   /* Collectives marked to overlap (ZeRO-3's prefetched gathers) hide
-   * behind the phase's computation; the rest is on the critical path. */
+   * behind the phase's computation, tp's pipelined ones (tpo=1) behind
+   * their GEMMs; the rest is on the critical path. */
   out->fw_comm = out->bw_comm = 0;
   for (int p = 0; p < NPHASES; p++) {
     double comm = 0, compute, exposed;
@@ -645,6 +697,7 @@ chunk_compute (struct plugin *pred, const struct model_cfg *m, const struct perf
     compute = t[p] - comm;
     exposed = (comm - pr.overlap_ms[p]) +
               (pr.overlap_ms[p] > compute ? pr.overlap_ms[p] - compute : 0);
+    exposed -= gemm_hidden[p];
     t[p] = compute + exposed;
     *(p == PHASE_FW ? &out->fw_comm : &out->bw_comm) += exposed;
   }
@@ -657,6 +710,10 @@ chunk_compute (struct plugin *pred, const struct model_cfg *m, const struct perf
       for (size_t i = gr.layer_begin; i < gr.layer_end; i++)
         if (rc == RECOMPUTE_FULL || gr.nodes[i].attn_core)
           times->recompute[rc] += pr.per_node[i].t[PHASE_FW] * (double) graph_weight (&gr, i);
+  /* full recomputation runs the layers' forward collectives again,
+   * pipelined as the first time (the paired GEMMs are in the layers) */
+  times->recompute[RECOMPUTE_FULL] -= gemm_hidden[PHASE_FW];
+  out->tp_hidden = gemm_hidden[PHASE_FW] + gemm_hidden[PHASE_BW];
   out->recompute = 0;
   out->attn = 0;
   for (size_t i = 0; i < gr.n; i++)
@@ -740,6 +797,16 @@ dist_check (const struct model_cfg *m, const struct dist_options *o)
   }
   if (s->kernels == KERNELS_MEGATRON && o->fusion) {
     pm_error ("--fusion with kernels=megatron: Megatron's layer has its own fusions");
+    return -1;
+  }
+  /* Transformer Engine's userbuffers pipeline the sequence-parallel
+   * gathers and scatters with its GEMMs (Megatron-Core's
+   * --tp-comm-overlap, which needs --sequence-parallel) */
+  if (s->tpo && (s->tp < 2 || !s->sp || s->kernels != KERNELS_TE || !o->train)) {
+    pm_error ("tpo=1: tensor-parallel communication overlap (Transformer Engine's userbuffers) "
+              "needs %s", s->tp < 2 ? "tp>1" : !s->sp ? "sp=1 (sequence parallelism)"
+              : s->kernels != KERNELS_TE ? "kernels=te (Megatron-Core with Transformer Engine)"
+              : "a training step (--mode train)");
     return -1;
   }
   if (s->nsplit) {
@@ -847,6 +914,7 @@ rank_memory (const struct model_cfg *m, const struct perfmod_gpu *gpu,
   memset (&ms, 0, sizeof ms);
   ms.tp = s->tp;
   ms.sp = s->sp;
+  ms.tpo = s->tpo;
   ms.params = device_params (m, &dp->plan, dp->expert_ffn, rank_share (m, s, r), embed, head,
                             m->tied && p > 1 && head);
   ms.layer_copies = o->train ? lpc * inflight : lpc * v;
@@ -952,6 +1020,7 @@ dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cf
       r->recompute_ms += times[k].recompute * r->microbatches;
       for (int d = 0; d < NDIMS; d++)
         r->comm_ms[d] += times[k].comm[d] * r->microbatches;
+      r->hidden_ms[DIM_TP] += times[k].tp_hidden * r->microbatches;
       r->flops += times[k].flops * r->microbatches;
     }
   }

@@ -19,6 +19,7 @@ struct strategy {
   int split[PM_MAX_STAGES];  /* layers per pipeline stage, given; nsplit 0: even */
   int nsplit;
   bool sp;               /* sequence parallelism with tp */
+  bool tpo;              /* tp communication overlapped with the GEMMs (TE userbuffers) */
   enum pm_schedule schedule;
   enum pm_recompute recompute;
   enum pm_kernels kernels;
@@ -65,6 +66,7 @@ struct memory_options {
 struct mem_shard {       /* one device's share under graph-level parallelism */
   int tp;                /* activations split over tensor-parallel ranks */
   bool sp;               /* and the norm/dropout regions too (sequence parallel) */
+  bool tpo;              /* Transformer Engine's userbuffers (tp communication overlap) */
   double params;         /* parameters held */
   double layer_copies;   /* layers' activations kept: layers x micro-batches in flight */
   bool embed, head;      /* first stage's embedding output, last stage's logits */

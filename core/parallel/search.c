@@ -65,7 +65,7 @@ struct worker {
 };
 
 enum { FX_TP, FX_PP, FX_DP, FX_EP, FX_MBS, FX_VP, FX_ZERO, FX_RECOMPUTE, FX_SP, FX_SCHEDULE,
-       FX_KERNELS, FX_CP };
+       FX_KERNELS, FX_CP, FX_TPO };
 
 /* Which keys fix gives: parsed as a strategy, each key's presence found
  * by name. */
@@ -73,7 +73,7 @@ static int
 fix_parse (struct search *x, const char *fix)
 {
   static const char *const keys[] = { "tp", "pp", "dp", "ep", "mbs", "vp", "zero", "recompute",
-                                      "sp", "schedule", "kernels", "cp" };
+                                      "sp", "schedule", "kernels", "cp", "tpo" };
   char **items;
   strategy_init (&x->fixed);
   x->fixed_mask = 0;
@@ -87,7 +87,7 @@ fix_parse (struct search *x, const char *fix)
       *eq = '\0';
     if ((k = word_index (*it, keys, sizeof keys / sizeof keys[0])) < 0) {
       pm_error ("--fix: %s cannot be fixed (fixable: tp, pp, dp, ep, mbs, vp, zero, recompute, "
-                "sp, schedule, kernels)", *it);
+                "sp, tpo, schedule, kernels, cp)", *it);
       strv_free (items);
       return -1;
     }
@@ -102,7 +102,7 @@ fixed_ok (const struct search *x, int key, int value)
 {
   const struct strategy *f = &x->fixed;
   int want[] = { f->tp, f->pp, f->dp, f->ep, f->mbs, f->vp, f->zero, f->recompute, f->sp,
-                 f->schedule, f->kernels, f->cp };
+                 f->schedule, f->kernels, f->cp, f->tpo };
   return !(x->fixed_mask & 1u << key) || want[key] == value;
 }
 
@@ -136,7 +136,8 @@ consider (struct search *x, const struct strategy *s)
 {
   x->tried++;
   if (!fixed_ok (x, FX_ZERO, s->zero) || !fixed_ok (x, FX_RECOMPUTE, s->recompute) ||
-      !fixed_ok (x, FX_SP, s->sp) || !fixed_ok (x, FX_SCHEDULE, s->schedule)) {
+      !fixed_ok (x, FX_SP, s->sp) || !fixed_ok (x, FX_SCHEDULE, s->schedule) ||
+      !fixed_ok (x, FX_TPO, s->tpo)) {
     x->pruned[SEARCH_PRUNE_FIXED]++;
     return;
   }
@@ -309,6 +310,7 @@ enumerate (struct search *x)
   const struct model_cfg *m = x->m;
   int64_t gpus = x->gpus, max_tp = x->max_tp ? x->max_tp : x->gpn;
   int64_t max_cp = x->max_cp ? x->max_cp : 8;
+  enum pm_kernels kernels = (x->fixed_mask & 1u << FX_KERNELS) ? x->fixed.kernels : x->kernels;
   for (int tp = 1; tp <= gpus && tp <= max_tp; tp *= 2) {
     if (gpus % tp != 0)
       continue;
@@ -383,7 +385,9 @@ enumerate (struct search *x)
             for (int sc = 0; sc < (pp > 1 && vp == 1 ? 2 : 1); sc++)
             for (int zero = 0; zero <= (dp > 1 ? 3 : 0); zero++)
               for (int rc = RECOMPUTE_NONE; rc <= RECOMPUTE_FULL; rc++)
-                for (int sp = 0; sp <= (tp > 1 ? 1 : 0); sp++) {
+                for (int sp = 0; sp <= (tp > 1 ? 1 : 0); sp++)
+                /* Transformer Engine's userbuffers: with sp and TE's layer */
+                for (int tpo = 0; tpo <= (sp && kernels == KERNELS_TE ? 1 : 0); tpo++) {
                   struct strategy s;
                   strategy_init (&s);
                   s.tp = tp;
@@ -400,7 +404,8 @@ enumerate (struct search *x)
                   s.zero = zero;
                   s.recompute = (enum pm_recompute) rc;
                   s.sp = sp;
-                  s.kernels = (x->fixed_mask & 1u << FX_KERNELS) ? x->fixed.kernels : x->kernels;
+                  s.tpo = tpo;
+                  s.kernels = kernels;
                   s.kernels_set = true;
                   consider (x, &s);
                 }
@@ -419,6 +424,8 @@ strategy_string (const struct strategy *s, char *buf, size_t len)
                     "recompute=%s,sp=%d,kernels=%s", s->tp, s->pp, s->dp, s->cp, s->ep, s->mbs,
                     s->vp, schedule_name (s->schedule), s->zero, recompute_name (s->recompute),
                     s->sp, kernels_name (s->kernels));
+  if (s->tpo && n > 0 && (size_t) n < len)
+    n += snprintf (buf + n, len - (size_t) n, ",tpo=1");
   for (int i = 0; i < s->nsplit && n > 0 && (size_t) n < len; i++)
     n += snprintf (buf + n, len - (size_t) n, "%s%d", i ? ":" : ",split=", s->split[i]);
 }
@@ -670,6 +677,7 @@ search_run (struct plugin_set *set, const struct gpu_db *gpus,
     r.zero = f->s.zero;
     r.sp = f->s.sp;
     r.index = f->index;
+    r.tpo = f->s.tpo;
     memcpy ((char *) res->best + i * rs, &r, rs < sizeof r ? rs : sizeof r);
   }
   res->nbest = x.nbest;

@@ -30,13 +30,13 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
 {
   static const char *const keys[] = { "tp", "pp", "dp", "ep", "mbs", "vp", "zero",
                                       "schedule", "recompute", "sp", "kernels", "split", "cp",
-                                      "etp" };
+                                      "etp", "tpo" };
   int idx = word_index (key, keys, sizeof keys / sizeof keys[0]);
   int64_t v;
 
   if (idx < 0) {
     pm_error ("%s: unknown strategy key '%s' (known: tp, pp, dp, cp, ep, etp, mbs, vp, zero, "
-              "schedule, recompute, sp, kernels, split)",
+              "schedule, recompute, sp, tpo, kernels, split)",
               where, key);
     return -1;
   }
@@ -98,6 +98,15 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
       return -1;
     }
     s->sp = val[0] == '1';
+    return 0;
+  }
+  if (idx == 14) {
+    if (strcmp (val, "0") && strcmp (val, "1")) {
+      pm_error ("%s: tpo=%s: expected 0 or 1 (tp communication overlapped with the GEMMs)",
+                where, val);
+      return -1;
+    }
+    s->tpo = val[0] == '1';
     return 0;
   }
   if (!parse_int64 (val, &v) || (idx == 6 ? (v < 0 || v > 3) : (v < 1 || v > PM_MAX_GPUS))) {

@@ -501,7 +501,7 @@ predict_graph (struct plugin *pred, const struct graph *g, const struct perfmod_
             e.seconds = ms / 1e3;
             node_add (t, p, &e);
             out->comm_ms[op->dim][p] += w * ms;
-            if (op->overlap)
+            if (op->overlap == PERFMOD_OVERLAP_PHASE)
               out->overlap_ms[p] += w * ms;
             out->kernels += (size_t) w;
             continue;
