@@ -204,14 +204,15 @@ tc_case_of (const struct perfmod_kernel *k, const struct perfmod_gpu *g, int fea
  * 640, an MLP's width over 8 GPUs, which sets the group's range). */
 #define TC_VECTOR_NORM_MIN_H 2560.0
 
-/* A 16-bit vector kernel whose rows are narrower than its class was
- * trained on (lo_log2_h: the low end of the group's range of log2 of the
- * outputs per row; a norm's TC_VECTOR_NORM_MIN_H) is laid out as the
- * same outputs in rows of that width: the same bytes read and written,
- * fewer and longer rows (Qwen3's q and k norms are 128 wide).  Clamping
- * the width alone kept the row count and described a kernel 5 to 20 times
- * the bytes (a 64 x 128 RMSNorm came out at 10.5 us against 4.0 us for a
- * 16 x 5120 one).  Returns 1 if k was changed. */
+/* A 16-bit norm or softmax whose rows are narrower than the norms the
+ * networks were trained on (TC_VECTOR_NORM_MIN_H, or the group's range,
+ * lo_log2_h = the low end of log2 of the outputs per row, if wider) is
+ * laid out as the same outputs in rows of that width: the same bytes
+ * read and written, fewer and longer rows (Qwen3's q and k norms are 128
+ * wide).  Clamping the width alone kept the row count and described a
+ * kernel 5 to 20 times the bytes (a 64 x 128 RMSNorm came out at 10.5 us
+ * against 4.0 us for a 16 x 5120 one).  Element-wise kernels are left as
+ * they are (doc/serving.md).  Returns 1 if k was changed. */
 static inline int
 tc_vector_relay (struct perfmod_kernel *k, double lo_log2_h)
 {
