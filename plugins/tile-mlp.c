@@ -488,6 +488,8 @@ tc_estimate (struct state *s, const struct perfmod_kernel *k, const struct perfm
     return -1;
   if (s->tcmembers[g] == 0)
     return 0;
+  if (g == TC_VECTOR && s->tcrange[g])
+    tc_vector_relay (&own, s->tcrange[g][1]);
   if (tc_case_of (&own, gpu, s->tc_features, &c) < 0) {
     s->l.host->error ("%s kernel on %s: the GPU lacks what the tensor-core model reads (SMs, "
                       "clock, bandwidth%s)", tc_group_keys[g] + 3, gpu->name,

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0320-moderndata.sh: the modern measured-kernel tables: gzip CSV readers, one row per shape (the median), the seeded split, eval's groups, the physical roofline per dtype, bad input with file:line, and tile-mlp's tensor-core networks.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 45
+plan 48
 
 D="$TMP/md"
 G="$D/aiconfigurator/h100_sxm"
@@ -214,4 +214,19 @@ printf 'perfmod-params 1\npredictor tile-mlp\n' >"$TMP/wrong.params"
 expect_fail 2 "wrong.params:2: expected 'key: value'" "a tensor-core file that is not one is refused, naming it" -- \
   kernel --op attention --batch 1 --seq 64 --heads 4 --head-dim 64 --predictor tile-mlp \
   --plugin-opt tile-mlp:tc_params="$TMP/wrong.params"
+# The shipped networks' 16-bit norms narrower than any they were trained on
+# (Qwen3's q and k norms, 128 wide): the same outputs in rows of the
+# narrowest trained width, so fewer bytes never take longer.
+norm_ms () {  # norm_ms ROWS COLS: tile-mlp's ms for a bf16 norm on H100
+  "$PERFMOD" kernel --op norm --rows "$1" --cols "$2" --gpu h100 --dtype bf16 \
+    --predictor tile-mlp --format csv 2>/dev/null | awk -F, 'NR == 2 && $1 == "tile-mlp" { print $5 }'
+}
+n16x128=$(norm_ms 16 128) n64x128=$(norm_ms 64 128) n512x128=$(norm_ms 512 128)
+n1x2560=$(norm_ms 1 2560) n16x2560=$(norm_ms 16 2560)
+ok $(awk -v a="$n64x128" -v b="$n16x2560" 'BEGIN { exit !(a > 0 && b > 0 && a <= b) }'; echo $?) \
+  "tile-mlp: a 64 x 128 bf16 norm (a fifth of the outputs) is no slower than a 16 x 2560 one"
+ok $(awk -v a="$n16x128" -v b="$n64x128" -v c="$n512x128" 'BEGIN { exit !(a > 0 && a <= b && b <= c) }'; echo $?) \
+  "tile-mlp: 128-wide bf16 norms take longer with more rows, not shorter"
+ok $(awk -v a="$n16x128" -v b="$n1x2560" 'BEGIN { exit !(a > 0 && a == b) }'; echo $?) \
+  "tile-mlp: a 16 x 128 bf16 norm is its 2048 outputs in one 2560-wide row, the narrowest trained"
 finish
