@@ -160,6 +160,28 @@ plugin_opt_given (const struct cli *c, const char *prefix)
 
 /* A step under a strategy: the plugins' plans, the stage graphs, the
  * pipeline, the gradient synchronisation and the optimizer, per predictor. */
+/* With --engine (inference) under tp: which all-reduce the engine's
+ * tensor-parallel groups use, on the assumed: line. */
+static void
+assume_engine_allreduce (struct cli *c, const struct workload *w, const struct strategy *s,
+                         int gpn)
+{
+  char *what;
+  int q, nodes;
+  if (!c->engine || w->train || s->tp <= 1)
+    return;
+  group_layout (s->tp, 1, gpn, &q, &nodes);
+  if (nodes == 1 && engine_allreduce_seconds (1, s->tp, &w->ge->gpu) >= 0)
+    what = xasprintf ("the tp all-reduce: the engine's own one-shot/two-shot kernel over %d GPUs "
+                      "(gpus.d engine_ar%d_*, fitted on aiconfigurator's custom_allreduce_perf) "
+                      "where cheaper than NCCL's", s->tp, s->tp);
+  else
+    what = xasprintf ("the tp all-reduce: NCCL's (gpus.d [%s] has no engine all-reduce for "
+                      "%d GPUs%s)", w->ge->name, s->tp, nodes > 1 ? " in one node" : "");
+  assume (c, what);
+  free (what);
+}
+
 static int
 predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
                      const struct strategy *s, int gpn, char **names, size_t npred)
@@ -182,6 +204,7 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
             : "dp gradients reduced after the backward (eager; dp:overlap=1 overlaps them)");
   if (s->tp > 1 && s->sp && s->kernels == KERNELS_TE && w->train && !s->tpo)
     assume (c, "tp collectives exposed (tpo=0; tpo=1 pipelines them with the GEMMs)");
+  assume_engine_allreduce (c, w, s, gpn);
   if (dist_check (&w->m, &o) < 0) {
     rc = EXIT_USAGE;
     goto out;
@@ -359,6 +382,7 @@ explain_serving (struct plugin_set *set, struct plugin *pl, const struct model_c
   s.vp = 1;
   q.s = &s;
   comm_groups_init (&g, &s, o->gpus_per_node);
+  g.engine = o->engine && !o->train;
   if (s.etp > 0)
     fprintf (out, "\nMoE layers (ep=%d x etp=%d within tp=%d): no dispatch or combine "
              "all-to-all; the experts' outputs are summed by the tp all-reduce after them "
@@ -470,6 +494,7 @@ predict_serving (struct cli *c, struct plugin_set *set, struct workload *w,
     if (dist_serving_memory (set, &w->m, &w->ge->gpu, &q, &mem, &max_batch) < 0)
       goto out;
   }
+  assume_engine_allreduce (c, w, s, gpn);
   assume (c, "serving: each replica prefills its batch's prompts together (the time to first "
           "token), then decodes them together (the time per output token: the step at the mean "
           "cache length seq + gen/2); the KV cache of seq + gen tokens in the activations' dtype");

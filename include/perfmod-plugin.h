@@ -123,6 +123,15 @@ struct perfmod_gpu {
   double fp32_matrix_tflops; /* dense FP32 matrix-core peak (AMD CDNA), TFLOP/s */
   double tdp_w;             /* board power (TDP/TBP), W */
   double base_clock_mhz;    /* base clock; clock_mhz is the boost clock */
+  /* Appended (check struct_size): a serving engine's own all-reduce within
+   * a node (TensorRT-LLM's, vLLM's, SGLang's one-shot/two-shot kernels),
+   * for groups of 2, 4 and 8 GPUs (engine_ar[0], [1], [2]): below
+   * twoshot_bytes oneshot_us + bytes / oneshot_gbps, from it twoshot_us +
+   * bytes / twoshot_gbps (microseconds, GB/s).  All 0: not measured (the
+   * NCCL model). */
+  struct perfmod_engine_allreduce {
+    double oneshot_us, oneshot_gbps, twoshot_bytes, twoshot_us, twoshot_gbps;
+  } engine_ar[3];
 };
 
 /* Peak FLOP/s a kernel of the given dtype can reach on gpu: FP32 uses the

@@ -2,6 +2,7 @@
 #include <config.h>
 
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "internal.h"
@@ -122,6 +123,41 @@ collective_seconds (int coll, double bytes, int size, int64_t stride, int gpus_p
   default:
     return 0;
   }
+}
+
+double
+engine_allreduce_seconds (double bytes, int size, const struct perfmod_gpu *gpu)
+{
+  const struct perfmod_engine_allreduce *a;
+  int idx = size == 2 ? 0 : size == 4 ? 1 : size == 8 ? 2 : -1;
+
+  if (idx < 0 || bytes <= 0
+      || gpu->struct_size < offsetof (struct perfmod_gpu, engine_ar) + sizeof gpu->engine_ar)
+    return -1;
+  a = &gpu->engine_ar[idx];
+  if (a->oneshot_gbps <= 0 || a->twoshot_gbps <= 0)
+    return -1;
+  if (bytes < a->twoshot_bytes)
+    return a->oneshot_us * 1e-6 + bytes / (a->oneshot_gbps * 1e9);
+  return a->twoshot_us * 1e-6 + bytes / (a->twoshot_gbps * 1e9);
+}
+
+double
+group_collective_seconds (int coll, double bytes, int dim, int size, int64_t stride,
+                          int gpus_per_node, bool engine, const struct perfmod_gpu *gpu)
+{
+  double t = collective_seconds (coll, bytes, size, stride, gpus_per_node, gpu, COLL_ALGO_AUTO);
+  int q, nodes;
+
+  if (!engine || coll != PERFMOD_COLL_ALLREDUCE || dim != DIM_TP || size <= 1 || bytes <= 0)
+    return t;
+  group_layout (size, stride, gpus_per_node, &q, &nodes);
+  if (nodes == 1) {
+    double e = engine_allreduce_seconds (bytes, size, gpu);
+    if (e >= 0 && e < t)
+      t = e;
+  }
+  return t;
 }
 
 const char *

@@ -41,11 +41,28 @@ static const struct gpu_key gpu_keys[] = {
   { "fp32_matrix_tflops", F (fp32_matrix_tflops), false, false },
   { "tdp_w", F (tdp_w), false, true },
   { "base_clock_mhz", F (base_clock_mhz), false, true },
+  /* the engine's all-reduce per group size (2, 4, 8): all five of a size or none */
+  { "engine_ar2_oneshot_us", F (engine_ar[0].oneshot_us), false, true },
+  { "engine_ar2_oneshot_gbps", F (engine_ar[0].oneshot_gbps), false, true },
+  { "engine_ar2_twoshot_bytes", F (engine_ar[0].twoshot_bytes), false, true },
+  { "engine_ar2_twoshot_us", F (engine_ar[0].twoshot_us), false, true },
+  { "engine_ar2_twoshot_gbps", F (engine_ar[0].twoshot_gbps), false, true },
+  { "engine_ar4_oneshot_us", F (engine_ar[1].oneshot_us), false, true },
+  { "engine_ar4_oneshot_gbps", F (engine_ar[1].oneshot_gbps), false, true },
+  { "engine_ar4_twoshot_bytes", F (engine_ar[1].twoshot_bytes), false, true },
+  { "engine_ar4_twoshot_us", F (engine_ar[1].twoshot_us), false, true },
+  { "engine_ar4_twoshot_gbps", F (engine_ar[1].twoshot_gbps), false, true },
+  { "engine_ar8_oneshot_us", F (engine_ar[2].oneshot_us), false, true },
+  { "engine_ar8_oneshot_gbps", F (engine_ar[2].oneshot_gbps), false, true },
+  { "engine_ar8_twoshot_bytes", F (engine_ar[2].twoshot_bytes), false, true },
+  { "engine_ar8_twoshot_us", F (engine_ar[2].twoshot_us), false, true },
+  { "engine_ar8_twoshot_gbps", F (engine_ar[2].twoshot_gbps), false, true },
 };
 #undef F
 #define NKEYS (sizeof gpu_keys / sizeof gpu_keys[0])
-/* Which keys an entry set is a uint32_t bit mask. */
-typedef char gpu_keys_fit_in_mask[NKEYS <= 32 ? 1 : -1];
+/* Which keys an entry set is a uint64_t bit mask. */
+typedef char gpu_keys_fit_in_mask[NKEYS <= 64 ? 1 : -1];
+#define KEYBIT(i) ((uint64_t) 1 << (i))
 static const char *const mandatory[] = { "sms", "fp32_gflops", "mem_gb", "mem_bw_gbps" };
 
 /* Parse state: the entries, the one for [defaults], the line counter. */
@@ -56,8 +73,8 @@ struct gpu_parse {
   struct ini_file ini;
   int errors;
   /* which numeric keys each entry set, for [defaults] and source checks */
-  uint32_t *set;
-  uint32_t defaults_set;
+  uint64_t *set;
+  uint64_t defaults_set;
 };
 
 static void
@@ -86,7 +103,7 @@ gpu_source (const struct gpu_entry *e, const char *key)
 }
 
 static struct gpu_entry *
-entry_for (struct gpu_parse *ps, const char *section, uint32_t **setp)
+entry_for (struct gpu_parse *ps, const char *section, uint64_t **setp)
 {
   struct gpu_db *db = ps->db;
   struct gpu_entry *e;
@@ -117,7 +134,7 @@ static int
 handler (void *user, const char *section, const char *name, const char *value)
 {
   struct gpu_parse *ps = user;
-  uint32_t *set;
+  uint64_t *set;
   struct gpu_entry *e;
 
   if (section[0] == '\0') {
@@ -151,7 +168,7 @@ handler (void *user, const char *section, const char *name, const char *value)
       }
       *(double *) p = d;
     }
-    *set |= 1u << i;
+    *set |= KEYBIT (i);
     return 1;
   }
   if (strcmp (name, "aliases") == 0) {
@@ -165,6 +182,12 @@ handler (void *user, const char *section, const char *name, const char *value)
   else if (strcmp (name, "source") == 0) {
     free (e->source);
     e->source = xstrdup (value);
+  }
+  else if (strcmp (name, "source.engine_ar") == 0) {
+    /* one source for every engine_ar* key (a key's own source. overrides it) */
+    for (size_t i = 0; i < NKEYS; i++)
+      if (strncmp (gpu_keys[i].name, "engine_ar", 9) == 0)
+        set_source (e, gpu_keys[i].name, value);
   }
   else if (strncmp (name, "source.", 7) == 0) {
     bool known = false;
@@ -209,16 +232,16 @@ finish (struct gpu_parse *ps)
   for (size_t i = 0; i < db->n; i++) {
     struct gpu_entry *e = &db->v[i];
     for (size_t k = 0; k < NKEYS; k++) {
-      if (!(ps->set[i] & (1u << k)) && ps->have_defaults && (ps->defaults_set & (1u << k))) {
+      if (!(ps->set[i] & KEYBIT (k)) && ps->have_defaults && (ps->defaults_set & KEYBIT (k))) {
         size_t len = gpu_keys[k].integer ? sizeof (int) : sizeof (double);
         memcpy ((char *) &e->gpu + gpu_keys[k].offset,
                 (char *) &ps->defaults.gpu + gpu_keys[k].offset, len);
         /* the value came from [defaults], and so does its source */
         const char *src = gpu_source (&ps->defaults, gpu_keys[k].name);
         set_source (e, gpu_keys[k].name, src ? src : "[defaults]");
-        ps->set[i] |= 1u << k;
+        ps->set[i] |= KEYBIT (k);
       }
-      if ((ps->set[i] & (1u << k)) && gpu_source (e, gpu_keys[k].name) == NULL) {
+      if ((ps->set[i] & KEYBIT (k)) && gpu_source (e, gpu_keys[k].name) == NULL) {
         pm_error ("%s:%d: [%s]: %s has no source (add source = or source.%s =)",
                   e->file, e->line, e->name, gpu_keys[k].name, gpu_keys[k].name);
         errors++;
@@ -228,8 +251,23 @@ finish (struct gpu_parse *ps)
       size_t idx = 0;
       while (strcmp (gpu_keys[idx].name, mandatory[k]) != 0)
         idx++;
-      if (!(ps->set[i] & (1u << idx))) {
+      if (!(ps->set[i] & KEYBIT (idx))) {
         pm_error ("%s:%d: [%s]: missing mandatory key '%s'", e->file, e->line, e->name, mandatory[k]);
+        errors++;
+      }
+    }
+    /* the engine's all-reduce of a group size: all five keys or none */
+    for (size_t k = 0; k < NKEYS; k++) {
+      unsigned have = 0;
+      if (strncmp (gpu_keys[k].name, "engine_ar", 9) != 0 || strstr (gpu_keys[k].name, "_oneshot_us") == NULL)
+        continue;
+      for (size_t j = k; j < k + 5; j++)
+        have += (ps->set[i] & KEYBIT (j)) != 0;
+      if (have != 0 && have != 5) {
+        for (size_t j = k; j < k + 5; j++)
+          if (!(ps->set[i] & KEYBIT (j)))
+            pm_error ("%s:%d: [%s]: %s is missing (the engine's all-reduce takes all five "
+                      "keys of its group size or none)", e->file, e->line, e->name, gpu_keys[j].name);
         errors++;
       }
     }

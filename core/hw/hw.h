@@ -38,5 +38,14 @@ void group_layout (int size, int64_t stride, int gpus_per_node, int *per_node, i
  * `bytes` over such a group, on gpu's two fabric levels. */
 double collective_seconds (int coll, double bytes, int size, int64_t stride, int gpus_per_node,
                            const struct perfmod_gpu *gpu, int algo);
+/* Seconds of a serving engine's own all-reduce (gpus.d engine_ar<size>_*)
+ * of `bytes` over `size` GPUs of one node; -1 where gpu has none for that
+ * size (or size is not 2, 4 or 8). */
+double engine_allreduce_seconds (double bytes, int size, const struct perfmod_gpu *gpu);
+/* A collective of a strategy dimension's group (COLL_ALGO_AUTO); with
+ * `engine` (a serving engine's inference), a tensor-parallel all-reduce
+ * within one node costs the engine's all-reduce where it is the cheaper. */
+double group_collective_seconds (int coll, double bytes, int dim, int size, int64_t stride,
+                                 int gpus_per_node, bool engine, const struct perfmod_gpu *gpu);
 
 #endif /* PERFMOD_HW_H */

@@ -233,8 +233,8 @@ site_seconds (const struct dist_plan *dp, int site, const struct comm_groups *g,
     double t;
     if (cs->site != site)
       continue;
-    t = collective_seconds (cs->collective, cs->bytes, g->size[cs->dim], g->stride[cs->dim],
-                            g->gpus_per_node, gpu, COLL_ALGO_AUTO);
+    t = group_collective_seconds (cs->collective, cs->bytes, cs->dim, g->size[cs->dim],
+                                  g->stride[cs->dim], g->gpus_per_node, g->engine, gpu);
     *(cs->overlap ? overlap : plain) += t;
     if (by_dim)
       by_dim[cs->dim] += t;
@@ -965,6 +965,7 @@ dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cf
   if (compose (set, m, gpu, o, &dp) < 0)
     return -1;
   comm_groups_init (&g, s, o->gpus_per_node);
+  g.engine = o->engine && !o->train;
   r->microbatches = (int) (o->batch / ((int64_t) s->dp * s->mbs));
   if (tl) {
     timeline_free (tl);
@@ -1131,6 +1132,7 @@ dist_chunk_ops (struct plugin_set *set, struct plugin *pred, const struct model_
     return -1;
   }
   comm_groups_init (&g, s, o->gpus_per_node);
+  g.engine = o->engine && !o->train;
   if (chunk_build (gr, m, o, &dp, chunk_layers (m, s, stage), chunk_first_layer (m, s, stage),
                    stage == 0, stage == chunks - 1) < 0)
     return -1;

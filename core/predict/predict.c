@@ -364,8 +364,8 @@ group_comm_seconds (const struct kop *op, const struct perfmod_gpu *gpu,
   };
   for (size_t i = 0; i < sizeof colls / sizeof colls[0]; i++)
     if (strcmp (op->op, colls[i].name) == 0)
-      return collective_seconds (colls[i].coll, op->bytes, gr->size[op->dim], gr->stride[op->dim],
-                                 gr->gpus_per_node, gpu, COLL_ALGO_AUTO);
+      return group_collective_seconds (colls[i].coll, op->bytes, op->dim, gr->size[op->dim],
+                                       gr->stride[op->dim], gr->gpus_per_node, gr->engine, gpu);
   return 0;
 }
 

@@ -86,6 +86,8 @@ struct comm_groups {     /* where each dimension's ranks lie (enum pdim) */
   int size[NDIMS];
   int64_t stride[NDIMS];
   int gpus_per_node;
+  bool engine;           /* a serving engine's inference: its own tp all-reduce
+                            where cheaper (group_collective_seconds) */
 };
 /* Called for every predicted kernel (not the built graph's collectives):
  * weight is its copies in the graph, seconds one copy's estimate. */
