@@ -18,9 +18,11 @@
 /* The engine's time per iteration outside the kernels (ms): the
  * scheduler, sampling, the host between iterations.  A free constant,
  * chosen on half A of the runs only, with tile-mlp, whose kernel times
- * match the measured kernels' (doc/serving.md): 0, what an iteration
- * adds is within the kernels' own launch costs as measured. */
-#define SERVING_ITER_MS 0.0
+ * match the measured kernels' (doc/serving.md), and the engine's own
+ * tp all-reduce (gpus.d engine_ar*): 0.25 (the grid of waves 2-12 x
+ * 0-2 ms; 0 before the engine's all-reduce, which took 3-4 us of the
+ * NCCL model's 20 per decode all-reduce). */
+#define SERVING_ITER_MS 0.25
 
 /* The measured requests per client: the benchmark's first C requests
  * arrive at once (a burst, prefilled in turn), one in SERVING_WAVES of
