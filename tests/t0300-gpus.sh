@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0300-gpus.sh: gpus.d: listing, aliases, NeuSight's exact numbers, overrides and errors with file:line.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 15
+plan 19
 
 run_pm gpus
 ok $([ $rc -eq 0 ] && echo 0 || echo 1) "perfmod gpus"
@@ -62,4 +62,15 @@ bad_gpu "alias 'h100' also names" "an alias naming two GPUs is refused" \
   '[x]\naliases = h100\nsource = s\nsms = 1\nfp32_gflops = 1\nmem_gb = 1\nmem_bw_gbps = 1\n'
 bad_gpu "99-local.ini:1: \\[x\\]: missing mandatory key 'mem_bw_gbps'" "missing mandatory key named" \
   '[x]\nsource = s\nsms = 1\nfp32_gflops = 1\nmem_gb = 1\n'
+bad_gpu '99-local.ini:3: engine_ar2_oneshot_us: .-1. is not a positive number' \
+  "a negative engine all-reduce latency cites file:line" '[x]\nsource = s\nengine_ar2_oneshot_us = -1\n'
+bad_gpu '99-local.ini:4: engine_ar8_twoshot_gbps: .0. is not a positive number' \
+  "a zero engine all-reduce bandwidth cites file:line" '[x]\nsource = s\nsms = 1\nengine_ar8_twoshot_gbps = 0\n'
+bad_gpu '99-local.ini:1: \[x\]: engine_ar4_twoshot_bytes is missing' \
+  "an engine all-reduce group size given in part is refused, naming the missing keys" \
+  '[x]\nsource = s\nsms = 1\nfp32_gflops = 1\nmem_gb = 1\nmem_bw_gbps = 1\nsource.engine_ar = fit\nengine_ar4_oneshot_us = 4\nengine_ar4_oneshot_gbps = 100\nengine_ar4_twoshot_us = 9\nengine_ar4_twoshot_gbps = 200\n'
+rm -f "$TMP/d/gpus.d/99-local.ini"
+printf '[x]\nsms = 1\nfp32_gflops = 1\nmem_gb = 1\nmem_bw_gbps = 1\nsource = s\nsource.engine_ar = fit\nengine_ar4_oneshot_us = 4\nengine_ar4_oneshot_gbps = 100\nengine_ar4_twoshot_bytes = 1e6\nengine_ar4_twoshot_us = 9\nengine_ar4_twoshot_gbps = 200\n' > "$TMP/d/gpus.d/99-local.ini"
+PERFMOD_DATADIR="$TMP/d" "$PERFMOD" gpus > "$TMP/out" 2>"$TMP/err"
+ok $([ $? -eq 0 ] && grep -q '^x ' "$TMP/out" && echo 0 || echo 1) "all five keys of a group size with source.engine_ar are accepted"
 finish

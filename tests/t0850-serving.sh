@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0850-serving.sh: --gen under a strategy (the engine's kernels with --engine, per replica: tensor parallelism speeds the decode step, shards the KV cache, pipeline stages split it, experts a batch reaches, the largest batch that fits, the formats agree), its bad input, and reproduce --table serving against aiconfigurator's measured runs.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 50
+plan 55
 
 # field NAME: the CSV column NAME of the first prediction in $TMP/out
 field () {
@@ -236,6 +236,57 @@ run_pm --gpu h100 --model llama3.1-8b --batch 2 --seq 128 --format csv --engine
 ok $(awk -F, 'NR == 2 { exit !($2 > 0 && $2 < 5.98554197) }' "$TMP/out"; echo $?) \
   "with --engine the prefill is cheaper (fewer bytes; the logits of the last tokens only)"
 expect_fail 2 'inference only' "--engine with training refused" -- --model llama3.1-8b --mode train --engine --batch 1 --seq 128
+
+
+# The engine's own tp all-reduce (gpus.d engine_ar<N>_*, doc/serving.md).  gpukey SECTION KEY:
+# the key's value in that section of gpus.d, the later file's where two set it.
+gpukey () {
+  cat "$top_srcdir"/gpus.d/*.ini |
+    awk -v s="[$1]" -v k="$2" '/^\[/ { in_s = ($0 == s) } in_s && $1 == k && $2 == "=" { v = $3 } END { print v }'
+}
+# arms PHASE FILE: the per-copy ms of the layers' tp all-reduce in --explain's prefill (1)
+# or decode (2) graph
+arms () {
+  awk -v want="$1" '/pipeline stage 0 of 1:/ { ph++ } ph == want && $1 == "layers_0_tp_allreduce_fw" { print $4; exit }' "$2"
+}
+ar_run () {  # ar_run FILE ARGS...: --explain of llama3.1-8b, batch 4 x 256 tokens, tp=2
+  f=$1
+  shift
+  "$PERFMOD" --model llama3.1-8b --gen 16 --batch 4 --seq 256 --strategy tp=2 --explain "$@" > "$TMP/$f" 2> "$TMP/$f.err"
+}
+ar_run ar_eng --gpu h100 --engine
+ar_run ar_nccl --gpu h100
+ar_run ar_h200e --gpu h200-sxm --engine
+ar_run ar_h200 --gpu h200-sxm
+us=$(gpukey NVIDIA_H100_80GB_HBM3 engine_ar2_oneshot_us)
+gbps=$(gpukey NVIDIA_H100_80GB_HBM3 engine_ar2_oneshot_gbps)
+sw=$(gpukey NVIDIA_H100_80GB_HBM3 engine_ar2_twoshot_bytes)
+# a decode step's all-reduce: 4 tokens x 4096 x 2 bytes (bf16), one-shot
+dec=$(arms 2 "$TMP/ar_eng") decn=$(arms 2 "$TMP/ar_nccl")
+ok $(awk -v e="$dec" -v n="$decn" -v us="$us" -v g="$gbps" -v sw="$sw" 'BEGIN {
+       b = 4 * 4096 * 2; want = (us + b / (g * 1e3)) / 1e3
+       exit !(us > 0 && g > 0 && b < sw && e + 0 > 0 && (e - want < 2e-6 && want - e < 2e-6) && e < n) }'; echo $?) \
+  "--engine: a decode step's all-reduce (32 KB over 2 H100) is gpus.d's one-shot $us us + bytes / $gbps GB/s ($dec ms), below NCCL's model ($decn ms)"
+ok $(grep -q "the tp all-reduce: the engine's own one-shot/two-shot kernel over 2 GPUs" "$TMP/ar_eng" &&
+     ! grep -q "the tp all-reduce" "$TMP/ar_nccl"; echo $?) \
+  "the assumed: line names the engine's all-reduce with --engine, nothing without"
+# the prefill's: 4 x 256 tokens x 4096 x 2 bytes = 8 MB, where the engine's is the dearer
+pre=$(arms 1 "$TMP/ar_eng") pren=$(arms 1 "$TMP/ar_nccl")
+ok $(awk -v e="$pre" -v n="$pren" -v us="$us" -v g="$gbps" -v sw="$sw" 'BEGIN {
+       b = 4 * 256 * 4096 * 2; eng = (b < sw ? us + b / (g * 1e3) : 0) / 1e3
+       exit !(n + 0 > 0 && e == n && eng > n) }'; echo $?) \
+  "--engine: a prefill's 8 MB all-reduce, dearer in the engine's kernel, stays NCCL's model ($pre ms = $pren ms)"
+# NCCL's model by hand: the ring over 2 GPUs of the node, B / bw + 2 latencies (the tree's 2 B / bw
+# + 2 latencies is dearer), bw = link_gbps x link_efficiency
+lg=$(gpukey NVIDIA_H100_80GB_HBM3 link_gbps) le=$(gpukey defaults link_efficiency) ll=$(gpukey defaults link_latency_us)
+ok $(awk -v n="$decn" -v lg="$lg" -v le="$le" -v ll="$ll" 'BEGIN {
+       b = 4 * 4096 * 2; want = (b / (lg * le * 1e3) + 2 * ll) / 1e3
+       exit !(lg > 0 && le > 0 && ll > 0 && n - want < 2e-6 && want - n < 2e-6) }'; echo $?) \
+  "without --engine the decode all-reduce is NCCL's model: 32 KB / ($lg GB/s x $le) + 2 x $ll us ($decn ms)"
+ok $(awk -v a="$(arms 2 "$TMP/ar_h200e")" -v b="$(arms 2 "$TMP/ar_h200")" 'BEGIN { exit !(a + 0 > 0 && a == b) }' &&
+     [ -z "$(gpukey h200-sxm engine_ar2_oneshot_us)" ] &&
+     grep -q "the tp all-reduce: NCCL's (gpus.d \[h200-sxm\] has no engine all-reduce for 2 GPUs)" "$TMP/ar_h200e"; echo $?) \
+  "a GPU without engine_ar keys (h200-sxm) keeps NCCL's model under --engine, and says so"
 
 MODERN=${PERFMOD_MODERNDATA:-$top_srcdir/../shared/moderndata}
 if [ -f "$MODERN/aiconfigurator/silicon_sample_h100_sxm.csv" ]; then
