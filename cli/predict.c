@@ -158,8 +158,6 @@ plugin_opt_given (const struct cli *c, const char *prefix)
   return false;
 }
 
-/* A step under a strategy: the plugins' plans, the stage graphs, the
- * pipeline, the gradient synchronisation and the optimizer, per predictor. */
 /* With --engine (inference) under tp: which all-reduce the engine's
  * tensor-parallel groups use, on the assumed: line. */
 static void
@@ -182,6 +180,8 @@ assume_engine_allreduce (struct cli *c, const struct workload *w, const struct s
   free (what);
 }
 
+/* A step under a strategy: the plugins' plans, the stage graphs, the
+ * pipeline, the gradient synchronisation and the optimizer, per predictor. */
 static int
 predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
                      const struct strategy *s, int gpn, char **names, size_t npred)

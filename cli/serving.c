@@ -17,11 +17,8 @@
 
 /* The engine's time per iteration outside the kernels (ms): the
  * scheduler, sampling, the host between iterations.  A free constant,
- * chosen on half A of the runs only, with tile-mlp, whose kernel times
- * match the measured kernels' (doc/serving.md), and the engine's own
- * tp all-reduce (gpus.d engine_ar*): 0.25 (the grid of waves 2-12 x
- * 0-2 ms; 0 before the engine's all-reduce, which took 3-4 us of the
- * NCCL model's 20 per decode all-reduce). */
+ * chosen on half A of the runs only with tile-mlp, whose kernel times
+ * match the measured kernels' (doc/serving.md has the grid). */
 #define SERVING_ITER_MS 0.25
 
 /* The measured requests per client: the benchmark's first C requests
@@ -226,6 +223,19 @@ median (double *v, size_t n)
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* The cache of the built-in's runs (made on first use): the chunks of
+ * two models of the same shape would share one otherwise. */
+static struct dist_cache *
+model_cache (struct dist_cache **caches, const char *builtin)
+{
+  size_t i = 0;
+  while (serving_models[i].builtin == NULL || strcmp (serving_models[i].builtin, builtin) != 0)
+    i++;
+  if (caches[i] == NULL)
+    caches[i] = dist_cache_new ();
+  return caches[i];
+}
+
 /* How the run's engine schedules its requests (doc/serving.md). */
 enum sched {
   SCHED_MIXED,                  /* vLLM: prompts join the next iteration, with the decodes */
@@ -295,7 +305,7 @@ serving_run_predict (struct plugin_set *set, struct plugin *pred, const struct m
   s.pp = (int) run->pp;
   s.ep = 1;
   /* the experts over moe_ep ranks within the tp ones, each expert's width
-   * over moe_tp (etp); moe_ep 1: their width over tp, as before */
+   * over moe_tp (etp); moe_ep 1: their width over tp */
   if (m->experts > 0 && run->moe_ep > 1) {
     s.ep = (int) run->moe_ep;
     s.etp = (int) run->moe_tp;
@@ -330,7 +340,7 @@ serving_run_predict (struct plugin_set *set, struct plugin *pred, const struct m
     n = k;
   if (c > 1 && n > c - 1)
     n = c - 1;
-  nb = (isl * c + SERVING_CTX_TOKENS - 1) / SERVING_CTX_TOKENS;  /* SGLang's prefill batches */
+  nb = (c + k - 1) / k * chunks;         /* SGLang's prefill batches of k prompts (or chunks) */
 
   pm_error_capture (msg, sizeof msg);
   msg[0] = '\0';
@@ -458,19 +468,17 @@ reproduce_serving (struct plugin_set *set, const struct gpu_db *gpus,
   size_t *ntal;
   char **reasons = NULL;
   size_t *rcount = NULL, nreasons = 0, skipped = 0;
-  struct dist_cache *cache = dist_cache_new ();
+  /* a cache per built-in: a chunk's key holds the run's shape, not the model */
+  struct dist_cache *caches[sizeof serving_models / sizeof serving_models[0]] = { NULL };
   struct ratios *rat;
   int rc = 0;
 
   if (ge == NULL) {
     pm_error ("no gpus.d section for h100 (the runs' H100 SXM)");
-    dist_cache_free (cache);
     return EXIT_USAGE;
   }
-  if (serving_load (o->serving, &runs, &nruns) < 0) {
-    dist_cache_free (cache);
+  if (serving_load (o->serving, &runs, &nruns) < 0)
     return EXIT_USAGE;
-  }
   rat = xcalloc (npred, sizeof *rat);
   pls = xcalloc (npred, sizeof *pls);
   for (size_t p = 0; p < npred; p++)
@@ -511,8 +519,8 @@ reproduce_serving (struct plugin_set *set, const struct gpu_db *gpus,
       const struct precision *prec = precision_infer (strcmp (r->gemm, "bf16") == 0
                                                       ? PERFMOD_DTYPE_BF16 : PERFMOD_DTYPE_FP8);
       struct serving_parts parts;
-      int k = serving_run_predict (set, pls[p], &m, &ge->gpu, prec, r, cache, &ttft, &tpot,
-                                   &parts, &why);
+      int k = serving_run_predict (set, pls[p], &m, &ge->gpu, prec, r,
+                                   model_cache (caches, r->builtin), &ttft, &tpot, &parts, &why);
       if (k > 0) {
         r->skip = why;
         break;
@@ -649,6 +657,7 @@ out:
     free (runs[i].gemm); free (runs[i].skip);
   }
   free (runs);
-  dist_cache_free (cache);
+  for (size_t i = 0; i < sizeof caches / sizeof caches[0]; i++)
+    dist_cache_free (caches[i]);
   return rc;
 }

@@ -228,6 +228,11 @@ workload_load (struct cli *c, struct workload *w)
   }
   if (kernels_resolve (c, w) < 0)
     goto fail;
+  if (c->opgraph && (c->engine || c->fusion)) {
+    pm_error ("%s with --opgraph: a traced graph's kernels are the ones it recorded",
+              c->engine ? "--engine" : "--fusion");
+    goto fail;
+  }
   if (c->opgraph) {
     int64_t layers = c->layers ? c->layers : w->have_model ? w->m.layers : 1;
     if (opgraph_import (&w->g, c->opgraph, layers) < 0)

@@ -62,7 +62,8 @@ int perfmod_predict (perfmod_ctx *ctx, const struct perfmod_request *req,
  * What perfmod search does: every tp, pp, cp, dp, ep, micro-batch,
  * schedule (1F1B, GPipe, interleaved with vp), uneven layer splits,
  * ZeRO stage, recomputation, sequence parallelism and, with it under
- * kernels=te, tensor-parallel communication overlap (tpo) of the model's training step on `gpus` GPUs enumerated, the ones that
+ * kernels=te, tensor-parallel communication overlap (tpo) of the
+ * model's training step on `gpus` GPUs enumerated, the ones that
  * cannot run pruned and counted by reason, the rest predicted on `jobs`
  * threads, the best `top` returned, best first (doc/search.md).
  *

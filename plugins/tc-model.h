@@ -204,23 +204,23 @@ tc_case_of (const struct perfmod_kernel *k, const struct perfmod_gpu *g, int fea
  * 640, an MLP's width over 8 GPUs, which sets the group's range). */
 #define TC_VECTOR_NORM_MIN_H 2560.0
 
-/* A 16-bit norm or softmax whose rows are narrower than the norms the
- * networks were trained on (TC_VECTOR_NORM_MIN_H, or the group's range,
- * lo_log2_h = the low end of log2 of the outputs per row, if wider) is
- * laid out as the same outputs in rows of that width: the same bytes
- * read and written, fewer and longer rows (Qwen3's q and k norms are 128
- * wide).  Clamping the width alone kept the row count and described a
- * kernel 5 to 20 times the bytes (a 64 x 128 RMSNorm came out at 10.5 us
- * against 4.0 us for a 16 x 5120 one).  Element-wise kernels are left as
- * they are (doc/serving.md).  Returns 1 if k was changed. */
+/* A 16-bit norm (the only dtypes of the TC_VECTOR group) whose rows are
+ * narrower than the norms the networks were trained on
+ * (TC_VECTOR_NORM_MIN_H, or the group's range, lo_log2_h = the low end of
+ * log2 of the outputs per row, if wider) is laid out as the same outputs
+ * in rows of that width: the same bytes read and written, fewer and
+ * longer rows (Qwen3's q and k norms are 128 wide), where keeping the row
+ * count and clamping the width would describe a kernel 5 to 20 times the
+ * bytes.  Softmax and element-wise kernels are left as they are: the
+ * 2560 is the narrowest norm's width, not theirs (doc/serving.md).
+ * Returns 1 if k was changed. */
 static inline int
 tc_vector_relay (struct perfmod_kernel *k, double lo_log2_h)
 {
   double rows = k->b > 0 ? (double) k->b : 1, h = (double) k->h, w = ceil (exp2 (lo_log2_h));
-  if (k->kclass == PERFMOD_KERNEL_LAYERNORM || k->kclass == PERFMOD_KERNEL_SOFTMAX)
-    w = fmax (w, TC_VECTOR_NORM_MIN_H);
-  else
+  if (k->kclass != PERFMOD_KERNEL_LAYERNORM)
     return 0;
+  w = fmax (w, TC_VECTOR_NORM_MIN_H);
   if (!(h >= 1) || !(w > h) || !(w < 1e9))
     return 0;
   k->b = (int64_t) fmax (1, ceil (rows * h / w));

@@ -38,7 +38,8 @@ tp_plan (void *state, const struct perfmod_parallel_case *c, struct perfmod_plan
   /* Transformer Engine's userbuffers pipeline each block's gathers and
    * scatters with the GEMM beside them (a core before tp_comm_overlap
    * has no such field) */
-  int ub = c->struct_size > offsetof (struct perfmod_parallel_case, tp_comm_overlap) &&
+  int ub = c->struct_size >= offsetof (struct perfmod_parallel_case, tp_comm_overlap)
+                             + sizeof c->tp_comm_overlap &&
            c->tp_comm_overlap && c->sequence_parallel ? PERFMOD_OVERLAP_GEMM : 0;
   static const int in[] = { PERFMOD_SITE_ATTN_IN, PERFMOD_SITE_MLP_IN };
   static const int out[] = { PERFMOD_SITE_ATTN_OUT, PERFMOD_SITE_MLP_OUT };

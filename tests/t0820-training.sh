@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0820-training.sh: training steps as Megatron-Core runs them: fused against unfused attention, Transformer Engine's layer, recomputation's time per mode, Megatron's memory terms against its published figures, and the published runs' file.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 50
+plan 51
 
 near () { awk -v a="$1" -v b="$2" -v t="${3:-1e-9}" 'BEGIN { d = a / b - 1; exit !(b > 0 && d < t && d > -t) }'; }
 
@@ -221,4 +221,15 @@ expect_one_line 2 "tpo=1: .*needs tp>1" "tpo=1 with tp=1: refused, naming the ke
   $T --strategy tp=1,sp=1,tpo=1
 expect_one_line 2 "tpo=1: .*needs kernels=te" "tpo=1 with kernels=eager: refused, naming the key" -- \
   $T --strategy tp=2,sp=1,tpo=1,kernels=eager
+# a given split: the optimizer step and the gradients are those of the rank with the most
+# parameters (GPT-3 2.7B: a layer 79M, the embedding 129M): 5:8:8:5:6's is rank 1 (8 layers,
+# 629M), more than 6:7:7:6:6's rank 0 (6 layers and the embedding, 600M), though rank 0 of
+# 5:8:8:5:6 holds fewer (522M)
+opt () {
+  "$PERFMOD" --model gpt3-2.7b --mode train --batch 80 --seq 2048 --strategy "pp=5,dp=2,split=$1" \
+    --format json 2>/dev/null | jq '.predictions[0].optimizer_ms'
+}
+a=$(opt 5:8:8:5:6) b=$(opt 6:7:7:6:6)
+ok $(awk -v a="$a" -v b="$b" 'BEGIN { exit !(a > 0 && b > 0 && a / b > 629 / 600 - 0.01 && a / b < 629 / 600 + 0.01) }'; echo $?) \
+  "split=5:8:8:5:6: the optimizer step of its 8-layer rank ($a ms), 629/600 of 6:7:7:6:6's ($b ms)"
 finish

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0850-serving.sh: --gen under a strategy (the engine's kernels with --engine, per replica: tensor parallelism speeds the decode step, shards the KV cache, pipeline stages split it, experts a batch reaches, the largest batch that fits, the formats agree), its bad input, and reproduce --table serving against aiconfigurator's measured runs.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 55
+plan 58
 
 # field NAME: the CSV column NAME of the first prediction in $TMP/out
 field () {
@@ -236,6 +236,12 @@ run_pm --gpu h100 --model llama3.1-8b --batch 2 --seq 128 --format csv --engine
 ok $(awk -F, 'NR == 2 { exit !($2 > 0 && $2 < 5.98554197) }' "$TMP/out"; echo $?) \
   "with --engine the prefill is cheaper (fewer bytes; the logits of the last tokens only)"
 expect_fail 2 'inference only' "--engine with training refused" -- --model llama3.1-8b --mode train --engine --batch 1 --seq 128
+expect_fail 2 'engine with kernels=te' "--engine with kernels=te (Transformer Engine's own fusions) refused" -- \
+  --model llama3.1-8b --gen 16 --batch 4 --seq 128 --strategy tp=2,kernels=te --engine
+expect_fail 2 'engine with --opgraph' "--engine with a traced --opgraph refused" -- \
+  --opgraph "$top_srcdir/tests/fuzz/opgraph/bert-large-inf-head.csv" --gpu h100 --engine
+expect_fail 2 'etp=4 with kernels=te' "etp with kernels=te (Megatron-Core's training MoE layer) refused" -- \
+  --model mixtral-8x7b --batch 1 --seq 128 --gen 16 --strategy tp=8,ep=2,etp=4,kernels=te
 
 
 # The engine's own tp all-reduce (gpus.d engine_ar<N>_*, doc/serving.md).  gpukey SECTION KEY:

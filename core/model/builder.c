@@ -1727,6 +1727,10 @@ graph_build (struct graph *g, const struct model_cfg *m, const struct build_opti
     pm_error ("--engine: a serving engine's kernels are modelled for inference only");
     return -1;
   }
+  if (o->engine && o->te) {
+    pm_error ("--engine with kernels=te: Transformer Engine's layer has its own fusions");
+    return -1;
+  }
   if (o->kv_len > 0 && o->train) {
     pm_error ("a decode step is an inference phase (--mode inf)");
     return -1;

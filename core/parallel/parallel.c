@@ -88,6 +88,29 @@ rank_share (const struct model_cfg *m, const struct strategy *s, int r)
   return s->nsplit ? (double) s->split[r] / (double) m->layers : 1.0 / s->pp;
 }
 
+/* The pipeline rank a step's gradient synchronisation, optimizer step,
+ * FLOPs and per-rank collectives are costed on: rank 0 with even stages
+ * (the embedding's); with a given split the one holding the most
+ * parameters, the last to finish them. */
+static int
+costed_rank (const struct model_cfg *m, const struct strategy *s, const struct perfmod_plan *pl,
+             int expert_ffn)
+{
+  int best = 0;
+  double most = -1;
+  if (!s->nsplit)
+    return 0;
+  for (int r = 0; r < s->pp; r++) {
+    double n = device_params (m, pl, expert_ffn, rank_share (m, s, r), r == 0, r == s->pp - 1,
+                              false);
+    if (n > most) {
+      most = n;
+      best = r;
+    }
+  }
+  return best;
+}
+
 static void
 plan_init (struct perfmod_plan *p)
 {
@@ -135,8 +158,9 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
     c.kv_heads = (double) m->kv_heads;
     c.vocab = (double) m->vocab;
     /* gradients (fp32) and one layer's weights of an average stage so far */
-    double dev = device_params (m, &dp->plan, s->etp, rank_share (m, s, 0), true, s->pp == 1,
-                                false);
+    int cr = costed_rank (m, s, &dp->plan, s->etp);
+    double dev = device_params (m, &dp->plan, s->etp, rank_share (m, s, cr), cr == 0,
+                                cr == s->pp - 1, false);
     c.grad_bytes = (o->train ? pr->grad_bytes : 4) * dev;
     c.layer_param_bytes = device_params (m, &dp->plan, s->etp, 1.0 / (double) m->layers, false,
                                          false,
@@ -235,7 +259,7 @@ site_seconds (const struct dist_plan *dp, int site, const struct comm_groups *g,
       continue;
     t = group_collective_seconds (cs->collective, cs->bytes, cs->dim, g->size[cs->dim],
                                   g->stride[cs->dim], g->gpus_per_node, g->engine, gpu);
-    *(cs->overlap ? overlap : plain) += t;
+    *(cs->overlap == PERFMOD_OVERLAP_PHASE ? overlap : plain) += t;
     if (by_dim)
       by_dim[cs->dim] += t;
   }
@@ -799,6 +823,10 @@ dist_check (const struct model_cfg *m, const struct dist_options *o)
     pm_error ("--fusion with kernels=megatron: Megatron's layer has its own fusions");
     return -1;
   }
+  if (o->engine && s->kernels == KERNELS_TE) {
+    pm_error ("--engine with kernels=te: Transformer Engine's layer has its own fusions");
+    return -1;
+  }
   /* Transformer Engine's userbuffers pipeline the sequence-parallel
    * gathers and scatters with its GEMMs (Megatron-Core's
    * --tp-comm-overlap, which needs --sequence-parallel) */
@@ -843,6 +871,11 @@ dist_check (const struct model_cfg *m, const struct dist_options *o)
     }
     if (m->experts == 0) {
       pm_error ("%s: etp=%d: the model has no experts", m->name, s->etp);
+      return -1;
+    }
+    if (s->kernels == KERNELS_TE) {
+      pm_error ("etp=%d with kernels=te: Megatron-Core's MoE layer is modelled for training "
+                "(etp is the eager modules' or --engine's)", s->etp);
       return -1;
     }
     if ((int64_t) s->ep * s->etp != s->tp) {
@@ -957,13 +990,14 @@ dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cf
   struct pipe_input pin;
   struct pipe_result pres;
   struct timeline *tl = o->timeline;
-  int rc = -1;
+  int rc = -1, cr;
 
   memset (r, 0, sizeof *r);
   if (dist_check (m, o) < 0)
     return -1;
   if (compose (set, m, gpu, o, &dp) < 0)
     return -1;
+  cr = costed_rank (m, s, &dp.plan, dp.expert_ffn);
   comm_groups_init (&g, s, o->gpus_per_node);
   g.engine = o->engine && !o->train;
   r->microbatches = (int) (o->batch / ((int64_t) s->dp * s->mbs));
@@ -1016,8 +1050,8 @@ dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cf
     r->stage_bw_ms[c % p] += times[k].bw;
     r->stage_recompute_ms[c % p] += times[k].recompute;
     r->attn_ms += times[k].attn;
-    /* what rank 0 runs in the step */
-    if (c % p == 0) {
+    /* what the costed rank runs in the step */
+    if (c % p == cr) {
       r->recompute_ms += times[k].recompute * r->microbatches;
       for (int d = 0; d < NDIMS; d++)
         r->comm_ms[d] += times[k].comm[d] * r->microbatches;
@@ -1052,10 +1086,10 @@ dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cf
      * bucket; the rest is exposed. */
     double by_dim[NDIMS] = { 0 }, window = 0, params, buckets, hidden;
     site_seconds (&dp, PERFMOD_SITE_GRADS, &g, gpu, &plain, &over, by_dim);
-    for (int c = 0; c < chunks; c += p)
+    for (int c = cr; c < chunks; c += p)
       window += bw[c];
-    params = device_params (m, &dp.plan, dp.expert_ffn, rank_share (m, s, 0), true, p == 1,
-                            false);
+    params = device_params (m, &dp.plan, dp.expert_ffn, rank_share (m, s, cr), cr == 0,
+                            cr == p - 1, false);
     buckets = ceil (params / DP_BUCKET_PARAMS);
     hidden = over * 1e3 * (1 - 1 / buckets);
     if (hidden > window)

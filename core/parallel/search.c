@@ -279,8 +279,6 @@ prune (struct search *x, enum search_prune why)
   x->pruned[why]++;
 }
 
-/* Every configuration, in a fixed order (the result does not depend on
- * it: ties are broken by that order). */
 /* The most pipeline stages an uneven split is searched for: its
  * --strategy string (split=a:b:...) stays within a row's 256 bytes. */
 #define SEARCH_MAX_UNEVEN 16
@@ -304,6 +302,8 @@ uneven_split (struct strategy *s, int64_t layers)
   s->nsplit = p;
 }
 
+/* Every configuration, in a fixed order (the result does not depend on
+ * it: ties are broken by that order). */
 static void
 enumerate (struct search *x)
 {
@@ -382,33 +382,40 @@ enumerate (struct search *x)
             }
             /* one chunk per rank: GPipe (every forward, then every
              * backward) beside 1F1B */
-            for (int sc = 0; sc < (pp > 1 && vp == 1 ? 2 : 1); sc++)
-            for (int zero = 0; zero <= (dp > 1 ? 3 : 0); zero++)
-              for (int rc = RECOMPUTE_NONE; rc <= RECOMPUTE_FULL; rc++)
-                for (int sp = 0; sp <= (tp > 1 ? 1 : 0); sp++)
-                /* Transformer Engine's userbuffers: with sp and TE's layer */
-                for (int tpo = 0; tpo <= (sp && kernels == KERNELS_TE ? 1 : 0); tpo++) {
-                  struct strategy s;
-                  strategy_init (&s);
-                  s.tp = tp;
-                  s.pp = (int) pp;
-                  s.dp = (int) dp;
-                  s.dp_set = true;
-                  s.ep = (int) ep;
-                  s.cp = cp;
-                  s.mbs = mbs;
-                  s.vp = (int) vp;
-                  s.schedule = vp > 1 ? SCHED_INTERLEAVED : sc ? SCHED_GPIPE : SCHED_1F1B;
-                  if (uneven)
-                    uneven_split (&s, m->layers);
-                  s.zero = zero;
-                  s.recompute = (enum pm_recompute) rc;
-                  s.sp = sp;
-                  s.tpo = tpo;
-                  s.kernels = kernels;
-                  s.kernels_set = true;
-                  consider (x, &s);
+            /* the strategy every choice below starts from */
+            struct strategy b;
+            strategy_init (&b);
+            b.tp = tp;
+            b.pp = (int) pp;
+            b.dp = (int) dp;
+            b.dp_set = true;
+            b.ep = (int) ep;
+            b.cp = cp;
+            b.mbs = mbs;
+            b.vp = (int) vp;
+            if (uneven)
+              uneven_split (&b, m->layers);
+            b.kernels = kernels;
+            b.kernels_set = true;
+            /* one chunk per rank: GPipe beside 1F1B; tpo (Transformer
+             * Engine's userbuffers) with sp and TE's layer */
+            for (int sc = 0; sc < (pp > 1 && vp == 1 ? 2 : 1); sc++) {
+              for (int zero = 0; zero <= (dp > 1 ? 3 : 0); zero++) {
+                for (int rc = RECOMPUTE_NONE; rc <= RECOMPUTE_FULL; rc++) {
+                  for (int sp = 0; sp <= (tp > 1 ? 1 : 0); sp++) {
+                    for (int tpo = 0; tpo <= (sp && kernels == KERNELS_TE ? 1 : 0); tpo++) {
+                      struct strategy s = b;
+                      s.schedule = vp > 1 ? SCHED_INTERLEAVED : sc ? SCHED_GPIPE : SCHED_1F1B;
+                      s.zero = zero;
+                      s.recompute = (enum pm_recompute) rc;
+                      s.sp = sp;
+                      s.tpo = tpo;
+                      consider (x, &s);
+                    }
+                  }
                 }
+              }
+            }
           }
         }
       }
