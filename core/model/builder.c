@@ -821,17 +821,21 @@ eng_ffn (struct bctx *c, const char *prefix, int64_t rows, int64_t d, int64_t f,
 }
 
 /* The reached experts' feed-forward blocks as an engine runs them: one
- * grouped GEMM over all of them for gate and up (a batched product of
- * `reached` GEMMs of te rows, each with its own weights), one kernel for
- * the activation, one grouped GEMM for down. */
+ * grouped GEMM over all of them for gate and up, one kernel for the
+ * activation, one grouped GEMM for down.  A grouped GEMM of `reached`
+ * experts, te rows each, is the GEMM with their weights side by side:
+ * gate and up over N (te x d by d x reached 2f), down over K (te x
+ * reached f by reached f x d, the sum over K the experts' weighted sum):
+ * the same weights read, FLOPs and output tiles, in the range of shapes
+ * the GEMM measurements hold. */
 static void
 eng_experts (struct bctx *c, int64_t reached, int64_t te, int64_t d, int64_t f)
 {
   bool gated = !c->m->layernorm;
-  bmm (c, "experts_gate_up_proj", reached, te, d, gated ? 2 * f : f);
+  linear (c, "experts_gate_up_proj", te, d, reached * (gated ? 2 * f : f), false);
   te_vec (c, "experts_act_and_mul", c->m->gelu || !gated ? "gelu" : "silu", reached * te, f,
           gated ? 3 : 2, 0, 0);
-  bmm (c, "experts_down_proj", reached, te, f, d);
+  linear (c, "experts_down_proj", te, reached * f, d, false);
 }
 
 /* Grouped-query attention as an engine runs it: one QKV GEMM, the q/k
