@@ -253,18 +253,6 @@ run_sched (const struct serving_run *run)
   return SCHED_MIXED;
 }
 
-/* The parts a run's TTFT and TPOT are composed of (ms), for the table's
- * diagnostics and the tests. */
-struct serving_parts {
-  double dec;                   /* a decode step of all C requests at the mean cache */
-  double mix;                   /* an iteration that prefills n prompts (or one chunk) */
-  double wave;                  /* one prefill batch of k prompts, alone */
-  double first;                 /* the mean TTFT of a burst of C requests at once */
-  double arrivals;              /* prompts admitted per iteration in the steady state */
-  double slot_wait;             /* TensorRT-LLM: waiting for a free slot */
-  double overhead;              /* per iteration (SERVING_ITER_MS) */
-};
-
 /* One run's predicted TTFT and TPOT with pred: a closed loop of C
  * clients against an engine with inflight batching (doc/serving.md).
  *
@@ -280,8 +268,9 @@ struct serving_parts {
  * C-th of a request's life later (the completions spread over it).
  *
  * Waves (SGLang): prefill batches run alone, so the C requests of a wave
- * stay together: their prompts go in ceil(C isl / 8192) batches of k
- * prompts, a request waits for the mean half of them (TTFT), and the
+ * stay together: their prompts go in ceil(C / k) batches of k prompts
+ * (or of a prompt's chunks), a request waits for the mean half of them
+ * (TTFT), and the
  * decodes of those prefilled first pause for the rest (TPOT).
  *
  * Returns 1 with *why set where perfmod refuses the run. */
@@ -289,7 +278,7 @@ static int
 serving_run_predict (struct plugin_set *set, struct plugin *pred, const struct model_cfg *m,
                      const struct perfmod_gpu *gpu, const struct precision *prec,
                      const struct serving_run *run, struct dist_cache *cache, double *ttft,
-                     double *tpot, struct serving_parts *parts, char **why)
+                     double *tpot, char **why)
 {
   struct strategy s;
   struct dist_options o;
@@ -297,7 +286,7 @@ serving_run_predict (struct plugin_set *set, struct plugin *pred, const struct m
   int64_t c = run->conc, isl = run->isl, osl = run->osl, n, k, chunks = 1, nb;
   int64_t kv_len = isl + osl / 2;
   enum sched sch = run_sched (run);
-  double a, share, mix, it, first, ovh = SERVING_ITER_MS;
+  double a, share, mix, it, first, dec, wavems, ovh = SERVING_ITER_MS;
   char msg[512];
 
   strategy_init (&s);
@@ -364,41 +353,32 @@ serving_run_predict (struct plugin_set *set, struct plugin *pred, const struct m
     *why = xasprintf ("refused: %s", msg[0] ? msg : "(no message)");
     return 1;
   }
-  memset (parts, 0, sizeof *parts);
-  parts->dec = gen.pipeline_ms + ovh;
-  parts->overhead = ovh;
+  dec = gen.pipeline_ms + ovh;          /* a decode step of all C at the mean cache */
   if (c == 1) {                          /* one request: nothing to wait for */
-    parts->mix = pre.pipeline_ms + ovh;
-    *ttft = parts->mix * (double) chunks;
-    *tpot = parts->dec;
+    *ttft = (pre.pipeline_ms + ovh) * (double) chunks;
+    *tpot = dec;
     return 0;
   }
-  parts->wave = wave.pipeline_ms * (double) chunks + ovh;
-  first = parts->wave * (double) (nb + 1) / 2;
+  wavems = wave.pipeline_ms * (double) chunks + ovh;   /* one prefill batch of k, alone */
+  first = wavems * (double) (nb + 1) / 2;              /* the mean TTFT of a burst of C */
   if (sch == SCHED_WAVES) {
-    double b = parts->wave;
     *ttft = first;
-    *tpot = parts->dec + b * (double) (nb - 1) / 2 / (double) (osl > 1 ? osl - 1 : 1);
+    *tpot = dec + wavems * (double) (nb - 1) / 2 / (double) (osl > 1 ? osl - 1 : 1);
     return 0;
   }
   /* the prompts' prefill, the decoding requests' attention over their caches */
   mix = pre.pipeline_ms + mixdec.attn_ms + ovh;
-  parts->mix = mix;
-  parts->arrivals = a;
   share = a * (double) chunks / (double) n;      /* of the iterations, mixed */
   if (share > 1)
     share = 1;
-  it = share * mix + (1 - share) * parts->dec;
+  it = share * mix + (1 - share) * dec;
   *tpot = it;
   *ttft = it / 2 + mix * (double) chunks;
-  if (sch == SCHED_MIXED_SLOTS) {
+  if (sch == SCHED_MIXED_SLOTS)
     /* W = (TTFT0 + W + (osl - 1) TPOT) / C: a request's life, the wait
      * included, over the C completions it spans */
-    parts->slot_wait = (*ttft + (double) (osl - 1) * *tpot) / (double) (c - 1);
-    *ttft += parts->slot_wait;
-  }
+    *ttft += (*ttft + (double) (osl - 1) * *tpot) / (double) (c - 1);
   /* the first C requests arrived at once: their mean is the burst's */
-  parts->first = first;
   *ttft = ((SERVING_WAVES - 1) * *ttft + first) / SERVING_WAVES;
   return 0;
 }
@@ -425,6 +405,18 @@ struct ratios {
   double *v[2][2];
   size_t n[2];
 };
+
+/* The median |error| (%) of half h's time k with its ratios scaled by f. */
+static double
+ratios_error (const struct ratios *r, int h, int k, double f)
+{
+  double *b = xcalloc (r->n[h] + 1, sizeof *b), e;
+  for (size_t i = 0; i < r->n[h]; i++)
+    b[i] = fabs (r->v[h][k][i] * f - 1) * 100;
+  e = median (b, r->n[h]);
+  free (b);
+  return e;
+}
 
 static void
 ratios_add (struct ratios *r, int half, double rt, double rp)
@@ -518,9 +510,8 @@ reproduce_serving (struct plugin_set *set, const struct gpu_db *gpus,
       char *why = NULL;
       const struct precision *prec = precision_infer (strcmp (r->gemm, "bf16") == 0
                                                       ? PERFMOD_DTYPE_BF16 : PERFMOD_DTYPE_FP8);
-      struct serving_parts parts;
       int k = serving_run_predict (set, pls[p], &m, &ge->gpu, prec, r,
-                                   model_cache (caches, r->builtin), &ttft, &tpot, &parts, &why);
+                                   model_cache (caches, r->builtin), &ttft, &tpot, &why);
       if (k > 0) {
         r->skip = why;
         break;
@@ -600,12 +591,8 @@ reproduce_serving (struct plugin_set *set, const struct gpu_db *gpus,
     for (size_t p = 0; p < npred; p++) {
       double f[2], e[2];
       for (int k = 0; k < 2; k++) {
-        double *b = xcalloc (rat[p].n[1] + 1, sizeof *b);
         f[k] = 1 / median (rat[p].v[0][k], rat[p].n[0]);
-        for (size_t i = 0; i < rat[p].n[1]; i++)
-          b[i] = fabs (rat[p].v[1][k][i] * f[k] - 1) * 100;
-        e[k] = median (b, rat[p].n[1]);
-        free (b);
+        e[k] = ratios_error (&rat[p], 1, k, f[k]);
       }
       fprintf (sum, "%-10s %5zu %5zu %9.3f %9.3f %12.1f %12.1f\n", o->predictors[p], rat[p].n[0],
                rat[p].n[1], f[0], f[1], e[0], e[1]);
@@ -618,13 +605,8 @@ reproduce_serving (struct plugin_set *set, const struct gpu_db *gpus,
     for (size_t p = 0; p < npred; p++) {
       double e[2][2];
       for (int h = 0; h < 2; h++)
-        for (int k = 0; k < 2; k++) {
-          double *b = xcalloc (rat[p].n[h] + 1, sizeof *b);
-          for (size_t i = 0; i < rat[p].n[h]; i++)
-            b[i] = fabs (rat[p].v[h][k][i] - 1) * 100;
-          e[h][k] = median (b, rat[p].n[h]);
-          free (b);
-        }
+        for (int k = 0; k < 2; k++)
+          e[h][k] = ratios_error (&rat[p], h, k, 1);
       fprintf (sum, "%-10s %5zu %9.1f %9.1f %5zu %9.1f %9.1f\n", o->predictors[p], rat[p].n[0],
                e[0][0], e[0][1], rat[p].n[1], e[1][0], e[1][1]);
     }
