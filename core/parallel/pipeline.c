@@ -26,52 +26,48 @@ interleaved_op (int k, bool bw, int p, int v, int rank)
   return o;
 }
 
-/* The order in which rank `rank` runs its operations. */
-static size_t
-rank_order (const struct pipe_input *in, int rank, struct pop *ops)
+/* Operation idx of the order in which rank `rank` runs its operations. */
+static struct pop
+rank_op (const struct pipe_input *in, int rank, size_t idx)
 {
   int p = in->stages, m = in->microbatches, v = in->vp > 1 ? in->vp : 1;
-  size_t n = 0;
-  int total = m * v, warm;
+  int total = m * v, k = (int) idx, warm;
+  bool interleaved = in->schedule == SCHED_INTERLEAVED;
 
-  if (!in->backward) {
-    for (int k = 0; k < total; k++)
-      ops[n++] = v > 1 ? interleaved_op (k, false, p, v, rank) : (struct pop) { false, k, rank };
-    return n;
-  }
-  switch (in->schedule) {
-  case SCHED_GPIPE:
-    for (int i = 0; i < m; i++)
-      ops[n++] = (struct pop) { false, i, rank };
-    for (int i = 0; i < m; i++)
-      ops[n++] = (struct pop) { true, i, rank };
-    return n;
-  case SCHED_INTERLEAVED:
+  if (!in->backward)
+    return v > 1 ? interleaved_op (k, false, p, v, rank) : (struct pop) { false, k, rank };
+  if (in->schedule == SCHED_GPIPE)
+    return k < m ? (struct pop) { false, k, rank } : (struct pop) { true, k - m, rank };
+  if (interleaved) {
     warm = (p - rank - 1) * 2 + (v - 1) * p;
     if (warm > total)
       warm = total;
-    for (int k = 0; k < warm; k++)
-      ops[n++] = interleaved_op (k, false, p, v, rank);
-    for (int k = 0; k < total - warm; k++) {
-      ops[n++] = interleaved_op (warm + k, false, p, v, rank);
-      ops[n++] = interleaved_op (k, true, p, v, rank);
-    }
-    for (int k = total - warm; k < total; k++)
-      ops[n++] = interleaved_op (k, true, p, v, rank);
-    return n;
-  case SCHED_1F1B:
-  default:
-    warm = p - rank - 1 < m ? p - rank - 1 : m;
-    for (int i = 0; i < warm; i++)
-      ops[n++] = (struct pop) { false, i, rank };
-    for (int i = 0; i < m - warm; i++) {
-      ops[n++] = (struct pop) { false, warm + i, rank };
-      ops[n++] = (struct pop) { true, i, rank };
-    }
-    for (int i = m - warm; i < m; i++)
-      ops[n++] = (struct pop) { true, i, rank };
-    return n;
   }
+  else {
+    warm = p - rank - 1 < m ? p - rank - 1 : m;
+    total = m;
+  }
+  if (k < warm)                                          /* warm-up forwards */
+    return interleaved ? interleaved_op (k, false, p, v, rank) : (struct pop) { false, k, rank };
+  if (k < warm + 2 * (total - warm)) {                   /* one forward, one backward */
+    int j = (k - warm) / 2;
+    bool bw = (k - warm) % 2 == 1;
+    int at = bw ? j : warm + j;
+    return interleaved ? interleaved_op (at, bw, p, v, rank) : (struct pop) { bw, at, rank };
+  }
+  k -= warm + 2 * (total - warm) - (total - warm);       /* the last backwards */
+  return interleaved ? interleaved_op (k, true, p, v, rank) : (struct pop) { true, k, rank };
+}
+
+/* The order in which rank `rank` runs its operations, all of them. */
+static size_t
+rank_order (const struct pipe_input *in, int rank, struct pop *ops)
+{
+  size_t n = (size_t) (in->backward ? 2 : 1) * (size_t) in->microbatches
+             * (size_t) (in->vp > 1 ? in->vp : 1);
+  for (size_t k = 0; k < n; k++)
+    ops[k] = rank_op (in, rank, k);
+  return n;
 }
 
 void
@@ -251,39 +247,6 @@ pipe_progs_free (struct pipe_progs *pp)
     free (pp->t);
     free (pp);
   }
-}
-
-/* Operation idx of rank's order: rank_order's, without the others. */
-static struct pop
-rank_op (const struct pipe_input *in, int rank, size_t idx)
-{
-  int p = in->stages, m = in->microbatches, v = in->vp > 1 ? in->vp : 1;
-  int total = m * v, k = (int) idx, warm;
-  bool interleaved = in->schedule == SCHED_INTERLEAVED;
-
-  if (!in->backward)
-    return v > 1 ? interleaved_op (k, false, p, v, rank) : (struct pop) { false, k, rank };
-  if (in->schedule == SCHED_GPIPE)
-    return k < m ? (struct pop) { false, k, rank } : (struct pop) { true, k - m, rank };
-  if (interleaved) {
-    warm = (p - rank - 1) * 2 + (v - 1) * p;
-    if (warm > total)
-      warm = total;
-  }
-  else {
-    warm = p - rank - 1 < m ? p - rank - 1 : m;
-    total = m;
-  }
-  if (k < warm)                                          /* warm-up forwards */
-    return interleaved ? interleaved_op (k, false, p, v, rank) : (struct pop) { false, k, rank };
-  if (k < warm + 2 * (total - warm)) {                   /* one forward, one backward */
-    int j = (k - warm) / 2;
-    bool bw = (k - warm) % 2 == 1;
-    int at = bw ? j : warm + j;
-    return interleaved ? interleaved_op (at, bw, p, v, rank) : (struct pop) { bw, at, rank };
-  }
-  k -= warm + 2 * (total - warm) - (total - warm);       /* the last backwards */
-  return interleaved ? interleaved_op (k, true, p, v, rank) : (struct pop) { true, k, rank };
 }
 
 /* simulate()'s sweep, with what is done instead of when: false when it
