@@ -340,7 +340,7 @@ attention_core (struct bctx *c, int64_t h, int64_t dh, const char *scale, const 
   size_t first = c->g->n;
   if (c->flash) {
     /* a serving engine's kernel reads the grouped key/value heads in place */
-    flash_attention (c, h, c->o->engine && c->kvp < h ? c->kvp : h, dh);
+    flash_attention (c, h, c->eng && c->kvp < h ? c->kvp : h, dh);
     return;
   }
   bmm (c, "scores", bh, c->s, dh, c->kv);
@@ -1024,7 +1024,7 @@ llama_layer (struct bctx *c)
     double kvnew = 2.0 * (double) t * (double) (kvh * dh);
     copy (c, "kv_cache_write", "copy", kvnew, 0);
   }
-  if (kvh < h && !(c->o->engine && c->flash))
+  if (kvh < h)
     repeat_kv (c, h, kvh, dh);
   attention_core (c, h, dh, "divu", "add", (double) c->b * causal, false);
   copy (c, "merge_heads", "contiguous", tq, tq);
@@ -1054,7 +1054,7 @@ llama_graph (struct bctx *c)
     norm_kernel (c, "norm", c->tn, d, c->eng);   /* the engine's: with the last residual add */
     site (c, PERFMOD_SITE_LOGITS);
     /* a serving engine takes the logits of each sequence's last token only */
-    linear (c, "lm_head", c->o->engine && !c->train ? c->b : t, d, v, false);
+    linear (c, "lm_head", c->eng ? c->b : t, d, v, false);
     lm_loss (c, v);
   }
 }
@@ -1152,7 +1152,7 @@ gqa_attention (struct bctx *c)
     double kvnew = 2.0 * (double) t * (double) (kvh * dh);
     copy (c, "kv_cache_write", "copy", kvnew, 0);
   }
-  if (kvh < h && !(c->o->engine && c->flash))
+  if (kvh < h)
     repeat_kv (c, h, kvh, dh);
   c->softcap = m->softcap;
   attention_core (c, h, dh, "mulu", "add", (double) c->b * causal, false);
@@ -1317,7 +1317,7 @@ modern_graph (struct bctx *c)
                  c->eng && !m->parallel_residual);
     site (c, PERFMOD_SITE_LOGITS);
     /* a serving engine takes the logits of each sequence's last token only */
-    int64_t lt = c->o->engine && !c->train ? c->b : t;
+    int64_t lt = c->eng ? c->b : t;
     linear (c, m->family == FAM_NEOX ? "embed_out" : "lm_head", lt, d, v, false);
     if (m->softcap) {                    /* Gemma 2's final logit soft-capping */
       unary (c, "logits_softcap_div", "divu", lt, v);
