@@ -381,8 +381,7 @@ explain_serving (struct plugin_set *set, struct plugin *pl, const struct model_c
   s.mbs = (int) (o->batch / s.dp);
   s.vp = 1;
   q.s = &s;
-  comm_groups_init (&g, &s, o->gpus_per_node);
-  g.engine = o->engine && !o->train;
+  comm_groups_init (&g, &q);
   if (s.etp > 0)
     fprintf (out, "\nMoE layers (ep=%d x etp=%d within tp=%d): no dispatch or combine "
              "all-to-all; the experts' outputs are summed by the tp all-reduce after them "

@@ -33,10 +33,12 @@ degree_of (const struct strategy *s, int dim)
  * over the data- and context-parallel ranks together (Megatron's
  * data-parallel group with cp). */
 void
-comm_groups_init (struct comm_groups *g, const struct strategy *s, int gpus_per_node)
+comm_groups_init (struct comm_groups *g, const struct dist_options *o)
 {
+  const struct strategy *s = o->s;
   memset (g, 0, sizeof *g);
-  g->gpus_per_node = gpus_per_node;
+  g->gpus_per_node = o->gpus_per_node;
+  g->engine = o->engine && !o->train;
   for (int d = 0; d < NDIMS; d++)
     g->size[d] = 1;
   g->size[DIM_NONE] = s->tp * s->pp * s->dp * s->cp;
@@ -131,8 +133,9 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
                                                                        o->train);
   plan_init (&dp->plan);
   dp->ncomms = 0;
-  dp->expert_ffn = 0;
-  dp->ep_in_tp = false;
+  /* ep within the tp ranks (etp given): the experts' width over etp */
+  dp->expert_ffn = s->etp > 0 ? s->etp : 0;
+  dp->ep_in_tp = s->etp > 0;
   for (size_t i = 0; i < sizeof plan_order / sizeof plan_order[0]; i++) {
     int dim = plan_order[i], degree = degree_of (s, dim);
     struct perfmod_parallel_case c;
@@ -158,13 +161,12 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
     c.kv_heads = (double) m->kv_heads;
     c.vocab = (double) m->vocab;
     /* gradients (fp32) and one layer's weights of an average stage so far */
-    int cr = costed_rank (m, s, &dp->plan, s->etp);
-    double dev = device_params (m, &dp->plan, s->etp, rank_share (m, s, cr), cr == 0,
+    int cr = costed_rank (m, s, &dp->plan, dp->expert_ffn);
+    double dev = device_params (m, &dp->plan, dp->expert_ffn, rank_share (m, s, cr), cr == 0,
                                 cr == s->pp - 1, false);
     c.grad_bytes = (o->train ? pr->grad_bytes : 4) * dev;
-    c.layer_param_bytes = device_params (m, &dp->plan, s->etp, 1.0 / (double) m->layers, false,
-                                         false,
-                                         false) * pr->weight_bytes;
+    c.layer_param_bytes = device_params (m, &dp->plan, dp->expert_ffn, 1.0 / (double) m->layers,
+                                         false, false, false) * pr->weight_bytes;
     c.zero = s->zero;
     c.sequence_parallel = s->sp;
     c.megatron_core = s->kernels == KERNELS_TE;
@@ -215,10 +217,6 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
                     : p.comm[k].overlap != 0 ? PERFMOD_OVERLAP_PHASE : PERFMOD_OVERLAP_NONE;
       cs->dim = dim;
     }
-  }
-  if (s->etp > 0) {
-    dp->expert_ffn = s->etp;
-    dp->ep_in_tp = true;
   }
   /* Context parallelism (Megatron's ring attention): each layer passes
    * the key/value blocks of the rank's heads round the cp ranks, the
@@ -998,8 +996,7 @@ dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cf
   if (compose (set, m, gpu, o, &dp) < 0)
     return -1;
   cr = costed_rank (m, s, &dp.plan, dp.expert_ffn);
-  comm_groups_init (&g, s, o->gpus_per_node);
-  g.engine = o->engine && !o->train;
+  comm_groups_init (&g, o);
   r->microbatches = (int) (o->batch / ((int64_t) s->dp * s->mbs));
   if (tl) {
     timeline_free (tl);
@@ -1165,8 +1162,7 @@ dist_chunk_ops (struct plugin_set *set, struct plugin *pred, const struct model_
     pm_error ("pipeline stage %d: the strategy has %d (0 to %d)", stage, s->pp, s->pp - 1);
     return -1;
   }
-  comm_groups_init (&g, s, o->gpus_per_node);
-  g.engine = o->engine && !o->train;
+  comm_groups_init (&g, o);
   if (chunk_build (gr, m, o, &dp, chunk_layers (m, s, stage), chunk_first_layer (m, s, stage),
                    stage == 0, stage == chunks - 1) < 0)
     return -1;

@@ -172,7 +172,9 @@ struct dist_result {
   int mem_rank;
   struct perfmod_plan plan;
 };
-void comm_groups_init (struct comm_groups *g, const struct strategy *s, int gpus_per_node);
+/* The groups of o's strategy over its nodes (the engine's all-reduce
+ * where o is a serving engine's inference). */
+void comm_groups_init (struct comm_groups *g, const struct dist_options *o);
 /* Refuse a strategy the model cannot take (layers, experts, batch,
  * kernels). */
 int dist_check (const struct model_cfg *m, const struct dist_options *o);

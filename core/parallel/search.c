@@ -380,8 +380,6 @@ enumerate (struct search *x)
                 prune (x, SEARCH_PRUNE_INTERLEAVE);
               continue;
             }
-            /* one chunk per rank: GPipe (every forward, then every
-             * backward) beside 1F1B */
             /* the strategy every choice below starts from */
             struct strategy b;
             strategy_init (&b);
