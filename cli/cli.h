@@ -73,5 +73,7 @@ int cmd_train (struct cli *c);
 int cmd_eval (struct cli *c, struct plugin_set *set);
 /* search.c: perfmod search (argv from the word "search" on), over core/parallel/search.c. */
 int search_main (int argc, char **argv);
+/* serve.c: perfmod serve (argv from the word "serve" on), over core/serve (perfmod_serve). */
+int serve_main (int argc, char **argv);
 
 #endif /* PERFMOD_CLI_H */

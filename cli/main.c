@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <cblas.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,8 @@ usage (FILE *fp)
          "       perfmod kernel --op OP --gpu NAME [--dtype D] ...: one kernel (kernel --help)\n"
          "       perfmod search --model M --gpus N --global-batch B ...: the best ways to train\n"
          "               M on N GPUs (search --help)\n"
+         "       perfmod serve --model M --isl N --osl N --concurrency C ...: requests through a\n"
+         "               serving engine's iterations (serve --help)\n"
          "       perfmod train --predictor NAME --data DIR --out FILE [--seed S]\n"
          "               [--epochs N] [--members N] [--in-dist GPU,...] [--reference FILE]\n"
          "               [--keep-throttled] [--keep-floor] [--features SET]\n"
@@ -143,6 +146,8 @@ perfmod_main (int argc, char **argv)
     return kernel_main (argc - 1, argv + 1);
   if (argc > 1 && strcmp (argv[1], "search") == 0)
     return search_main (argc - 1, argv + 1);
+  if (argc > 1 && strcmp (argv[1], "serve") == 0)
+    return serve_main (argc - 1, argv + 1);
   memset (&c, 0, sizeof c);
   c.format = "table";
   c.command = command_line (argc, argv);   /* before getopt permutes argv */
@@ -356,8 +361,10 @@ perfmod_main (int argc, char **argv)
                                                                   : "roofline", ',');
       if (pub)
         rc = reproduce_published (&set, &gpus, &ro);   /* physical units */
-      else if (serving)
+      else if (serving) {
+        openblas_set_num_threads (1);   /* a network row at a time: its threads only contend */
         rc = reproduce_serving (&set, &gpus, &ro);
+      }
       else {
         plugins_neusight_units (&set);   /* the paper's tables, unit for unit */
         if (strcmp (ro.table, "distributed") == 0)

@@ -496,7 +496,8 @@ predict_serving (struct cli *c, struct plugin_set *set, struct workload *w,
   assume_engine_allreduce (c, w, s, gpn);
   assume (c, "serving: each replica prefills its batch's prompts together (the time to first "
           "token), then decodes them together (the time per output token: the step at the mean "
-          "cache length seq + gen/2); the KV cache of seq + gen tokens in the activations' dtype");
+          "cache length seq + gen/2); the KV cache of seq + gen tokens in the activations' dtype; "
+          "a static batch: perfmod serve simulates an engine's requests over time");
   rc = EXIT_RUNTIME;
   for (size_t p = 0; p < npred; p++) {
     struct dist_result pre, dec;

@@ -1,4 +1,4 @@
-/* api.c: libperfmod's public functions (include/perfmod.h): a context of GPUs and plugins, a prediction as perfmod --strategy makes it, and a search as perfmod search makes it. */
+/* api.c: libperfmod's public functions (include/perfmod.h): a context of GPUs and plugins, a prediction as perfmod --strategy makes it, a search as perfmod search makes it, and serving as perfmod serve simulates it. */
 #include <config.h>
 
 #include <stdlib.h>
@@ -211,6 +211,22 @@ perfmod_search (perfmod_ctx *ctx, const struct perfmod_search_request *req,
   rc = search_run (&ctx->set, &ctx->gpus, req, res);
   leave ();
   return rc == 0 ? 0 : -1;
+}
+
+int
+perfmod_serve (perfmod_ctx *ctx, const struct perfmod_serve_request *req,
+               struct perfmod_serve_result *res, char *err, size_t errlen)
+{
+  int rc;
+  if (ctx == NULL || req == NULL || res == NULL) {
+    if (err && errlen)
+      snprintf (err, errlen, "perfmod_serve: a NULL context, request or result");
+    return -1;
+  }
+  enter (ctx, err, errlen);
+  rc = serve_run (&ctx->set, &ctx->gpus, req, res, NULL);
+  leave ();
+  return rc < 0 ? -1 : 0;
 }
 
 void

@@ -21,6 +21,7 @@
 #include "model/model.h"
 #include "predict/predict.h"
 #include "parallel/parallel.h"
+#include "serve/serve.h"
 #include "report/report.h"
 #include "learn/learn.h"
 #include "commands.h"

@@ -155,6 +155,81 @@ int perfmod_search (perfmod_ctx *ctx, const struct perfmod_search_request *req,
 /* What perfmod_search allocated in res (res itself is the caller's). */
 void perfmod_search_result_free (struct perfmod_search_result *res);
 
+/* ---- Serving: requests through a serving engine's iterations ----
+ * What perfmod serve does (doc/serving.md): requests arrive (a closed
+ * loop of clients, a Poisson rate, or a trace), the engine (vLLM, SGLang
+ * or TensorRT-LLM) schedules each iteration as its scheduler does
+ * (continuous batching, chunked prefill under its token budget, its
+ * batch limit, a paged KV cache the memory leaves, preemption), each
+ * iteration costs the predicted time of its kernels, and the requests'
+ * times come out.  Zero-initialise the request, set struct_size = sizeof,
+ * fill in what you need; 0 or NULL fields take perfmod serve's defaults. */
+struct perfmod_serve_request {
+  uint32_t struct_size;
+  const char *model;        /* built-in name or a Hugging Face config.json (required) */
+  const char *gpu;          /* gpus.d section or alias; NULL: "h100" */
+  const char *dtype;        /* bf16, fp16 or fp8 (the GEMMs and weights); NULL: the GPU's */
+  const char *kv_dtype;     /* the KV cache's: NULL as the activations, or "fp8" */
+  const char *strategy;     /* "tp=..,pp=..,ep=..,etp=..,dp=..": a replica and dp of them;
+                               NULL: one GPU */
+  const char *engine;       /* "vllm", "sglang" or "trtllm"; NULL: "vllm" */
+  const char *predictor;    /* NULL: "tile-mlp" */
+  int64_t concurrency;      /* a closed loop of this many clients, or: */
+  double rate;              /* Poisson arrivals, requests per second, or: */
+  const char *trace;        /* a CSV file: arrival_ms, isl, osl per request */
+  int64_t isl, osl;         /* prompt and output tokens per request (not with trace) */
+  int64_t requests;         /* requests to simulate; 0: 10 x concurrency, at least 100 */
+  int64_t max_batch;        /* the engine's running requests at most; 0: its default */
+  int64_t max_tokens;       /* its tokens per iteration at most; 0: its default */
+  int64_t gpus_per_node;    /* 0: the GPU's */
+  uint64_t seed;            /* of the Poisson arrivals; 0: 1 */
+  /* Disaggregated prefill and decode: prefill_workers replicas of
+   * prefill_strategy prefill, then hand the KV cache to one of
+   * decode_workers replicas of decode_strategy (strategy unused). */
+  const char *prefill_strategy, *decode_strategy;
+  int64_t prefill_workers, decode_workers;
+  int64_t prefill_max_batch;    /* the prefill replicas' max_batch (0: the engine's) */
+  /* Speculative decoding: NULL, "mtp", "eagle" or "ngram"; spec_tokens
+   * drafts a step (0: 1 for mtp, 3 otherwise), each accepted with
+   * probability spec_accept (0 < a < 1) when the ones before it were. */
+  const char *spec;
+  int64_t spec_tokens;
+  double spec_accept;
+};
+
+struct perfmod_serve_stats {
+  double mean, p50, p90, p99;
+};
+
+/* What perfmod_serve gives: perfmod serve --format json's fields. */
+struct perfmod_serve_result {
+  uint32_t struct_size;
+  struct perfmod_serve_stats ttft_ms;   /* arrival to the first token */
+  struct perfmod_serve_stats tpot_ms;   /* per request: (last - first token) / (osl - 1) */
+  struct perfmod_serve_stats itl_ms;    /* between consecutive tokens */
+  struct perfmod_serve_stats e2e_ms;    /* arrival to the last token */
+  double output_tokens_per_s;           /* all GPUs, over the run */
+  double output_tokens_per_s_per_gpu;
+  double output_tokens_per_s_per_user;  /* 1000 / mean TPOT */
+  double requests_per_s;
+  double duration_s;                    /* first arrival to last token */
+  int64_t requests, preemptions, iterations;
+  int64_t gpus;                         /* in all */
+  int64_t kv_capacity_tokens;           /* per (decode) replica */
+  double kv_peak, kv_mean;              /* fractions of it used */
+  double batch_mean;                    /* requests per iteration that decodes */
+  double weights_gb, kv_cache_gb, capacity_gb;  /* per GPU (the decode replicas') */
+  int oom;                  /* 1: the weights leave no room for one request (a result) */
+  int64_t max_batch, max_tokens;        /* the engine's limits as simulated */
+  double transfer_ms;                   /* disaggregated: the mean KV transfer */
+  char engine[16];
+  char assumed[1024];                   /* what the run filled in, one line */
+};
+
+/* Simulate req into res: 0, or -1 with the reason in err. */
+int perfmod_serve (perfmod_ctx *ctx, const struct perfmod_serve_request *req,
+                   struct perfmod_serve_result *res, char *err, size_t errlen);
+
 /* The library's version, "0.1.0". */
 const char *perfmod_version (void);
 

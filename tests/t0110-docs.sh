@@ -1,9 +1,9 @@
 #!/bin/sh
-# t0110-docs.sh: the documentation cannot drift: every option of perfmod --help, kernel --help and search --help is in perfmod(1), and every option perfmod(1) names is in one of them.
+# t0110-docs.sh: the documentation cannot drift: every option of perfmod --help, kernel --help, search --help and serve --help is in perfmod(1), and every option perfmod(1) names is in one of them.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 plan 4
 
-{ "$PERFMOD" --help; "$PERFMOD" kernel --help; "$PERFMOD" search --help; } 2>&1 |
+{ "$PERFMOD" --help; "$PERFMOD" kernel --help; "$PERFMOD" search --help; "$PERFMOD" serve --help; } 2>&1 |
   grep -o -- '--[a-z][a-z0-9-]*' | sort -u > "$TMP/help"
 # the man page's \-\-name (roff's escaped hyphens), configure's options left out
 sed 's/\\-/-/g' "$top_srcdir/doc/perfmod.1" | grep -o -- '--[a-z][a-z0-9-]*' |

@@ -85,6 +85,6 @@ else
   echo "ok $tap_n # SKIP python3 not configured"
 fi
 nm -D --defined-only "$libdir/libperfmod.so" | awk '$2 == "T" { print $3 }' | sort > "$TMP/syms"
-ok $([ "$(tr '\n' ' ' < "$TMP/syms")" = "perfmod_close perfmod_open perfmod_predict perfmod_search perfmod_search_result_free perfmod_version " ] &&
+ok $([ "$(tr '\n' ' ' < "$TMP/syms")" = "perfmod_close perfmod_open perfmod_predict perfmod_search perfmod_search_result_free perfmod_serve perfmod_version " ] &&
      echo 0 || echo 1) "libperfmod exports perfmod_* alone"
 finish

@@ -1,7 +1,7 @@
 #!/bin/sh
-# t0850-serving.sh: --gen under a strategy (the engine's kernels with --engine, per replica: tensor parallelism speeds the decode step, shards the KV cache, pipeline stages split it, experts a batch reaches, the largest batch that fits, the formats agree), its bad input, and reproduce --table serving against aiconfigurator's measured runs.
+# t0850-serving.sh: --gen under a strategy (the engine's kernels with --engine, per replica: tensor parallelism speeds the decode step, shards the KV cache, pipeline stages split it, experts a batch reaches, the largest batch that fits, the formats agree), its bad input, and the engine's fused kernels and all-reduce (perfmod serve and reproduce --table serving: t0860-serve.sh).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 58
+plan 46
 
 # field NAME: the CSV column NAME of the first prediction in $TMP/out
 field () {
@@ -149,49 +149,6 @@ expect_one_line 2 'a serving replica runs its batch as one iteration' "--gen wit
 expect_one_line 2 'not a multiple of dp=3' "--batch not split by dp is refused" -- \
   --model llama3.1-8b --gen 16 --batch 8 --strategy dp=3
 
-# reproduce --table serving: bad CSVs name file:line
-h='id,silicon_data_source,backend,backend_version,model_path,system,precision,mode,isl,osl,gemm_quant_mode,moe_quant_mode,batch_size,tp_size,pp_size,attention_dp_size,moe_tp_size,moe_ep_size,silicon_ttft_ms,silicon_tpot_ms'
-r='a,x; silicon_concurrency=8,trtllm,1,meta-llama/Llama-3.1-8B-Instruct,h100_sxm,bf16,agg,1024,128,,,8,1,1,,1,1,191.0,7.94'
-printf '%s\n%s\n%s\n' "$h" "$r" 'b,x,trtllm,1,meta-llama/Llama-3.1-8B-Instruct,h100_sxm,bf16,agg,1024' > "$TMP/trunc.csv"
-expect_one_line 2 "trunc\.csv:3: .*truncated" "a truncated row names file:line" -- reproduce --table serving --data "$TMP/trunc.csv"
-printf '%s\n%s\n' "$h" "$(echo "$r" | sed 's/,1024,/,many,/')" > "$TMP/bad.csv"
-expect_one_line 2 "bad\.csv:2: column 'isl'" "a bad number names file:line and the column" -- reproduce --table serving --data "$TMP/bad.csv"
-printf '%s\n%s\n' "$h" "$r" > "$TMP/one.csv"
-run_pm reproduce --table serving --data "$TMP/one.csv" --format csv
-ok $([ "$rc" -eq 0 ] && [ "$(awk -F, 'NR > 1 && $1 == "serving"' "$TMP/out" | wc -l)" -eq 1 ] && echo 0 || echo 1) \
-  "a one-row file is predicted"
-# Qwen3-235B-A22B on TensorRT-LLM, tp=8 with its experts over moe_ep=8 (moe_tp=1)
-q='q,x; silicon_concurrency=8,trtllm,1,Qwen/Qwen3-235B-A22B-FP8,h100_sxm,fp8,agg,1024,128,fp8_block,fp8_block,8,8,1,,1,8,300.0,12.0'
-printf '%s\n%s\n' "$h" "$q" > "$TMP/qwen.csv"
-run_pm reproduce --table serving --data "$TMP/qwen.csv" --format csv
-ok $([ "$rc" -eq 0 ] && awk -F, 'NR > 1 && $1 == "serving" && $11 == "roofline" && $13 > 0 && $16 > 0 { n++ } END { exit n != 1 }' "$TMP/out" &&
-     grep -q ', 1 predicted, 0 skipped$' "$TMP/err" && echo 0 || echo 1) \
-  "a Qwen3-235B run with moe_ep=8 moe_tp=1 over tp=8 is predicted, not skipped"
-
-# the engine's queue (doc/serving.md), one run per row: Llama-3.1-8B on one H100, isl 1024
-row () {  # row ID BACKEND CONCURRENCY OSL
-  echo "$1,x; silicon_concurrency=$3,$2,1,meta-llama/Llama-3.1-8B-Instruct,h100_sxm,bf16,agg,1024,$4,,,$3,1,1,,1,1,100.0,10.0"
-}
-{ echo "$h"
-  row t16s trtllm 16 128; row t16l trtllm 16 512; row v16s vllm 16 128; row v16l vllm 16 512
-  row s8 sglang 8 128; row s16 sglang 16 128; row s24 sglang 24 128; row s64 sglang 64 128
-} > "$TMP/queue.csv"
-run_pm reproduce --table serving --data "$TMP/queue.csv" --format csv
-cp "$TMP/out" "$TMP/queue"
-ttft () { awk -F, -v id="$1" '$1 == "serving" && $2 == id { print $13 }' "$TMP/queue"; }
-# TensorRT-LLM's C slots: the next request waits for the next completion, a C-th of a
-# request's life, which grows with osl; vLLM has no such limit
-ok $(awk -v a="$(ttft t16l)" -v b="$(ttft t16s)" 'BEGIN { exit !(a > 1.5 * b) }'; echo $?) \
-  "trtllm at C=16: TTFT grows with the output length (slot wait): osl 512 $(ttft t16l) ms vs 128 $(ttft t16s) ms"
-ok $(awk -v a="$(ttft v16l)" -v b="$(ttft v16s)" -v t="$(ttft t16s)" 'BEGIN { d = a / b - 1; exit !(d < 0.05 && d > -0.05 && b < t) }'; echo $?) \
-  "vllm at C=16: no slot wait, TTFT about the same for osl 128 and 512 ($(ttft v16s), $(ttft v16l) ms) and below trtllm's"
-# SGLang's waves by hand: C prompts of 1024 tokens go in ceil(C / 8) prefill batches of 8;
-# a request waits for (batches + 1) / 2 of them on average: C=16 1.5 and C=24 2 times C=8's one
-ok $(awk -v a="$(ttft s8)" -v b="$(ttft s16)" -v c="$(ttft s24)" 'BEGIN { d = b / (1.5 * a) - 1; e = c / (2 * a) - 1; exit !(d < 1e-4 && d > -1e-4 && e < 1e-4 && e > -1e-4) }'; echo $?) \
-  "sglang: TTFT at C=16 and 24 is 1.5 and 2 times C=8's one batch ($(ttft s8), $(ttft s16), $(ttft s24) ms)"
-ok $(awk -v a="$(ttft s64)" -v b="$(ttft s16)" 'BEGIN { exit !(a > 2.5 * b) }'; echo $?) \
-  "sglang: TTFT grows with concurrency, C=64 ($(ttft s64) ms) behind 8 batches, C=16 behind 2"
-
 # The engine's kernels (--engine, what reproduce --table serving builds): one
 # Llama layer's nodes as --per-op lists them, in order (NODE:OP)
 layer0 () { awk -F, '$4 == 0 { sub(/^layers_0_/, "", $2); printf "%s%s:%s", n++ ? " " : "", $2, $3 }' "$TMP/out"; }
@@ -294,32 +251,4 @@ ok $(awk -v a="$(arms 2 "$TMP/ar_h200e")" -v b="$(arms 2 "$TMP/ar_h200")" 'BEGIN
      grep -q "the tp all-reduce: NCCL's (gpus.d \[h200-sxm\] has no engine all-reduce for 2 GPUs)" "$TMP/ar_h200e"; echo $?) \
   "a GPU without engine_ar keys (h200-sxm) keeps NCCL's model under --engine, and says so"
 
-MODERN=${PERFMOD_MODERNDATA:-$top_srcdir/../shared/moderndata}
-if [ -f "$MODERN/aiconfigurator/silicon_sample_h100_sxm.csv" ]; then
-  run_pm reproduce --table serving --data "$MODERN" --format csv
-  n=$(awk -F, 'NR > 1 && $1 == "serving" && $11 != ""' "$TMP/out" | wc -l)
-  sk=$(awk -F, 'NR > 1 && $1 == "serving" && $11 == ""' "$TMP/out" | wc -l)
-  ok $([ "$rc" -eq 0 ] && [ "$n" -ge 222 ] && echo 0 || echo 1) "reproduce --table serving predicts the Llama-3.1 runs ($n rows)"
-  ok $(awk -F, 'NR > 1 && $11 != "" { e = ($13 - $12) / $12 * 100; if (e < 0) e = -e; d = e - $14; if (d > 0.01 || d < -0.01) bad = 1 } END { exit bad }' "$TMP/out"; echo $?) \
-    "each row's TTFT error is |predicted - measured| / measured"
-  ok $(grep -Eq '^ +[0-9]+  disagg mode' "$TMP/err" && grep -Eq '^ +[0-9]+  nvfp4 on H100' "$TMP/err" &&
-       grep -q ", $sk skipped\$" "$TMP/err"; echo $?) \
-    "skipped rows are listed with their reason ($sk) and counted by reason"
-  # median PREDICTOR COLUMN: the median of the predictor's rows' column over the runs of the
-  # models but Qwen3-235B-A22B (awk and sort: no Python needed)
-  median () {
-    awk -F, -v p="$1" -v c="$2" 'NR > 1 && $1 == "serving" && $11 == p && $3 != "qwen3-235b-a22b" { print $c }' "$TMP/out" |
-      sort -g | awk '{ v[NR] = $1 } END { printf "%.1f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-  }
-  run_pm reproduce --table serving --data "$MODERN" --format csv --predictor tile-mlp
-  med="$(median tile-mlp 14) $(median tile-mlp 17)"
-  # the 20 % target with tile-mlp, whose kernels are the measured ones', over the runs of the
-  # models but Qwen3-235B-A22B (whose experts it over-predicts: doc/serving.md)
-  ok $(echo "$med" | awk '{ exit !($1 > 0 && $1 <= 20 && $2 > 0 && $2 <= 20) }'; echo $?) \
-    "tile-mlp's median |error| over the runs of the models but Qwen3-235B within the 20 % target (TTFT, TPOT: $med)"
-else
-  for i in 1 2 3 4; do
-    tap_n=$((tap_n + 1)); echo "ok $tap_n # SKIP moderndata not found at $MODERN (set PERFMOD_MODERNDATA)"
-  done
-fi
 finish

@@ -1240,6 +1240,31 @@ dist_serving_memory (struct plugin_set *set, const struct model_cfg *m,
 }
 
 int
+dist_serving_footprint (struct plugin_set *set, const struct model_cfg *m,
+                        const struct perfmod_gpu *gpu, const struct dist_options *o,
+                        int64_t tokens, double *weights, double *kv_per_token)
+{
+  struct dist_plan dp;
+  struct dist_options q = *o;
+  if (compose (set, m, gpu, o, &dp) < 0)
+    return -1;
+  q.batch = o->s->dp;            /* one sequence per replica */
+  q.seq = tokens;
+  q.gen = 0;
+  q.kv_len = 0;
+  *weights = *kv_per_token = 0;
+  for (int k = 0; k < o->s->pp; k++) {
+    struct memory_estimate e;
+    rank_memory (m, gpu, &q, &dp, k, &e);
+    if (e.weights > *weights)
+      *weights = e.weights;
+    if (e.kv_cache / (double) tokens > *kv_per_token)
+      *kv_per_token = e.kv_cache / (double) tokens;
+  }
+  return 0;
+}
+
+int
 dist_stage_graph (struct plugin_set *set, const struct model_cfg *m,
                   const struct perfmod_gpu *gpu, const struct dist_options *o, int stage,
                   struct graph *g)

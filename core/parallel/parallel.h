@@ -225,6 +225,12 @@ int serving_predict (struct plugin_set *set, struct plugin *pred, const struct m
 int dist_serving_memory (struct plugin_set *set, const struct model_cfg *m,
                          const struct perfmod_gpu *gpu, const struct dist_options *o,
                          struct memory_estimate *mem, int64_t *max_batch);
+/* Serving: per GPU, the most any pipeline rank holds of the weights and
+ * of the KV cache per cached token (over a sequence of `tokens`: sliding
+ * layers keep their window's). */
+int dist_serving_footprint (struct plugin_set *set, const struct model_cfg *m,
+                            const struct perfmod_gpu *gpu, const struct dist_options *o,
+                            int64_t tokens, double *weights, double *kv_per_token);
 /* Pipeline chunk `stage`'s graph (its rank's layers, the ends it holds). */
 int dist_stage_graph (struct plugin_set *set, const struct model_cfg *m,
                       const struct perfmod_gpu *gpu, const struct dist_options *o, int stage,

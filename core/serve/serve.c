@@ -1,0 +1,675 @@
+/* serve.c: a serving request resolved (model, GPU, precision, engine, replica layouts, load), each layout's memory and KV cache as its engine allots them, the simulation run and its result filled: perfmod_serve and reproduce --table serving both come here. */
+#include <config.h>
+
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define SERVE_DEFAULT_ENGINE "vllm"
+#define SERVE_DEFAULT_PREDICTOR "tile-mlp"
+/* A closed loop's requests per client when none are given: genai-perf's
+ * default, 10 x concurrency (aiconfigurator's vllm_backend.py says its
+ * benchmark runs so); at least SERVE_MIN_REQUESTS. */
+#define SERVE_REQUESTS_PER_CLIENT 10
+#define SERVE_MIN_REQUESTS 100
+/* Requests of a Poisson load when none are given. */
+#define SERVE_RATE_REQUESTS 1000
+/* At most this many requests are simulated. */
+#define SERVE_MAX_REQUESTS ((int64_t) 1 << 24)
+
+/* One replica layout resolved. */
+struct layout {
+  struct strategy s;
+  struct serve_costs *costs;
+  double weights, kv_per_token;   /* bytes per GPU */
+  double workspace;               /* bytes per GPU an iteration's activations take */
+  double kv_bytes;                /* per GPU, for the KV cache */
+  int64_t kv_tokens, max_tokens, max_seqs, graph_max;
+  int gpus;
+};
+
+/* The engine's limits on gpu where the request leaves them: vLLM's
+ * usage-context defaults (arg_utils.py: 8192 tokens and 1024 requests
+ * from 70 GiB, not on an A100; else 2048 and 256), SGLang's by memory
+ * (server_args.py: the chunk 2048 below 35 GB, 4096 below 60, 8192 below
+ * 160, else 16384; CUDA graphs to 256 requests below tp 4, else 512, from
+ * 60 GB), TensorRT-LLM's build defaults (2048 requests, 8192 tokens). */
+static void
+engine_limits (const struct serve_engine *e, const struct perfmod_gpu *gpu, const char *gpu_name,
+               int tp, int64_t *max_tokens, int64_t *max_seqs, int64_t *graph_max)
+{
+  double gib = gpu->mem_gb;
+  switch (e->id) {
+  case ENGINE_VLLM: {
+    bool big = gib >= 70 && strstr (gpu_name, "a100") == NULL && strstr (gpu_name, "A100") == NULL;
+    *max_tokens = big ? e->max_tokens : e->max_tokens_small;
+    *max_seqs = big ? e->max_seqs : e->max_seqs_small;
+    *graph_max = 0;             /* from max_seqs, below */
+    break;
+  }
+  case ENGINE_SGLANG:
+    *max_tokens = gib < 35 ? 2048 : gib < 60 ? 4096 : gib < 160 ? 8192 : 16384;
+    *graph_max = gib < 20 ? 8 : gib < 35 ? (tp < 4 ? 24 : 80) : gib < 60 ? (tp < 4 ? 32 : 160)
+               : gib < 160 ? (tp < 4 ? 256 : 512) : 512;
+    *max_seqs = 0;              /* from the KV cache, below */
+    break;
+  case ENGINE_TRTLLM:
+  default:
+    *max_tokens = e->max_tokens;
+    *max_seqs = e->max_seqs;
+    *graph_max = e->graph_max;
+    break;
+  }
+}
+
+/* Bytes per GPU of one iteration's activations at `tokens` tokens and
+ * `rows` logit rows: the residual stream, the attention's q, k, v and
+ * output and the feed-forward's gate, up and activation (each layer's in
+ * turn, split over tp), and the logits in fp32 for sampling. */
+static double
+workspace_bytes (const struct model_cfg *m, const struct precision *pr, int64_t tokens,
+                 int64_t rows, int tp)
+{
+  double h = (double) m->hidden, f = (double) m->ffn, qkv;
+  if (m->experts > 0) {
+    double routed = (double) (m->top_k * (m->moe_ffn ? m->moe_ffn : m->ffn) + m->shared_ffn);
+    if (routed > f)
+      f = routed;
+  }
+  qkv = (double) ((m->heads + 2 * m->kv_heads) * m->head_dim);
+  return (double) tokens * (4 * h + (qkv + 3 * f) / tp) * pr->act_bytes
+         + (double) rows * (double) m->vocab * 4;
+}
+
+/* The KV cache bytes per GPU the engine allots: vLLM
+ * gpu_memory_utilization (0.9) of the memory less the weights and the
+ * profiled activations; SGLang mem_fraction_static (server_args.py 0.5:
+ * (memory - reserved) / memory, reserved 512 MiB + 1.5 x the chunk +
+ * 2 MiB a CUDA-graph batch + 1 GiB per 8 GPUs, at least 10 GiB above 60
+ * GiB) less the weights; TensorRT-LLM free_gpu_memory_fraction (0.9) of
+ * what the weights and activations leave.  All less the CUDA context and
+ * libraries (MEMORY_RESERVE_FIXED_BYTES) where the engine measures it. */
+static double
+kv_budget (const struct serve_engine *e, const struct perfmod_gpu *gpu, const struct layout *l)
+{
+  double cap = gpu->mem_gb * 1073741824.0;   /* binary, as memory_estimate's */
+  double ctx = MEMORY_RESERVE_FIXED_BYTES;
+  switch (e->id) {
+  case ENGINE_SGLANG: {
+    double mib = cap / 1048576.0;
+    double chunk = l->max_tokens > 2048 ? (double) l->max_tokens : 2048;
+    double reserved = 512 + chunk * 1.5 + (double) l->graph_max * 2
+                      + (double) l->s.tp * l->s.pp / 8.0 * 1024;
+    if (mib > 60 * 1024 && reserved < 10 * 1024)
+      reserved = 10 * 1024;
+    return (mib - reserved) / mib * cap - l->weights;
+  }
+  case ENGINE_TRTLLM:
+    return e->mem_fraction * (cap - l->weights - l->workspace - ctx);
+  case ENGINE_VLLM:
+  default:
+    return e->mem_fraction * cap - l->weights - l->workspace - ctx;
+  }
+}
+
+/* Only the keys a serving replica takes (tp, pp, ep, etp, dp). */
+static int
+layout_parse (struct strategy *s, const char *spec, const char *what, bool replicas)
+{
+  struct strategy d;
+  strategy_init (s);
+  if (spec && strategy_parse (s, spec, what) < 0)
+    return -1;
+  strategy_init (&d);
+  if (s->mbs != 1 || s->vp != 1 || s->zero || s->cp != 1 || s->sp || s->tpo || s->nsplit ||
+      s->kernels_set || s->recompute != RECOMPUTE_NONE || s->schedule != d.schedule) {
+    pm_error ("%s '%s': a serving replica takes tp, pp, ep, etp%s only", what, spec,
+              replicas ? " and dp (replicas)" : "");
+    return -1;
+  }
+  if (!replicas && s->dp_set && s->dp != 1) {
+    pm_error ("%s '%s': give the replicas as workers, not dp", what, spec);
+    return -1;
+  }
+  if ((int64_t) s->tp * s->pp * s->dp > PM_MAX_GPUS) {
+    pm_error ("%s '%s': more than %d GPUs", what, spec, PM_MAX_GPUS);
+    return -1;
+  }
+  return 0;
+}
+
+/* A layout's memory, limits and costs.  tokens: a request's prompt and
+ * output (for sliding layers' caches). */
+static int
+layout_setup (struct layout *l, struct plugin_set *set, struct plugin *pred,
+              const struct model_cfg *m, const struct gpu_entry *ge, const struct precision *pr,
+              double kv_scale, const struct serve_engine *e,
+              const struct perfmod_serve_request *req, int gpn, int64_t tokens,
+              struct dist_cache *chunks, bool prefill, const char *what)
+{
+  struct dist_options o;
+  struct serve_layout sl;
+  struct strategy one = l->s;
+  int64_t graph_default;
+
+  one.dp = 1;
+  memset (&o, 0, sizeof o);
+  o.s = &one;
+  o.prec = pr;
+  o.flash = flash_supported (&ge->gpu, pr);
+  o.engine = true;
+  o.fusion = true;
+  o.batch = 1;
+  o.seq = tokens;
+  o.gpus_per_node = gpn;
+  {
+    char msg[512] = "";
+    pm_error_capture (msg, sizeof msg);
+    int rc = dist_check (m, &o);
+    if (rc == 0 && one.etp > 0 && one.ep * one.etp != one.tp) {
+      pm_error ("ep=%d x etp=%d is not tp=%d: the experts' ranks are the tp ones", one.ep,
+                one.etp, one.tp);
+      rc = -1;
+    }
+    if (rc == 0)
+      rc = dist_serving_footprint (set, m, &ge->gpu, &o, tokens, &l->weights, &l->kv_per_token);
+    pm_error_capture (NULL, 0);
+    if (rc < 0) {
+      pm_error ("%s: %s", what, msg);
+      return -1;
+    }
+  }
+  l->kv_per_token *= kv_scale;
+  l->gpus = one.tp * one.pp;
+  engine_limits (e, &ge->gpu, ge->name, one.tp, &l->max_tokens, &l->max_seqs, &graph_default);
+  if (req->max_tokens > 0)
+    l->max_tokens = req->max_tokens;
+  if (req->max_batch > 0 && !prefill)
+    l->max_seqs = req->max_batch;
+  if (req->prefill_max_batch > 0 && prefill)
+    l->max_seqs = req->prefill_max_batch;
+  l->graph_max = e->id == ENGINE_VLLM ? (l->max_seqs > 0 && 2 * l->max_seqs < 512
+                                         ? 2 * l->max_seqs : 512) : graph_default;
+  l->workspace = workspace_bytes (m, pr, l->max_tokens, l->max_seqs > 0 ? l->max_seqs : 1024,
+                                  one.tp);
+  l->kv_bytes = kv_budget (e, &ge->gpu, l);
+  l->kv_tokens = l->kv_bytes > 0 && l->kv_per_token > 0
+                 ? (int64_t) floor (l->kv_bytes / l->kv_per_token) : 0;
+  if (l->max_seqs == 0) {          /* SGLang: from the KV cache (model_runner.py) */
+    int64_t pool = m->max_pos > 0 ? l->kv_tokens / m->max_pos * 512 : 4096;
+    pool = pool < 2048 ? 2048 : pool > 4096 ? 4096 : pool;
+    l->max_seqs = l->kv_tokens / 2 < pool ? l->kv_tokens / 2 : pool;
+    if (l->max_seqs < 1)
+      l->max_seqs = 1;
+  }
+  memset (&sl, 0, sizeof sl);
+  sl.set = set;
+  sl.pred = pred;
+  sl.m = m;
+  sl.gpu = &ge->gpu;
+  sl.prec = pr;
+  sl.s = one;
+  sl.gpus_per_node = gpn;
+  sl.cache = chunks;
+  l->costs = serve_costs_new (&sl);
+  return 0;
+}
+
+/* A trace: a CSV with a header naming arrival_ms, isl and osl (or
+ * timestamp_ms, input_tokens, output_tokens); arrivals in order. */
+static int
+trace_load (const char *path, double **arr, int64_t **isl, int64_t **osl, int64_t *n)
+{
+  static const char *const names[3][3] = {
+    { "arrival_ms", "timestamp_ms", "arrival" },
+    { "isl", "input_tokens", "input_length" },
+    { "osl", "output_tokens", "output_length" }
+  };
+  struct csv_reader r;
+  int col[3], rc;
+  size_t nhead;
+  *arr = NULL;
+  *isl = *osl = NULL;
+  *n = 0;
+  if (input_file_check (path, "a trace") < 0)
+    return -1;
+  if (csv_open (&r, path) < 0) {
+    pm_error ("%s: cannot open the trace", path);
+    return -1;
+  }
+  if ((rc = csv_next (&r)) <= 0) {
+    if (rc == 0)
+      pm_error ("%s:1: empty file: expected a header with arrival_ms, isl and osl", path);
+    csv_close (&r);
+    return -1;
+  }
+  nhead = r.nfields;
+  for (int k = 0; k < 3; k++) {
+    col[k] = -1;
+    for (int j = 0; j < 3 && col[k] < 0; j++)
+      col[k] = csv_column (r.fields, r.nfields, names[k][j]);
+    if (col[k] < 0) {
+      pm_error ("%s:%ld: no column '%s' in the header (a trace has arrival_ms, isl, osl)", path,
+                r.line, names[k][0]);
+      csv_close (&r);
+      return -1;
+    }
+  }
+  while ((rc = csv_next (&r)) > 0) {
+    double t;
+    int64_t a, b;
+    if (r.nfields == 1 && r.fields[0][0] == '\0')
+      continue;
+    if (r.nfields != nhead) {
+      pm_error ("%s:%ld: %zu fields, the header has %zu", path, r.line, r.nfields, nhead);
+      rc = -1;
+      break;
+    }
+    if (!parse_double (r.fields[col[0]], &t) || !isfinite (t) || t < 0 || t > 1e12) {
+      pm_error ("%s:%ld: arrival_ms '%s': expected milliseconds from 0 to 1e12", path, r.line,
+                r.fields[col[0]]);
+      rc = -1;
+      break;
+    }
+    if (*n > 0 && t < (*arr)[*n - 1]) {
+      pm_error ("%s:%ld: arrival_ms %g is before the row above's %g: the trace must be in "
+                "arrival order", path, r.line, t, (*arr)[*n - 1]);
+      rc = -1;
+      break;
+    }
+    if (!csv_int (&r, (size_t) col[1], "isl", 1, &a) || !csv_int (&r, (size_t) col[2], "osl", 1, &b)) {
+      rc = -1;
+      break;
+    }
+    if (a > PM_MAX_SEQ || b > PM_MAX_SEQ) {
+      pm_error ("%s:%ld: isl or osl above %lld tokens", path, r.line, (long long) PM_MAX_SEQ);
+      rc = -1;
+      break;
+    }
+    if (*n >= SERVE_MAX_REQUESTS) {
+      pm_error ("%s:%ld: more than %lld requests", path, r.line, (long long) SERVE_MAX_REQUESTS);
+      rc = -1;
+      break;
+    }
+    *arr = xrealloc (*arr, (size_t) (*n + 1) * sizeof **arr);
+    *isl = xrealloc (*isl, (size_t) (*n + 1) * sizeof **isl);
+    *osl = xrealloc (*osl, (size_t) (*n + 1) * sizeof **osl);
+    (*arr)[*n] = t;
+    (*isl)[*n] = a;
+    (*osl)[*n] = b;
+    (*n)++;
+  }
+  csv_close (&r);
+  if (rc == 0 && *n == 0) {
+    pm_error ("%s: no requests in the trace", path);
+    rc = -1;
+  }
+  if (rc < 0) {
+    free (*arr);
+    free (*isl);
+    free (*osl);
+    *arr = NULL;
+    *isl = *osl = NULL;
+    return -1;
+  }
+  return 0;
+}
+
+char *
+serve_command (const struct perfmod_serve_request *q)
+{
+  char *s = xasprintf ("perfmod serve --model %s", q->model), *t;
+#define ARG(cond, ...) do { if (cond) { t = xasprintf (__VA_ARGS__); free (s); s = t; } } while (0)
+  ARG (q->gpu, "%s --gpu %s", s, q->gpu);
+  ARG (q->engine, "%s --engine %s", s, q->engine);
+  ARG (q->dtype, "%s --dtype %s", s, q->dtype);
+  ARG (q->kv_dtype, "%s --kv-dtype %s", s, q->kv_dtype);
+  ARG (q->strategy, "%s --strategy %s", s, q->strategy);
+  ARG (q->prefill_strategy, "%s --prefill %s", s, q->prefill_strategy);
+  ARG (q->prefill_workers, "%s --prefill-workers %lld", s, (long long) q->prefill_workers);
+  ARG (q->prefill_max_batch, "%s --prefill-max-batch %lld", s, (long long) q->prefill_max_batch);
+  ARG (q->decode_strategy, "%s --decode %s", s, q->decode_strategy);
+  ARG (q->decode_workers, "%s --decode-workers %lld", s, (long long) q->decode_workers);
+  ARG (q->concurrency, "%s --concurrency %lld", s, (long long) q->concurrency);
+  ARG (q->rate > 0, "%s --rate %.17g", s, q->rate);
+  ARG (q->trace, "%s --trace %s", s, q->trace);
+  ARG (q->isl, "%s --isl %lld", s, (long long) q->isl);
+  ARG (q->osl, "%s --osl %lld", s, (long long) q->osl);
+  ARG (q->requests, "%s --requests %lld", s, (long long) q->requests);
+  ARG (q->max_batch, "%s --max-batch %lld", s, (long long) q->max_batch);
+  ARG (q->max_tokens, "%s --max-tokens %lld", s, (long long) q->max_tokens);
+  ARG (q->gpus_per_node, "%s --gpus-per-node %lld", s, (long long) q->gpus_per_node);
+  ARG (q->seed, "%s --seed %llu", s, (unsigned long long) q->seed);
+  ARG (q->spec, "%s --spec %s", s, q->spec);
+  ARG (q->spec_tokens, "%s --spec-tokens %lld", s, (long long) q->spec_tokens);
+  ARG (q->spec_accept > 0, "%s --spec-accept %.17g", s, q->spec_accept);
+  ARG (q->predictor, "%s --predictor %s", s, q->predictor);
+#undef ARG
+  return s;
+}
+
+void
+serve_cache_free (struct serve_cache *c)
+{
+  dist_cache_free (c->chunks);
+  free (c->model);
+  c->chunks = NULL;
+  c->model = NULL;
+}
+
+static void
+stats_out (const struct serve_stats *in, struct perfmod_serve_stats *out)
+{
+  out->mean = in->mean;
+  out->p50 = in->p50;
+  out->p90 = in->p90;
+  out->p99 = in->p99;
+}
+
+/* The request's fields this library reads: up to spec_accept. */
+#define SERVE_REQUEST_MIN (offsetof (struct perfmod_serve_request, spec_accept) + sizeof (double))
+#define SERVE_RESULT_MIN (offsetof (struct perfmod_serve_result, assumed) + 1024)
+
+int
+serve_run (struct plugin_set *set, const struct gpu_db *gpus,
+           const struct perfmod_serve_request *req, struct perfmod_serve_result *res,
+           struct serve_cache *cache)
+{
+  const struct gpu_entry *ge;
+  const struct serve_engine *e;
+  const struct precision *pr;
+  struct plugin *pred;
+  struct model_cfg m;
+  struct layout lay[2];
+  struct serve_sim_input in;
+  struct serve_metrics out;
+  struct dist_cache *chunks = NULL;
+  double *tr_arr = NULL, kv_scale = 1;
+  int64_t *tr_isl = NULL, *tr_osl = NULL, ntrace = 0, maxlen = 0;
+  int nlay, gpn, dtype, loads, rc = -1;
+  bool disagg, model_open = false;
+
+  memset (lay, 0, sizeof lay);
+  if (req->struct_size < SERVE_REQUEST_MIN || res->struct_size < SERVE_RESULT_MIN ||
+      res->struct_size > sizeof *res) {
+    pm_error ("perfmod_serve: set struct_size of the request and the result to their sizeof");
+    return -1;
+  }
+  if (req->model == NULL) {
+    pm_error ("perfmod_serve: no model");
+    return -1;
+  }
+  /* the load: one of a closed loop, a rate and a trace */
+  loads = (req->concurrency != 0) + (req->rate != 0) + (req->trace != NULL);
+  if (loads != 1) {
+    pm_error ("serve: give one of --concurrency, --rate and --trace (the requests' arrivals)");
+    return -1;
+  }
+  if (req->concurrency < 0 || req->concurrency > PM_MAX_BATCH) {
+    pm_error ("--concurrency %lld: expected 1 to %lld clients", (long long) req->concurrency,
+              (long long) PM_MAX_BATCH);
+    return -1;
+  }
+  if (req->rate != 0 && !(req->rate > 0 && req->rate <= 1e9)) {
+    pm_error ("--rate %g: expected requests per second above 0, at most 1e9", req->rate);
+    return -1;
+  }
+  if (req->trace == NULL && (req->isl < 1 || req->osl < 1 || req->isl > PM_MAX_SEQ ||
+                             req->osl > PM_MAX_SEQ)) {
+    pm_error ("serve needs --isl and --osl, the prompt's and the output's tokens (1 to %lld)",
+              (long long) PM_MAX_SEQ);
+    return -1;
+  }
+  if (req->trace && (req->isl || req->osl)) {
+    pm_error ("--trace gives each request's lengths: no --isl or --osl");
+    return -1;
+  }
+  if (req->requests < 0 || req->requests > SERVE_MAX_REQUESTS || req->max_batch < 0 ||
+      req->max_batch > PM_MAX_BATCH || req->prefill_max_batch < 0 ||
+      req->prefill_max_batch > PM_MAX_BATCH || req->max_tokens < 0 || req->max_tokens > PM_MAX_SEQ ||
+      req->gpus_per_node < 0 || req->gpus_per_node > PM_MAX_GPUS) {
+    pm_error ("serve: --requests (to %lld), --max-batch, --max-tokens or --gpus-per-node out of "
+              "range", (long long) SERVE_MAX_REQUESTS);
+    return -1;
+  }
+  disagg = req->prefill_strategy != NULL || req->decode_strategy != NULL ||
+           req->prefill_workers != 0 || req->decode_workers != 0;
+  if (disagg && (req->prefill_strategy == NULL || req->decode_strategy == NULL)) {
+    pm_error ("disaggregated serving needs both --prefill and --decode (each worker's layout)");
+    return -1;
+  }
+  if (disagg && req->strategy) {
+    pm_error ("--strategy with --prefill/--decode: each pool has its own layout");
+    return -1;
+  }
+  if (req->prefill_workers < 0 || req->prefill_workers > PM_MAX_GPUS ||
+      req->decode_workers < 0 || req->decode_workers > PM_MAX_GPUS) {
+    pm_error ("--prefill-workers and --decode-workers: expected 1 to %d", PM_MAX_GPUS);
+    return -1;
+  }
+
+  if ((ge = gpu_db_find (gpus, req->gpu ? req->gpu : DEFAULT_GPU)) == NULL) {
+    pm_error ("gpu '%s': no such GPU (perfmod gpus lists them)", req->gpu);
+    return -1;
+  }
+  if ((e = serve_engine_find (req->engine ? req->engine : SERVE_DEFAULT_ENGINE)) == NULL) {
+    pm_error ("--engine '%s': expected %s", req->engine, serve_engine_names);
+    return -1;
+  }
+  dtype = req->dtype ? dtype_parse (req->dtype) : default_dtype (&ge->gpu);
+  if (dtype < 0 || dtype == PERFMOD_DTYPE_FP32 || dtype == PERFMOD_DTYPE_TF32) {
+    pm_error ("--dtype '%s': serving runs bf16, fp16 or fp8 weights and GEMMs",
+              req->dtype ? req->dtype : "");
+    return -1;
+  }
+  pr = precision_infer (dtype);
+  if (req->kv_dtype && strcmp (req->kv_dtype, "auto") != 0) {
+    int kd = dtype_parse (req->kv_dtype);
+    if (kd != PERFMOD_DTYPE_FP8 && kd != PERFMOD_DTYPE_BF16 && kd != PERFMOD_DTYPE_FP16) {
+      pm_error ("--kv-dtype '%s': expected auto, bf16, fp16 or fp8", req->kv_dtype);
+      return -1;
+    }
+    kv_scale = dtype_bytes (kd) / pr->act_bytes;
+  }
+  memset (&in, 0, sizeof in);
+  if (req->spec) {
+    if (strcmp (req->spec, "mtp") == 0)
+      in.spec.kind = SPEC_MTP;
+    else if (strcmp (req->spec, "eagle") == 0)
+      in.spec.kind = SPEC_EAGLE;
+    else if (strcmp (req->spec, "ngram") == 0)
+      in.spec.kind = SPEC_NGRAM;
+    else {
+      pm_error ("--spec '%s': expected mtp, eagle or ngram", req->spec);
+      return -1;
+    }
+    if (req->spec_tokens < 0 || req->spec_tokens > 64 ||
+        !(req->spec_accept > 0 && req->spec_accept < 1)) {
+      pm_error ("--spec %s: --spec-tokens 1 to 64 and --spec-accept between 0 and 1 "
+                "(each draft token's acceptance) are needed", req->spec);
+      return -1;
+    }
+    in.spec.tokens = req->spec_tokens ? (int) req->spec_tokens : in.spec.kind == SPEC_MTP ? 1 : 3;
+    in.spec.accept = req->spec_accept;
+  }
+  else if (req->spec_tokens || req->spec_accept) {
+    pm_error ("--spec-tokens and --spec-accept go with --spec");
+    return -1;
+  }
+  if ((pred = predictor_find (set, req->predictor ? req->predictor : SERVE_DEFAULT_PREDICTOR))
+      == NULL)
+    return -1;
+  if (req->trace && trace_load (req->trace, &tr_arr, &tr_isl, &tr_osl, &ntrace) < 0)
+    return -1;
+  if (model_cfg_open (&m, req->model) < 0)
+    goto out;
+  model_open = true;
+  if (m.family == FAM_BERT || m.family == FAM_SWITCH) {
+    pm_error ("%s: serving is modelled for decoder-only models (%s is not)", m.name, m.arch);
+    goto out;
+  }
+  if (in.spec.kind == SPEC_MTP && m.mtp_layers == 0 && m.family != FAM_DEEPSEEK) {
+    pm_error ("--spec mtp: %s has no multi-token prediction layer (eagle or ngram draft)",
+              m.name);
+    goto out;
+  }
+  gpn = req->gpus_per_node > 0 ? (int) req->gpus_per_node : ge->gpu.gpus_per_node;
+  if (gpn < 1)
+    gpn = 8;
+  for (int64_t i = 0; i < ntrace; i++)
+    if (tr_isl[i] + tr_osl[i] > maxlen)
+      maxlen = tr_isl[i] + tr_osl[i];
+  if (ntrace == 0)
+    maxlen = req->isl + req->osl;
+
+  /* the layouts */
+  nlay = disagg ? 2 : 1;
+  if (disagg) {
+    if (layout_parse (&lay[0].s, req->prefill_strategy, "--prefill", false) < 0 ||
+        layout_parse (&lay[1].s, req->decode_strategy, "--decode", false) < 0)
+      goto out;
+  }
+  else if (layout_parse (&lay[0].s, req->strategy, "--strategy", true) < 0)
+    goto out;
+  if (cache) {
+    if (cache->model == NULL || strcmp (cache->model, m.name) != 0) {
+      serve_cache_free (cache);
+      cache->chunks = dist_cache_new ();
+    }
+    chunks = cache->chunks;
+  }
+  for (int k = 0; k < nlay; k++)
+    if (layout_setup (&lay[k], set, pred, &m, ge, pr, kv_scale, e, req, gpn, maxlen, chunks,
+                      disagg && k == 0, disagg ? (k ? "--decode" : "--prefill") : "--strategy") < 0)
+      goto out;
+  if (cache && cache->model == NULL)
+    cache->model = xstrdup (m.name);
+
+  /* what the run assumed, and the memory */
+  memset ((char *) res + sizeof res->struct_size, 0, res->struct_size - sizeof res->struct_size);
+  snprintf (res->engine, sizeof res->engine, "%s", e->name);
+  {
+    struct layout *d = &lay[nlay - 1];
+    snprintf (res->assumed, sizeof res->assumed,
+              "engine %s: %lld tokens an iteration, %lld requests at most, %s, %d-token KV "
+              "pages; KV cache %.1f GB per GPU (%lld tokens a replica) after %.1f GB of weights%s; "
+              "%s kernels (%s)", e->title, (long long) d->max_tokens, (long long) d->max_seqs,
+              !e->mixed ? "prefill batches alone, the decodes paused"
+              : e->chunked ? "prompts chunked into the decodes' iterations"
+              : "whole prompts in the decodes' iterations",
+              e->block, d->kv_bytes / 1e9, (long long) d->kv_tokens, d->weights / 1e9,
+              kv_scale != 1 ? ", the cache in fp8" : "", pred->p.name, pr->name);
+    res->weights_gb = d->weights / 1e9;
+    res->kv_cache_gb = d->kv_bytes > 0 ? d->kv_bytes / 1e9 : 0;
+    res->capacity_gb = ge->gpu.mem_gb * 1073741824.0 / 1e9;
+    res->kv_capacity_tokens = d->kv_tokens;
+    res->max_batch = d->max_seqs;
+    res->max_tokens = d->max_tokens;
+  }
+  res->gpus = disagg ? (int64_t) lay[0].gpus * (req->prefill_workers ? req->prefill_workers : 1)
+                       + (int64_t) lay[1].gpus * (req->decode_workers ? req->decode_workers : 1)
+            : (int64_t) lay[0].gpus * lay[0].s.dp;
+  for (int k = 0; k < nlay; k++)
+    if (lay[k].kv_tokens < (k == 0 && disagg ? maxlen - 1 : maxlen) + 1) {
+      res->oom = 1;              /* a result: no room for one request's cache */
+      rc = 0;
+      goto out;
+    }
+  if (!disagg && e->id == ENGINE_TRTLLM && !e->chunked) {
+    int64_t longest = req->isl;
+    for (int64_t i = 0; i < ntrace; i++)
+      if (tr_isl[i] > longest)
+        longest = tr_isl[i];
+    if (longest > lay[0].max_tokens) {
+      pm_error ("a prompt of %lld tokens is more than TensorRT-LLM's max_num_tokens %lld: it "
+                "refuses it (chunked prefill is off; give --max-tokens)", (long long) longest,
+                (long long) lay[0].max_tokens);
+      goto out;
+    }
+  }
+
+  /* the simulation */
+  in.eng = e;
+  in.pool.costs = lay[0].costs;
+  in.pool.replicas = disagg ? (int) (req->prefill_workers ? req->prefill_workers : 1) : lay[0].s.dp;
+  in.pool.kv_tokens = lay[0].kv_tokens;
+  in.pool.max_seqs = lay[0].max_seqs;
+  in.pool.max_tokens = lay[0].max_tokens;
+  in.pool.kv_bytes_per_token = lay[0].kv_per_token * lay[0].s.tp;
+  in.kv_read_scale = kv_scale;
+  if (disagg) {
+    in.decode.costs = lay[1].costs;
+    in.decode.replicas = (int) (req->decode_workers ? req->decode_workers : 1);
+    in.decode.kv_tokens = lay[1].kv_tokens;
+    in.decode.max_seqs = lay[1].max_seqs;
+    in.decode.max_tokens = lay[1].max_tokens;
+    in.decode.kv_bytes_per_token = lay[1].kv_per_token * lay[1].s.tp;
+    /* each prefill GPU sends its share of the cache over its own NIC
+     * (NIXL/UCX over RDMA), nic_efficiency of it, one link latency */
+    in.transfer_gbps = ge->gpu.nic_gbps * (ge->gpu.nic_efficiency > 0 ? ge->gpu.nic_efficiency : 1)
+                       * lay[0].gpus;
+    in.transfer_us = ge->gpu.nic_latency_us;
+    if (!(in.transfer_gbps > 0)) {
+      pm_error ("%s: gpus.d gives no nic_gbps for the KV cache's transfer", ge->name);
+      goto out;
+    }
+  }
+  if (in.spec.kind == SPEC_MTP || in.spec.kind == SPEC_EAGLE)
+    in.spec.draft_layers = 1.0 / (double) m.layers;
+  in.load.kind = req->trace ? LOAD_TRACE : req->rate > 0 ? LOAD_RATE : LOAD_CLOSED;
+  in.load.concurrency = req->concurrency;
+  in.load.rate = req->rate;
+  in.load.isl = req->isl;
+  in.load.osl = req->osl;
+  in.load.seed = req->seed ? req->seed : 1;
+  in.load.arrival_ms = tr_arr;
+  in.load.isl_v = tr_isl;
+  in.load.osl_v = tr_osl;
+  in.load.requests = req->requests ? req->requests
+                   : in.load.kind == LOAD_TRACE ? ntrace
+                   : in.load.kind == LOAD_RATE ? SERVE_RATE_REQUESTS
+                   : req->concurrency * SERVE_REQUESTS_PER_CLIENT;
+  if (in.load.kind == LOAD_CLOSED && req->requests == 0 && in.load.requests < SERVE_MIN_REQUESTS)
+    in.load.requests = SERVE_MIN_REQUESTS;
+  if (in.load.kind == LOAD_TRACE && in.load.requests > ntrace)
+    in.load.requests = ntrace;
+  if (in.load.requests > SERVE_MAX_REQUESTS) {
+    pm_error ("serve: %lld requests: at most %lld are simulated", (long long) in.load.requests,
+              (long long) SERVE_MAX_REQUESTS);
+    goto out;
+  }
+  if (serve_simulate (&in, &out) < 0) {
+    rc = out.stuck ? -1 : -2;      /* refused, or a predictor failed */
+    goto out;
+  }
+  stats_out (&out.ttft, &res->ttft_ms);
+  stats_out (&out.tpot, &res->tpot_ms);
+  stats_out (&out.itl, &res->itl_ms);
+  stats_out (&out.e2e, &res->e2e_ms);
+  res->duration_s = out.duration_ms / 1e3;
+  res->output_tokens_per_s = out.steady_ms > 0 ? out.steady_tokens / (out.steady_ms / 1e3) : 0;
+  res->output_tokens_per_s_per_gpu = res->gpus ? res->output_tokens_per_s / (double) res->gpus : 0;
+  res->output_tokens_per_s_per_user = out.tpot.mean > 0 ? 1e3 / out.tpot.mean : NAN;
+  res->requests_per_s = out.steady_tokens > 0 ? res->output_tokens_per_s * (double) out.requests
+                                                / out.output_tokens : 0;
+  res->requests = out.requests;
+  res->preemptions = out.preemptions;
+  res->iterations = out.iterations;
+  res->kv_peak = out.kv_peak;
+  res->kv_mean = out.kv_mean;
+  res->batch_mean = out.batch_mean;
+  res->transfer_ms = out.transfer_ms;
+  rc = 0;
+out:
+  for (int k = 0; k < 2; k++)
+    serve_costs_free (lay[k].costs);
+  if (model_open)
+    model_cfg_free (&m);
+  free (tr_arr);
+  free (tr_isl);
+  free (tr_osl);
+  return rc;
+}

@@ -1,0 +1,147 @@
+/* serve.h: serving as engines run it: the engines' schedulers, one replica's iteration costs, and the discrete-event simulation of requests through them; included by core/internal.h, in its order. */
+#ifndef PERFMOD_SERVE_H
+#define PERFMOD_SERVE_H
+
+#include "perfmod.h"
+
+/* ---- engine.c: vLLM, SGLang and TensorRT-LLM as their sources set them up ---- */
+enum serve_engine_id { ENGINE_VLLM, ENGINE_SGLANG, ENGINE_TRTLLM };
+/* How an engine lets a request in and keeps its KV cache. */
+enum serve_admit {
+  ADMIT_ON_DEMAND,       /* vLLM: pages as tokens are scheduled; out of pages, the newest
+                            running request is preempted and recomputed later */
+  ADMIT_RATIO,           /* SGLang: room for the prompt and new_token_ratio of the running
+                            requests' remaining outputs; out of room, decodes are retracted */
+  ADMIT_RESERVE          /* TensorRT-LLM (GUARANTEED_NO_EVICT): pages for the whole prompt and
+                            output at admission; nothing is ever evicted */
+};
+struct serve_engine {
+  enum serve_engine_id id;
+  const char *name;      /* vllm, sglang, trtllm */
+  const char *title;     /* "vLLM 0.11 (V1 engine)" */
+  int64_t max_tokens;    /* an iteration's token budget (80 GB class GPUs) */
+  int64_t max_tokens_small; /* on GPUs under 70 GB or A100 (vLLM), else max_tokens */
+  int64_t max_seqs;      /* running requests at most */
+  int64_t max_seqs_small;
+  int64_t prefill_tokens; /* SGLang: a prefill batch's prompt tokens at most (0: the budget) */
+  bool mixed;            /* prompt chunks share an iteration with the decodes */
+  bool chunked;          /* a prompt longer than the budget is split over iterations */
+  int block;             /* tokens per KV page */
+  double mem_fraction;   /* of the GPU's memory: weights, activations, KV cache */
+  bool fraction_of_free; /* TensorRT-LLM: the fraction is of what the weights and
+                            activations leave */
+  enum serve_admit admit;
+  int64_t graph_max;     /* the largest decode batch captured in a CUDA graph */
+  double host_ms;        /* CPU time an iteration costs beyond the GPU's (scheduling,
+                            sampling, outputs): 0 where it overlaps the GPU */
+  double host_us_per_request; /* and per request in the iteration (sampling, outputs) */
+  bool overlap;          /* the CPU prepares the next iteration while the GPU runs this one:
+                            an iteration lasts the longer of the two */
+  double new_token_ratio, min_token_ratio; /* SGLang's reservation of future outputs */
+};
+const struct serve_engine *serve_engine_find (const char *name);
+/* "vllm, sglang or trtllm" */
+extern const char serve_engine_names[];
+/* The batch a decode-only iteration of `batch` requests runs at: the next
+ * CUDA-graph size, or batch itself above the largest one. */
+int64_t serve_graph_batch (const struct serve_engine *e, int64_t batch);
+
+/* ---- cost.c: one replica's iteration costs, memoised ---- */
+struct serve_layout {    /* what a replica's kernels are predicted from */
+  struct plugin_set *set;
+  struct plugin *pred;
+  const struct model_cfg *m;
+  const struct perfmod_gpu *gpu;
+  const struct precision *prec;
+  struct strategy s;     /* tp, pp, ep, etp of one replica (dp 1) */
+  int gpus_per_node;
+  struct dist_cache *cache;  /* chunk predictions to share, or NULL */
+};
+struct serve_costs;
+struct serve_costs *serve_costs_new (const struct serve_layout *l);
+void serve_costs_free (struct serve_costs *c);
+/* The parts of an iteration, ms (each -1 after pm_error):
+ * every kernel but attention for `tokens` tokens with one logit row; */
+int serve_cost_tokens (struct serve_costs *c, int64_t tokens, double *ms);
+/* the logits of `rows` rows beyond the one; */
+int serve_cost_logits (struct serve_costs *c, int64_t rows, double *ms);
+/* the attention of a prompt chunk of q tokens after ctx cached ones; */
+int serve_cost_prefill_attn (struct serve_costs *c, int64_t q, int64_t ctx, double *ms);
+/* the attention of `batch` decoding requests over ctx cached tokens in all. */
+int serve_cost_decode_attn (struct serve_costs *c, int64_t batch, double ctx, double *ms);
+/* Predictions made for the memo (its misses). */
+size_t serve_costs_evaluations (const struct serve_costs *c);
+
+/* ---- sim.c: requests through the engine's iterations ---- */
+enum serve_load { LOAD_CLOSED, LOAD_RATE, LOAD_TRACE };
+struct serve_workload {
+  enum serve_load kind;
+  int64_t concurrency;   /* LOAD_CLOSED: clients, each sending when its last request ends */
+  double rate;           /* LOAD_RATE: requests per second, Poisson */
+  int64_t requests;      /* how many */
+  int64_t isl, osl;      /* prompt and output tokens (LOAD_CLOSED, LOAD_RATE) */
+  uint64_t seed;
+  const double *arrival_ms;  /* LOAD_TRACE: per request */
+  const int64_t *isl_v, *osl_v;
+};
+struct serve_pool {      /* replicas of one layout and their engine */
+  struct serve_costs *costs;
+  int replicas;
+  int64_t kv_tokens;     /* KV capacity per replica, tokens */
+  int64_t max_seqs, max_tokens;
+  double kv_bytes_per_token;  /* of a replica, all its GPUs (disaggregated transfers) */
+};
+/* Speculative decoding: k draft tokens a step, each accepted with
+ * probability `accept` while the ones before it were. */
+enum serve_spec_kind { SPEC_NONE, SPEC_MTP, SPEC_EAGLE, SPEC_NGRAM };
+struct serve_spec {
+  enum serve_spec_kind kind;
+  int tokens;
+  double accept;
+  double draft_layers;   /* a draft token's pass as a share of the model's layers (MTP and
+                            EAGLE: one layer and the logits; n-gram: 0) */
+};
+struct serve_sim_input {
+  const struct serve_engine *eng;
+  struct serve_pool pool;        /* aggregated: every replica; disaggregated: the prefill ones */
+  struct serve_pool decode;      /* disaggregated: the decode replicas (replicas 0: aggregated) */
+  double transfer_gbps;          /* disaggregated: the KV cache's link, GB/s per request */
+  double transfer_us;            /* and its latency */
+  double kv_read_scale;          /* the KV cache's bytes over the activations' (fp8 cache) */
+  struct serve_workload load;
+  struct serve_spec spec;
+};
+struct serve_stats {
+  double mean, p50, p90, p99;
+};
+struct serve_metrics {
+  struct serve_stats ttft, tpot, itl, e2e;   /* ms */
+  double duration_ms;            /* first arrival to last token */
+  double output_tokens, input_tokens;
+  double steady_ms, steady_tokens; /* the throughput's window and its output tokens */
+  int64_t requests, preemptions, iterations;
+  double kv_peak, kv_mean;       /* of the KV capacity, the busiest replica's */
+  double batch_mean;             /* requests per decoding iteration */
+  double transfer_ms;            /* disaggregated: mean KV transfer per request */
+  bool stuck;                    /* a request could never be scheduled (said) */
+};
+int serve_simulate (const struct serve_sim_input *in, struct serve_metrics *out);
+
+/* ---- serve.c: a serving request resolved, simulated, reported ---- */
+/* Kept across calls that predict the same model (reproduce --table
+ * serving): the chunk predictions. */
+struct serve_cache {
+  char *model;
+  struct dist_cache *chunks;
+};
+void serve_cache_free (struct serve_cache *c);
+/* The perfmod serve command line of q (the caller frees it). */
+char *serve_command (const struct perfmod_serve_request *q);
+/* perfmod_serve's work on a plugin set and GPU database; cache may be
+ * NULL.  0; -1 after pm_error where the request is refused (bad input),
+ * -2 where a predictor failed. */
+int serve_run (struct plugin_set *set, const struct gpu_db *gpus,
+               const struct perfmod_serve_request *req, struct perfmod_serve_result *res,
+               struct serve_cache *cache);
+
+#endif /* PERFMOD_SERVE_H */
