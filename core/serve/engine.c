@@ -7,6 +7,11 @@
 
 const char serve_engine_names[] = "vllm, sglang or trtllm";
 
+/* frontend_ms, each engine's: the time to first token beyond the
+ * iterations (the HTTP server, tokenizer and detokenizer, the response's
+ * way out), the one constant not from a source: chosen on half A of
+ * aiconfigurator's measured H100 runs (FNV-1a of id even), by the median
+ * |error| of their TTFT, from a grid of 0 to 240 ms (doc/serving.md). */
 static const struct serve_engine engines[] = {
   /* vLLM's V1 engine (vllm/v1/core/sched/scheduler.py; the defaults of
    * vllm/engine/arg_utils.py for the OpenAI server): running requests
@@ -16,7 +21,7 @@ static const struct serve_engine engines[] = {
   { .id = ENGINE_VLLM, .name = "vllm", .title = "vLLM (V1 engine)",
     .max_tokens = 8192, .max_tokens_small = 2048, .max_seqs = 1024, .max_seqs_small = 256,
     .mixed = true, .chunked = true, .block = 16, .mem_fraction = 0.9,
-    .admit = ADMIT_ON_DEMAND, .graph_max = 512 },
+    .admit = ADMIT_ON_DEMAND, .graph_max = 512, .frontend_ms = 50 },
   /* SGLang (python/sglang/srt/managers/scheduler.py, schedule_policy.py,
    * server_args.py): a prefill batch whenever waiting requests fit, run
    * alone with the decodes paused; its prompts chunked at
@@ -26,7 +31,7 @@ static const struct serve_engine engines[] = {
     .max_tokens = 8192, .max_tokens_small = 4096, .prefill_tokens = 16384,
     .mixed = false, .chunked = true, .block = 1, .mem_fraction = 0.85,
     .admit = ADMIT_RATIO, .graph_max = 256, .overlap = true, .new_token_ratio = 0.7,
-    .min_token_ratio = 0.098 },
+    .min_token_ratio = 0.098, .frontend_ms = 60 },
   /* TensorRT-LLM's PyTorch executor (tensorrt_llm/_torch/pyexecutor): the
    * capacity scheduler GUARANTEED_NO_EVICT admits a request with pages for
    * its whole prompt and output; context and generation requests share
@@ -35,7 +40,7 @@ static const struct serve_engine engines[] = {
   { .id = ENGINE_TRTLLM, .name = "trtllm", .title = "TensorRT-LLM (PyTorch backend)",
     .max_tokens = 8192, .max_tokens_small = 8192, .max_seqs = 2048, .max_seqs_small = 2048,
     .mixed = true, .chunked = false, .block = 32, .mem_fraction = 0.9, .fraction_of_free = true,
-    .admit = ADMIT_RESERVE, .graph_max = 128, .overlap = true },
+    .admit = ADMIT_RESERVE, .graph_max = 128, .overlap = true, .frontend_ms = 150 },
 };
 
 const struct serve_engine *

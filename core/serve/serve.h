@@ -37,6 +37,8 @@ struct serve_engine {
   double host_us_per_request; /* and per request in the iteration (sampling, outputs) */
   bool overlap;          /* the CPU prepares the next iteration while the GPU runs this one:
                             an iteration lasts the longer of the two */
+  double frontend_ms;    /* the first token's time beyond the iterations (HTTP, tokenizer,
+                            detokenizer, the response's way): added to the TTFT */
   double new_token_ratio, min_token_ratio; /* SGLang's reservation of future outputs */
 };
 const struct serve_engine *serve_engine_find (const char *name);

@@ -564,7 +564,7 @@ tokens_out (struct sim *s, struct req *q, int64_t n)
 {
   if (q->gen == 0) {
     q->first = s->now;
-    s->ttft[s->nttft++] = s->now - q->arrive;
+    s->ttft[s->nttft++] = s->now - q->arrive + s->eng->frontend_ms;
     if (n > 1)
       itl_add (s, 0, n - 1);
   }
