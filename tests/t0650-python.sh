@@ -1,9 +1,9 @@
 #!/bin/sh
-# t0650-python.sh: the perfmod Python package over libperfmod gives the CLI's numbers (predict and search) as a dict, and perfmod's reason as an exception.
+# t0650-python.sh: the perfmod Python package over libperfmod gives the CLI's numbers (predict, search and serve) as a dict, and perfmod's reason as an exception.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 command -v python3 >/dev/null || skip_all "python3 not found"
 [ -f "$top_builddir/python/perfmod/__init__.py" ] || skip_all "the Python package was not configured"
-plan 6
+plan 8
 export PYTHONPATH="$top_builddir/python" PERFMOD_LIBRARY="$top_builddir/.libs/libperfmod.so.0"
 "$PERFMOD" --model gpt3-2.7b --gpu h100 --mode train --batch 64 --seq 2048 --strategy tp=2,dp=4 \
   --predictor tile-mlp --format json > "$TMP/cli" 2>/dev/null
@@ -70,4 +70,32 @@ ok $(grep -q '^error: search: gpus 0: expected 1' "$TMP/sout" && grep -q '^error
      grep -q "^error: .*gpt3-9b" "$TMP/sout" && ! grep -q noerror "$TMP/sout" && echo 0 || echo 1) \
   "a refused search (gpus=0, impossible fix, unknown model) raises PerfmodError with perfmod's reason"
 [ $tap_failed -eq 0 ] || diag "$(cat "$TMP/sout")"
+
+# perfmod.serve: perfmod serve --format json's numbers, by its names
+"$PERFMOD" serve --model qwen3-32b --gpu h100 --strategy tp=2 --engine sglang --concurrency 32 \
+  --isl 2048 --osl 128 --max-batch 32 --format json > "$TMP/vcli" 2>/dev/null
+env $(san_env) python3 - "$TMP/vcli" > "$TMP/vout" 2>&1 <<'PY'
+import json, sys, perfmod
+cli = json.load(open(sys.argv[1]))
+r = perfmod.serve("qwen3-32b", gpu="h100", strategy="tp=2", engine="sglang", concurrency=32,
+                  isl=2048, osl=128, max_batch=32)
+def close(a, b):
+    return a == b or (a is not None and b is not None and abs(a / b - 1) < 1e-9)
+same = (all(close(r[k][s], cli[k][s]) for k in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
+            for s in ("mean", "p50", "p90", "p99")) and
+        all(close(r[k], cli[k]) for k in ("output_tokens_per_s", "requests_per_s", "kv_peak",
+                                          "kv_capacity_tokens", "requests", "preemptions",
+                                          "weights_gb")) and
+        r["engine"] == cli["engine"] == "sglang" and r["assumed"] == cli["assumed"])
+print("same" if same else "differ %r %r" % (r, cli))
+try:
+    perfmod.serve("qwen3-32b", gpu="h100", concurrency=4, isl=128)
+    print("noerror")
+except perfmod.PerfmodError as e:
+    print("error: %s" % e)
+PY
+ok $(grep -qx same "$TMP/vout" && echo 0 || echo 1) "perfmod.serve gives perfmod serve --format json's numbers by its names"
+ok $(grep -q '^error: serve needs --isl and --osl' "$TMP/vout" && echo 0 || echo 1) \
+  "a refused serve raises PerfmodError with perfmod's reason"
+[ $tap_failed -eq 0 ] || diag "$(cat "$TMP/vout")"
 finish
