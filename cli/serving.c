@@ -333,6 +333,22 @@ tally_add (struct tallies *t, const char *key, double et, double ep)
   t->v[j].n++;
 }
 
+/* The summary's order: all runs, the halves, the backends, the models. */
+static int
+tally_rank (const char *k)
+{
+  return strcmp (k, "(all)") == 0 ? 0 : strncmp (k, "half ", 5) == 0 ? 1
+       : strncmp (k, "backend ", 8) == 0 ? 2 : 3;
+}
+
+static int
+cmp_tally (const void *a, const void *b)
+{
+  const struct tally *x = a, *y = b;
+  int d = tally_rank (x->key) - tally_rank (y->key);
+  return d ? d : strcmp (x->key, y->key);
+}
+
 static void
 tallies_free (struct tallies *t)
 {
@@ -496,6 +512,8 @@ reproduce_serving (struct plugin_set *set, const struct gpu_db *gpus,
              skipped);
     fprintf (sum, "%-10s %-22s %5s %14s %12s %14s %12s\n", "predictor", "runs", "n",
              "ttft_median_%", "ttft_mean_%", "tpot_median_%", "tpot_mean_%");
+    for (size_t p = 0; p < npred; p++)
+      qsort (t[p].v, t[p].n, sizeof *t[p].v, cmp_tally);
     for (size_t p = 0; p < npred; p++)
       for (size_t j = 0; j < t[p].n; j++) {
         struct tally *x = &t[p].v[j];

@@ -20,17 +20,6 @@
 /* At most this many requests are simulated. */
 #define SERVE_MAX_REQUESTS ((int64_t) 1 << 24)
 
-/* One replica layout resolved. */
-struct layout {
-  struct strategy s;
-  struct serve_costs *costs;
-  double weights, kv_per_token;   /* bytes per GPU */
-  double workspace;               /* bytes per GPU an iteration's activations take */
-  double kv_bytes;                /* per GPU, for the KV cache */
-  int64_t kv_tokens, max_tokens, max_seqs, graph_max;
-  int gpus;
-};
-
 /* The engine's limits on gpu where the request leaves them: vLLM's
  * usage-context defaults (arg_utils.py: 8192 tokens and 1024 requests
  * from 70 GiB, not on an A100; else 2048 and 256), SGLang's by memory
@@ -93,7 +82,7 @@ workspace_bytes (const struct model_cfg *m, const struct precision *pr, int64_t 
  * what the weights and activations leave.  All less the CUDA context and
  * libraries (MEMORY_RESERVE_FIXED_BYTES) where the engine measures it. */
 static double
-kv_budget (const struct serve_engine *e, const struct perfmod_gpu *gpu, const struct layout *l)
+kv_budget (const struct serve_engine *e, const struct perfmod_gpu *gpu, const struct serve_replica *l)
 {
   double cap = gpu->mem_gb * 1073741824.0;   /* binary, as memory_estimate's */
   double ctx = MEMORY_RESERVE_FIXED_BYTES;
@@ -141,81 +130,161 @@ layout_parse (struct strategy *s, const char *spec, const char *what, bool repli
   return 0;
 }
 
-/* A layout's memory, limits and costs.  tokens: a request's prompt and
- * output (for sliding layers' caches). */
-static int
-layout_setup (struct layout *l, struct plugin_set *set, struct plugin *pred,
-              const struct model_cfg *m, const struct gpu_entry *ge, const struct precision *pr,
-              double kv_scale, const struct serve_engine *e,
-              const struct perfmod_serve_request *req, int gpn, int64_t tokens,
-              struct dist_cache *chunks, bool prefill, const char *what)
+int
+serve_replica_open (struct serve_replica *l, const struct serve_base *b,
+                    const struct strategy *s, int64_t max_batch, int64_t max_tokens,
+                    int64_t tokens, struct dist_cache *chunks, const char *what)
 {
   struct dist_options o;
   struct serve_layout sl;
-  struct strategy one = l->s;
+  struct strategy one = *s;
+  const struct gpu_entry *ge = b->ge;
   int64_t graph_default;
 
+  memset (l, 0, sizeof *l);
+  l->s = *s;
   one.dp = 1;
   memset (&o, 0, sizeof o);
   o.s = &one;
-  o.prec = pr;
-  o.flash = flash_supported (&ge->gpu, pr);
+  o.prec = b->pr;
+  o.flash = flash_supported (&ge->gpu, b->pr);
   o.engine = true;
   o.fusion = true;
   o.batch = 1;
   o.seq = tokens;
-  o.gpus_per_node = gpn;
+  o.gpus_per_node = b->gpn;
   {
     char msg[512] = "";
     pm_error_capture (msg, sizeof msg);
-    int rc = dist_check (m, &o);
+    int rc = dist_check (&b->m, &o);
     if (rc == 0 && one.etp > 0 && one.ep * one.etp != one.tp) {
       pm_error ("ep=%d x etp=%d is not tp=%d: the experts' ranks are the tp ones", one.ep,
                 one.etp, one.tp);
       rc = -1;
     }
     if (rc == 0)
-      rc = dist_serving_footprint (set, m, &ge->gpu, &o, tokens, &l->weights, &l->kv_per_token);
+      rc = dist_serving_footprint (b->set, &b->m, &ge->gpu, &o, tokens, &l->weights,
+                                   &l->kv_per_token);
     pm_error_capture (NULL, 0);
     if (rc < 0) {
       pm_error ("%s: %s", what, msg);
       return -1;
     }
   }
-  l->kv_per_token *= kv_scale;
+  l->kv_per_token *= b->kv_scale;
   l->gpus = one.tp * one.pp;
-  engine_limits (e, &ge->gpu, ge->name, one.tp, &l->max_tokens, &l->max_seqs, &graph_default);
-  if (req->max_tokens > 0)
-    l->max_tokens = req->max_tokens;
-  if (req->max_batch > 0 && !prefill)
-    l->max_seqs = req->max_batch;
-  if (req->prefill_max_batch > 0 && prefill)
-    l->max_seqs = req->prefill_max_batch;
-  l->graph_max = e->id == ENGINE_VLLM ? (l->max_seqs > 0 && 2 * l->max_seqs < 512
-                                         ? 2 * l->max_seqs : 512) : graph_default;
-  l->workspace = workspace_bytes (m, pr, l->max_tokens, l->max_seqs > 0 ? l->max_seqs : 1024,
-                                  one.tp);
-  l->kv_bytes = kv_budget (e, &ge->gpu, l);
+  engine_limits (b->e, &ge->gpu, ge->name, one.tp, &l->max_tokens, &l->max_seqs, &graph_default);
+  if (max_tokens > 0)
+    l->max_tokens = max_tokens;
+  if (max_batch > 0)
+    l->max_seqs = max_batch;
+  l->graph_max = b->e->id == ENGINE_VLLM ? (l->max_seqs > 0 && 2 * l->max_seqs < 512
+                                            ? 2 * l->max_seqs : 512) : graph_default;
+  l->workspace = workspace_bytes (&b->m, b->pr, l->max_tokens,
+                                  l->max_seqs > 0 ? l->max_seqs : 1024, one.tp);
+  l->kv_bytes = kv_budget (b->e, &ge->gpu, l);
   l->kv_tokens = l->kv_bytes > 0 && l->kv_per_token > 0
                  ? (int64_t) floor (l->kv_bytes / l->kv_per_token) : 0;
   if (l->max_seqs == 0) {          /* SGLang: from the KV cache (model_runner.py) */
-    int64_t pool = m->max_pos > 0 ? l->kv_tokens / m->max_pos * 512 : 4096;
+    int64_t pool = b->m.max_pos > 0 ? l->kv_tokens / b->m.max_pos * 512 : 4096;
     pool = pool < 2048 ? 2048 : pool > 4096 ? 4096 : pool;
     l->max_seqs = l->kv_tokens / 2 < pool ? l->kv_tokens / 2 : pool;
     if (l->max_seqs < 1)
       l->max_seqs = 1;
   }
   memset (&sl, 0, sizeof sl);
-  sl.set = set;
-  sl.pred = pred;
-  sl.m = m;
+  sl.set = b->set;
+  sl.pred = b->pred;
+  sl.m = &b->m;
   sl.gpu = &ge->gpu;
-  sl.prec = pr;
+  sl.prec = b->pr;
   sl.s = one;
-  sl.gpus_per_node = gpn;
+  sl.gpus_per_node = b->gpn;
   sl.cache = chunks;
   l->costs = serve_costs_new (&sl);
   return 0;
+}
+
+void
+serve_replica_close (struct serve_replica *l)
+{
+  serve_costs_free (l->costs);
+  l->costs = NULL;
+}
+
+void
+serve_pool_of (const struct serve_replica *l, int replicas, struct serve_pool *p)
+{
+  memset (p, 0, sizeof *p);
+  p->costs = l->costs;
+  p->replicas = replicas;
+  p->kv_tokens = l->kv_tokens;
+  p->max_seqs = l->max_seqs;
+  p->max_tokens = l->max_tokens;
+  p->kv_bytes_per_token = l->kv_per_token * l->s.tp;
+}
+
+int
+serve_base_open (struct serve_base *b, struct plugin_set *set, const struct gpu_db *gpus,
+                 const char *model, const char *gpu, const char *engine, const char *dtype_name,
+                 const char *kv_dtype, const char *predictor, int64_t gpus_per_node)
+{
+  int dtype;
+  memset (b, 0, sizeof *b);
+  b->set = set;
+  b->kv_scale = 1;
+  if ((b->ge = gpu_db_find (gpus, gpu ? gpu : DEFAULT_GPU)) == NULL) {
+    pm_error ("gpu '%s': no such GPU (perfmod gpus lists them)", gpu);
+    return -1;
+  }
+  if ((b->e = serve_engine_find (engine ? engine : SERVE_DEFAULT_ENGINE)) == NULL) {
+    pm_error ("--engine '%s': expected %s", engine, serve_engine_names);
+    return -1;
+  }
+  dtype = dtype_name ? dtype_parse (dtype_name) : default_dtype (&b->ge->gpu);
+  if (dtype < 0 || dtype == PERFMOD_DTYPE_FP32 || dtype == PERFMOD_DTYPE_TF32) {
+    pm_error ("--dtype '%s': serving runs bf16, fp16 or fp8 weights and GEMMs",
+              dtype_name ? dtype_name : "");
+    return -1;
+  }
+  b->pr = precision_infer (dtype);
+  if (kv_dtype && strcmp (kv_dtype, "auto") != 0) {
+    int kd = dtype_parse (kv_dtype);
+    if (kd != PERFMOD_DTYPE_FP8 && kd != PERFMOD_DTYPE_BF16 && kd != PERFMOD_DTYPE_FP16) {
+      pm_error ("--kv-dtype '%s': expected auto, bf16, fp16 or fp8", kv_dtype);
+      return -1;
+    }
+    b->kv_scale = dtype_bytes (kd) / b->pr->act_bytes;
+  }
+  if ((b->pred = predictor_find (set, predictor ? predictor : SERVE_DEFAULT_PREDICTOR)) == NULL)
+    return -1;
+  if (model_cfg_open (&b->m, model) < 0)
+    return -1;
+  b->m_open = true;
+  if (b->m.family == FAM_BERT || b->m.family == FAM_SWITCH) {
+    pm_error ("%s: serving is modelled for decoder-only models (%s is not)", b->m.name,
+              b->m.arch);
+    serve_base_close (b);
+    return -1;
+  }
+  b->gpn = gpus_per_node > 0 ? (int) gpus_per_node : b->ge->gpu.gpus_per_node;
+  if (b->gpn < 1)
+    b->gpn = 8;
+  return 0;
+}
+
+void
+serve_base_close (struct serve_base *b)
+{
+  if (b->m_open)
+    model_cfg_free (&b->m);
+  b->m_open = false;
+}
+
+int
+serve_parse_layout (struct strategy *s, const char *spec, const char *what, bool replicas)
+{
+  return layout_parse (s, spec, what, replicas);
 }
 
 /* A trace: a CSV with a header naming arrival_ms, isl and osl (or
@@ -374,23 +443,49 @@ stats_out (const struct serve_stats *in, struct perfmod_serve_stats *out)
 #define SERVE_RESULT_MIN (offsetof (struct perfmod_serve_result, assumed) + 1024)
 
 int
+serve_input (const struct serve_base *b, const struct serve_replica *pool, int replicas,
+             const struct serve_replica *decode, int decode_replicas, struct serve_sim_input *in)
+{
+  in->eng = b->e;
+  serve_pool_of (pool, replicas, &in->pool);
+  in->kv_read_scale = b->kv_scale;
+  memset (&in->decode, 0, sizeof in->decode);
+  in->transfer_gbps = in->transfer_us = 0;
+  if (decode) {
+    const struct perfmod_gpu *g = &b->ge->gpu;
+    serve_pool_of (decode, decode_replicas, &in->decode);
+    /* each prefill GPU sends its share of the cache over its own NIC
+     * (NIXL/UCX over RDMA), nic_efficiency of it, one link latency */
+    in->transfer_gbps = g->nic_gbps * (g->nic_efficiency > 0 ? g->nic_efficiency : 1) * pool->gpus;
+    in->transfer_us = g->nic_latency_us;
+    if (!(in->transfer_gbps > 0)) {
+      pm_error ("%s: gpus.d gives no nic_gbps for the KV cache's transfer", b->ge->name);
+      return -1;
+    }
+  }
+  if (in->spec.kind == SPEC_MTP || in->spec.kind == SPEC_EAGLE)
+    in->spec.draft_layers = 1.0 / (double) b->m.layers;
+  return 0;
+}
+
+int
 serve_run (struct plugin_set *set, const struct gpu_db *gpus,
            const struct perfmod_serve_request *req, struct perfmod_serve_result *res,
            struct serve_cache *cache)
 {
+  struct serve_base base;
   const struct gpu_entry *ge;
   const struct serve_engine *e;
   const struct precision *pr;
   struct plugin *pred;
-  struct model_cfg m;
-  struct layout lay[2];
+  struct serve_replica lay[2];
   struct serve_sim_input in;
   struct serve_metrics out;
   struct dist_cache *chunks = NULL;
-  double *tr_arr = NULL, kv_scale = 1;
+  double *tr_arr = NULL, kv_scale;
   int64_t *tr_isl = NULL, *tr_osl = NULL, ntrace = 0, maxlen = 0;
-  int nlay, gpn, dtype, loads, rc = -1;
-  bool disagg, model_open = false;
+  int nlay, loads, rc = -1;
+  bool disagg, base_open = false;
 
   memset (lay, 0, sizeof lay);
   if (req->struct_size < SERVE_REQUEST_MIN || res->struct_size < SERVE_RESULT_MIN ||
@@ -451,29 +546,6 @@ serve_run (struct plugin_set *set, const struct gpu_db *gpus,
     return -1;
   }
 
-  if ((ge = gpu_db_find (gpus, req->gpu ? req->gpu : DEFAULT_GPU)) == NULL) {
-    pm_error ("gpu '%s': no such GPU (perfmod gpus lists them)", req->gpu);
-    return -1;
-  }
-  if ((e = serve_engine_find (req->engine ? req->engine : SERVE_DEFAULT_ENGINE)) == NULL) {
-    pm_error ("--engine '%s': expected %s", req->engine, serve_engine_names);
-    return -1;
-  }
-  dtype = req->dtype ? dtype_parse (req->dtype) : default_dtype (&ge->gpu);
-  if (dtype < 0 || dtype == PERFMOD_DTYPE_FP32 || dtype == PERFMOD_DTYPE_TF32) {
-    pm_error ("--dtype '%s': serving runs bf16, fp16 or fp8 weights and GEMMs",
-              req->dtype ? req->dtype : "");
-    return -1;
-  }
-  pr = precision_infer (dtype);
-  if (req->kv_dtype && strcmp (req->kv_dtype, "auto") != 0) {
-    int kd = dtype_parse (req->kv_dtype);
-    if (kd != PERFMOD_DTYPE_FP8 && kd != PERFMOD_DTYPE_BF16 && kd != PERFMOD_DTYPE_FP16) {
-      pm_error ("--kv-dtype '%s': expected auto, bf16, fp16 or fp8", req->kv_dtype);
-      return -1;
-    }
-    kv_scale = dtype_bytes (kd) / pr->act_bytes;
-  }
   memset (&in, 0, sizeof in);
   if (req->spec) {
     if (strcmp (req->spec, "mtp") == 0)
@@ -499,26 +571,22 @@ serve_run (struct plugin_set *set, const struct gpu_db *gpus,
     pm_error ("--spec-tokens and --spec-accept go with --spec");
     return -1;
   }
-  if ((pred = predictor_find (set, req->predictor ? req->predictor : SERVE_DEFAULT_PREDICTOR))
-      == NULL)
-    return -1;
   if (req->trace && trace_load (req->trace, &tr_arr, &tr_isl, &tr_osl, &ntrace) < 0)
     return -1;
-  if (model_cfg_open (&m, req->model) < 0)
+  if (serve_base_open (&base, set, gpus, req->model, req->gpu, req->engine, req->dtype,
+                       req->kv_dtype, req->predictor, req->gpus_per_node) < 0)
     goto out;
-  model_open = true;
-  if (m.family == FAM_BERT || m.family == FAM_SWITCH) {
-    pm_error ("%s: serving is modelled for decoder-only models (%s is not)", m.name, m.arch);
-    goto out;
-  }
-  if (in.spec.kind == SPEC_MTP && m.mtp_layers == 0 && m.family != FAM_DEEPSEEK) {
+  base_open = true;
+  ge = base.ge;
+  e = base.e;
+  pr = base.pr;
+  pred = base.pred;
+  kv_scale = base.kv_scale;
+  if (in.spec.kind == SPEC_MTP && base.m.mtp_layers == 0 && base.m.family != FAM_DEEPSEEK) {
     pm_error ("--spec mtp: %s has no multi-token prediction layer (eagle or ngram draft)",
-              m.name);
+              base.m.name);
     goto out;
   }
-  gpn = req->gpus_per_node > 0 ? (int) req->gpus_per_node : ge->gpu.gpus_per_node;
-  if (gpn < 1)
-    gpn = 8;
   for (int64_t i = 0; i < ntrace; i++)
     if (tr_isl[i] + tr_osl[i] > maxlen)
       maxlen = tr_isl[i] + tr_osl[i];
@@ -535,24 +603,28 @@ serve_run (struct plugin_set *set, const struct gpu_db *gpus,
   else if (layout_parse (&lay[0].s, req->strategy, "--strategy", true) < 0)
     goto out;
   if (cache) {
-    if (cache->model == NULL || strcmp (cache->model, m.name) != 0) {
+    if (cache->model == NULL || strcmp (cache->model, base.m.name) != 0) {
       serve_cache_free (cache);
       cache->chunks = dist_cache_new ();
     }
     chunks = cache->chunks;
   }
-  for (int k = 0; k < nlay; k++)
-    if (layout_setup (&lay[k], set, pred, &m, ge, pr, kv_scale, e, req, gpn, maxlen, chunks,
-                      disagg && k == 0, disagg ? (k ? "--decode" : "--prefill") : "--strategy") < 0)
+  for (int k = 0; k < nlay; k++) {
+    struct strategy st = lay[k].s;
+    bool pre = disagg && k == 0;
+    if (serve_replica_open (&lay[k], &base, &st, pre ? req->prefill_max_batch : req->max_batch,
+                            req->max_tokens, maxlen, chunks,
+                            disagg ? (k ? "--decode" : "--prefill") : "--strategy") < 0)
       goto out;
+  }
   if (cache && cache->model == NULL)
-    cache->model = xstrdup (m.name);
+    cache->model = xstrdup (base.m.name);
 
   /* what the run assumed, and the memory */
   memset ((char *) res + sizeof res->struct_size, 0, res->struct_size - sizeof res->struct_size);
   snprintf (res->engine, sizeof res->engine, "%s", e->name);
   {
-    struct layout *d = &lay[nlay - 1];
+    struct serve_replica *d = &lay[nlay - 1];
     snprintf (res->assumed, sizeof res->assumed,
               "engine %s: %lld tokens an iteration, %lld requests at most, %s, %d-token KV "
               "pages; KV cache %.1f GB per GPU (%lld tokens a replica) after %.1f GB of weights%s; "
@@ -592,33 +664,10 @@ serve_run (struct plugin_set *set, const struct gpu_db *gpus,
   }
 
   /* the simulation */
-  in.eng = e;
-  in.pool.costs = lay[0].costs;
-  in.pool.replicas = disagg ? (int) (req->prefill_workers ? req->prefill_workers : 1) : lay[0].s.dp;
-  in.pool.kv_tokens = lay[0].kv_tokens;
-  in.pool.max_seqs = lay[0].max_seqs;
-  in.pool.max_tokens = lay[0].max_tokens;
-  in.pool.kv_bytes_per_token = lay[0].kv_per_token * lay[0].s.tp;
-  in.kv_read_scale = kv_scale;
-  if (disagg) {
-    in.decode.costs = lay[1].costs;
-    in.decode.replicas = (int) (req->decode_workers ? req->decode_workers : 1);
-    in.decode.kv_tokens = lay[1].kv_tokens;
-    in.decode.max_seqs = lay[1].max_seqs;
-    in.decode.max_tokens = lay[1].max_tokens;
-    in.decode.kv_bytes_per_token = lay[1].kv_per_token * lay[1].s.tp;
-    /* each prefill GPU sends its share of the cache over its own NIC
-     * (NIXL/UCX over RDMA), nic_efficiency of it, one link latency */
-    in.transfer_gbps = ge->gpu.nic_gbps * (ge->gpu.nic_efficiency > 0 ? ge->gpu.nic_efficiency : 1)
-                       * lay[0].gpus;
-    in.transfer_us = ge->gpu.nic_latency_us;
-    if (!(in.transfer_gbps > 0)) {
-      pm_error ("%s: gpus.d gives no nic_gbps for the KV cache's transfer", ge->name);
-      goto out;
-    }
-  }
-  if (in.spec.kind == SPEC_MTP || in.spec.kind == SPEC_EAGLE)
-    in.spec.draft_layers = 1.0 / (double) m.layers;
+  if (serve_input (&base, &lay[0], disagg ? (int) (req->prefill_workers ? req->prefill_workers : 1)
+                   : lay[0].s.dp, disagg ? &lay[1] : NULL,
+                   (int) (req->decode_workers ? req->decode_workers : 1), &in) < 0)
+    goto out;
   in.load.kind = req->trace ? LOAD_TRACE : req->rate > 0 ? LOAD_RATE : LOAD_CLOSED;
   in.load.concurrency = req->concurrency;
   in.load.rate = req->rate;
@@ -665,9 +714,9 @@ serve_run (struct plugin_set *set, const struct gpu_db *gpus,
   rc = 0;
 out:
   for (int k = 0; k < 2; k++)
-    serve_costs_free (lay[k].costs);
-  if (model_open)
-    model_cfg_free (&m);
+    serve_replica_close (&lay[k]);
+  if (base_open)
+    serve_base_close (&base);
   free (tr_arr);
   free (tr_isl);
   free (tr_osl);

@@ -130,6 +130,51 @@ struct serve_metrics {
 int serve_simulate (const struct serve_sim_input *in, struct serve_metrics *out);
 
 /* ---- serve.c: a serving request resolved, simulated, reported ---- */
+/* What a request's simulations share: the GPU, engine, precision,
+ * predictor and model. */
+struct serve_base {
+  struct plugin_set *set;
+  const struct gpu_entry *ge;
+  const struct serve_engine *e;
+  const struct precision *pr;
+  struct plugin *pred;
+  struct model_cfg m;
+  bool m_open;
+  double kv_scale;       /* the KV cache's bytes over the activations' */
+  int gpn;               /* GPUs per node */
+};
+/* NULL names take perfmod serve's defaults (engine vllm, predictor
+ * tile-mlp, the GPU's dtype); -1 after pm_error. */
+int serve_base_open (struct serve_base *b, struct plugin_set *set, const struct gpu_db *gpus,
+                     const char *model, const char *gpu, const char *engine, const char *dtype,
+                     const char *kv_dtype, const char *predictor, int64_t gpus_per_node);
+void serve_base_close (struct serve_base *b);
+/* One replica of a layout: its memory, the engine's limits on it, its costs. */
+struct serve_replica {
+  struct strategy s;
+  struct serve_costs *costs;
+  double weights, kv_per_token;   /* bytes per GPU */
+  double workspace;               /* bytes per GPU an iteration's activations take */
+  double kv_bytes;                /* per GPU, for the KV cache */
+  int64_t kv_tokens, max_tokens, max_seqs, graph_max;
+  int gpus;
+};
+/* s a replica (its dp ignored); max_batch and max_tokens 0 for the
+ * engine's defaults; tokens a request's prompt and output; what names the
+ * layout in messages; -1 after pm_error. */
+int serve_replica_open (struct serve_replica *l, const struct serve_base *b,
+                        const struct strategy *s, int64_t max_batch, int64_t max_tokens,
+                        int64_t tokens, struct dist_cache *chunks, const char *what);
+void serve_replica_close (struct serve_replica *l);
+void serve_pool_of (const struct serve_replica *l, int replicas, struct serve_pool *p);
+/* A strategy of serving keys only (tp, pp, ep, etp, and dp where replicas). */
+int serve_parse_layout (struct strategy *s, const char *spec, const char *what, bool replicas);
+/* in's engine, pools and transfer link from replicas of pool (and of
+ * decode, disaggregated; NULL: aggregated); its load and spec.kind are the
+ * caller's. */
+int serve_input (const struct serve_base *b, const struct serve_replica *pool, int replicas,
+                 const struct serve_replica *decode, int decode_replicas,
+                 struct serve_sim_input *in);
 /* Kept across calls that predict the same model (reproduce --table
  * serving): the chunk predictions. */
 struct serve_cache {

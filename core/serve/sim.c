@@ -465,13 +465,16 @@ sched_prefill_only (struct sim *s, struct inst *in)
 /* A decode replica of a disaggregated deployment takes the requests
  * whose KV cache has landed as running decodes while its engine's limits
  * allow: pages for the cache (TensorRT-LLM's to completion), its batch
- * limit. */
+ * limit.  A request it preempted is prefilled again there, as its
+ * scheduler runs prompts. */
 static void
 admit_prefilled (struct sim *s, struct inst *in)
 {
   while (in->waiting.n > 0 && (int64_t) in->nrun < in->pool->max_seqs) {
     int r = dq_front (&in->waiting);
     struct req *q = &s->r[r];
+    if (prefilling (q))
+      break;                  /* preempted here: recomputed as the engine prefills */
     int64_t need = (s->eng->admit == ADMIT_RESERVE ? pages_for (in, q->isl + q->osl + 1)
                     : pages_for (in, q->ctx + step_tokens (s))) - q->pages;
     if (need > in->pages_total - in->pages_used)
