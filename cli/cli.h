@@ -75,5 +75,7 @@ int cmd_eval (struct cli *c, struct plugin_set *set);
 int search_main (int argc, char **argv);
 /* serve.c: perfmod serve (argv from the word "serve" on), over core/serve (perfmod_serve). */
 int serve_main (int argc, char **argv);
+/* perfmod search --serve (argv from the word "search" on): core/serve/search.c. */
+int search_serve_main (int argc, char **argv);
 
 #endif /* PERFMOD_CLI_H */

@@ -27,6 +27,7 @@ search_usage (FILE *fp)
          "               [--fix KEY=VALUE[,KEY=VALUE...]] [--max-tp N] [--max-cp N]\n"
          "               [--gpus-per-node N]\n"
          "               [--jobs N] [--plot FILE.svg]\n"
+         "       perfmod search --serve ...: serving deployments (search --serve --help)\n"
          "               [--plugin-path DIR]... [--plugin-opt NAME:KEY=VALUE]...\n"
          "Every tp, pp, cp, dp, ep, micro-batch, schedule (1F1B, GPipe, interleaved with vp),\n"
          "uneven layer split, ZeRO stage, recomputation, sequence parallelism and tp\n"
@@ -434,6 +435,9 @@ progress (void *arg, uint64_t done, uint64_t total)
 int
 search_main (int argc, char **argv)
 {
+  for (int i = 1; i < argc; i++)
+    if (strcmp (argv[i], "--serve") == 0)
+      return search_serve_main (argc, argv);
   struct sopts o;
   struct perfmod_search_request req;
   struct perfmod_search_result res;

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cblas.h>
 #include <jansson.h>
@@ -344,5 +345,284 @@ out:
   gpu_db_free (&gpus);
   free (o.paths);
   free (o.popts);
+  return rc;
+}
+
+/* ---- perfmod search --serve ---- */
+
+static void
+search_serve_usage (FILE *fp)
+{
+  fputs ("Usage: perfmod search --serve --model NAME|config.json --gpus N --isl N --osl N\n"
+         "               [--gpu NAME] [--engine vllm|sglang|trtllm] [--dtype D] [--kv-dtype fp8]\n"
+         "               [--ttft MS] [--tpot MS] [--max-tp N] [--no-disagg] [--top N]\n"
+         "               [--predictor NAME] [--gpus-per-node N] [--jobs N]\n"
+         "               [--format table|csv|json] [--plot FILE.svg]\n"
+         "               [--plugin-path DIR]... [--plugin-opt NAME:KEY=VALUE]...\n"
+         "Every serving deployment of the model on the GPUs: a replica's tp (to --max-tp, default\n"
+         "a node), pp 1 or 2 and, with experts, ep over tp's ranks, as many replicas as fill\n"
+         "the GPUs; or prefill and decode pools of their own layouts splitting them; each at\n"
+         "batches 1 to 512 per replica (its clients and its batch limit) simulated as perfmod\n"
+         "serve does.  Prints the Pareto frontier of output tokens/s per GPU against tokens/s\n"
+         "per user (1000 / TPOT), the best per GPU within --ttft and --tpot, and each point's\n"
+         "perfmod serve options and the engine's launch command; --plot draws the frontier.\n",
+         fp);
+}
+
+static int
+search_serve_parse (int argc, char **argv, struct serve_search_opts *o, const char **format,
+                    const char **plot, int64_t *top, char ***paths, size_t *npaths,
+                    char ***popts, size_t *npopts)
+{
+  enum { W_SERVE = 256, W_MODEL, W_GPU, W_GPUS, W_GPN, W_ISL, W_OSL, W_TTFT, W_TPOT, W_ENGINE,
+         W_DTYPE, W_KVDTYPE, W_PRED, W_MAXTP, W_NODIS, W_JOBS, W_FORMAT, W_PLOT, W_TOP, W_PPATH,
+         W_POPT };
+  static const struct option opts[] = {
+    { "serve", no_argument, NULL, W_SERVE }, { "model", required_argument, NULL, W_MODEL },
+    { "gpu", required_argument, NULL, W_GPU }, { "gpus", required_argument, NULL, W_GPUS },
+    { "gpus-per-node", required_argument, NULL, W_GPN },
+    { "isl", required_argument, NULL, W_ISL }, { "osl", required_argument, NULL, W_OSL },
+    { "ttft", required_argument, NULL, W_TTFT }, { "tpot", required_argument, NULL, W_TPOT },
+    { "engine", required_argument, NULL, W_ENGINE }, { "dtype", required_argument, NULL, W_DTYPE },
+    { "kv-dtype", required_argument, NULL, W_KVDTYPE },
+    { "predictor", required_argument, NULL, W_PRED },
+    { "max-tp", required_argument, NULL, W_MAXTP },
+    { "no-disagg", no_argument, NULL, W_NODIS }, { "jobs", required_argument, NULL, W_JOBS },
+    { "format", required_argument, NULL, W_FORMAT }, { "plot", required_argument, NULL, W_PLOT },
+    { "top", required_argument, NULL, W_TOP },
+    { "plugin-path", required_argument, NULL, W_PPATH },
+    { "plugin-opt", required_argument, NULL, W_POPT },
+    { "verbose", no_argument, NULL, 'v' }, { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 }
+  };
+  int opt;
+  int64_t v;
+  optind = 1;
+  opterr = 0;
+  while ((opt = getopt_long (argc, argv, ":hv", opts, NULL)) != -1) {
+    bool ok = true;
+    switch (opt) {
+    case W_SERVE: break;
+    case W_MODEL: o->model = optarg; break;
+    case W_GPU: o->gpu = optarg; break;
+    case W_GPUS: ok = parse_int_range ("--gpus", optarg, 1, 1 << 16, &o->gpus); break;
+    case W_GPN: ok = parse_int_range ("--gpus-per-node", optarg, 1, PM_MAX_GPUS, &o->gpus_per_node); break;
+    case W_ISL: ok = parse_int_range ("--isl", optarg, 1, PM_MAX_SEQ, &o->isl); break;
+    case W_OSL: ok = parse_int_range ("--osl", optarg, 1, PM_MAX_SEQ, &o->osl); break;
+    case W_TTFT: ok = opt_real ("ttft", optarg, &o->ttft); break;
+    case W_TPOT: ok = opt_real ("tpot", optarg, &o->tpot); break;
+    case W_ENGINE: o->engine = optarg; break;
+    case W_DTYPE: o->dtype = optarg; break;
+    case W_KVDTYPE: o->kv_dtype = optarg; break;
+    case W_PRED: o->predictor = optarg; break;
+    case W_MAXTP: ok = parse_int_range ("--max-tp", optarg, 1, 1 << 16, &o->max_tp); break;
+    case W_NODIS: o->disagg = false; break;
+    case W_JOBS:
+      ok = parse_int_range ("--jobs", optarg, 1, 1024, &v);
+      o->jobs = (int) v;
+      break;
+    case W_FORMAT: *format = optarg; break;
+    case W_PLOT: *plot = optarg; break;
+    case W_TOP: ok = parse_int_range ("--top", optarg, 1, 100000, top); break;
+    case W_PPATH: ptrv_push (paths, npaths, optarg); break;
+    case W_POPT: ptrv_push (popts, npopts, optarg); break;
+    case 'v': pm_verbose++; break;
+    case 'h': search_serve_usage (stdout); return 1;
+    default: getopt_error (opt, argv, opts, "perfmod search --serve"); return -1;
+    }
+    if (!ok)
+      return -1;
+  }
+  if (optind < argc) {
+    pm_error ("search --serve: unexpected argument '%s'", argv[optind]);
+    return -1;
+  }
+  if (o->model == NULL || o->gpus == 0 || o->isl == 0 || o->osl == 0) {
+    pm_error ("search --serve needs --model, --gpus, --isl and --osl");
+    return -1;
+  }
+  if (strcmp (*format, "table") && strcmp (*format, "csv") && strcmp (*format, "json")) {
+    pm_error ("--format '%s': expected table, csv or json", *format);
+    return -1;
+  }
+  return 0;
+}
+
+static json_t *
+point_json (const struct serve_point *p, const struct serve_search_opts *o)
+{
+  json_t *j = json_pack ("{s:s, s:I, s:I, s:I, s:o, s:o, s:o, s:o, s:b, s:b}",
+                         "deployment", p->deploy, "gpus", (json_int_t) p->gpus,
+                         "batch", (json_int_t) p->batch, "concurrency", (json_int_t) p->concurrency,
+                         "ttft_ms", jnum (p->ttft), "tpot_ms", jnum (p->tpot),
+                         "output_tokens_per_s_per_gpu", jnum (p->tps_gpu),
+                         "output_tokens_per_s_per_user", jnum (p->tps_user),
+                         "frontier", p->frontier, "within_targets", p->slo);
+  char *cmd = xasprintf ("perfmod serve --model %s%s%s%s%s --isl %lld --osl %lld %s", o->model,
+                         o->gpu ? " --gpu " : "", o->gpu ? o->gpu : "",
+                         o->engine ? " --engine " : "", o->engine ? o->engine : "",
+                         (long long) o->isl, (long long) o->osl, p->command);
+  json_object_set_new (j, "command", json_string (cmd));
+  json_object_set_new (j, "launch", json_string (p->launch));
+  json_object_set_new (j, "launch_prefill", p->launch_prefill[0] ? json_string (p->launch_prefill)
+                                                                : json_null ());
+  free (cmd);
+  return j;
+}
+
+int
+search_serve_main (int argc, char **argv)
+{
+  struct serve_search_opts o;
+  struct serve_search_result res;
+  struct gpu_db gpus = { NULL, 0 };
+  struct plugin_set set = { NULL, 0 };
+  const char *format = "table", *plot = NULL;
+  int64_t top = 20;
+  char **paths = NULL, **popts = NULL;
+  size_t npaths = 0, npopts = 0;
+  int p, rc = EXIT_USAGE;
+
+  memset (&o, 0, sizeof o);
+  memset (&res, 0, sizeof res);
+  o.disagg = true;
+  if ((p = search_serve_parse (argc, argv, &o, &format, &plot, &top, &paths, &npaths, &popts,
+                               &npopts)) != 0) {
+    free (paths);
+    free (popts);
+    return p < 0 ? EXIT_USAGE : 0;
+  }
+  if (plot && atomic_reserve (plot) < 0) {
+    plot = NULL;
+    rc = EXIT_RUNTIME;
+    goto out;
+  }
+  if (gpu_db_load_data (&gpus) < 0)
+    goto out;
+  if (plugins_open (&set, paths, npaths, popts, npopts) < 0)
+    goto out;
+  openblas_set_num_threads (1);
+  if (o.jobs == 0) {
+    long n = sysconf (_SC_NPROCESSORS_ONLN);
+    o.jobs = n > 0 ? (int) (n < 64 ? n : 64) : 1;
+  }
+  if (o.max_tp == 0) {
+    const struct gpu_entry *ge = gpu_db_find (&gpus, o.gpu ? o.gpu : DEFAULT_GPU);
+    o.max_tp = o.gpus_per_node ? o.gpus_per_node : ge && ge->gpu.gpus_per_node > 0
+             ? ge->gpu.gpus_per_node : 8;
+  }
+  p = serve_search (&set, &gpus, &o, &res);
+  if (p != 0) {
+    rc = p == SEARCH_BAD_REQUEST ? EXIT_USAGE : EXIT_RUNTIME;
+    goto out;
+  }
+  if (strcmp (format, "json") == 0) {
+    json_t *root = json_object (), *fr = json_array ();
+    json_object_set_new (root, "model", json_string (o.model));
+    json_object_set_new (root, "gpu", json_string (o.gpu ? o.gpu : DEFAULT_GPU));
+    json_object_set_new (root, "gpus", json_integer (o.gpus));
+    json_object_set_new (root, "isl", json_integer (o.isl));
+    json_object_set_new (root, "osl", json_integer (o.osl));
+    json_object_set_new (root, "ttft_target_ms", o.ttft > 0 ? json_real (o.ttft) : json_null ());
+    json_object_set_new (root, "tpot_target_ms", o.tpot > 0 ? json_real (o.tpot) : json_null ());
+    json_object_set_new (root, "configurations", json_integer ((json_int_t) res.configurations));
+    json_object_set_new (root, "refused", json_integer ((json_int_t) res.refused));
+    json_object_set_new (root, "pruned", json_integer ((json_int_t) res.pruned));
+    json_object_set_new (root, "seconds", json_real (res.seconds));
+    for (size_t i = 0; i < res.n; i++)
+      if (res.pts[i].frontier)
+        json_array_append_new (fr, point_json (&res.pts[i], &o));
+    json_object_set_new (root, "frontier", fr);
+    json_object_set_new (root, "best", res.best >= 0 ? point_json (&res.pts[res.best], &o)
+                                                     : json_null ());
+    json_dumpf (root, stdout, JSON_INDENT (2) | JSON_REAL_PRECISION (10));
+    putchar ('\n');
+    json_decref (root);
+  }
+  else if (strcmp (format, "csv") == 0) {
+    printf ("deployment,gpus,batch,concurrency,ttft_ms,tpot_ms,output_tokens_per_s_per_gpu,"
+            "output_tokens_per_s_per_user,frontier,within_targets\n");
+    for (size_t i = 0; i < res.n; i++) {
+      const struct serve_point *q = &res.pts[i];
+      if (q->oom)
+        continue;
+      printf ("\"%s\",%lld,%lld,%lld,%.6g,%.6g,%.6g,%.6g,%s,%s\n", q->deploy, (long long) q->gpus,
+              (long long) q->batch, (long long) q->concurrency, q->ttft, q->tpot, q->tps_gpu,
+              q->tps_user, q->frontier ? "true" : "false", q->slo ? "true" : "false");
+    }
+  }
+  else {
+    int64_t shown = 0;
+    printf ("perfmod %s search --serve: %s on %lld x %s, isl %lld, osl %lld%s: %llu "
+            "configurations simulated in %.2f s (%.0f a second); %llu pruned: %llu of layouts "
+            "the model cannot take, the rest batches past saturation\n",
+            PACKAGE_VERSION, o.model, (long long) o.gpus, o.gpu ? o.gpu : DEFAULT_GPU,
+            (long long) o.isl, (long long) o.osl, o.engine ? "" : ", engine vllm",
+            (unsigned long long) res.configurations, res.seconds,
+            res.seconds > 0 ? (double) res.configurations / res.seconds : 0,
+            (unsigned long long) (res.refused + res.pruned), (unsigned long long) res.refused);
+    printf ("\nthe frontier: output tokens/s per GPU against per user (1000 / TPOT)\n"
+            "%-44s %5s %6s %10s %9s %12s %12s\n", "deployment", "gpus", "batch", "ttft_ms",
+            "tpot_ms", "tok/s/gpu", "tok/s/user");
+    for (size_t i = 0; i < res.n && shown < top; i++) {
+      const struct serve_point *q = &res.pts[i];
+      if (!q->frontier)
+        continue;
+      printf ("%-44s %5lld %6lld %10.1f %9.2f %12.1f %12.1f%s\n", q->deploy, (long long) q->gpus,
+              (long long) q->batch, q->ttft, q->tpot, q->tps_gpu, q->tps_user,
+              (int64_t) i == res.best ? "  <- best" : q->slo ? "" : "  (misses the targets)");
+      shown++;
+    }
+    if (res.best >= 0) {
+      const struct serve_point *q = &res.pts[res.best];
+      printf ("\nbest%s: %s, batch %lld per replica: TTFT %.1f ms, TPOT %.2f ms, %.1f tokens/s "
+              "per GPU, %.1f per user\n", o.ttft > 0 || o.tpot > 0 ? " within the targets" : "",
+              q->deploy, (long long) q->batch, q->ttft, q->tpot, q->tps_gpu, q->tps_user);
+      printf ("  perfmod serve --model %s%s%s%s%s --isl %lld --osl %lld %s\n", o.model,
+              o.gpu ? " --gpu " : "", o.gpu ? o.gpu : "", o.engine ? " --engine " : "",
+              o.engine ? o.engine : "", (long long) o.isl, (long long) o.osl, q->command);
+      if (q->launch_prefill[0])
+        printf ("  prefill: %s\n  decode:  %s\n", q->launch_prefill, q->launch);
+      else
+        printf ("  %s\n", q->launch);
+    }
+    else
+      printf ("\nno deployment within the targets (--ttft %g, --tpot %g ms)\n", o.ttft, o.tpot);
+  }
+  if (plot) {
+    struct frontier_point *fp = xcalloc (res.n + 1, sizeof *fp);
+    size_t n = 0;
+    char *title;
+    for (size_t i = 0; i < res.n; i++)
+      if (!res.pts[i].oom) {
+        fp[n].x = res.pts[i].tps_user;
+        fp[n].y = res.pts[i].tps_gpu;
+        fp[n].frontier = res.pts[i].frontier;
+        fp[n].best = (int64_t) i == res.best;
+        snprintf (fp[n].label, sizeof fp[n].label, "%s, batch %lld", res.pts[i].deploy,
+                  (long long) res.pts[i].batch);
+        n++;
+      }
+    title = xasprintf ("%s on %lld x %s, isl %lld, osl %lld", o.model, (long long) o.gpus,
+                       o.gpu ? o.gpu : DEFAULT_GPU, (long long) o.isl, (long long) o.osl);
+    if (frontier_plot_write (plot, title, fp, n) < 0)
+      rc = EXIT_RUNTIME;
+    else
+      rc = 0;
+    free (title);
+    free (fp);
+    if (rc)
+      goto out;
+  }
+  plugins_note_fallbacks (&set, stderr);
+  rc = 0;
+out:
+  if (plot && rc != 0)
+    atomic_release (plot);
+  free (res.pts);
+  plugins_unload (&set);
+  gpu_db_free (&gpus);
+  free (paths);
+  free (popts);
   return rc;
 }

@@ -3,7 +3,7 @@
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 plan 4
 
-{ "$PERFMOD" --help; "$PERFMOD" kernel --help; "$PERFMOD" search --help; "$PERFMOD" serve --help; } 2>&1 |
+{ "$PERFMOD" --help; "$PERFMOD" kernel --help; "$PERFMOD" search --help; "$PERFMOD" search --serve --help; "$PERFMOD" serve --help; } 2>&1 |
   grep -o -- '--[a-z][a-z0-9-]*' | sort -u > "$TMP/help"
 # the man page's \-\-name (roff's escaped hyphens), configure's options left out
 sed 's/\\-/-/g' "$top_srcdir/doc/perfmod.1" | grep -o -- '--[a-z][a-z0-9-]*' |

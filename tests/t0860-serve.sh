@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0860-serve.sh: perfmod serve, the serving simulation: its bad input, the engines' schedulers by hand (SGLang's prefill batches, the KV cache's admission and preemption), directions (TTFT with concurrency and prompt length, throughput saturating, disaggregation's trade), a closed loop's identity, the formats, and reproduce --table serving whose every row is a perfmod serve command that prints its numbers.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 43
+plan 48
 
 # sv VAR ARGS...: perfmod serve ARGS as CSV into $TMP/VAR; col VAR NAME: a column of it
 sv () {
@@ -138,6 +138,31 @@ run_pm serve $L8 --concurrency 16 --isl 1024 --osl 128
 ok $([ "$rc" -eq 0 ] && grep -q '^assumed: engine vLLM' "$TMP/out" &&
      awk -v m="$(col det1 ttft_ms_mean)" '$1 == "ttft_ms" { v = $2 } END { exit !(v > 0 && v - m < 0.01 && m - v < 0.01) }' "$TMP/out"; echo $?) \
   "the table says the engine assumed and the CSV's TTFT"
+
+# ---- perfmod search --serve ----
+SS="search --serve --model llama3.1-8b --gpu h100 --gpus 4 --isl 1024 --osl 128 --ttft 300 --tpot 20"
+run_pm $SS --format csv
+cp "$TMP/out" "$TMP/ss.csv"
+# the frontier, by tokens/s per user falling, rises in tokens/s per GPU, and no point beats
+# a frontier point on both
+ok $([ "$rc" -eq 0 ] && awk -F, 'NR > 1 { n++; u[n] = $8; g[n] = $7; f[n] = ($9 == "true") }
+       END { if (n < 10) exit 1; nf = 0
+             for (i = 1; i <= n; i++) if (f[i]) { nf++
+               for (j = 1; j <= n; j++) if (u[j] > u[i] && g[j] > g[i]) exit 1 }
+             exit nf < 3 }' "$TMP/ss.csv"; echo $?) \
+  "search --serve: $(awk 'END { print NR - 1 }' "$TMP/ss.csv") points, no point beats a frontier point on both throughputs"
+run_pm $SS --format json --plot "$TMP/fr.svg"
+cp "$TMP/out" "$TMP/ss.json"
+best=$(jq -r '.best.output_tokens_per_s_per_gpu' "$TMP/ss.json")
+ok $([ "$rc" -eq 0 ] && jq -e '.best.ttft_ms <= 300 and .best.tpot_ms <= 20 and (.frontier | length) >= 3' "$TMP/ss.json" >/dev/null &&
+     awk -F, -v b="$best" 'NR > 1 && $5 <= 300 && $6 <= 20 && $7 > b + 1e-6 { bad = 1 } END { exit bad || b == "" }' "$TMP/ss.csv"; echo $?) \
+  "search --serve: the best within 300 ms TTFT and 20 ms TPOT is the most tokens/s per GPU among those within them ($best)"
+ok $(jq -e '.best.launch | test("^vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size [0-9]+ --pipeline-parallel-size [0-9]+ .*--max-num-seqs [0-9]+ --max-num-batched-tokens 8192")' "$TMP/ss.json" >/dev/null &&
+     jq -e '.best.command | startswith("perfmod serve --model llama3.1-8b --gpu h100 --isl 1024 --osl 128 ")' "$TMP/ss.json" >/dev/null; echo $?) \
+  "search --serve: the best comes with vLLM's launch command and perfmod serve's ($(jq -r .best.launch "$TMP/ss.json"))"
+ok $([ "$(grep -c 'class="frontier"' "$TMP/fr.svg")" -eq "$(jq '.frontier | length' "$TMP/ss.json")" ] &&
+     grep -q 'class="best"' "$TMP/fr.svg"; echo $?) "search --serve --plot: one marked point per frontier point, the best ringed"
+expect_one_line 2 'needs --model, --gpus, --isl and --osl' "search --serve without lengths refused" -- search --serve --model llama3.1-8b --gpus 4
 
 # ---- reproduce --table serving: each row the perfmod serve command a user types ----
 h='id,silicon_data_source,backend,backend_version,model_path,system,precision,mode,isl,osl,gemm_quant_mode,moe_quant_mode,batch_size,tp_size,pp_size,attention_dp_size,moe_tp_size,moe_ep_size,silicon_ttft_ms,silicon_tpot_ms'

@@ -191,4 +191,42 @@ int serve_run (struct plugin_set *set, const struct gpu_db *gpus,
                const struct perfmod_serve_request *req, struct perfmod_serve_result *res,
                struct serve_cache *cache);
 
+/* ---- search.c: perfmod search --serve ---- */
+struct serve_search_opts {
+  const char *model, *gpu, *engine, *dtype, *kv_dtype, *predictor;
+  int64_t gpus, gpus_per_node, isl, osl, max_tp;
+  double ttft, tpot;     /* the targets, ms (0: none) */
+  bool disagg;           /* disaggregated splits too */
+  int jobs;
+};
+struct serve_point {     /* one deployment at one batch */
+  char deploy[160];      /* "tp=4,dp=2" or "prefill 2 x {tp=2} + decode 1 x {tp=4}" */
+  char command[320];     /* perfmod serve's options for it (beside model, GPU, lengths) */
+  char launch[512], launch_prefill[512];  /* the engine's commands (decode's, prefill's) */
+  int64_t concurrency, batch, gpus;
+  double ttft, tpot;     /* ms */
+  double tps_gpu, tps_user;  /* output tokens/s per GPU, per user */
+  bool oom, frontier, slo;
+};
+struct serve_search_result {
+  struct serve_point *pts;   /* best for users first; on the frontier or not */
+  size_t n;
+  int64_t best;              /* the most per GPU within the targets, or -1 */
+  uint64_t configurations;   /* simulated */
+  uint64_t refused, pruned;  /* a layout the model cannot take; batches past saturation */
+  double seconds;
+};
+/* 0, SEARCH_BAD_REQUEST or SEARCH_FAILED (said). */
+int serve_search (struct plugin_set *set, const struct gpu_db *gpus,
+                  const struct serve_search_opts *o, struct serve_search_result *res);
+
+/* ---- report/frontier.c: the serving search's chart ---- */
+struct frontier_point {
+  double x, y;           /* tokens/s per user, per GPU */
+  bool frontier, best;
+  char label[200];
+};
+int frontier_plot_write (const char *path, const char *title, const struct frontier_point *p,
+                         size_t n);
+
 #endif /* PERFMOD_SERVE_H */

@@ -59,6 +59,10 @@ struct inst {            /* one engine replica */
   size_t nb;
   bool busy;
   double until;          /* busy: when the iteration ends */
+  int64_t run;           /* decode-only iterations the batch runs in a row (1: one) */
+  bool gone;             /* running[] holds requests no longer running */
+  int64_t run_pages;     /* the pages those take beyond the first's */
+  double run_first;      /* when the first of them ends */
   double ratio;          /* SGLang's new_token_ratio */
   int chunked;           /* SGLang: the request whose prompt is part-way (-1: none) */
   double kv_area, kv_last_t, kv_peak;  /* the KV pages' use over time */
@@ -106,6 +110,47 @@ sim_uniform (uint64_t *x)
   *x ^= *x << 25;
   *x ^= *x >> 27;
   return (double) ((*x * 2685821657736338717ULL) >> 11) / 9007199254740992.0;
+}
+
+/* The requests on their way, a binary heap by ready time (ties by
+ * index: the order they were put in is kept for equal times). */
+static bool
+moving_before (const struct sim *s, int a, int b)
+{
+  double x = s->r[a].ready, y = s->r[b].ready;
+  return x < y || (x == y && a < b);
+}
+
+static void
+moving_push (struct sim *s, int r)
+{
+  size_t i = s->nmoving++;
+  while (i > 0 && moving_before (s, r, s->moving[(i - 1) / 2])) {
+    s->moving[i] = s->moving[(i - 1) / 2];
+    i = (i - 1) / 2;
+  }
+  s->moving[i] = r;
+}
+
+static int
+moving_pop (struct sim *s)
+{
+  int top = s->moving[0], last = s->moving[--s->nmoving];
+  size_t i = 0, n = s->nmoving;
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= n)
+      break;
+    if (c + 1 < n && moving_before (s, s->moving[c + 1], s->moving[c]))
+      c++;
+    if (!moving_before (s, s->moving[c], last))
+      break;
+    s->moving[i] = s->moving[c];
+    i = c;
+  }
+  if (n > 0)
+    s->moving[i] = last;
+  return top;
 }
 
 static void
@@ -487,6 +532,38 @@ admit_prefilled (struct sim *s, struct inst *in)
 }
 
 /* ---- an iteration's cost ---- */
+
+/* The iteration's time from its kernels' (gpu) and its requests (n):
+ * the host's work beside or after the GPU's. */
+static double
+with_host (const struct sim *s, double gpu, size_t n)
+{
+  double host = s->eng->host_ms + s->eng->host_us_per_request * 1e-3 * (double) n;
+  return s->eng->overlap ? (gpu > host ? gpu : host) : gpu + host;
+}
+
+/* A decode-only iteration of `decodes` requests over ctx cached tokens in
+ * all: the CUDA graph's batch, the logits, attention, the drafts. */
+static int
+decode_ms (struct sim *s, struct serve_costs *c, int64_t decodes, double ctx, double *ms)
+{
+  int64_t step = step_tokens (s);
+  double t, part, attn, dense, logits;
+  if (serve_cost_tokens (c, serve_graph_batch (s->eng, decodes) * step, &t) < 0 ||
+      serve_cost_logits (c, decodes * step, &part) < 0 ||
+      serve_cost_decode_attn (c, decodes, ctx, &attn) < 0)
+    return -1;
+  attn *= s->in->kv_read_scale;
+  t += part + attn;
+  if (s->in->spec.draft_layers > 0) {
+    if (serve_cost_tokens (c, decodes, &dense) < 0 || serve_cost_logits (c, decodes, &logits) < 0)
+      return -1;
+    t += (double) s->in->spec.tokens * (s->in->spec.draft_layers * (dense + attn) + logits);
+  }
+  *ms = with_host (s, t, (size_t) decodes);
+  return 0;
+}
+
 static int
 iteration_ms (struct sim *s, struct inst *in, double *ms)
 {
@@ -511,9 +588,8 @@ iteration_ms (struct sim *s, struct inst *in, double *ms)
   /* a decode-only iteration runs in the engine's CUDA graph, padded to
    * its captured batch */
   if (tokens == 0 && decodes > 0)
-    tokens = serve_graph_batch (s->eng, decodes) * step;
-  else
-    tokens += decodes * step;
+    return decode_ms (s, c, decodes, ctx, ms);
+  tokens += decodes * step;
   rows += decodes * step;
   if (serve_cost_tokens (c, tokens, &part) < 0)
     return -1;
@@ -534,10 +610,7 @@ iteration_ms (struct sim *s, struct inst *in, double *ms)
       t += (double) s->in->spec.tokens * (s->in->spec.draft_layers * (dense + attn) + logits);
     }
   }
-  {
-    double host = s->eng->host_ms + s->eng->host_us_per_request * 1e-3 * (double) in->nb;
-    *ms = s->eng->overlap ? (t > host ? t : host) : t + host;
-  }
+  *ms = with_host (s, t, in->nb);
   return 0;
 }
 
@@ -588,7 +661,7 @@ finish (struct sim *s, struct inst *in, int r)
 {
   struct req *q = &s->r[r];
   pages_release (s, in, q);
-  run_remove (in, r);
+  in->gone = true;               /* out of running[] once apply is done */
   q->state = R_DONE;
   q->done = s->now;
   s->e2e[s->done] = s->now - q->arrive;
@@ -625,6 +698,31 @@ apply (struct sim *s, struct inst *in)
   if (sp->kind != SPEC_NONE && sp->tokens > 0)  /* 1 + a + a^2 + ... + a^k */
     expected = sp->accept < 1 ? (1 - pow (sp->accept, sp->tokens + 1)) / (1 - sp->accept)
              : (double) sp->tokens + 1;
+  if (in->run > 1) {                   /* decode_run's iterations: k tokens each */
+    int64_t k = in->run;
+    for (size_t i = 0; i < in->nb; i++) {
+      struct req *q = &s->r[in->batch[i].r];
+      int64_t need;
+      itl_add (s, in->run_first - q->last, 1);
+      q->gen += k;
+      q->ctx += k;
+      q->last = s->now;
+      need = s->eng->admit == ADMIT_RESERVE ? 0 : pages_for (in, q->ctx) - q->pages;
+      if (need > 0)
+        pages_take (s, in, q, need);
+    }
+    s->out_tokens += (double) (k * (int64_t) in->nb);
+    if (s->now > s->last_token)
+      s->last_token = s->now;
+    if (s->eng->id == ENGINE_SGLANG) {
+      double decay = (s->eng->new_token_ratio - s->eng->min_token_ratio) / 600 * (double) (k - 1);
+      in->ratio = in->ratio - decay > s->eng->min_token_ratio ? in->ratio - decay
+                : s->eng->min_token_ratio;
+    }
+    in->nb = 0;
+    in->run = 1;
+    return;
+  }
   for (size_t i = 0; i < in->nb; i++) {
     int r = in->batch[i].r;
     struct req *q = &s->r[r];
@@ -657,15 +755,23 @@ apply (struct sim *s, struct inst *in)
       double bytes = in->pool->kv_bytes_per_token * (double) q->ctx;
       double ms = s->in->transfer_us / 1e3 + bytes / (s->in->transfer_gbps * 1e9) * 1e3;
       pages_release (s, in, q);
-      run_remove (in, r);
+      in->gone = true;
       q->state = R_MOVING;
       q->ready = s->now + ms;
-      s->moving[s->nmoving++] = r;
+      moving_push (s, r);
       s->transfer_sum += ms;
       s->transfers++;
     }
   }
   in->nb = 0;
+  if (in->gone) {                /* the finished and moved ones out, the order kept */
+    size_t k = 0;
+    for (size_t i = 0; i < in->nrun; i++)
+      if (s->r[in->running[i]].state == R_RUNNING)
+        in->running[k++] = in->running[i];
+    in->nrun = k;
+    in->gone = false;
+  }
 }
 
 /* ---- arrivals and routing ---- */
@@ -697,7 +803,7 @@ spawn (struct sim *s, int client, double t)
   q->client = client;
   q->state = R_CLIENT;
   q->ready = t;
-  s->moving[s->nmoving++] = (int) (q - s->r);
+  moving_push (s, (int) (q - s->r));
 }
 
 /* Request r joins the least loaded replica of its pool: the decode
@@ -729,6 +835,68 @@ send (struct sim *s, int r)
   join (s, r, false);
 }
 
+/* The next event outside replica in: an arrival, a request sent or its
+ * cache landing, another replica's iteration ending. */
+static double
+next_outside (const struct sim *s, const struct inst *in)
+{
+  double t = INFINITY;
+  if (s->load_open && s->next < s->n)
+    t = s->r[s->next].arrive;
+  if (s->nmoving > 0 && s->r[s->moving[0]].ready < t)
+    t = s->r[s->moving[0]].ready;
+  for (int i = 0; i < s->ninst; i++)
+    if (&s->inst[i] != in && s->inst[i].busy && s->inst[i].until < t)
+      t = s->inst[i].until;
+  return t;
+}
+
+/* A batch of every running request decoding, none waiting, runs the same
+ * way until a request is about to finish or something happens outside:
+ * those iterations in one event (their times summed one by one, the
+ * contexts growing), the requests brought up to date when it ends.  The
+ * same numbers as iteration by iteration, at a fraction of the work. */
+static int
+decode_run (struct sim *s, struct inst *in, double first_ms)
+{
+  int64_t k, left = INT64_MAX, extra = 0, step = step_tokens (s);
+  double ctx = 0, horizon, ms;
+  if (in->nb != in->nrun || in->waiting.n > 0 || in->prefill_only || in->nb < 1 ||
+      s->in->spec.kind != SPEC_NONE)
+    return 0;
+  for (size_t i = 0; i < in->nb; i++) {
+    const struct req *q = &s->r[in->batch[i].r];
+    if (in->batch[i].q != 0)
+      return 0;
+    if (q->osl - q->gen < left)
+      left = q->osl - q->gen;
+    ctx += (double) q->ctx + 1;
+  }
+  horizon = next_outside (s, in);
+  /* iterations 2 .. k: none finishes a request (its last is the one after) */
+  for (k = 1; k + 1 < left; k++) {
+    int64_t need = 0;
+    if (s->eng->admit != ADMIT_RESERVE)   /* the pages the next step takes */
+      for (size_t i = 0; i < in->nb; i++) {
+        const struct req *q = &s->r[in->batch[i].r];
+        need += pages_for (in, q->ctx + k + step) - q->pages;
+      }
+    if (need > in->pages_total - in->pages_used)
+      break;
+    if (decode_ms (s, in->pool->costs, (int64_t) in->nb, ctx + (double) (k * (int64_t) in->nb), &ms) < 0)
+      return -1;
+    if (in->until + ms > horizon)
+      break;
+    in->until += ms;
+    extra = need;
+    itl_add (s, ms, (int64_t) in->nb);  /* the later iterations' gaps, each request's */
+  }
+  in->run_first = s->now + first_ms;
+  in->run = k;
+  in->run_pages = extra;
+  return 0;
+}
+
 /* Start in's next iteration at s->now, if it has work; -1 on a cost
  * failure. */
 static int
@@ -754,6 +922,9 @@ start (struct sim *s, struct inst *in)
     return -1;
   in->busy = true;
   in->until = s->now + ms;
+  in->run = 1;
+  if (decode_run (s, in, ms) < 0)
+    return -1;
   s->iterations++;
   if (pm_verbose > 1) {           /* perfmod serve -v -v: each iteration */
     int64_t pre = 0, dec = 0;
@@ -770,9 +941,10 @@ start (struct sim *s, struct inst *in)
     for (size_t i = 0; i < in->nb; i++)
       dec += in->batch[i].q == 0;
     if (dec > 0) {
-      s->decode_iters++;
-      s->decode_batch_sum += (double) dec;
+      s->decode_iters += in->run;
+      s->decode_batch_sum += (double) dec * (double) in->run;
     }
+    s->iterations += in->run - 1;
   }
   return 0;
 }
@@ -934,9 +1106,8 @@ serve_simulate (const struct serve_sim_input *in, struct serve_metrics *out)
     for (int i = 0; i < s.ninst; i++)
       if (s.inst[i].busy && s.inst[i].until < t)
         t = s.inst[i].until;
-    for (size_t i = 0; i < s.nmoving; i++)
-      if (s.r[s.moving[i]].ready < t)
-        t = s.r[s.moving[i]].ready;
+    if (s.nmoving > 0 && s.r[s.moving[0]].ready < t)
+      t = s.r[s.moving[0]].ready;
     if (isinf (t)) {
       pm_error ("the simulation stopped with %lld of %lld requests unfinished: none could be "
                 "scheduled (the engine's limits too small for them?)",
@@ -957,16 +1128,8 @@ serve_simulate (const struct serve_sim_input *in, struct serve_metrics *out)
       s.next++;
     }
     /* the clients' requests sent and the KV caches landed, in time order */
-    for (;;) {
-      size_t best = s.nmoving;
-      for (size_t i = 0; i < s.nmoving; i++)
-        if (s.r[s.moving[i]].ready <= t &&
-            (best == s.nmoving || s.r[s.moving[i]].ready < s.r[s.moving[best]].ready))
-          best = i;
-      if (best == s.nmoving)
-        break;
-      int r = s.moving[best];
-      s.moving[best] = s.moving[--s.nmoving];
+    while (s.nmoving > 0 && s.r[s.moving[0]].ready <= t) {
+      int r = moving_pop (&s);
       if (s.r[r].state == R_CLIENT)
         send (&s, r);
       else
