@@ -448,6 +448,25 @@ search_serve_parse (int argc, char **argv, struct serve_search_opts *o, const ch
   return 0;
 }
 
+/* The perfmod serve command of a search's point. */
+static char *
+point_command (const struct serve_point *p, const struct serve_search_opts *o)
+{
+  char *s = xasprintf ("perfmod serve --model %s", o->model), *t;
+  const char *keys[] = { "--gpu", "--engine", "--dtype", "--kv-dtype", "--predictor" };
+  const char *vals[] = { o->gpu, o->engine, o->dtype, o->kv_dtype, o->predictor };
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+    if (vals[i]) {
+      t = xasprintf ("%s %s %s", s, keys[i], vals[i]);
+      free (s);
+      s = t;
+    }
+  t = xasprintf ("%s --isl %lld --osl %lld %s", s, (long long) o->isl, (long long) o->osl,
+                 p->command);
+  free (s);
+  return t;
+}
+
 static json_t *
 point_json (const struct serve_point *p, const struct serve_search_opts *o)
 {
@@ -458,10 +477,7 @@ point_json (const struct serve_point *p, const struct serve_search_opts *o)
                          "output_tokens_per_s_per_gpu", jnum (p->tps_gpu),
                          "output_tokens_per_s_per_user", jnum (p->tps_user),
                          "frontier", p->frontier, "within_targets", p->slo);
-  char *cmd = xasprintf ("perfmod serve --model %s%s%s%s%s --isl %lld --osl %lld %s", o->model,
-                         o->gpu ? " --gpu " : "", o->gpu ? o->gpu : "",
-                         o->engine ? " --engine " : "", o->engine ? o->engine : "",
-                         (long long) o->isl, (long long) o->osl, p->command);
+  char *cmd = point_command (p, o);
   json_object_set_new (j, "command", json_string (cmd));
   json_object_set_new (j, "launch", json_string (p->launch));
   json_object_set_new (j, "launch_prefill", p->launch_prefill[0] ? json_string (p->launch_prefill)
@@ -578,9 +594,9 @@ search_serve_main (int argc, char **argv)
       printf ("\nbest%s: %s, batch %lld per replica: TTFT %.1f ms, TPOT %.2f ms, %.1f tokens/s "
               "per GPU, %.1f per user\n", o.ttft > 0 || o.tpot > 0 ? " within the targets" : "",
               q->deploy, (long long) q->batch, q->ttft, q->tpot, q->tps_gpu, q->tps_user);
-      printf ("  perfmod serve --model %s%s%s%s%s --isl %lld --osl %lld %s\n", o.model,
-              o.gpu ? " --gpu " : "", o.gpu ? o.gpu : "", o.engine ? " --engine " : "",
-              o.engine ? o.engine : "", (long long) o.isl, (long long) o.osl, q->command);
+      char *cmd = point_command (q, &o);
+      printf ("  %s\n", cmd);
+      free (cmd);
       if (q->launch_prefill[0])
         printf ("  prefill: %s\n  decode:  %s\n", q->launch_prefill, q->launch);
       else
