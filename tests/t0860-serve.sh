@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0860-serve.sh: perfmod serve, the serving simulation: its bad input, the engines' schedulers by hand (SGLang's prefill batches, the KV cache's admission and preemption), directions (TTFT with concurrency and prompt length, throughput saturating, disaggregation's trade), a closed loop's identity, the formats, and reproduce --table serving whose every row is a perfmod serve command that prints its numbers.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 48
+plan 49
 
 # sv VAR ARGS...: perfmod serve ARGS as CSV into $TMP/VAR; col VAR NAME: a column of it
 sv () {
@@ -215,6 +215,20 @@ if [ -f "$MODERN/aiconfigurator/silicon_sample_h100_sxm.csv" ]; then
   sk=$(awk -F, 'NR > 1 && $1 == "serving" && $13 == ""' "$TMP/out" | wc -l)
   ok $([ "$rc" -eq 0 ] && [ "$n" -ge 700 ] && [ $((n + sk)) -eq 917 ] && echo 0 || echo 1) \
     "reproduce --table serving: $n of the 917 runs predicted, $sk skipped"
+  # every 25th predicted row's command, as a user would run it, prints the row's numbers
+  cp "$TMP/out" "$TMP/all.out"
+  n=0 bad=0
+  awk '/^serving,/ && /"perfmod serve / { if (k++ % 25 == 0) print }' "$TMP/all.out" > "$TMP/sample"
+  while IFS= read -r line; do
+    cmd=$(echo "$line" | grep -o '"perfmod serve [^"]*"' | tr -d '"')
+    n=$((n + 1))
+    # shellcheck disable=SC2086
+    got=$("$PERFMOD" ${cmd#perfmod } --format csv 2>/dev/null | awk -F, 'NR == 2 { printf "%.6g %.6g", $1, $5 }')
+    want=$(echo "$line" | awk -F, '{ printf "%.6g %.6g", $15, $18 }')
+    [ -n "$got" ] && [ "$got" = "$want" ] || { bad=$((bad + 1)); diag "table $want, command $got: $cmd"; }
+  done < "$TMP/sample"
+  ok $([ "$n" -ge 30 ] && [ "$bad" -eq 0 ]; echo $?) \
+    "every 25th row of the measured runs: its perfmod serve command prints the table's TTFT and TPOT ($n rows, $bad differ)"
   ok $(grep -Eq '^ +[0-9]+  nvfp4 on h100_sxm' "$TMP/err" && grep -Eq '^ +[0-9]+  no built-in model for MiniMax' "$TMP/err" &&
        grep -q ", $sk skipped\$" "$TMP/err"; echo $?) \
     "skipped rows are listed with their reason ($sk) and counted by reason"
@@ -228,7 +242,7 @@ if [ -f "$MODERN/aiconfigurator/silicon_sample_h100_sxm.csv" ]; then
   ok $(awk -v m="$tpm" 'BEGIN { exit !(m > 0 && m <= 12) }'; echo $?) \
     "tile-mlp's median TPOT |error| over the runs but DeepSeek's within 12 % ($tpm %)"
 else
-  for i in 1 2 3 4; do
+  for i in 1 2 3 4 5; do
     tap_n=$((tap_n + 1)); echo "ok $tap_n # SKIP moderndata not found at $MODERN (set PERFMOD_MODERNDATA)"
   done
 fi

@@ -439,6 +439,31 @@ serve_search (struct plugin_set *set, const struct gpu_db *gpus,
   sh.tasks = tasks;
   sh.ntasks = ntasks;
   pthread_mutex_init (&sh.lock, NULL);
+  /* the predictor's lazily loaded parameters and dtypes() answers, once,
+   * before the threads: the first deployment on this thread alone */
+  {
+    struct serve_base b0;
+    struct dist_cache *c0 = dist_cache_new ();
+    char msg[512] = "";
+    pm_error_capture (msg, sizeof msg);
+    if (serve_base_open (&b0, set, gpus, o->model, o->gpu, o->engine, o->dtype, o->kv_dtype,
+                         o->predictor, o->gpus_per_node) == 0) {
+      for (int kc = 0; kc < 16; kc++)
+        for (int dt = 0; dt < PERFMOD_DTYPE_COUNT; dt++)
+          plugin_covers (b0.pred, kc, dt);
+      pm_error_capture (NULL, 0);
+      sh.next = 1;
+      if (run_task (&sh, &b0, &tasks[0], c0) < 0)
+        sh.failed = 1;
+      serve_base_close (&b0);
+    }
+    else {
+      pm_error_capture (NULL, 0);
+      snprintf (sh.err, sizeof sh.err, "%s", msg);
+      sh.failed = 1;
+    }
+    dist_cache_free (c0);
+  }
   th = xcalloc ((size_t) jobs, sizeof *th);
   for (int j = 1; j < jobs; j++)
     if (pthread_create (&th[j], NULL, worker, &sh) != 0)
