@@ -697,6 +697,7 @@ chunk_compute (struct plugin *pred, const struct model_cfg *m, const struct perf
   ro.prec = o->prec;
   ro.train = o->train;
   ro.groups = g;
+  ro.memo = o->memo;
   if (predict_graph (pred, &gr, gpu, &ro, &pr) < 0) {
     graph_free (&gr);
     return -1;

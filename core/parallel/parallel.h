@@ -136,6 +136,7 @@ struct dist_options {
   bool engine;           /* a serving engine's kernels (build_options.engine) */
   int gpus_per_node;
   struct dist_cache *cache; /* chunk predictions shared across strategies, or NULL */
+  struct memo *memo;     /* kernel estimates kept across graphs (run_options.memo) */
   struct timeline *timeline; /* the step's schedule recorded (--plot), or NULL */
 };
 /* Chunk predictions remembered across strategies of one model, GPU and

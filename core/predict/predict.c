@@ -308,6 +308,21 @@ kernel_same (const struct perfmod_kernel *a, const struct perfmod_kernel *b)
          a->window == b->window && a->causal == b->causal;
 }
 
+struct memo *
+kernel_memo_new (void)
+{
+  return xcalloc (1, sizeof (struct memo));
+}
+
+void
+kernel_memo_free (struct memo *m)
+{
+  if (m == NULL)
+    return;
+  free (m->slots);
+  free (m);
+}
+
 static struct memo_slot *
 memo_slot (struct memo *m, const struct perfmod_kernel *k)
 {
@@ -468,7 +483,7 @@ int
 predict_graph (struct plugin *pred, const struct graph *g, const struct perfmod_gpu *gpu,
                const struct run_options *o, struct prediction *out)
 {
-  struct memo memo = { NULL, 0, 0 };
+  struct memo own = { NULL, 0, 0 }, *memo = o->memo ? o->memo : &own;
   double sum[NPHASES] = { 0, 0, 0 };
   int rc = 0;
 
@@ -486,7 +501,7 @@ predict_graph (struct plugin *pred, const struct graph *g, const struct perfmod_
         continue;
       if (nd->fused) {
         if (fused_kernel (nd, p, o->prec, &k)) {
-          rc = kernel_estimate (pred, &memo, &k, gpu, o, &e, &out->unique_kernels);
+          rc = kernel_estimate (pred, memo, &k, gpu, o, &e, &out->unique_kernels);
           if (rc == 0)
             kernel_done (t, p, &k, &e, w, o);
           out->kernels += (size_t) w;
@@ -507,7 +522,7 @@ predict_graph (struct plugin *pred, const struct graph *g, const struct perfmod_
             continue;
           }
           kop_to_kernel (op, nd, o->prec, &k);
-          rc = kernel_estimate (pred, &memo, &k, gpu, o, &e, &out->unique_kernels);
+          rc = kernel_estimate (pred, memo, &k, gpu, o, &e, &out->unique_kernels);
           if (rc == 0)
             kernel_done (t, p, &k, &e, w, o);
           out->kernels += (size_t) w;
@@ -516,7 +531,7 @@ predict_graph (struct plugin *pred, const struct graph *g, const struct perfmod_
       out->spread_ms += w * t->spread[p];
     }
   }
-  free (memo.slots);
+  free (own.slots);
   if (rc < 0) {
     prediction_free (out);
     return -1;

@@ -100,7 +100,12 @@ struct run_options {
   const struct comm_groups *groups; /* a built graph's collectives; NULL: none */
   kernel_seen_fn on_kernel;         /* optional */
   void *on_kernel_ctx;
+  struct memo *memo;     /* estimates kept across graphs, or NULL: this graph's */
 };
+/* Kernel estimates remembered across the graphs of one predictor on one
+ * GPU (a serving replica's iterations); one per thread. */
+struct memo *kernel_memo_new (void);
+void kernel_memo_free (struct memo *m);
 int predict_graph (struct plugin *pred, const struct graph *g,
                    const struct perfmod_gpu *gpu, const struct run_options *o,
                    struct prediction *out);

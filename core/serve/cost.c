@@ -23,6 +23,7 @@
 struct serve_costs {
   struct serve_layout l;
   struct dist_cache *own;        /* the chunk cache when the layout brings none */
+  struct memo *memo;             /* the kernels' estimates, across grid points */
   double *pre_dense, *pre_attn;  /* per token grid point; NAN: not predicted yet */
   double *dec_dense;             /* per batch grid point */
   double **dec_attn;             /* [batch point][context point], rows made on use */
@@ -94,6 +95,7 @@ serve_costs_new (const struct serve_layout *l)
   c->l = *l;
   if (c->l.cache == NULL)
     c->l.cache = c->own = dist_cache_new ();
+  c->memo = kernel_memo_new ();
   c->pre_dense = xmalloc (GRID_N * sizeof *c->pre_dense);
   c->pre_attn = xmalloc (GRID_N * sizeof *c->pre_attn);
   c->dec_dense = xmalloc (GRID_N * sizeof *c->dec_dense);
@@ -119,6 +121,7 @@ serve_costs_free (struct serve_costs *c)
   free (c->pre_attn);
   free (c->dec_dense);
   dist_cache_free (c->own);
+  kernel_memo_free (c->memo);
   free (c);
 }
 
@@ -145,6 +148,7 @@ predict (struct serve_costs *c, int64_t batch, int64_t seq, int64_t kv_len,
   o.seq = seq;
   o.gpus_per_node = c->l.gpus_per_node;
   o.cache = c->l.cache;
+  o.memo = c->memo;
   c->evaluations++;
   return serving_predict (c->l.set, c->l.pred, c->l.m, c->l.gpu, &o, kv_len, r);
 }

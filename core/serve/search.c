@@ -44,6 +44,46 @@ struct shared {
   char err[512];
 };
 
+/* A thread's replicas, each layout opened once (its memoised iteration
+ * costs then serve every deployment and batch that has it). */
+struct replicas {
+  struct strategy key[64];
+  struct serve_replica r[64];
+  int ok[64];                    /* 1 opened, 0 the model cannot take it */
+  size_t n;
+  struct dist_cache *chunks;
+};
+
+static void
+replicas_close (struct replicas *rs)
+{
+  for (size_t i = 0; i < rs->n; i++)
+    if (rs->ok[i])
+      serve_replica_close (&rs->r[i]);
+  dist_cache_free (rs->chunks);
+}
+
+/* The replica of layout s, NULL where the model cannot take it. */
+static const struct serve_replica *
+replica_of (struct replicas *rs, const struct serve_base *b, const struct strategy *s,
+            int64_t tokens)
+{
+  size_t i;
+  char msg[512];
+  for (i = 0; i < rs->n; i++)
+    if (rs->key[i].tp == s->tp && rs->key[i].pp == s->pp && rs->key[i].ep == s->ep &&
+        rs->key[i].etp == s->etp)
+      return rs->ok[i] ? &rs->r[i] : NULL;
+  if (rs->n == sizeof rs->key / sizeof rs->key[0])
+    return NULL;
+  rs->key[i] = *s;
+  pm_error_capture (msg, sizeof msg);
+  rs->ok[i] = serve_replica_open (&rs->r[i], b, s, 0, 0, tokens, rs->chunks, "layout") == 0;
+  pm_error_capture (NULL, 0);
+  rs->n++;
+  return rs->ok[i] ? &rs->r[i] : NULL;
+}
+
 static void
 spec_of (const struct strategy *s, bool moe, char *buf, size_t n)
 {
@@ -169,29 +209,24 @@ point_add (struct shared *sh, const struct serve_point *p)
  * failed (said in sh->err). */
 static int
 run_task (struct shared *sh, const struct serve_base *b, const struct task *t,
-          struct dist_cache *chunks)
+          struct replicas *rs)
 {
   const struct serve_search_opts *o = sh->o;
-  struct serve_replica r[2];
+  const struct serve_replica *r[2];
   int64_t tokens = o->isl + o->osl;
   char spec[2][64];
   bool moe = b->m.experts > 0;
-  int nr = t->disagg ? 2 : 1, rc = 0;
+  int rc = 0;
   char msg[512] = "";
 
-  memset (r, 0, sizeof r);
-  pm_error_capture (msg, sizeof msg);
-  for (int k = 0; k < nr; k++)
-    if (serve_replica_open (&r[k], b, k ? &t->d : &t->s, 0, 0, tokens, chunks, "layout") < 0) {
-      pm_error_capture (NULL, 0);
-      for (int j = 0; j < k; j++)
-        serve_replica_close (&r[j]);
-      pthread_mutex_lock (&sh->lock);
-      sh->refused += NBATCHES;
-      pthread_mutex_unlock (&sh->lock);
-      return 0;                /* a layout the model cannot take: pruned */
-    }
-  pm_error_capture (NULL, 0);
+  r[0] = replica_of (rs, b, &t->s, tokens);
+  r[1] = t->disagg ? replica_of (rs, b, &t->d, tokens) : r[0];
+  if (r[0] == NULL || r[1] == NULL) {
+    pthread_mutex_lock (&sh->lock);
+    sh->refused += NBATCHES;
+    pthread_mutex_unlock (&sh->lock);
+    return 0;                  /* a layout the model cannot take: pruned */
+  }
   spec_of (&t->s, moe, spec[0], sizeof spec[0]);
   if (t->disagg)
     spec_of (&t->d, moe, spec[1], sizeof spec[1]);
@@ -201,16 +236,16 @@ run_task (struct shared *sh, const struct serve_base *b, const struct task *t,
     struct serve_metrics out;
     struct serve_point p;
     int64_t bsz = search_batches[i];
-    const struct serve_replica *dec = t->disagg ? &r[1] : &r[0];
-    bool fits = r[0].kv_tokens > tokens && dec->kv_tokens > tokens;
+    const struct serve_replica *dec = r[1];
+    bool fits = r[0]->kv_tokens > tokens && dec->kv_tokens > tokens;
     memset (&p, 0, sizeof p);
     memset (&in, 0, sizeof in);
     p.batch = bsz;
     /* aggregated replicas are alike and evenly loaded: one of them at
      * its batch stands for all; a disaggregated deployment as a whole */
     p.concurrency = t->disagg ? bsz * t->dworkers : bsz * t->s.dp;
-    p.gpus = t->disagg ? (int64_t) r[0].gpus * t->replicas + (int64_t) r[1].gpus * t->dworkers
-           : (int64_t) r[0].gpus * t->s.dp;
+    p.gpus = t->disagg ? (int64_t) r[0]->gpus * t->replicas + (int64_t) r[1]->gpus * t->dworkers
+           : (int64_t) r[0]->gpus * t->s.dp;
     if (t->disagg)
       snprintf (p.deploy, sizeof p.deploy, "prefill %d x {%s} + decode %d x {%s}", t->replicas,
                 spec[0], t->dworkers, spec[1]);
@@ -224,7 +259,7 @@ run_task (struct shared *sh, const struct serve_base *b, const struct task *t,
       point_add (sh, &p);
       continue;
     }
-    if (serve_input (b, &r[0], t->disagg ? t->replicas : 1, t->disagg ? &r[1] : NULL,
+    if (serve_input (b, r[0], t->disagg ? t->replicas : 1, t->disagg ? r[1] : NULL,
                      t->dworkers, &in) < 0) {
       rc = -1;
       break;
@@ -268,7 +303,7 @@ run_task (struct shared *sh, const struct serve_base *b, const struct task *t,
     launch_of (b, t->disagg ? &t->d : &t->s, t->disagg ? t->dworkers : t->s.dp, bsz,
                dec->max_tokens, t->disagg ? "decode" : NULL, p.launch, sizeof p.launch);
     if (t->disagg)
-      launch_of (b, &t->s, t->replicas, r[0].max_seqs, r[0].max_tokens, "prefill",
+      launch_of (b, &t->s, t->replicas, r[0]->max_seqs, r[0]->max_tokens, "prefill",
                  p.launch_prefill, sizeof p.launch_prefill);
     /* the perfmod serve command of the point */
     if (t->disagg)
@@ -290,8 +325,6 @@ run_task (struct shared *sh, const struct serve_base *b, const struct task *t,
     }
     last_tps = p.tps_gpu;
   }
-  for (int k = 0; k < nr; k++)
-    serve_replica_close (&r[k]);
   return rc;
 }
 
@@ -300,8 +333,9 @@ worker (void *arg)
 {
   struct shared *sh = arg;
   struct serve_base b;
-  struct dist_cache *chunks = dist_cache_new ();
+  struct replicas rs;
   char msg[512] = "";
+  memset (&rs, 0, sizeof rs);
   pm_error_capture (msg, sizeof msg);
   if (serve_base_open (&b, sh->set, sh->gpus, sh->o->model, sh->o->gpu, sh->o->engine,
                        sh->o->dtype, sh->o->kv_dtype, sh->o->predictor,
@@ -311,9 +345,9 @@ worker (void *arg)
     sh->failed = 1;
     snprintf (sh->err, sizeof sh->err, "%s", msg);
     pthread_mutex_unlock (&sh->lock);
-    dist_cache_free (chunks);
     return NULL;
   }
+  rs.chunks = dist_cache_new ();
   pm_error_capture (NULL, 0);
   for (;;) {
     size_t i;
@@ -322,15 +356,15 @@ worker (void *arg)
     pthread_mutex_unlock (&sh->lock);
     if (i >= sh->ntasks)
       break;
-    if (run_task (sh, &b, &sh->tasks[i], chunks) < 0) {
+    if (run_task (sh, &b, &sh->tasks[i], &rs) < 0) {
       pthread_mutex_lock (&sh->lock);
       sh->failed = 1;
       pthread_mutex_unlock (&sh->lock);
       break;
     }
   }
+  replicas_close (&rs);
   serve_base_close (&b);
-  dist_cache_free (chunks);
   return NULL;
 }
 
@@ -443,8 +477,10 @@ serve_search (struct plugin_set *set, const struct gpu_db *gpus,
    * before the threads: the first deployment on this thread alone */
   {
     struct serve_base b0;
-    struct dist_cache *c0 = dist_cache_new ();
+    struct replicas r0;
     char msg[512] = "";
+    memset (&r0, 0, sizeof r0);
+    r0.chunks = dist_cache_new ();
     pm_error_capture (msg, sizeof msg);
     if (serve_base_open (&b0, set, gpus, o->model, o->gpu, o->engine, o->dtype, o->kv_dtype,
                          o->predictor, o->gpus_per_node) == 0) {
@@ -453,16 +489,17 @@ serve_search (struct plugin_set *set, const struct gpu_db *gpus,
           plugin_covers (b0.pred, kc, dt);
       pm_error_capture (NULL, 0);
       sh.next = 1;
-      if (run_task (&sh, &b0, &tasks[0], c0) < 0)
+      if (run_task (&sh, &b0, &tasks[0], &r0) < 0)
         sh.failed = 1;
+      replicas_close (&r0);
       serve_base_close (&b0);
     }
     else {
       pm_error_capture (NULL, 0);
       snprintf (sh.err, sizeof sh.err, "%s", msg);
       sh.failed = 1;
+      dist_cache_free (r0.chunks);
     }
-    dist_cache_free (c0);
   }
   th = xcalloc ((size_t) jobs, sizeof *th);
   for (int j = 1; j < jobs; j++)
