@@ -28,6 +28,7 @@ csv_open (struct csv_reader *r, const char *path)
     return -1;
   }
   gzbuffer (r->gz, 1 << 17);
+  input_note (path);
   r->path = path;
   r->next_line = 1;
   return 0;

@@ -22,9 +22,14 @@ void *xcalloc (size_t n, size_t size);
 void *xrealloc (void *p, size_t n);
 char *xstrdup (const char *s);
 char *xasprintf (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
-/* Write path aside (*tmp, a sibling) and rename it into place on commit;
- * both report a failure with path, commit also unlinks and frees tmp.
- * ok false: the caller's writes failed, so the file is dropped. */
+/* Open path to write a result (core/io/output.c): a symlink is followed
+ * to its target; a regular file (or a new one) is written aside (*tmp, a
+ * sibling of the target) and renamed into place on commit, its mode
+ * kept; a device, FIFO or socket is written directly (*tmp NULL), as is
+ * stdout for "-".  Refused (NULL after pm_error): an empty name, a
+ * directory, one of the run's inputs (input_note).  Commit reports a
+ * failure with path and drops the file aside; ok false: the caller's
+ * writes failed. */
 FILE *atomic_open (const char *path, char **tmp);
 int atomic_commit (FILE *fp, char *tmp, const char *path, bool ok);
 /* Check before a long computation that path can be written: create its
@@ -32,6 +37,11 @@ int atomic_commit (FILE *fp, char *tmp, const char *path, bool ok);
  * atomic_release removes it. */
 int atomic_reserve (const char *path);
 void atomic_release (const char *path);
+/* 0 if path may be written now (as atomic_open judges it: the inputs
+ * read so far included), else -1 after pm_error. */
+int output_check (const char *path);
+/* path is one of this run's inputs: no output may replace it. */
+void input_note (const char *path);
 /* 0 if path exists and is no directory; else -1 after one line naming
  * path and what it was to be (e.g. "a model config"). */
 int input_file_check (const char *path, const char *what);

@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -372,6 +371,7 @@ ini_file_parse (struct ini_file *f, const char *path, ini_file_handler h, void *
     pm_error ("%s: cannot open: %s", path, strerror (errno));
     return -1;
   }
+  input_note (path);
   rc = ini_parse_stream (ini_file_reader, f, h, user);
   fclose (f->fp);
   f->fp = NULL;
@@ -387,153 +387,6 @@ ini_file_parse (struct ini_file *f, const char *path, ini_file_handler h, void *
   return 0;
 }
 
-/* Files written aside and renamed into place: a failed write never leaves
- * half a file under the real name.  The file aside (PATH.tmpPID) is
- * removed if perfmod is interrupted (SIGINT, SIGTERM, SIGHUP); one left by
- * a process killed outright is removed by the next write of PATH. */
-static char pending[4096];
-static volatile sig_atomic_t pending_set;
-
-static void
-on_signal (int sig)
-{
-  if (pending_set)
-    unlink (pending);
-  signal (sig, SIG_DFL);
-  raise (sig);
-}
-
-static void
-pending_begin (const char *tmp)
-{
-  static bool installed;
-  if (!installed) {
-    static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
-    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
-      struct sigaction sa, old;
-      /* a signal ignored by the parent (nohup) stays ignored */
-      if (sigaction (sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
-        continue;
-      memset (&sa, 0, sizeof sa);
-      sa.sa_handler = on_signal;
-      sigemptyset (&sa.sa_mask);
-      sigaction (sigs[i], &sa, NULL);
-    }
-    installed = true;
-  }
-  pending_set = 0;
-  if (strlen (tmp) < sizeof pending) {
-    strcpy (pending, tmp);
-    pending_set = 1;
-  }
-}
-
-static void
-pending_end (void)
-{
-  pending_set = 0;
-}
-
-/* Remove PATH.tmpPID files whose process is gone. */
-static void
-remove_stale (const char *path)
-{
-  char *copy = xstrdup (path), *slash = strrchr (copy, '/');
-  const char *dir = slash ? (slash == copy ? "/" : copy) : ".";
-  const char *base = slash ? slash + 1 : copy;
-  size_t blen = strlen (base);
-  DIR *d;
-  struct dirent *e;
-
-  if (slash)
-    *slash = '\0';
-  if ((d = opendir (dir)) == NULL) {
-    free (copy);
-    return;
-  }
-  while ((e = readdir (d)) != NULL) {
-    const char *t = e->d_name;
-    int64_t pid;
-    if (strncmp (t, base, blen) != 0 || strncmp (t + blen, ".tmp", 4) != 0 ||
-        !isdigit ((unsigned char) t[blen + 4]) || !parse_int64 (t + blen + 4, &pid) ||
-        pid <= 0 || pid > INT32_MAX || pid == (int64_t) getpid ())
-      continue;
-    if (kill ((pid_t) pid, 0) < 0 && errno == ESRCH) {
-      char *stale = xasprintf ("%s/%s", dir, t);
-      struct stat st;
-      if (lstat (stale, &st) == 0 && S_ISREG (st.st_mode) && unlink (stale) == 0)
-        pm_debug ("%s: removed, left by process %lld", stale, (long long) pid);
-      free (stale);
-    }
-  }
-  closedir (d);
-  free (copy);
-}
-
-FILE *
-atomic_open (const char *path, char **tmp)
-{
-  FILE *fp;
-  remove_stale (path);
-  *tmp = xasprintf ("%s.tmp%ld", path, (long) getpid ());
-  fp = fopen (*tmp, "wb");
-  if (fp == NULL) {
-    pm_error ("%s: cannot write: %s", path, strerror (errno));
-    free (*tmp);
-    *tmp = NULL;
-    return NULL;
-  }
-  pending_begin (*tmp);
-  return fp;
-}
-
-int
-atomic_commit (FILE *fp, char *tmp, const char *path, bool ok)
-{
-  if (ferror (fp))
-    ok = false;
-  if (fclose (fp) != 0)
-    ok = false;
-  if (!ok || rename (tmp, path) != 0) {
-    pm_error ("%s: cannot write: %s", path, strerror (errno));
-    unlink (tmp);
-    pending_end ();
-    free (tmp);
-    return -1;
-  }
-  pending_end ();
-  free (tmp);
-  return 0;
-}
-
-int
-atomic_reserve (const char *path)
-{
-  struct stat st;
-  char *tmp;
-  FILE *fp;
-  if (stat (path, &st) == 0 && S_ISDIR (st.st_mode)) {
-    pm_error ("%s: is a directory, not a file to write", path);
-    return -1;
-  }
-  if ((fp = atomic_open (path, &tmp)) == NULL)
-    return -1;
-  fclose (fp);
-  free (tmp);
-  return 0;
-}
-
-void
-atomic_release (const char *path)
-{
-  char *tmp = xasprintf ("%s.tmp%ld", path, (long) getpid ());
-  if (pending_set && strcmp (tmp, pending) == 0) {
-    unlink (tmp);
-    pending_end ();
-  }
-  free (tmp);
-}
-
 int
 input_file_check (const char *path, const char *what)
 {
@@ -546,6 +399,7 @@ input_file_check (const char *path, const char *what)
     pm_error ("%s: is a directory, not %s", path, what);
     return -1;
   }
+  input_note (path);
   return 0;
 }
 

@@ -843,6 +843,11 @@ train_run_1 (const struct gpu_db *gpus, const struct tile_rules *tiles,
     kset_free (&ks);
     return EXIT_USAGE;
   }
+  /* what was read is input: --out may not be one of those files */
+  if (tables > 0 && output_check (o->out) < 0) {
+    kset_free (&ks);
+    return EXIT_USAGE;
+  }
   if (tables > 0) {
     if (strcmp (o->predictor, "tile-mlp") != 0 && strcmp (o->predictor, "linreg") != 0 &&
         strcmp (o->predictor, "habitat") != 0) {
@@ -913,7 +918,8 @@ train_run_1 (const struct gpu_db *gpus, const struct tile_rules *tiles,
   record_common (&p, o, &ks, train, nrows, dropped);
   /* habitat's reference kernels are input too: read, or refused, before
    * minutes of training */
-  if (strcmp (o->predictor, "habitat") == 0 && habitat_reference (o, gpus, &p) < 0) {
+  if ((strcmp (o->predictor, "habitat") == 0 && habitat_reference (o, gpus, &p) < 0) ||
+      output_check (o->out) < 0) {
     params_free (&p);
     kset_free (&ks);
     free (rows);
