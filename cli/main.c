@@ -415,6 +415,8 @@ usage:
 int
 main (int argc, char **argv)
 {
+  if (pm_limits_check () < 0)
+    return EXIT_USAGE;
   return stdout_status (perfmod_main (argc, argv));
 }
 #endif

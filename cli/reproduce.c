@@ -336,7 +336,7 @@ reproduce (struct plugin_set *set, const struct gpu_db *gpus, const struct repro
   int *paper_col = xcalloc (npred, sizeof *paper_col);
   /* one more: --table nodesum's node-sum row */
   struct tally (*tally)[2] = xcalloc (npred + 1, sizeof *tally);
-  int col[6], rc = 0;
+  int col[6], rc = 0, hrc;
   bool csv = strcmp (o->format, "csv") == 0;
   bool want_e2e = strcmp (o->table, "perop") != 0;
   /* nodesum: the end-to-end rows that have per-node labels, and the sum
@@ -360,8 +360,9 @@ reproduce (struct plugin_set *set, const struct gpu_db *gpus, const struct repro
     rc = EXIT_USAGE;
     goto out;
   }
-  if (csv_next (&r) <= 0) {
-    pm_error ("%s:1: no header", path);
+  if ((hrc = csv_next (&r)) <= 0) {
+    if (hrc == 0)
+      pm_error ("%s:1: no header", path);
     rc = EXIT_RUNTIME;
     goto close;
   }

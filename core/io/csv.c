@@ -29,6 +29,7 @@ csv_open (struct csv_reader *r, const char *path)
   }
   gzbuffer (r->gz, 1 << 17);
   input_note (path);
+  pm_limits (&r->lim);
   r->path = path;
   r->next_line = 1;
   return 0;
@@ -55,6 +56,23 @@ csv_next (struct csv_reader *r)
   r->line = r->next_line;
   for (;;) {
     c = gzgetc (r->gz);
+    if (c != EOF) {
+      bool bad = true;
+      if (++r->bytes > r->lim.bytes)
+        pm_error ("%s:%ld: more bytes (decompressed) than the limit, %llu (PERFMOD_MAX_INPUT_BYTES "
+                  "raises it)", r->path, r->line, (unsigned long long) r->lim.bytes);
+      else if (len >= r->lim.line)
+        pm_error ("%s:%ld: a record longer than the limit, %llu bytes (PERFMOD_MAX_LINE raises it)",
+                  r->path, r->line, (unsigned long long) r->lim.line);
+      else if (c == '\0')
+        pm_error ("%s:%ld: a NUL byte (a binary file, not CSV text)", r->path, r->line);
+      else
+        bad = false;
+      if (bad) {
+        free (starts);
+        return -1;
+      }
+    }
     if (c == EOF) {
       int zerr;
       const char *msg = gzerror (r->gz, &zerr);
@@ -115,8 +133,14 @@ csv_next (struct csv_reader *r)
       }
       continue;
     }
-    if (c == '\r')
-      continue;
+    if (c == '\r') {          /* CRLF, or a lone CR (old Mac files): a line's end */
+      int d = gzgetc (r->gz);
+      if (d == '\n')
+        r->bytes++;
+      else if (d != EOF)
+        gzungetc (d, r->gz);
+      c = '\n';
+    }
     if (c == '"' && len == nstart && !after_quote) {
       quoted = true;
       continue;
@@ -159,6 +183,11 @@ csv_next (struct csv_reader *r)
     r->fields[i] = r->buf + starts[i];
   r->nfields = ns;
   free (starts);
+  if ((uint64_t) ++r->records > r->lim.rows) {
+    pm_error ("%s:%ld: more records than the limit, %llu (PERFMOD_MAX_ROWS raises it)", r->path,
+              r->line, (unsigned long long) r->lim.rows);
+    return -1;
+  }
   return 1;
 }
 

@@ -105,6 +105,30 @@ char **strv_split (const char *s, char sep);
 /* Append s to the array *v of *n pointers (not a copy): a repeatable
  * option's values, in the order given. */
 void ptrv_push (char ***v, size_t *n, char *s);
+/* What one input file may hold (perfmod(1), LIMITS): a line (a CSV record,
+ * a header line), its bytes once decompressed, its records.  The
+ * environment raises them: PERFMOD_MAX_LINE, PERFMOD_MAX_INPUT_BYTES,
+ * PERFMOD_MAX_ROWS (a value that is not a positive integer is left out
+ * here; the command line refuses it, pm_limits_check). */
+struct pm_limits {
+  uint64_t line, bytes, rows;
+};
+void pm_limits (struct pm_limits *l);
+/* 0, or -1 after pm_error naming a limit variable that is set but not a
+ * positive integer. */
+int pm_limits_check (void);
+/* getline's line, at most max bytes with its newline: its length; -1 at
+ * the end of the file (or on an error); -2 when the line is longer. */
+ssize_t getline_max (char **line, size_t *cap, FILE *fp, size_t max);
+/* Directories and files seen by device and inode: a walk through links
+ * visits each once. */
+struct visited {
+  struct { uint64_t dev, ino; } *v;
+  size_t n, cap;
+};
+/* true the first time path's file is seen (or when it cannot be stat'ed). */
+bool visited_add (struct visited *s, const char *path);
+void visited_free (struct visited *s);
 /* An INI file read with inih, counting lines so handlers can cite file:line. */
 struct ini_file {
   const char *path;
@@ -130,6 +154,9 @@ struct csv_reader {
   char **fields;
   size_t nfields, fcap;
   int bom;               /* bytes of a UTF-8 BOM read at the start; -1 past it */
+  uint64_t bytes;        /* read so far, decompressed */
+  int64_t records;
+  struct pm_limits lim;
 };
 /* -1 with errno set if path cannot be opened (EISDIR for a directory). */
 int csv_open (struct csv_reader *r, const char *path);

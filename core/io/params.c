@@ -275,6 +275,7 @@ params_load (struct params *p, const char *path)
   int lineno = 0, version;
   unsigned char b[8];
   struct stat st;
+  struct pm_limits lim;
   bool sized;
 
   params_init (p);
@@ -285,7 +286,8 @@ params_load (struct params *p, const char *path)
     return -1;
   }
   p->path = xstrdup (path);
-  len = getline (&line, &cap, fp);
+  pm_limits (&lim);
+  len = getline_max (&line, &cap, fp, (size_t) lim.line);
   lineno = 1;
   if (len <= 0 || sscanf (line, PARAMS_MAGIC " %d", &version) != 1) {
     pm_error ("%s:1: not a perfmod parameter file (no '" PARAMS_MAGIC " N' line)", path);
@@ -300,8 +302,13 @@ params_load (struct params *p, const char *path)
     char *colon, name[128];
     size_t rows, cols;
     int used = 0;
-    len = getline (&line, &cap, fp);
+    len = getline_max (&line, &cap, fp, (size_t) lim.line);
     lineno++;
+    if (len == -2) {
+      pm_error ("%s:%d: a line longer than the limit, %llu bytes (PERFMOD_MAX_LINE raises it)",
+                path, lineno, (unsigned long long) lim.line);
+      goto fail;
+    }
     if (len <= 0) {
       pm_error ("%s:%d: unexpected end of file before 'data'", path, lineno);
       goto fail;

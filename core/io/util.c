@@ -482,3 +482,100 @@ ptrv_push (char ***v, size_t *n, char *s)
   *v = xrealloc (*v, (*n + 1) * sizeof **v);
   (*v)[(*n)++] = s;
 }
+
+/* ---- what one input may hold ---- */
+static const struct {
+  const char *env;
+  uint64_t def;
+} limit_vars[3] = {
+  { "PERFMOD_MAX_LINE", (uint64_t) 1 << 20 },          /* the longest line shared: 19 KB */
+  { "PERFMOD_MAX_INPUT_BYTES", (uint64_t) 1 << 28 },   /* the largest table shared: 25 MB */
+  { "PERFMOD_MAX_ROWS", (uint64_t) 1 << 22 },          /* the most rows shared: 207,395 */
+};
+
+/* The variable's value, 0 when unset or not a positive integer. */
+static uint64_t
+limit_env (size_t i)
+{
+  const char *v = getenv (limit_vars[i].env);
+  int64_t n;
+  if (v == NULL || *v == '\0' || !parse_int64 (v, &n) || n < 1)
+    return 0;
+  return (uint64_t) n;
+}
+
+void
+pm_limits (struct pm_limits *l)
+{
+  uint64_t v[3];
+  for (size_t i = 0; i < 3; i++)
+    v[i] = limit_env (i) ? limit_env (i) : limit_vars[i].def;
+  l->line = v[0];
+  l->bytes = v[1];
+  l->rows = v[2];
+}
+
+int
+pm_limits_check (void)
+{
+  for (size_t i = 0; i < 3; i++) {
+    const char *v = getenv (limit_vars[i].env);
+    if (v && limit_env (i) == 0) {
+      pm_error ("%s='%s': expected a positive integer (the default is %llu)", limit_vars[i].env,
+                v, (unsigned long long) limit_vars[i].def);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+ssize_t
+getline_max (char **line, size_t *cap, FILE *fp, size_t max)
+{
+  size_t len = 0;
+  int c;
+  for (;;) {
+    c = getc (fp);
+    if (c == EOF)
+      break;
+    if (len >= max)
+      return -2;
+    if (len + 2 > *cap) {
+      *cap = *cap ? 2 * *cap : 256;
+      *line = xrealloc (*line, *cap);
+    }
+    (*line)[len++] = (char) c;
+    if (c == '\n')
+      break;
+  }
+  if (len == 0)
+    return -1;
+  (*line)[len] = '\0';
+  return (ssize_t) len;
+}
+
+bool
+visited_add (struct visited *s, const char *path)
+{
+  struct stat st;
+  if (stat (path, &st) != 0)
+    return true;
+  for (size_t i = 0; i < s->n; i++)
+    if (s->v[i].dev == (uint64_t) st.st_dev && s->v[i].ino == (uint64_t) st.st_ino)
+      return false;
+  if (s->n == s->cap) {
+    s->cap = s->cap ? 2 * s->cap : 64;
+    s->v = xrealloc (s->v, s->cap * sizeof *s->v);
+  }
+  s->v[s->n].dev = (uint64_t) st.st_dev;
+  s->v[s->n].ino = (uint64_t) st.st_ino;
+  s->n++;
+  return true;
+}
+
+void
+visited_free (struct visited *s)
+{
+  free (s->v);
+  memset (s, 0, sizeof *s);
+}

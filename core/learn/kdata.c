@@ -145,8 +145,9 @@ kset_load_file (struct kset *s, const char *path, const struct gpu_db *gpus,
     pm_error ("%s: cannot read the kernel table: %s", path, strerror (errno));
     return -1;
   }
-  if (csv_next (&r) != 1) {
-    pm_error ("%s: empty file (no header)", path);
+  if ((rc = csv_next (&r)) != 1) {
+    if (rc == 0)
+      pm_error ("%s: empty file (no header)", path);
     csv_close (&r);
     return -1;
   }

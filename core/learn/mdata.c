@@ -596,6 +596,7 @@ read_table (struct kset *s, const char *path, enum kind kind, const struct gpu_d
 {
   struct table t = { .s = s, .gpus = gpus, .f = f };
   size_t before = s->n;
+  int rc;
   t.path = intern (path);
   t.set = intern (kind_set[kind]);
   t.path_gpu = gpu_of_path (gpus, path);
@@ -611,8 +612,9 @@ read_table (struct kset *s, const char *path, enum kind kind, const struct gpu_d
     pm_error ("%s: %s", path, strerror (errno));
     return -1;
   }
-  if (csv_next (&t.r) != 1) {
-    pm_error ("%s: empty file (no header)", path);
+  if ((rc = csv_next (&t.r)) != 1) {
+    if (rc == 0)
+      pm_error ("%s: empty file (no header)", path);
     csv_close (&t.r);
     return -1;
   }
@@ -633,18 +635,22 @@ read_table (struct kset *s, const char *path, enum kind kind, const struct gpu_d
   return kset_file_done (s, path, before, t.errors) < 0 ? -1 : 1;
 }
 
-/* Depth-first over dir in sorted order; counts the tables known. */
+/* Depth-first over dir in sorted order, each directory and table once
+ * however many links reach it; counts the tables known. */
 static int
 walk (struct kset *s, const char *dir, const struct gpu_db *gpus, const struct mdata_filter *f,
-      int *errors, int depth)
+      int *errors, int depth, struct visited *seen)
 {
   int tables = 0;
-  char **files = list_dir (dir, "");
-  char **subs = list_subdirs (dir);
+  char **files, **subs;
+  if (!visited_add (seen, dir))
+    return 0;                   /* reached again through a link */
+  files = list_dir (dir, "");
+  subs = list_subdirs (dir);
   for (char **p = files; p && *p; p++) {
     enum kind kind = kind_of (*p);
     int rc;
-    if (kind == K_NONE)
+    if (kind == K_NONE || !visited_add (seen, *p))
       continue;
     tables++;                   /* known, even when not wanted: this is the modern data */
     if (!table_wanted (f, kind))
@@ -654,7 +660,7 @@ walk (struct kset *s, const char *dir, const struct gpu_db *gpus, const struct m
       (*errors)++;
   }
   for (char **p = subs; p && *p && depth < 12; p++)
-    tables += walk (s, *p, gpus, f, errors, depth + 1);
+    tables += walk (s, *p, gpus, f, errors, depth + 1, seen);
   strv_free (files);
   strv_free (subs);
   return tables;
@@ -722,8 +728,11 @@ mdata_load (struct kset *s, const char *dir, const struct gpu_db *gpus,
     if (table_wanted (f, kind))
       errors = read_table (s, dir, kind, gpus, f) < 0;
   }
-  else
-    tables = walk (s, dir, gpus, f, &errors, 0);
+  else {
+    struct visited seen = { NULL, 0, 0 };
+    tables = walk (s, dir, gpus, f, &errors, 0, &seen);
+    visited_free (&seen);
+  }
   if (errors)
     return -1;
   if (!(f && f->raw))

@@ -208,7 +208,8 @@ opgraph_import (struct graph *g, const char *path, int64_t n_layer)
   }
   rc = csv_next (&r);
   if (rc <= 0) {
-    pm_error ("%s:1: empty op graph", path);
+    if (rc == 0)
+      pm_error ("%s:1: empty op graph", path);
     csv_close (&r);
     return -1;
   }
