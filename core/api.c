@@ -1,6 +1,7 @@
 /* api.c: libperfmod's public functions (include/perfmod.h): a context of GPUs and plugins, a prediction as perfmod --strategy makes it, a search as perfmod search makes it, and serving as perfmod serve simulates it. */
 #include <config.h>
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,13 +14,68 @@ struct perfmod_ctx {
   struct plugin_set set;
 };
 
+/* The contexts open now: a call on one that is not (closed already, or
+ * never a context) is refused without reading it, a second close ignored. */
+static perfmod_ctx **open_ctx;
+static size_t nopen, capopen;
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void
+ctx_add (perfmod_ctx *ctx)
+{
+  pthread_mutex_lock (&open_lock);
+  if (nopen == capopen) {
+    capopen = capopen ? 2 * capopen : 8;
+    open_ctx = xrealloc (open_ctx, capopen * sizeof *open_ctx);
+  }
+  open_ctx[nopen++] = ctx;
+  pthread_mutex_unlock (&open_lock);
+}
+
+/* Whether ctx is open; removed from the open ones as well with `take`. */
+static bool
+ctx_open (const perfmod_ctx *ctx, bool take)
+{
+  bool found = false;
+  pthread_mutex_lock (&open_lock);
+  for (size_t i = 0; i < nopen && !found; i++)
+    if (open_ctx[i] == ctx) {
+      found = true;
+      if (take)
+        open_ctx[i] = open_ctx[--nopen];
+    }
+  pthread_mutex_unlock (&open_lock);
+  return found;
+}
+
+/* The checks every call makes: 0, or -1 with the reason in err. */
+static int
+call_check (const char *fn, const perfmod_ctx *ctx, const void *req, const void *res, char *err,
+            size_t errlen)
+{
+  const char *why = NULL;
+  if (ctx == NULL || req == NULL || res == NULL)
+    why = "a NULL context, request or result";
+  else if (!ctx_open (ctx, false))
+    why = "a context that is not open (closed already?)";
+  if (why == NULL)
+    return 0;
+  if (err && errlen)
+    snprintf (err, errlen, "%s: %s", fn, why);
+  return -1;
+}
+
 /* Run the library's code with ctx's data directory and errors into err:
  * both per thread, so contexts and threads do not see each other's. */
 static void
 enter (const perfmod_ctx *ctx, char *err, size_t errlen)
 {
+  static _Thread_local char sink[2];   /* no buffer given: the reason dropped, not printed */
   pm_datadir_use (ctx ? ctx->datadir : NULL);
-  pm_error_capture (err, errlen);
+  if (err && errlen)
+    pm_error_capture (err, errlen);
+  else
+    pm_error_capture (sink, sizeof sink);
 }
 
 static void
@@ -63,13 +119,14 @@ perfmod_open (const char *datadir, const char *plugindir, char *err, size_t errl
         for (int dt = 0; dt < PERFMOD_DTYPE_COUNT; dt++)
           plugin_covers (&ctx->set.v[i], kc, dt);
   leave ();
+  ctx_add (ctx);
   return ctx;
 }
 
 void
 perfmod_close (perfmod_ctx *ctx)
 {
-  if (ctx == NULL)
+  if (ctx == NULL || !ctx_open (ctx, true))
     return;
   plugins_unload (&ctx->set);
   gpu_db_free (&ctx->gpus);
@@ -107,9 +164,31 @@ predict (perfmod_ctx *ctx, const struct perfmod_request *req, struct perfmod_res
   int64_t batch = req->batch ? req->batch : 4, seq = req->seq ? req->seq : 1024;
 
   if (req->struct_size < offsetof (struct perfmod_request, gpus_per_node) + sizeof (int64_t) ||
-      res->struct_size < offsetof (struct perfmod_result, microbatches) + sizeof (int)) {
-    pm_error ("perfmod_predict: set struct_size of the request and the result to their sizeof");
+      req->struct_size > sizeof *req ||
+      res->struct_size < offsetof (struct perfmod_result, microbatches) + sizeof (int) ||
+      res->struct_size > sizeof *res) {
+    pm_error ("perfmod_predict: set struct_size of the request and the result to their sizeof "
+              "(request %u, result %u; this library's %zu, %zu)", (unsigned) req->struct_size,
+              (unsigned) res->struct_size, sizeof *req, sizeof *res);
     return -1;
+  }
+  /* the command line's ranges (perfmod(1), LIMITS); 0: the default */
+  {
+    static const struct { const char *name; int64_t max; size_t off; } counts[] = {
+      { "batch", PM_MAX_BATCH, offsetof (struct perfmod_request, batch) },
+      { "seq", PM_MAX_SEQ, offsetof (struct perfmod_request, seq) },
+      { "nodes", PM_MAX_GPUS, offsetof (struct perfmod_request, nodes) },
+      { "gpus_per_node", PM_MAX_GPUS, offsetof (struct perfmod_request, gpus_per_node) },
+    };
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+      int64_t v;
+      memcpy (&v, (const char *) req + counts[i].off, sizeof v);
+      if (v < 0 || v > counts[i].max) {
+        pm_error ("perfmod_predict: %s %lld: expected 1 to %lld (0: the default)", counts[i].name,
+                  (long long) v, (long long) counts[i].max);
+        return -1;
+      }
+    }
   }
   if (req->model == NULL) {
     pm_error ("perfmod_predict: no model");
@@ -186,11 +265,8 @@ perfmod_predict (perfmod_ctx *ctx, const struct perfmod_request *req,
                  struct perfmod_result *res, char *err, size_t errlen)
 {
   int rc;
-  if (ctx == NULL || req == NULL || res == NULL) {
-    if (err && errlen)
-      snprintf (err, errlen, "perfmod_predict: a NULL context, request or result");
+  if (call_check ("perfmod_predict", ctx, req, res, err, errlen) < 0)
     return -1;
-  }
   enter (ctx, err, errlen);
   rc = predict (ctx, req, res);
   leave ();
@@ -202,11 +278,8 @@ perfmod_search (perfmod_ctx *ctx, const struct perfmod_search_request *req,
                 struct perfmod_search_result *res, char *err, size_t errlen)
 {
   int rc;
-  if (ctx == NULL || req == NULL || res == NULL) {
-    if (err && errlen)
-      snprintf (err, errlen, "perfmod_search: a NULL context, request or result");
+  if (call_check ("perfmod_search", ctx, req, res, err, errlen) < 0)
     return -1;
-  }
   enter (ctx, err, errlen);
   rc = search_run (&ctx->set, &ctx->gpus, req, res);
   leave ();
@@ -218,11 +291,8 @@ perfmod_serve (perfmod_ctx *ctx, const struct perfmod_serve_request *req,
                struct perfmod_serve_result *res, char *err, size_t errlen)
 {
   int rc;
-  if (ctx == NULL || req == NULL || res == NULL) {
-    if (err && errlen)
-      snprintf (err, errlen, "perfmod_serve: a NULL context, request or result");
+  if (call_check ("perfmod_serve", ctx, req, res, err, errlen) < 0)
     return -1;
-  }
   enter (ctx, err, errlen);
   rc = serve_run (&ctx->set, &ctx->gpus, req, res, NULL);
   leave ();

@@ -13,7 +13,10 @@ extern "C" {
  * configuration of plugins; predictions on one context may run on several
  * threads at once.  Nothing in the library exits the process or prints:
  * every failure returns -1 (or NULL) with a one-line reason in the
- * caller's buffer. */
+ * caller's buffer (dropped where none is given).  Every number is checked
+ * against the command line's range, every struct_size against the
+ * library's struct; a context that is closed is refused, closing it again
+ * does nothing. */
 typedef struct perfmod_ctx perfmod_ctx;
 
 /* The data directory (gpus.d, models, params...) and the plugin

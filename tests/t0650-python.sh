@@ -3,7 +3,7 @@
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 command -v python3 >/dev/null || skip_all "python3 not found"
 [ -f "$top_builddir/python/perfmod/__init__.py" ] || skip_all "the Python package was not configured"
-plan 8
+plan 11
 export PYTHONPATH="$top_builddir/python" PERFMOD_LIBRARY="$top_builddir/.libs/libperfmod.so.0"
 "$PERFMOD" --model gpt3-2.7b --gpu h100 --mode train --batch 64 --seq 2048 --strategy tp=2,dp=4 \
   --predictor tile-mlp --format json > "$TMP/cli" 2>/dev/null
@@ -98,4 +98,60 @@ ok $(grep -qx same "$TMP/vout" && echo 0 || echo 1) "perfmod.serve gives perfmod
 ok $(grep -q '^error: serve needs --isl and --osl' "$TMP/vout" && echo 0 || echo 1) \
   "a refused serve raises PerfmodError with perfmod's reason"
 [ $tap_failed -eq 0 ] || diag "$(cat "$TMP/vout")"
+# Bad values raise ValueError or TypeError naming the argument before they reach C (a
+# 64-bit field would wrap 2**64 + 8 into 8; batch=-8 aborted the interpreter); a closed
+# context is refused; the interpreter lives on.
+env $(san_env) python3 - > "$TMP/bout" 2>&1 <<'PY'
+import perfmod
+cases = [
+    ("predict", dict(batch=-8), ValueError, "batch"),
+    ("predict", dict(batch=2**64 + 8), ValueError, "batch"),
+    ("predict", dict(seq=-(2**63)), ValueError, "seq"),
+    ("predict", dict(nodes=2**63), ValueError, "nodes"),
+    ("predict", dict(gpus_per_node=2**32 + 8), ValueError, "gpus_per_node"),
+    ("predict", dict(batch=8.5), TypeError, "batch"),
+    ("predict", dict(batch=True), TypeError, "batch"),
+    ("predict", dict(batch="8"), TypeError, "batch"),
+    ("predict", dict(strategy=8), TypeError, "strategy"),
+    ("predict", dict(gpu="h1\0"), ValueError, "gpu"),
+    ("search", dict(gpus=-1, global_batch=8), ValueError, "gpus"),
+    ("search", dict(gpus=8, global_batch=8, tokens=float("nan")), ValueError, "tokens"),
+    ("search", dict(gpus=8, global_batch=8, top=10**6), ValueError, "top"),
+    ("serve", dict(concurrency=-1, isl=8, osl=8), ValueError, "concurrency"),
+    ("serve", dict(concurrency=2, isl=8, osl=2**64), ValueError, "osl"),
+    ("serve", dict(rate=float("inf"), isl=8, osl=8), ValueError, "rate"),
+    ("serve", dict(concurrency=2, isl=8, osl=8, spec="mtp", spec_tokens=2, spec_accept=1.5),
+     ValueError, "spec_accept"),
+    ("serve", dict(concurrency=2, isl=8, osl=8, seed=-1), ValueError, "seed"),
+]
+bad = []
+with perfmod.Context() as ctx:
+    for fn, kw, exc, name in cases:
+        try:
+            getattr(ctx, fn)("gpt2-large", **kw)
+            bad.append("%s %r: no exception" % (fn, kw))
+        except exc as e:
+            if name not in str(e):
+                bad.append("%s %r: %r does not name %s" % (fn, kw, str(e), name))
+        except Exception as e:
+            bad.append("%s %r: %s %s" % (fn, kw, type(e).__name__, e))
+print("cases %d bad %d" % (len(cases), len(bad)))
+for b in bad:
+    print("BAD", b)
+ctx = perfmod.Context()
+ctx.close()
+try:
+    ctx.predict("gpt2-large")
+    print("closed: no error")
+except perfmod.PerfmodError as e:
+    print("closed: %s" % e)
+ctx.close()
+print("alive", perfmod.predict("gpt2-large", mode="inf", batch=1, seq=128)["step_ms"] > 0)
+PY
+ok $(grep -qx 'cases 18 bad 0' "$TMP/bout" && echo 0 || echo 1) \
+  "18 bad values raise ValueError or TypeError naming their argument, before C"
+ok $(grep -q '^closed: the context is closed' "$TMP/bout" && echo 0 || echo 1) \
+  "a closed context raises PerfmodError; closing it again is harmless"
+ok $(grep -qx 'alive True' "$TMP/bout" && echo 0 || echo 1) "the interpreter lives on and predicts"
+[ $tap_failed -eq 0 ] || diag "$(cat "$TMP/bout")"
 finish

@@ -564,11 +564,17 @@ search_run (struct plugin_set *set, const struct gpu_db *gpus,
   size_t rs;
   double t0;
 
+  /* sizes from an older header are read as far as they go; larger ones
+   * than this library's are refused (it cannot know what they hold) */
   if (req->struct_size < offsetof (struct perfmod_search_request, progress_arg) + sizeof (void *) ||
-      !RES_HAS (res, nbest) ||
-      res->row_size < offsetof (struct perfmod_search_row, index) + sizeof (uint64_t)) {
+      req->struct_size > sizeof *req || !RES_HAS (res, nbest) || res->struct_size > sizeof *res ||
+      res->row_size < offsetof (struct perfmod_search_row, index) + sizeof (uint64_t) ||
+      res->row_size > sizeof (struct perfmod_search_row)) {
     pm_error ("perfmod_search: set struct_size of the request and the result, and the result's "
-              "row_size, to their sizeof");
+              "row_size, to their sizeof (request %u, result %u, row %u; this library's %zu, "
+              "%zu, %zu)", (unsigned) req->struct_size, (unsigned) res->struct_size,
+              (unsigned) res->row_size, sizeof *req, sizeof *res,
+              sizeof (struct perfmod_search_row));
     return SEARCH_BAD_REQUEST;
   }
   rs = res->row_size;

@@ -488,9 +488,11 @@ serve_run (struct plugin_set *set, const struct gpu_db *gpus,
   bool disagg, base_open = false;
 
   memset (lay, 0, sizeof lay);
-  if (req->struct_size < SERVE_REQUEST_MIN || res->struct_size < SERVE_RESULT_MIN ||
-      res->struct_size > sizeof *res) {
-    pm_error ("perfmod_serve: set struct_size of the request and the result to their sizeof");
+  if (req->struct_size < SERVE_REQUEST_MIN || req->struct_size > sizeof *req ||
+      res->struct_size < SERVE_RESULT_MIN || res->struct_size > sizeof *res) {
+    pm_error ("perfmod_serve: set struct_size of the request and the result to their sizeof "
+              "(request %u, result %u; this library's %zu, %zu)", (unsigned) req->struct_size,
+              (unsigned) res->struct_size, sizeof *req, sizeof *res);
     return -1;
   }
   if (req->model == NULL) {
@@ -522,13 +524,24 @@ serve_run (struct plugin_set *set, const struct gpu_db *gpus,
     pm_error ("--trace gives each request's lengths: no --isl or --osl");
     return -1;
   }
-  if (req->requests < 0 || req->requests > SERVE_MAX_REQUESTS || req->max_batch < 0 ||
-      req->max_batch > PM_MAX_BATCH || req->prefill_max_batch < 0 ||
-      req->prefill_max_batch > PM_MAX_BATCH || req->max_tokens < 0 || req->max_tokens > PM_MAX_SEQ ||
-      req->gpus_per_node < 0 || req->gpus_per_node > PM_MAX_GPUS) {
-    pm_error ("serve: --requests (to %lld), --max-batch, --max-tokens or --gpus-per-node out of "
-              "range", (long long) SERVE_MAX_REQUESTS);
-    return -1;
+  {
+    static const struct { const char *name; int64_t max; size_t off; } counts[] = {
+      { "--requests", SERVE_MAX_REQUESTS, offsetof (struct perfmod_serve_request, requests) },
+      { "--max-batch", PM_MAX_BATCH, offsetof (struct perfmod_serve_request, max_batch) },
+      { "--prefill-max-batch", PM_MAX_BATCH,
+        offsetof (struct perfmod_serve_request, prefill_max_batch) },
+      { "--max-tokens", PM_MAX_SEQ, offsetof (struct perfmod_serve_request, max_tokens) },
+      { "--gpus-per-node", PM_MAX_GPUS, offsetof (struct perfmod_serve_request, gpus_per_node) },
+    };
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+      int64_t v;
+      memcpy (&v, (const char *) req + counts[i].off, sizeof v);
+      if (v < 0 || v > counts[i].max) {
+        pm_error ("serve: %s %lld: expected 1 to %lld (0: the default)", counts[i].name,
+                  (long long) v, (long long) counts[i].max);
+        return -1;
+      }
+    }
   }
   disagg = req->prefill_strategy != NULL || req->decode_strategy != NULL ||
            req->prefill_workers != 0 || req->decode_workers != 0;
