@@ -214,7 +214,7 @@ parse (int argc, char **argv, struct kopts *o)
   int opt;
   optind = 1;
   opterr = 0;                    /* getopt_error says it in one line */
-  while ((opt = getopt_long (argc, argv, ":hv", opts, NULL)) != -1) {
+  while ((opt = pm_getopt_long (argc, argv, ":hv", opts)) != -1) {
     bool ok = true;
     switch (opt) {
     case K_OP: o->op = optarg; break;

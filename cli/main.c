@@ -152,7 +152,7 @@ perfmod_main (int argc, char **argv)
   c.format = "table";
   c.command = command_line (argc, argv);   /* before getopt permutes argv */
   opterr = 0;                    /* getopt_error says it in one line */
-  while ((opt = getopt_long (argc, argv, ":hvV", opts, NULL)) != -1) {
+  while ((opt = pm_getopt_long (argc, argv, ":hvV", opts)) != -1) {
     bool ok = true;
     switch (opt) {
     case O_MODEL: c.model = optarg; break;

@@ -96,7 +96,7 @@ parse (int argc, char **argv, struct vopts *o)
   int64_t v;
   optind = 1;
   opterr = 0;
-  while ((opt = getopt_long (argc, argv, ":hv", opts, NULL)) != -1) {
+  while ((opt = pm_getopt_long (argc, argv, ":hv", opts)) != -1) {
     bool ok = true;
     switch (opt) {
     case V_MODEL: r->model = optarg; break;
@@ -399,7 +399,7 @@ search_serve_parse (int argc, char **argv, struct serve_search_opts *o, const ch
   int64_t v;
   optind = 1;
   opterr = 0;
-  while ((opt = getopt_long (argc, argv, ":hv", opts, NULL)) != -1) {
+  while ((opt = pm_getopt_long (argc, argv, ":hv", opts)) != -1) {
     bool ok = true;
     switch (opt) {
     case W_SERVE: break;

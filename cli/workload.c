@@ -237,6 +237,16 @@ workload_load (struct cli *c, struct workload *w)
     int64_t layers = c->layers ? c->layers : w->have_model ? w->m.layers : 1;
     if (opgraph_import (&w->g, c->opgraph, layers) < 0)
       goto fail;
+    if (w->train) {              /* a training step needs the trace's backward */
+      size_t bw = 0;
+      for (size_t i = 0; i < w->g.n; i++)
+        bw += w->g.nodes[i].nops[PHASE_BW] + w->g.nodes[i].nops[PHASE_ACC];
+      if (bw == 0) {
+        pm_error ("--mode train: %s has no backward ops (BwOps and AccOps are empty in every "
+                  "row): an inference trace; use --mode inf", c->opgraph);
+        goto fail;
+      }
+    }
     if (!w->have_model && c->layers == 0 && w->g.repeat == 1 && w->g.layer_end == 0)
       pm_debug ("%s: no --model or --layers: the graph is taken as complete", c->opgraph);
   }

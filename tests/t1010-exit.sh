@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1010-exit.sh: numbers out of range and sizes that would overflow refused, nonsense in inputs refused, and the exit-code contract (issue 23).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 68
+plan 79
 
 # a model config: gpt2-large's with sed's edit
 cfg () { sed "$2" "$top_srcdir/models/gpt2-large.json" >"$TMP/$1.json"; }
@@ -43,7 +43,7 @@ expect_one_line 2 "llama3-8b: batch 2147483648 x seq 2147483648, hidden size 409
 expect_one_line 2 "--seq 2147483648: gpt2-large has 1024 learned positions" \
   "a sequence beyond learned positions is refused, naming them" -- --model gpt2-large --seq 2147483648
 cfg vocab 's/"vocab_size": [0-9]*/"vocab_size": 9223372036854775800/'
-expect_one_line 2 "vocab.json: key 'vocab_size' must be an integer from 0 to 1099511627776" \
+expect_one_line 2 "vocab.json: key 'vocab_size' must be an integer from 1 to 1099511627776" \
   "a vocabulary near INT64_MAX is refused, not rounded over 2^63" -- --model "$TMP/vocab.json"
 cfg embd 's/"n_embd": [0-9]*/"n_embd": 1099511627776/; s/"n_head": [0-9]*/"n_head": 1/'
 expect_one_line 2 "embd: batch 4 x seq 1024, hidden size 1099511627776, widths up to 4398046511104: a tensor" \
@@ -53,7 +53,7 @@ cfg hd 's/"n_head": [0-9]*/"n_head": 1048576, "head_dim": 2097152/'
 expect_one_line 2 "hd.json: 1048576 heads x head_dim 2097152: an attention width beyond 1099511627776" \
   "heads x head_dim beyond 2^40 is refused at load" -- --model "$TMP/hd.json"
 cfg layers 's/"n_layer": [0-9]*/"n_layer": 65537/'
-expect_one_line 2 "layers.json: key 'n_layer' must be an integer from 0 to 65536" "n_layer beyond 2^16 is refused" -- \
+expect_one_line 2 "layers.json: key 'n_layer' must be an integer from 1 to 65536" "n_layer beyond 2^16 is refused" -- \
   --model "$TMP/layers.json"
 sed 's/"num_experts": [0-9]*/"num_experts": 65536/; s/"num_layers": [0-9]*/"num_layers": 64/;
      s/"num_decoder_layers": [0-9]*/"num_decoder_layers": 64/' "$top_srcdir/models/switch-xl4.json" >"$TMP/sw.json"
@@ -201,4 +201,44 @@ ok $([ $rc -eq 0 ] && awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i }
      echo 0 || echo 1) "... CSV's oom column true"
 run_pm $DIST --format json
 ok $([ $rc -eq 0 ] && grep -q '"oom": true' "$TMP/out" && echo 0 || echo 1) "... JSON oom true"
+# --- No silent defaults (issue 34): wrong JSON types and zero counts refused by key, a
+# trace's mode checked, no kernel faster than the GPU allows, no abbreviated options.
+cfg tie 's/"vocab_size"/"tie_word_embeddings": 1, "vocab_size"/'
+expect_one_line 2 "tie.json: key 'tie_word_embeddings' must be true or false" \
+  "a Hugging Face boolean given as 1 is refused by key (it was read as the default)" -- --model "$TMP/tie.json"
+sed 's/"num_key_value_heads": [0-9]*/"num_key_value_heads": 0/' "$top_srcdir/models/llama3.1-8b.json" >"$TMP/kv0.json"
+expect_one_line 2 "kv0.json: key 'num_key_value_heads' must be an integer from 1 to" \
+  "num_key_value_heads 0 is refused (it was multi-head attention)" -- --model "$TMP/kv0.json"
+sed 's/"n_routed_experts": [0-9]*/"n_routed_experts": 0/' "$top_srcdir/models/deepseek-v3.json" >"$TMP/e0.json"
+expect_one_line 2 "e0.json: key 'n_routed_experts' must be an integer from 1 to 65536 \\(model_type deepseek_v3 has experts\\)" \
+  "n_routed_experts 0 is refused (it was a dense model)" -- --model "$TMP/e0.json"
+sed 's/"vocab_size"/"attention_bias": "yes", "vocab_size"/' "$top_srcdir/models/qwen3-32b.json" >"$TMP/bias.json"
+run_pm --model "$TMP/bias.json"
+ok $([ "$rc" -eq 2 ] && grep -q "bias.json: key 'attention_bias' must be true or false" "$TMP/err"; echo $?) \
+  "attention_bias as a string is refused by key"
+awk 'BEGIN { print "Name,OpName,FwOps,BwOps,AccOps,Prev,Next,InputShapes,OutputShape"
+  print "input_ids,misc,[],[],[],set(),set(),[],\"(8, 512)\""
+  print "n1,VECadd,\"[[\047VECadd\047, [8, 1024]]]\",[],[],set(),set(),\"[(8, 1024)]\",\"(8, 1024)\"" }' >"$TMP/inf.csv"
+expect_one_line 2 "--mode train: .*inf.csv has no backward ops .*: an inference trace; use --mode inf" \
+  "an inference trace with --mode train is refused (it was a step with no backward)" -- \
+  --opgraph "$TMP/inf.csv" --mode train
+run_pm --opgraph "$TMP/inf.csv" --mode inf --format csv
+ok $([ "$rc" -eq 0 ] && grep -q '^roofline,' "$TMP/out"; echo $?) "... and predicts with --mode inf"
+run_pm kernel --op gemm --m 8192 --n 8192 --k 8192 --gpu h100 --dtype bf16 --predictor habitat,linreg,tile-mlp,roofline --format csv
+ok $([ "$rc" -eq 0 ] && awk -F, 'NR > 1 { n++; if ($7 > 989.5) bad++ } END { exit !(n == 4 && !bad) }' "$TMP/out"; echo $?) \
+  "no predictor's bf16 GEMM beats the H100's dense peak (989.4 TFLOP/s)"
+expect_one_line 2 "unrecognized option '--mode' \\(options are not abbreviated: '--model'\\?" \
+  "search --mode is not taken as --model" -- search --mode gpt2-large --gpus 8 --global-batch 8
+expect_one_line 2 "unrecognized option '--glob' \\(options are not abbreviated: '--global-batch'\\?" \
+  "an abbreviated option with its value apart is refused too" -- search --model gpt2-large --gpus 8 --glob 8
+# gpus.d: a number past any GPU's, and one GPU's section twice in a file, are refused (a
+# later file refines an earlier one's GPU key by key: t0310)
+mkdir -p "$TMP/dd"
+cp -r "$top_srcdir/gpus.d" "$top_srcdir/strategies.d" "$top_srcdir/tiles.d" "$top_srcdir/models" "$TMP/dd/"
+printf '[mine]\nsms = 10\nfp32_gflops = 1000\nmem_gb = 1e308\nmem_bw_gbps = 100\n' >"$TMP/dd/gpus.d/99-local.ini"
+PERFMOD_DATADIR="$TMP/dd" expect_one_line 2 "99-local.ini:4: mem_gb: '1e308' is not a positive number \\(at most 1e12\\)" \
+  "gpus.d: mem_gb = 1e308 is refused" -- gpus
+printf '[mine]\nsms = 10\nfp32_gflops = 1000\nmem_gb = 8\nmem_bw_gbps = 100\n[other]\nsms = 1\n[mine]\nsms = 12\nmem_gb = 9\n' >"$TMP/dd/gpus.d/99-local.ini"
+PERFMOD_DATADIR="$TMP/dd" expect_one_line 2 "99-local.ini:8: \\[mine\\] again \\(first at .*99-local.ini:1\\)" \
+  "gpus.d: a section repeated in its file is said once, not merged" -- gpus
 finish

@@ -75,6 +75,7 @@ struct gpu_parse {
   /* which numeric keys each entry set, for [defaults] and source checks */
   uint64_t *set;
   uint64_t defaults_set;
+  int dup_line;          /* the repeated section said last (said once) */
 };
 
 static void
@@ -114,6 +115,17 @@ entry_for (struct gpu_parse *ps, const char *section, uint64_t **setp)
   }
   for (size_t i = 0; i < db->n; i++)
     if (strcmp (db->v[i].name, section) == 0) {
+      /* a later file refines an earlier one's GPU key by key (a local
+       * 99-*.ini); the same section twice in one file is a mistake */
+      if (db->v[i].line != ps->ini.section_line && strcmp (db->v[i].file, ps->ini.path) == 0) {
+        if (ps->dup_line != ps->ini.section_line) {
+          pm_error ("%s:%d: [%s] again (first at %s:%d): one section per GPU in a file",
+                    ps->ini.path, ps->ini.section_line, section, db->v[i].file, db->v[i].line);
+          ps->errors++;
+        }
+        ps->dup_line = ps->ini.section_line;
+        return NULL;
+      }
       *setp = &ps->set[i];
       return &db->v[i];
     }
@@ -142,7 +154,8 @@ handler (void *user, const char *section, const char *name, const char *value)
     ps->errors++;
     return 1;
   }
-  e = entry_for (ps, section, &set);
+  if ((e = entry_for (ps, section, &set)) == NULL)
+    return 1;
   for (size_t i = 0; i < NKEYS; i++) {
     if (strcmp (name, gpu_keys[i].name) != 0)
       continue;
@@ -159,10 +172,11 @@ handler (void *user, const char *section, const char *name, const char *value)
       *(int *) p = (int) iv;
     }
     else {
-      /* parse_double refuses inf and nan */
-      if (!parse_double (value, &d) || d < 0 || (d == 0 && gpu_keys[i].positive)) {
-        pm_error ("%s:%d: %s: '%s' is not a %s number", ps->ini.path, ps->ini.line, name, value,
-                  gpu_keys[i].positive ? "positive" : "non-negative");
+      /* parse_double refuses inf and nan; 1e12 is beyond any GPU's GB,
+       * GB/s, TFLOP/s, MHz, watts or bytes (mem_gb = 1e308 overflowed) */
+      if (!parse_double (value, &d) || d < 0 || (d == 0 && gpu_keys[i].positive) || d > 1e12) {
+        pm_error ("%s:%d: %s: '%s' is not a %s number (at most 1e12)", ps->ini.path,
+                  ps->ini.line, name, value, gpu_keys[i].positive ? "positive" : "non-negative");
         ps->errors++;
         return 1;
       }

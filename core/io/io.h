@@ -70,6 +70,9 @@ bool parse_int_range (const char *opt, const char *arg, int64_t min, int64_t max
  * whole (a full disk): what a command printed is its result. */
 int stdout_status (int rc);
 struct option;
+/* getopt_long, but a long option must be spelled whole: a prefix of one
+ * ("--mode" for "--model") is an unrecognized option ('?'). */
+int pm_getopt_long (int argc, char **argv, const char *shortopts, const struct option *opts);
 /* getopt_long's error for the option just read, as one line that says
  * what to try ("perfmod kernel", say): the caller sets opterr to 0 and
  * starts its short options with ':'. */

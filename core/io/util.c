@@ -177,6 +177,30 @@ stdout_status (int rc)
   return rc ? rc : EXIT_RUNTIME;
 }
 
+int
+pm_getopt_long (int argc, char **argv, const char *shortopts, const struct option *opts)
+{
+  int longindex = -1;
+  int opt = getopt_long (argc, argv, shortopts, opts, &longindex);
+  const char *tok;
+  size_t len;
+  if (opt == -1 || opt == '?' || opt == ':' || longindex < 0)
+    return opt;
+  /* the token the option was: before its argument when that came apart */
+  tok = argv[optind - 1];
+  if (opts[longindex].has_arg != no_argument && optarg == tok && optind >= 2)
+    tok = argv[optind - 2];
+  len = strcspn (tok + 2, "=");
+  if (strncmp (tok, "--", 2) == 0 && len == strlen (opts[longindex].name))
+    return opt;
+  /* getopt_long took a prefix: refused, as a mistyped name would be
+   * (search --mode was search --model) */
+  if (tok != argv[optind - 1])
+    optind--;
+  optopt = 0;
+  return '?';
+}
+
 void
 getopt_error (int opt, char **argv, const struct option *opts, const char *cmd)
 {
@@ -191,11 +215,18 @@ getopt_error (int opt, char **argv, const struct option *opts, const char *cmd)
     pm_error ("invalid option -- '%c' (try '%s --help')", optopt, cmd);
     return;
   }
-  /* getopt_long takes a unique prefix: more than one is ambiguous */
+  /* options are never abbreviated: one that starts a name is a typo of it */
+  const char *like = NULL;
   for (const struct option *o = opts; o->name && len > 2 && arg[0] == '-' && arg[1] == '-'; o++)
-    matches += strncmp (o->name, arg + 2, len - 2) == 0;
-  pm_error ("%s option '%.*s' (try '%s --help')", matches > 1 ? "ambiguous" : "unrecognized",
-            (int) len, arg, cmd);
+    if (strncmp (o->name, arg + 2, len - 2) == 0) {
+      matches++;
+      like = o->name;
+    }
+  if (matches == 1)
+    pm_error ("unrecognized option '%.*s' (options are not abbreviated: '--%s'? try '%s --help')",
+              (int) len, arg, like, cmd);
+  else
+    pm_error ("unrecognized option '%.*s' (try '%s --help')", (int) len, arg, cmd);
 }
 
 bool

@@ -10,22 +10,38 @@
 
 #include "internal.h"
 
-/* The first of keys present in obj as an integer from 0 to max; 0 if none. */
+/* The first of keys present in obj as an integer from min to max; 0 if
+ * none (a count given as 0 where min is 1 is refused, not taken as absent). */
 static int64_t
-get_int (json_t *obj, const char *const *keys, int64_t max, const char *path, int *errors)
+get_range (json_t *obj, const char *const *keys, int64_t min, int64_t max, const char *path,
+           int *errors)
 {
   for (; *keys; keys++) {
     json_t *v = json_object_get (obj, *keys);
     if (v == NULL || json_is_null (v))
       continue;
-    if (!json_is_integer (v) || json_integer_value (v) < 0 || json_integer_value (v) > max) {
-      pm_error ("%s: key '%s' must be an integer from 0 to %lld", path, *keys, (long long) max);
+    if (!json_is_integer (v) || json_integer_value (v) < min || json_integer_value (v) > max) {
+      pm_error ("%s: key '%s' must be an integer from %lld to %lld", path, *keys,
+                (long long) min, (long long) max);
       (*errors)++;
       return 0;
     }
     return json_integer_value (v);
   }
   return 0;
+}
+
+static int64_t
+get_int (json_t *obj, const char *const *keys, int64_t max, const char *path, int *errors)
+{
+  return get_range (obj, keys, 0, max, path, errors);
+}
+
+/* A count that cannot be 0 where it is given: layers, widths, heads. */
+static int64_t
+get_count (json_t *obj, const char *const *keys, int64_t max, const char *path, int *errors)
+{
+  return get_range (obj, keys, 1, max, path, errors);
 }
 
 static const struct {
@@ -52,11 +68,20 @@ family_name (int family)
   return "?";
 }
 
+/* key as true or false, dflt when absent or null; anything else (0 and 1
+ * included: Hugging Face reads no integer as a flag) is refused by key. */
 static bool
-get_bool (json_t *obj, const char *key, bool dflt)
+get_bool (json_t *obj, const char *key, bool dflt, const char *path, int *errors)
 {
   json_t *v = json_object_get (obj, key);
-  return json_is_boolean (v) ? json_is_true (v) : dflt;
+  if (v == NULL || json_is_null (v))
+    return dflt;
+  if (!json_is_boolean (v)) {
+    pm_error ("%s: key '%s' must be true or false", path, key);
+    (*errors)++;
+    return dflt;
+  }
+  return json_is_true (v);
 }
 
 static int64_t
@@ -126,10 +151,10 @@ modern_load (json_t *root, struct model_cfg *m, const char *path, int *errors)
     if (arch_is (m, "qwen2") || arch_is (m, "qwen2_moe"))
       m->qkv_bias = true;        /* Qwen2's q, k and v projections have biases */
     else {
-      m->qkv_bias = m->o_bias = get_bool (root, "attention_bias", false);
+      m->qkv_bias = m->o_bias = get_bool (root, "attention_bias", false, path, errors);
       m->qk_norm = true;
     }
-    if (get_bool (root, "use_sliding_window", false)) {
+    if (get_bool (root, "use_sliding_window", false, path, errors)) {
       int64_t from = json_object_get (root, "max_window_layers") == NULL ? 28   /* HF's default */
                      : get_one (root, "max_window_layers", PM_MAX_COUNT, path, errors);
       m->window = get_one (root, "sliding_window", PM_MAX_SEQ, path, errors);
@@ -183,7 +208,7 @@ modern_load (json_t *root, struct model_cfg *m, const char *path, int *errors)
      * head has its own keys and values (no grouping) */
     m->head_dim = m->qk_nope_dim + m->qk_rope_dim;
     m->kv_heads = 0;
-    m->qkv_bias = m->o_bias = get_bool (root, "attention_bias", false);
+    m->qkv_bias = m->o_bias = get_bool (root, "attention_bias", false, path, errors);
     m->shared_ffn = get_one (root, "n_shared_experts", PM_MAX_COUNT, path, errors) * m->moe_ffn;
     m->router_bias = arch_is (m, "deepseek_v3");     /* e_score_correction_bias */
     m->mtp_layers = get_one (root, "num_nextn_predict_layers", PM_MAX_COUNT, path, errors);
@@ -200,7 +225,7 @@ modern_load (json_t *root, struct model_cfg *m, const char *path, int *errors)
         m->layer_kind[i] |= LAYER_MOE;
     break;
   case FAM_GPT_OSS:
-    m->qkv_bias = m->o_bias = get_bool (root, "attention_bias", true);
+    m->qkv_bias = m->o_bias = get_bool (root, "attention_bias", true, path, errors);
     m->mlp_bias = m->router_bias = m->sinks = true;
     m->window = json_object_get (root, "sliding_window") == NULL ? 128
               : get_one (root, "sliding_window", PM_MAX_SEQ, path, errors);
@@ -232,8 +257,8 @@ modern_load (json_t *root, struct model_cfg *m, const char *path, int *errors)
   case FAM_NEOX: {
     double pct = get_number (root, "rotary_pct", 0.25, path, errors);
     m->layernorm = m->gelu = m->mlp_bias = true;
-    m->qkv_bias = m->o_bias = get_bool (root, "attention_bias", true);
-    m->parallel_residual = get_bool (root, "use_parallel_residual", true);
+    m->qkv_bias = m->o_bias = get_bool (root, "attention_bias", true, path, errors);
+    m->parallel_residual = get_bool (root, "use_parallel_residual", true, path, errors);
     if (pct <= 0 || pct > 1)
       refuse (path, "rotary_pct", "must be a fraction in (0, 1]", errors);
     else if (m->heads > 0) {
@@ -340,16 +365,28 @@ model_cfg_load (struct model_cfg *m, const char *path)
     return -1;
   }
   m->family = families[f].family;
-  m->layers = get_int (root, k_layers, PM_MAX_COUNT, path, &errors);
-  m->hidden = get_int (root, k_hidden, PM_MAX_DIM, path, &errors);
-  m->heads = get_int (root, k_heads, PM_MAX_DIM, path, &errors);
+  m->layers = get_count (root, k_layers, PM_MAX_COUNT, path, &errors);
+  m->hidden = get_count (root, k_hidden, PM_MAX_DIM, path, &errors);
+  m->heads = get_count (root, k_heads, PM_MAX_DIM, path, &errors);
   m->ffn = get_int (root, k_ffn, PM_MAX_DIM, path, &errors);
-  m->vocab = get_int (root, k_vocab, PM_MAX_DIM, path, &errors);
+  m->vocab = get_count (root, k_vocab, PM_MAX_DIM, path, &errors);
   m->experts = get_int (root, k_experts, PM_MAX_COUNT, path, &errors);
   m->top_k = get_int (root, k_topk, PM_MAX_COUNT, path, &errors);
+  /* a model of experts given none: refused, not built dense */
+  if (m->experts == 0 && errors == 0 &&
+      (m->family == FAM_MIXTRAL || m->family == FAM_SWITCH || m->family == FAM_QWEN_MOE ||
+       m->family == FAM_DEEPSEEK || m->family == FAM_GPT_OSS)) {
+    for (const char *const *k = k_experts; *k; k++)
+      if (json_is_integer (json_object_get (root, *k))) {
+        pm_error ("%s: key '%s' must be an integer from 1 to %lld (model_type %s has experts)",
+                  path, *k, (long long) PM_MAX_COUNT, m->arch);
+        errors++;
+        break;
+      }
+  }
   m->max_pos = get_int (root, k_pos, PM_MAX_DIM, path, &errors);
-  m->kv_heads = get_int (root, k_kv, PM_MAX_DIM, path, &errors);
-  m->head_dim = get_int (root, k_dkv, PM_MAX_DIM, path, &errors);
+  m->kv_heads = get_count (root, k_kv, PM_MAX_DIM, path, &errors);
+  m->head_dim = get_count (root, k_dkv, PM_MAX_DIM, path, &errors);
   m->dec_layers = get_int (root, k_dec, PM_MAX_COUNT, path, &errors);
   m->sparse_step = get_int (root, k_step, PM_MAX_COUNT, path, &errors);
   m->capacity = get_int (root, k_cap, PM_MAX_DIM, path, &errors);
@@ -357,7 +394,7 @@ model_cfg_load (struct model_cfg *m, const char *path)
    * when true; GPT-2, OPT, BERT and T5 tie unless told otherwise. */
   m->tied = get_bool (root, "tie_word_embeddings",
                       m->family < FAM_QWEN ? m->family != FAM_LLAMA && m->family != FAM_MIXTRAL
-                      : m->family == FAM_GEMMA);
+                      : m->family == FAM_GEMMA, path, &errors);
   if (m->family >= FAM_QWEN && errors == 0)
     modern_load (root, m, path, &errors);
   json_decref (root);

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "internal.h"
+#include "physics.h"
 
 /* Per thread: perfmod search predicts on several. */
 _Thread_local const char *pm_current_plugin;
@@ -501,6 +502,20 @@ plugin_estimate (struct plugin *pl, const struct perfmod_kernel *k, const struct
               e->spread);
     return -1;
   }
+  /* never faster than the GPU allows (physics.h): a prediction under the
+   * compute peak or the bandwidth is taken at that floor, and said.  fp32
+   * kernels are left as predicted: they are NeuSight's published runs,
+   * which the reproduction tables match to the digit with its baselines'
+   * own arithmetic (roofline:units=neusight, its linear fits). */
+  {
+    struct phys_cost pc;
+    double fl;
+    if (k->dtype != PERFMOD_DTYPE_FP32 && k->kclass >= 0 && k->kclass < 16 &&
+        phys_cost_of (k, gpu, &pc) == 0 && e->seconds < (fl = phys_floor (&pc, gpu)) * 0.999) {
+      e->seconds = fl;
+      __atomic_fetch_or (&pl->floored, 1u << k->kclass, __ATOMIC_RELAXED);
+    }
+  }
   /* outside the predictor's own model: remembered for the note and the mark */
   if (!plugin_covers (pl, k->kclass, k->dtype))
     __atomic_fetch_or (&pl->fallback[k->dtype], 1u << k->kclass, __ATOMIC_RELAXED);
@@ -531,7 +546,8 @@ plugin_fell_back (const struct plugin *pl)
   return false;
 }
 
-/* "fp8 FC, BMM and bf16 EW, Softmax, LN kernels (it covers fp32)". */
+/* "fp8 FC, BMM and bf16 EW, Softmax, LN kernels (it covers fp32)"; and
+ * the kernels taken at the physical floor. */
 void
 plugins_note_fallbacks (const struct plugin_set *set, FILE *fp)
 {
@@ -539,6 +555,17 @@ plugins_note_fallbacks (const struct plugin_set *set, FILE *fp)
     const struct plugin *pl = &set->v[i];
     unsigned covered = 0;
     bool first = true;
+    if (pl->floored) {
+      fprintf (fp, "perfmod: note: %s predicted some ", pl->p.name);
+      for (int c = 0; c < 16; c++)
+        if (pl->floored & 1u << c) {
+          fprintf (fp, "%s%s", first ? "" : ", ", kclass_name (c));
+          first = false;
+        }
+      fprintf (fp, " kernels faster than the GPU's peak or memory bandwidth allows: they are "
+               "taken at that floor\n");
+      first = true;
+    }
     if (!plugin_fell_back (pl))
       continue;
     fprintf (fp, "perfmod: note: %s has no model of its own for this run's ", pl->p.name);

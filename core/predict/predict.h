@@ -14,6 +14,9 @@ struct plugin {
    * predicted outside the predictor's own model (a bit per kclass) */
   unsigned dtypes_of[16], dtypes_asked;
   unsigned fallback[PERFMOD_DTYPE_COUNT];
+  /* the classes of the kernels it predicted faster than the GPU's peak or
+   * bandwidth allows, taken at that floor (a bit per kclass) */
+  unsigned floored;
 };
 struct plugin_set {
   struct plugin *v;
