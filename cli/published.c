@@ -284,13 +284,6 @@ run_setup (const struct pub_run *x, const struct model_cfg *m, const struct gpu_
   return NULL;
 }
 
-static int
-cmp_double (const void *a, const void *b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-  return x < y ? -1 : x > y;
-}
-
 int
 reproduce_published (struct plugin_set *set, const struct gpu_db *gpus,
                      const struct reproduce_options *o)

@@ -235,13 +235,6 @@ serving_load (const char *path, const struct gpu_db *gpus, struct serving_run **
   return 0;
 }
 
-static int
-cmp_double (const void *a, const void *b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-  return x < y ? -1 : x > y;
-}
-
 /* Median of v[0..n) (sorted in place). */
 static double
 median (double *v, size_t n)

@@ -174,21 +174,14 @@ predict (perfmod_ctx *ctx, const struct perfmod_request *req, struct perfmod_res
   }
   /* the command line's ranges (perfmod(1), LIMITS); 0: the default */
   {
-    static const struct { const char *name; int64_t max; size_t off; } counts[] = {
+    static const struct field_range counts[] = {
       { "batch", PM_MAX_BATCH, offsetof (struct perfmod_request, batch) },
       { "seq", PM_MAX_SEQ, offsetof (struct perfmod_request, seq) },
       { "nodes", PM_MAX_GPUS, offsetof (struct perfmod_request, nodes) },
       { "gpus_per_node", PM_MAX_GPUS, offsetof (struct perfmod_request, gpus_per_node) },
     };
-    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
-      int64_t v;
-      memcpy (&v, (const char *) req + counts[i].off, sizeof v);
-      if (v < 0 || v > counts[i].max) {
-        pm_error ("perfmod_predict: %s %lld: expected 1 to %lld (0: the default)", counts[i].name,
-                  (long long) v, (long long) counts[i].max);
-        return -1;
-      }
-    }
+    if (fields_in_range (req, counts, sizeof counts / sizeof counts[0], "perfmod_predict") < 0)
+      return -1;
   }
   if (req->model == NULL) {
     pm_error ("perfmod_predict: no model");

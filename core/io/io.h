@@ -91,6 +91,17 @@ bool ck_add64 (int64_t a, int64_t b, int64_t *out);
 #define PM_MAX_GPUS (1 << 20)              /* nodes, GPUs per node, GPUs in all */
 #define PM_MAX_MICROBATCHES (1 << 20)      /* per step: the pipeline schedules each */
 #define PM_MAX_EPOCHS 1000000
+/* A request's int64 count at byte offset off, from 0 (its default) to max. */
+struct field_range {
+  const char *name;
+  int64_t max;
+  size_t off;
+};
+/* 0 if every field of req is in its range, else -1 after pm_error naming
+ * who, the field, its value and the range. */
+int fields_in_range (const void *req, const struct field_range *r, size_t n, const char *who);
+/* qsort's order of doubles, ascending. */
+int cmp_double (const void *a, const void *b);
 /* Index of w among the n words of v, or -1. */
 int word_index (const char *w, const char *const *v, size_t n);
 char *trim (char *s);

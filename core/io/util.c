@@ -610,3 +610,25 @@ visited_free (struct visited *s)
   free (s->v);
   memset (s, 0, sizeof *s);
 }
+
+int
+fields_in_range (const void *req, const struct field_range *r, size_t n, const char *who)
+{
+  for (size_t i = 0; i < n; i++) {
+    int64_t v;
+    memcpy (&v, (const char *) req + r[i].off, sizeof v);
+    if (v < 0 || v > r[i].max) {
+      pm_error ("%s: %s %lld: expected 1 to %lld (0: the default)", who, r[i].name, (long long) v,
+                (long long) r[i].max);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+int
+cmp_double (const void *a, const void *b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+  return x < y ? -1 : x > y;
+}

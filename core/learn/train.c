@@ -315,13 +315,6 @@ drop_throttled (const struct kset *ks, size_t *rows, size_t n,
 #define FLOOR_KEEP 2.0
 #define FLOOR_MIN_ROWS 5
 
-static int
-cmp_double (const void *a, const void *b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-  return (x > y) - (x < y);
-}
-
 static double
 median_of (double *v, size_t n)
 {

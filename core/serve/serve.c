@@ -525,7 +525,7 @@ serve_run (struct plugin_set *set, const struct gpu_db *gpus,
     return -1;
   }
   {
-    static const struct { const char *name; int64_t max; size_t off; } counts[] = {
+    static const struct field_range counts[] = {
       { "--requests", SERVE_MAX_REQUESTS, offsetof (struct perfmod_serve_request, requests) },
       { "--max-batch", PM_MAX_BATCH, offsetof (struct perfmod_serve_request, max_batch) },
       { "--prefill-max-batch", PM_MAX_BATCH,
@@ -533,15 +533,8 @@ serve_run (struct plugin_set *set, const struct gpu_db *gpus,
       { "--max-tokens", PM_MAX_SEQ, offsetof (struct perfmod_serve_request, max_tokens) },
       { "--gpus-per-node", PM_MAX_GPUS, offsetof (struct perfmod_serve_request, gpus_per_node) },
     };
-    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
-      int64_t v;
-      memcpy (&v, (const char *) req + counts[i].off, sizeof v);
-      if (v < 0 || v > counts[i].max) {
-        pm_error ("serve: %s %lld: expected 1 to %lld (0: the default)", counts[i].name,
-                  (long long) v, (long long) counts[i].max);
-        return -1;
-      }
-    }
+    if (fields_in_range (req, counts, sizeof counts / sizeof counts[0], "serve") < 0)
+      return -1;
   }
   disagg = req->prefill_strategy != NULL || req->decode_strategy != NULL ||
            req->prefill_workers != 0 || req->decode_workers != 0;

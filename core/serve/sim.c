@@ -542,25 +542,38 @@ with_host (const struct sim *s, double gpu, size_t n)
   return s->eng->overlap ? (gpu > host ? gpu : host) : gpu + host;
 }
 
+/* What `decodes` decoding requests add to an iteration beyond its GEMMs:
+ * their attention over ctx cached tokens in all (the kernel reads the
+ * cache at its width), and their drafts, a draft layer and the logits per
+ * draft token (MTP, EAGLE). */
+static int
+decodes_ms (struct sim *s, struct serve_costs *c, int64_t decodes, double ctx, double *ms)
+{
+  double attn, dense, logits;
+  if (serve_cost_decode_attn (c, decodes, ctx, &attn) < 0)
+    return -1;
+  attn *= s->in->kv_read_scale;
+  *ms = attn;
+  if (s->in->spec.draft_layers > 0) {
+    if (serve_cost_tokens (c, decodes, &dense) < 0 || serve_cost_logits (c, decodes, &logits) < 0)
+      return -1;
+    *ms += (double) s->in->spec.tokens * (s->in->spec.draft_layers * (dense + attn) + logits);
+  }
+  return 0;
+}
+
 /* A decode-only iteration of `decodes` requests over ctx cached tokens in
  * all: the CUDA graph's batch, the logits, attention, the drafts. */
 static int
 decode_ms (struct sim *s, struct serve_costs *c, int64_t decodes, double ctx, double *ms)
 {
   int64_t step = step_tokens (s);
-  double t, part, attn, dense, logits;
+  double t, part, rest;
   if (serve_cost_tokens (c, serve_graph_batch (s->eng, decodes) * step, &t) < 0 ||
       serve_cost_logits (c, decodes * step, &part) < 0 ||
-      serve_cost_decode_attn (c, decodes, ctx, &attn) < 0)
+      decodes_ms (s, c, decodes, ctx, &rest) < 0)
     return -1;
-  attn *= s->in->kv_read_scale;
-  t += part + attn;
-  if (s->in->spec.draft_layers > 0) {
-    if (serve_cost_tokens (c, decodes, &dense) < 0 || serve_cost_logits (c, decodes, &logits) < 0)
-      return -1;
-    t += (double) s->in->spec.tokens * (s->in->spec.draft_layers * (dense + attn) + logits);
-  }
-  *ms = with_host (s, t, (size_t) decodes);
+  *ms = with_host (s, t + part + rest, (size_t) decodes);
   return 0;
 }
 
@@ -598,17 +611,9 @@ iteration_ms (struct sim *s, struct inst *in, double *ms)
     return -1;
   t += part;
   if (decodes > 0) {
-    double attn, dense, logits;
-    if (serve_cost_decode_attn (c, decodes, ctx, &attn) < 0)
+    if (decodes_ms (s, c, decodes, ctx, &part) < 0)
       return -1;
-    attn *= s->in->kv_read_scale;     /* the kernel reads the cache at its width */
-    t += attn;
-    /* the drafts: a layer and the logits per draft token (MTP, EAGLE) */
-    if (s->in->spec.draft_layers > 0) {
-      if (serve_cost_tokens (c, decodes, &dense) < 0 || serve_cost_logits (c, decodes, &logits) < 0)
-        return -1;
-      t += (double) s->in->spec.tokens * (s->in->spec.draft_layers * (dense + attn) + logits);
-    }
+    t += part;
   }
   *ms = with_host (s, t, in->nb);
   return 0;
@@ -947,13 +952,6 @@ start (struct sim *s, struct inst *in)
     s->iterations += in->run - 1;
   }
   return 0;
-}
-
-static int
-cmp_double (const void *a, const void *b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-  return x < y ? -1 : x > y;
 }
 
 static double
