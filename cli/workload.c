@@ -244,6 +244,7 @@ workload_load (struct cli *c, struct workload *w)
       if (bw == 0) {
         pm_error ("--mode train: %s has no backward ops (BwOps and AccOps are empty in every "
                   "row): an inference trace; use --mode inf", c->opgraph);
+        graph_free (&w->g);
         goto fail;
       }
     }

@@ -95,7 +95,7 @@ ok $([ $rc -eq 0 ] && [ "$(notes)" -eq 1 ] && grep -q 'bf16 BMM, EW, LN, ATTN an
      jq -e '[.predictions[].dtype_fallback] == [true, false] and .dtypes.gemm == "fp8" and .dtypes.other == "bf16"' "$TMP/out" >/dev/null &&
      echo 0 || echo 1) "fp8 inference: one note naming both dtypes; JSON dtype_fallback and dtypes"
 run_pm $T --gpu h100 --mode train --precision fp32 --predictor roofline,linreg --plugin-opt linreg:tc_params=none
-ok $([ $rc -eq 0 ] && [ "$(notes)" -eq 0 ] && ! grep -q 'linreg\*' "$TMP/out" && echo 0 || echo 1) \
+ok $([ $rc -eq 0 ] && [ "$(notes)" -eq 0 ] && grep -q 'linreg' "$TMP/out" && ! grep -q 'linreg\*' "$TMP/out" && echo 0 || echo 1) \
   "at fp32, which its parameters cover, no note and no mark"
 
 # The parameter file's dtypes keys: all classes, one class, a bad name.

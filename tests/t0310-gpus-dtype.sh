@@ -69,8 +69,10 @@ l40s l40s
 rtx_pro_6000_server rtx-pro-6000-server'
 
 plan $((nspell + 14))
-ok_empty () {  # ok_empty FILE DESCRIPTION: passes when FILE (the problems found) is empty
-  if [ -s "$1" ]; then ok 1 "$2"; diag "$(cat "$1")"; else ok 0 "$2"; fi
+ok_empty () {  # ok_empty FILE DESCRIPTION: passes when FILE (the problems found) is empty,
+  # and perfmod gpus listed GPUs to look at
+  if [ -s "$1" ] || [ "$(grep -c . "$TMP/gpus" 2>/dev/null)" -lt 20 ]; then ok 1 "$2"; diag "$(cat "$1")"
+  else ok 0 "$2"; fi
 }
 
 # perfmod gpus: columns 1-16 are name vendor SMs fp32_gflops tf32 bf16 fp8 mem_gb mem_gbps

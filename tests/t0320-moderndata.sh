@@ -37,7 +37,7 @@ mkdir -p "$G/moe/a/1"
   echo "A,1,$dev,moe,x,int4_wo,64,256,128,2,8,1,1,balanced,0.01"; } | gzip >"$G/moe/a/1/moe_perf.csv.gz"
 
 run_pm eval --data "$D" --predictor roofline --per-op --format csv
-ok $rc "eval reads the gzip tables, LLMCompass's headerless matmuls"
+ok $([ "$rc" -eq 0 ] && grep -q '^roofline,' "$TMP/out"; echo $?) "eval reads the gzip tables, LLMCompass's headerless matmuls"
 # The MoE layer as its grouped GEMMs: 128 assignments over 8 experts, 16 tokens each; fc1
 # 8 x (16 x 256) by (256 x 256), fc2 8 x (16 x 128) by (128 x 256), SwiGLU over 128 rows of
 # 128 (reads 2 x 128, writes 128): bytes over 3430 GB/s, each above its FLOPs at the peak.

@@ -13,7 +13,7 @@ ok $(grep -Eq '^pp +4 +inter-node .*bubble \(p-1\)/\(m\+p-1\) = 0.429 with m = 4
 # NVLink W = 450e9): tp=8, B = 4*1024 tokens, D = 2560, F = 10240.
 tm=$(awk 'BEGIN { printf "%.4f", 4*4096*2560*10240/(8*66.908e12)*1e3 }')
 tc=$(awk 'BEGIN { printf "%.4f", 4*4096*2560/450e9*1e3 }')
-ok $(awk -v tm="$tm" -v tc="$tc" '$1 == "tp" { exit !($4 == tm && $5 == tc) }' "$TMP/out"; echo $?) \
+ok $(awk -v tm="$tm" -v tc="$tc" '$1 == "tp" { f = 1; exit !($4 == tm && $5 == tc) } END { if (!f) exit 1 }' "$TMP/out"; echo $?) \
   "tp t_math and t_comms equal 4BDF/(YC) = $tm ms and 4BD/W = $tc ms"
 
 # The default precision on an H100 is bf16: C = 989.4e12, and tp=8 turns
@@ -29,7 +29,7 @@ ok $([ $rc -eq 0 ] && grep -q 'C = 989.4 TFLOP/s bf16' "$TMP/out" &&
 run_pm --mode train --precision fp32 --batch 64 --strategy dp=16 --nodes 2 --explain
 dm=$(awk 'BEGIN { printf "%.4f", 8*64*1024*1280*5120/(16*66.908e12)*1e3 }')
 dc=$(awk 'BEGIN { printf "%.4f", 8*1280*5120/50e9*1e3 }')
-ok $([ $rc -eq 0 ] && awk -v m="$dm" -v c="$dc" '$1 == "dp" { exit !($3 == "inter-node" && $4 == m && $5 == c) }' "$TMP/out" && echo 0 || echo 1) \
+ok $([ $rc -eq 0 ] && awk -v m="$dm" -v c="$dc" '$1 == "dp" { f = 1; exit !($3 == "inter-node" && $4 == m && $5 == c) } END { if (!f) exit 1 }' "$TMP/out" && echo 0 || echo 1) \
   "dp=16 over 2 nodes uses the NICs: 8BDF/(XC) = $dm ms, 8DF/W = $dc ms"
 
 run_pm --model gpt3-2.7b --mode train --batch 8 --strategy tp8-pp4 --nodes 4 --explain --format csv

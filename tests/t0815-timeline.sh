@@ -66,7 +66,9 @@ for k in sys.argv[2:]:
 EOF
 tl () { python3 "$TMP/tl.py" "$@" 2>/dev/null || echo fail; }
 # near A B TOL: |A/B - 1| <= TOL (both from different sources)
-near () { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN{d=(b==0)?a:a/b-1; print (d<=t&&d>=-t)?0:1}'; }
+near () { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN{n="^[-+]?[0-9.]+([eE][-+]?[0-9]+)?$"
+  if (a !~ n || b !~ n) { print 1; exit }   # a missing number is no match
+  d=(b==0)?a:a/b-1; print (d<=t&&d>=-t)?0:1}'; }
 csvf () { awk -F, -v c="$2" 'NR==1{for(i=1;i<=NF;i++) if($i==c) k=i} NR==2{print $k}' "$1"; }
 
 S="--model gpt3-2.7b --gpu h100 --mode train --batch 16"

@@ -30,7 +30,7 @@ ok $(awk -v a="$(get tp2 tpot_comm_ms)" -v b="$(get tp1 tpot_comm_ms)" 'BEGIN { 
 serving pp2 --model llama3.1-70b --gen 128 --batch 64 --seq 1024 --dtype fp8 --strategy tp=2,pp=2
 ok $(awk -v a="$(get pp2 kv_cache_gb)" -v b="$(get tp2 kv_cache_gb)" 'BEGIN { d = a / b - 0.5; exit !(d < 1e-6 && d > -1e-6) }'; echo $?) \
   "pp=2 splits the layers: half the KV cache per GPU"
-ok $(awk -v a="$(get pp2 tpot_ms)" -v b="$(get tp2 tpot_ms)" 'BEGIN { exit !(a >= b) }'; echo $?) \
+ok $(awk -v a="$(get pp2 tpot_ms)" -v b="$(get tp2 tpot_ms)" 'BEGIN { exit !(b > 0 && a >= b) }'; echo $?) \
   "a token passes the stages in sequence: pp=2 is no faster per token ($(get pp2 tpot_ms) vs $(get tp2 tpot_ms))"
 
 serving dp2 --model llama3.1-8b --gen 64 --batch 16 --seq 512 --strategy tp=2,dp=2
@@ -86,7 +86,7 @@ serving etp8 --model qwen3-235b-a22b --dtype fp8 --engine --gen 64 --batch 1 --s
 ok $(awk -v a="$(get ep8 tpot_ms)" -v b="$(get etp8 tpot_ms)" 'BEGIN { exit !(b > 0 && a > b) }'; echo $?) \
   "decode at batch 1: ep=8's step ($(get ep8 tpot_ms) ms) is slower than etp=8's ($(get etp8 tpot_ms) ms)"
 ok $(awk -v a="$(get ep8 weights_gb)" -v b="$(get etp8 weights_gb)" -v c="$(get ep8 tpot_comm_ms)" -v d="$(get etp8 tpot_comm_ms)" \
-  'BEGIN { exit !(a == b && c == d) }'; echo $?) \
+  'BEGIN { exit !(a > 0 && c > 0 && a == b && c == d) }'; echo $?) \
   "ep=8 and etp=8 hold the same weights per GPU and run the same all-reduces"
 run_pm --gpu h100 --model qwen3-235b-a22b --dtype fp8 --engine --gen 64 --batch 1 --seq 1024 --strategy tp=8,ep=8,etp=1 --explain
 n=$(awk '/one decode step/ { f = 1 } f && $1 ~ /^layers_0_tp_allreduce_fw$/ { n++ } END { print n + 0 }' "$TMP/out")
@@ -187,10 +187,10 @@ got=$(layer0)
 ok $(echo "$got" | awk '{ for (i = 1; i <= NF; i++) { if ($i ~ /^input_layernorm_/) n++; if ($i ~ /^self_attn_[qkv]_proj:/) q++; if ($i ~ /^rope_[qk]_/) r++ } exit !(NF == 37 && n == 6 && q == 3 && r == 10 && $NF == "add_2:VECadd") }'; echo $?) \
   "without --engine a Llama layer is the eager one's 37 kernels (RMSNorm in 6, q/k/v apart, rope in 5 per q and k, the adds)"
 run_pm --gpu h100 --model llama3.1-8b --batch 2 --seq 128 --format csv
-ok $(awk -F, 'NR == 2 { exit !($2 == "5.98554197") }' "$TMP/out"; echo $?) \
+ok $(awk -F, 'NR == 2 { f = 1; exit !($2 == "5.98554197") } END { if (!f) exit 1 }' "$TMP/out"; echo $?) \
   "without --engine the roofline's Llama-3.1-8B prefill is 5.98554197 ms, as before the engine's kernels"
 run_pm --gpu h100 --model llama3.1-8b --batch 2 --seq 128 --format csv --engine
-ok $(awk -F, 'NR == 2 { exit !($2 > 0 && $2 < 5.98554197) }' "$TMP/out"; echo $?) \
+ok $(awk -F, 'NR == 2 { f = 1; exit !($2 > 0 && $2 < 5.98554197) } END { if (!f) exit 1 }' "$TMP/out"; echo $?) \
   "with --engine the prefill is cheaper (fewer bytes; the logits of the last tokens only)"
 expect_fail 2 'inference only' "--engine with training refused" -- --model llama3.1-8b --mode train --engine --batch 1 --seq 128
 expect_fail 2 'engine with kernels=te' "--engine with kernels=te (Transformer Engine's own fusions) refused" -- \
