@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1010-exit.sh: numbers out of range and sizes that would overflow refused, nonsense in inputs refused, and the exit-code contract (issue 23).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 79
+plan 80
 
 # a model config: gpt2-large's with sed's edit
 cfg () { sed "$2" "$top_srcdir/models/gpt2-large.json" >"$TMP/$1.json"; }
@@ -216,6 +216,9 @@ sed 's/"vocab_size"/"attention_bias": "yes", "vocab_size"/' "$top_srcdir/models/
 run_pm --model "$TMP/bias.json"
 ok $([ "$rc" -eq 2 ] && grep -q "bias.json: key 'attention_bias' must be true or false" "$TMP/err"; echo $?) \
   "attention_bias as a string is refused by key"
+sed 's/"vocab_size"/"attention_bias": true, "vocab_size"/' "$top_srcdir/models/llama3.1-8b.json" >"$TMP/lbias.json"
+expect_one_line 2 "lbias.json: key 'attention_bias': true: perfmod builds this model type's layers without biases" \
+  "a Llama config with attention_bias true is refused (it was built without the biases)" -- --model "$TMP/lbias.json"
 awk 'BEGIN { print "Name,OpName,FwOps,BwOps,AccOps,Prev,Next,InputShapes,OutputShape"
   print "input_ids,misc,[],[],[],set(),set(),[],\"(8, 512)\""
   print "n1,VECadd,\"[[\047VECadd\047, [8, 1024]]]\",[],[],set(),set(),\"[(8, 1024)]\",\"(8, 1024)\"" }' >"$TMP/inf.csv"

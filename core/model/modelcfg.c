@@ -397,6 +397,15 @@ model_cfg_load (struct model_cfg *m, const char *path)
                       : m->family == FAM_GEMMA, path, &errors);
   if (m->family >= FAM_QWEN && errors == 0)
     modern_load (root, m, path, &errors);
+  /* Llama, Mistral and Mixtral are built without biases: a config that
+   * asks for them is refused, not built without them */
+  if (m->family == FAM_LLAMA || m->family == FAM_MIXTRAL) {
+    static const char *const biases[] = { "attention_bias", "mlp_bias" };
+    for (size_t i = 0; i < 2; i++)
+      if (get_bool (root, biases[i], false, path, &errors))
+        refuse (path, biases[i], "true: perfmod builds this model type's layers without "
+                "biases (their parameters and adds are not modelled)", &errors);
+  }
   json_decref (root);
   if (m->ffn == 0 && m->family == FAM_GPT2)
     m->ffn = 4 * m->hidden;      /* GPT-2's n_inner: null means 4 x width */
