@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1020-outputs.sh: result files written without loss: through symlinks, atomically over regular files with their mode kept, directly to devices, FIFOs and stdout, never over one of the run's inputs, no file aside left behind.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 17
+plan 20
 
 W="$TMP/w"
 mkdir "$W"
@@ -99,6 +99,37 @@ ok $([ "$rc" -eq 2 ] && grep -q "gemm_perf.csv.gz: is one of this run's inputs" 
 run_pm train --predictor linreg --data "$W/tables" --out "$W/lr.params"
 ok $([ "$rc" -eq 0 ] && grep -q '^perfmod-params' "$W/lr.params"; echo $?) \
   "train --out elsewhere writes its parameters"
+
+# interrupted long runs leave no chart and no file aside (SIGINT, SIGTERM); one killed
+# outright leaves its file aside, which the next write of the name removes
+wait_aside () {  # wait_aside FILE: until FILE.tmpPID is there (at most 20 s)
+  i=0
+  while [ $i -lt 200 ] && ! ls "$1".tmp* >/dev/null 2>&1; do sleep 0.1; i=$((i + 1)); done
+  ls "$1".tmp* >/dev/null 2>&1
+}
+# (a background job of a script starts with SIGINT ignored: env gives it back its default)
+for sig in INT TERM; do
+  env --default-signal=INT "$PERFMOD" search --model gpt3-175b --gpu h100 --gpus 4096 --global-batch 2048 --predictor tile-mlp \
+    --jobs 1 --plot "$W/s$sig.svg" >"$W/s$sig.out" 2>&1 &
+  pid=$!
+  wait_aside "$W/s$sig.svg"
+  aside=$?
+  kill -$sig $pid
+  wait $pid
+  rc=$?
+  ok $([ $aside -eq 0 ] && [ $rc -gt 128 ] && [ ! -e "$W/s$sig.svg" ] && ! ls "$W/s$sig.svg".tmp* >/dev/null 2>&1; echo $?) \
+    "search --plot interrupted by SIG$sig: no chart, no file aside (exit $rc)"
+done
+"$PERFMOD" search --serve --model qwen3-32b --gpu h100 --gpus 16 --isl 2048 --osl 256 --jobs 1 \
+  --plot "$W/serve.svg" >/dev/null 2>&1 &
+pid=$!
+wait_aside "$W/serve.svg"
+kill -KILL $pid
+wait $pid
+"$PERFMOD" search --serve --model qwen3-32b --gpu h100 --gpus 2 --isl 256 --osl 16 --plot "$W/serve.svg" >/dev/null 2>&1
+rc=$?
+ok $([ $rc -eq 0 ] && grep -q '<svg' "$W/serve.svg" && ! ls "$W/serve.svg".tmp* >/dev/null 2>&1; echo $?) \
+  "search --serve killed outright: the next run's chart is written and the dead one's file aside removed"
 
 # nothing left aside
 left=$(find "$W" -maxdepth 3 -name '*.tmp[0-9]*' 2>/dev/null | head -3)
