@@ -4,7 +4,7 @@
 grep -q '^#define HAVE_MPI 1' "$top_builddir/config.h" 2>/dev/null ||
   skip_all "perfmod was built without Open MPI (configure found no ompi-c)"
 command -v mpirun >/dev/null || skip_all "mpirun not found (Debian: openmpi-bin)"
-plan 4
+plan 5
 
 # Open MPI's own allocations are not perfmod's leaks
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
@@ -30,4 +30,18 @@ mpirun --allow-run-as-root --oversubscribe -np 2 "$PERFMOD" $P --plot "$TMP/two.
 rc=$?
 ok $([ $rc -eq 0 ] && [ -s "$TMP/one.svg" ] && cmp -s "$TMP/one.svg" "$TMP/two.svg" && echo 0 || echo 1) \
   "mpirun -np 2 search --plot: the single process's chart"
+# a rank killed outright: the run ends with a failure, not a hang, and leaves no chart
+K="search --model gpt3-175b --gpu h100 --gpus 4096 --global-batch 2048 --predictor tile-mlp --jobs 1"
+( timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 "$PERFMOD" $K --plot "$TMP/killed.svg" \
+    >"$TMP/kout" 2>"$TMP/kerr"; echo $? >"$TMP/krc" ) &
+i=0
+ranks () { pgrep -f -- "^$PERFMOD $K --plot $TMP/killed.svg"; }   # the ranks, not mpirun
+while [ $i -lt 200 ] && [ "$(ranks | grep -c .)" -lt 2 ]; do sleep 0.1; i=$((i + 1)); done
+rank=$(ranks | tail -1)
+[ -n "$rank" ] && kill -KILL "$rank"
+wait
+krc=$(cat "$TMP/krc" 2>/dev/null)
+ok $([ -n "$rank" ] && [ -n "$krc" ] && [ "$krc" -ne 0 ] && [ "$krc" -ne 124 ] && [ ! -e "$TMP/killed.svg" ] &&
+     ! grep -q '"best"\|^rank' "$TMP/kout"; echo $?) \
+  "mpirun with one rank killed: a failure (exit ${krc:-none}), not a hang, and no chart"
 finish
