@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1020-outputs.sh: result files written without loss: through symlinks, atomically over regular files with their mode kept, directly to devices, FIFOs and stdout, never over one of the run's inputs, no file aside left behind.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 20
+plan 23
 
 W="$TMP/w"
 mkdir "$W"
@@ -30,6 +30,34 @@ chmod 640 "$W/mode.svg"
 run_pm --plot "$W/mode.svg"
 ok $([ "$rc" -eq 0 ] && [ "$(stat -c %a "$W/mode.svg")" = 640 ] && svg "$W/mode.svg"; echo $?) \
   "--plot over a file keeps its mode (640)"
+
+# a file of two hard links: both names see the new chart, still one file
+echo old >"$W/hard1.svg"
+ln "$W/hard1.svg" "$W/hard2.svg"
+run_pm --plot "$W/hard1.svg"
+ok $([ "$rc" -eq 0 ] && svg "$W/hard2.svg" && [ "$(stat -c %h "$W/hard1.svg")" = 2 ] &&
+     [ "$(stat -c %i "$W/hard1.svg")" = "$(stat -c %i "$W/hard2.svg")" ]; echo $?) \
+  "--plot over one of two hard links: the other name sees the chart, the link kept"
+
+# a read-only file is not replaced for a normal user (as root: run as nobody, in a
+# directory nobody may write, as a normal user would find it)
+mkdir "$W/ro" && chmod 777 "$W/ro" && echo keep >"$W/ro/chart.svg" && chmod 444 "$W/ro/chart.svg"
+if [ "$(id -u)" -eq 0 ]; then
+  chmod 755 "$TMP" "$W"       # the way there open to nobody, as a user's own folders are
+  as_user () { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+else
+  as_user () { "$@"; }
+fi
+as_user "$PERFMOD" --plot "$W/ro/chart.svg" >"$TMP/out" 2>"$TMP/err"
+rc=$?
+ok $([ "$rc" -ne 0 ] && grep -q "chart.svg: cannot write: Permission denied" "$TMP/err" &&
+     [ "$(cat "$W/ro/chart.svg")" = keep ] && [ "$(ls "$W/ro")" = chart.svg ]; echo $?) \
+  "--plot over a read-only file, as a normal user: refused, the file and its folder as they were"
+chmod 644 "$W/ro/chart.svg" && chown 65534 "$W/ro/chart.svg" 2>/dev/null
+as_user "$PERFMOD" --plot "$W/ro/chart.svg" >"$TMP/out" 2>"$TMP/err"
+rc=$?
+ok $([ "$rc" -eq 0 ] && svg "$W/ro/chart.svg" && [ "$(stat -c %a "$W/ro/chart.svg")" = 644 ]; echo $?) \
+  "--plot over the user's own writable file, as a normal user: replaced, mode 644 kept"
 
 # anything but a regular file is written as it is.  As root the devices are
 # nodes of our own (a broken perfmod then replaces those, not the system's).

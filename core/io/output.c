@@ -1,4 +1,4 @@
-/* output.c: writing a result file without losing anything: through symlinks, atomically over regular files (mode kept), directly to devices, FIFOs and stdout, never over one of the run's inputs. */
+/* output.c: writing a result file without losing anything: through symlinks, atomically over regular files (mode kept; a file of several hard links rewritten in place once complete; one the user may not write refused), directly to devices, FIFOs and stdout, never over one of the run's inputs. */
 #include <config.h>
 
 #include <ctype.h>
@@ -218,7 +218,40 @@ target_of (const char *path, char **real, struct stat *st)
     free (*real);
     return -1;
   }
+  /* a file the user may not write (mode 444, say) is not replaced behind its back, as a
+   * rename in its writable directory would */
+  if (S_ISREG (st->st_mode) && access (*real, W_OK) != 0) {
+    pm_error ("%s: cannot write: %s", path, strerror (errno));
+    free (*real);
+    return -1;
+  }
   return 0;
+}
+
+/* Copies the finished temporary file into a file of several hard links, so that every
+ * name sees the new contents (a rename would leave the other names the old file). */
+static int
+copy_into (const char *tmp, const char *real)
+{
+  char buf[65536];
+  ssize_t n = 0;
+  int in = open (tmp, O_RDONLY | O_CLOEXEC), out = -1, rc = -1;
+  if (in >= 0 && (out = open (real, O_WRONLY | O_TRUNC | O_CLOEXEC)) >= 0) {
+    while ((n = read (in, buf, sizeof buf)) > 0)
+      for (ssize_t w, off = 0; off < n; off += w)
+        if ((w = write (out, buf + off, (size_t) (n - off))) < 0) {
+          n = -1;
+          goto done;
+        }
+  }
+done:
+  if (in >= 0 && out >= 0 && n == 0 && fsync (out) == 0)
+    rc = 0;
+  if (out >= 0 && close (out) != 0)
+    rc = -1;
+  if (in >= 0)
+    close (in);
+  return rc;
 }
 
 FILE *
@@ -289,6 +322,19 @@ atomic_commit (FILE *fp, char *tmp, const char *path, bool ok)
   while (len > 0 && isdigit ((unsigned char) tmp[len - 1]))
     len--;
   real = xasprintf ("%.*s", (int) (len - 4), tmp);
+  {
+    struct stat st;
+    if (ok && stat (real, &st) == 0 && S_ISREG (st.st_mode) && st.st_nlink > 1) {
+      ok = copy_into (tmp, real) == 0;
+      if (!ok)
+        pm_error ("%s: cannot write: %s", path, strerror (errno));
+      unlink (tmp);
+      pending_end ();
+      free (real);
+      free (tmp);
+      return ok ? 0 : -1;
+    }
+  }
   if (!ok || rename (tmp, real) != 0) {
     pm_error ("%s: cannot write: %s", path, strerror (errno));
     unlink (tmp);
