@@ -1,7 +1,9 @@
 /* eval.c: perfmod eval: every measured test kernel predicted, MAPE per predictor, class and split (NeuSight's, beside the paper) or per table, class, dtype and GPU (the modern tables). */
 #include <config.h>
 
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -160,14 +162,21 @@ eval_modern (struct plugin **preds, char **names, size_t npred, const struct kse
              const struct eval_options *o)
 {
   bool csv = strcmp (o->format, "csv") == 0;
-  size_t kept = 0;
+  size_t kept = 0, len = 0;
+  char *buf = NULL;
+  /* the report is held until every predictor has run: a refusal leaves stdout empty */
+  FILE *out = open_memstream (&buf, &len);
+  if (out == NULL) {
+    pm_error ("cannot hold the report: %s", strerror (errno));
+    return 1;
+  }
   if (o->per_kernel)
-    printf ("predictor,file,line,table,gpu,class,dtype,b,m,n,k,h,kv_heads,ranks,bytes,"
+    fprintf (out, "predictor,file,line,table,gpu,class,dtype,b,m,n,k,h,kv_heads,ranks,bytes,"
             "measurements,measured_ms,predicted_ms,error_pct\n");
   else if (csv)
-    printf ("predictor,table,class,dtype,gpu,rows,mape_pct,median_pct,bias_pct\n");
+    fprintf (out, "predictor,table,class,dtype,gpu,rows,mape_pct,median_pct,bias_pct\n");
   else
-    printf ("%-10s %-20s %-14s %-5s %-26s %7s %8s %8s %8s\n", "predictor", "table", "class",
+    fprintf (out, "%-10s %-20s %-14s %-5s %-26s %7s %8s %8s %8s\n", "predictor", "table", "class",
             "dtype", "gpu", "rows", "mape_%", "median_%", "bias_%");
   for (size_t p = 0; p < npred; p++) {
     struct group *gv = NULL;
@@ -190,6 +199,8 @@ eval_modern (struct plugin **preds, char **names, size_t npred, const struct kse
             free (gv[j].why);
           }
           free (gv);
+          fclose (out);
+          free (buf);
           return EXIT_USAGE;
         }
         if (g->failed++ == 0)
@@ -205,7 +216,7 @@ eval_modern (struct plugin **preds, char **names, size_t npred, const struct kse
       g->sum_abs += fabs (e);
       g->sum_signed += e;
       if (o->per_kernel)
-        printf ("%s,%s,%ld,%s,%s,%s,%s,%lld,%lld,%lld,%lld,%lld,%lld,%d,%.0f,%d,%.9g,%.9g,%.6f\n",
+        fprintf (out, "%s,%s,%ld,%s,%s,%s,%s,%lld,%lld,%lld,%lld,%lld,%lld,%d,%.0f,%d,%.9g,%.9g,%.6f\n",
                 names[p], row->file, row->line, row->set, row->gpu->name,
                 krow_report_class (row), dtype_name (row->dtype), (long long) row->b,
                 (long long) row->m, (long long) row->n, (long long) row->k, (long long) row->h,
@@ -224,10 +235,10 @@ eval_modern (struct plugin **preds, char **names, size_t npred, const struct kse
         double med = g->n % 2 ? g->err[g->n / 2] : 0.5 * (g->err[g->n / 2 - 1] + g->err[g->n / 2]);
         double mape = 100 * g->sum_abs / (double) g->n, bias = 100 * g->sum_signed / (double) g->n;
         if (csv)
-          printf ("%s,%s,%s,%s,%s,%zu,%.4f,%.4f,%.4f\n", names[p], g->set, g->cls,
+          fprintf (out, "%s,%s,%s,%s,%s,%zu,%.4f,%.4f,%.4f\n", names[p], g->set, g->cls,
                   dtype_name (g->dtype), g->gpu, g->n, mape, 100 * med, bias);
         else
-          printf ("%-10s %-20s %-14s %-5s %-26s %7zu %8.2f %8.2f %+8.2f\n", names[p],
+          fprintf (out, "%-10s %-20s %-14s %-5s %-26s %7zu %8.2f %8.2f %+8.2f\n", names[p],
                   g->set, g->cls, dtype_name (g->dtype), g->gpu, g->n, mape, 100 * med, bias);
       }
       free (g->err);
@@ -236,10 +247,17 @@ eval_modern (struct plugin **preds, char **names, size_t npred, const struct kse
     free (gv);
   }
   if (!csv && !o->per_kernel)
-    printf ("\n%zu shapes (%s) from %zu tables; each is the median of one shape's\n"
+    fprintf (out, "\n%zu shapes (%s) from %zu tables; each is the median of one shape's\n"
             "measurements across kernel libraries and versions; bias_%%: mean signed error.\n",
             kept, o->split == SPLIT_ALL ? "all" : o->split == SPLIT_HOLDOUT
             ? "the seeded 20 % held out" : "the 80 % kept for training", strv_len (ks->files));
+  if (fclose (out) != 0) {
+    pm_error ("cannot hold the report: %s", strerror (errno));
+    free (buf);
+    return 1;
+  }
+  fwrite (buf, 1, len, stdout);
+  free (buf);
   return 0;
 }
 

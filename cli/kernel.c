@@ -326,7 +326,8 @@ kernel_main (int argc, char **argv)
     if (plugin_estimate (predictor_find (&set, preds[i]), &k, &ge->gpu, &est[i]) < 0) {
       pm_error ("%s: %s", preds[i], pm_plugin_errmsg);
       free (est);
-      rc = EXIT_RUNTIME;
+      /* a predictor's bad input file is bad input; a kernel it cannot predict is not */
+      rc = plugins_input_fault () ? EXIT_USAGE : EXIT_RUNTIME;
       goto out;
     }
   double moved = k.kclass == PERFMOD_KERNEL_COMM ? pc.comm_bytes : pc.bytes;

@@ -444,10 +444,17 @@ read_aiter (struct table *t)
     struct krow k = { 0 };
     double us;
     char *dev;
+    /* placeholders, 0 and inf: the README says to skip them */
+    if (strcmp (t->r.fields[cus], "inf") == 0 ||
+        (parse_double (t->r.fields[cus], &us) && us == 0))
+      continue;
     if (!cell_double (t, cus, "us", &us))
       continue;
-    if (!(us > 0) || !isfinite (us))
-      continue;                 /* placeholders: the README says to skip them */
+    if (us < 0) {
+      pm_error ("%s:%ld: column 'us': '%s' is negative", t->path, t->r.line, t->r.fields[cus]);
+      t->errors++;
+      continue;
+    }
     if (!cell_int (t, cm, "M", 1, &k.m) || !cell_int (t, cn, "N", 1, &k.k) ||
         !cell_int (t, ck, "K", 1, &k.n) || (cb >= 0 && !cell_int (t, cb, "B", 1, &k.b)))
       continue;

@@ -529,6 +529,8 @@ modern_layer_params (const struct model_cfg *m, bool moe)
     p = ql > 0 ? d * ql + ql + ql * h * qk : d * h * qk;
     p += d * (kvl + (double) m->qk_rope_dim) + kvl + kvl * h * ((double) m->qk_nope_dim + vd);
     p += h * vd * d + (m->o_bias ? d : 0);
+    if (m->o_bias)                /* attention_bias: the down projections' biases too */
+      p += (ql > 0 ? ql : 0) + kvl + (double) m->qk_rope_dim;
   }
   else {
     p = 2 * d * h * dh + 2 * d * kvh * dh;
