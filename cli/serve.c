@@ -569,13 +569,16 @@ search_serve_main (int argc, char **argv)
   }
   else {
     int64_t shown = 0;
+    size_t oom = 0;
+    for (size_t i = 0; i < res.n; i++)
+      oom += res.pts[i].oom != 0;
     printf ("perfmod %s search --serve: %s on %lld x %s, isl %lld, osl %lld%s: %llu "
-            "configurations simulated in %.2f s (%.0f a second); %llu pruned: %llu of layouts "
-            "the model cannot take, the rest batches past saturation\n",
+            "configurations tried in %.2f s (%.0f a second), %zu of them out of memory; %llu "
+            "pruned: %llu of layouts the model cannot take, the rest batches past saturation\n",
             PACKAGE_VERSION, o.model, (long long) o.gpus, o.gpu ? o.gpu : DEFAULT_GPU,
             (long long) o.isl, (long long) o.osl, o.engine ? "" : ", engine vllm",
             (unsigned long long) res.configurations, res.seconds,
-            res.seconds > 0 ? (double) res.configurations / res.seconds : 0,
+            res.seconds > 0 ? (double) res.configurations / res.seconds : 0, oom,
             (unsigned long long) (res.refused + res.pruned), (unsigned long long) res.refused);
     printf ("\nthe frontier: output tokens/s per GPU against per user (1000 / TPOT)\n"
             "%-44s %5s %6s %10s %9s %12s %12s\n", "deployment", "gpus", "batch", "ttft_ms",
@@ -602,8 +605,12 @@ search_serve_main (int argc, char **argv)
       else
         printf ("  %s\n", q->launch);
     }
-    else
+    else if (oom == res.n)
+      printf ("\nno deployment fits: every one is out of memory\n");
+    else if (o.ttft > 0 || o.tpot > 0)
       printf ("\nno deployment within the targets (--ttft %g, --tpot %g ms)\n", o.ttft, o.tpot);
+    else
+      printf ("\nno deployment\n");
   }
   if (plot) {
     struct frontier_point *fp = xcalloc (res.n + 1, sizeof *fp);

@@ -11,7 +11,8 @@ const char *pm_datadir (void);
 void pm_datadir_use (const char *dir);
 void pm_error (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
 /* From here on pm_error keeps its first message in buf (len bytes)
- * instead of printing; buf NULL prints again. */
+ * instead of printing; buf NULL ends it, giving back the capture (or the
+ * printing) it began in: captures nest, each begun one ended once. */
 void pm_error_capture (char *buf, size_t len);
 extern int pm_verbose;
 /* The GPU of a run that names none. */

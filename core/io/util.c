@@ -55,14 +55,34 @@ vmsg (const char *prefix, const char *fmt, va_list ap)
 /* Where pm_error keeps its first message instead of printing it, if set. */
 static _Thread_local char *capture;
 static _Thread_local size_t capture_len;
+/* captures nest: a function that captures inside a caller's capture gives it back */
+#define CAPTURE_DEPTH 8
+static _Thread_local struct { char *buf; size_t len; } capture_saved[CAPTURE_DEPTH];
+static _Thread_local int capture_depth;
 
 void
 pm_error_capture (char *buf, size_t len)
 {
-  capture = buf;
-  capture_len = len;
-  if (buf && len)
-    buf[0] = '\0';
+  if (buf) {
+    if (capture_depth < CAPTURE_DEPTH) {
+      capture_saved[capture_depth].buf = capture;
+      capture_saved[capture_depth].len = capture_len;
+    }
+    capture_depth++;
+    capture = buf;
+    capture_len = len;
+    if (len)
+      buf[0] = '\0';
+  }
+  else if (capture_depth > 0) {
+    capture_depth--;
+    capture = capture_depth < CAPTURE_DEPTH ? capture_saved[capture_depth].buf : NULL;
+    capture_len = capture_depth < CAPTURE_DEPTH ? capture_saved[capture_depth].len : 0;
+  }
+  else {
+    capture = NULL;
+    capture_len = 0;
+  }
 }
 
 void
