@@ -1,0 +1,50 @@
+#!/bin/sh
+# t1070-hand.sh: figures derived by hand from the model's dimensions and gpus.d, for the terms make mutate found no other test pinned (ZeRO-1's bf16 parameter all-gather, expert parallelism's closed form, ...).
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+plan 4
+
+# gpu_key SECTION KEY: a value of gpus.d's section
+gpu_key () {
+  awk -v s="[$1]" -v k="$2" '/^\[/ { in_s = $0 == s } in_s && $1 == k && $2 == "=" { print $3; exit }' \
+    "$top_srcdir"/gpus.d/*.ini
+}
+H100=NVIDIA_H100_80GB_HBM3
+
+# ZeRO-1 (Megatron's distributed optimizer) reduce-scatters the fp32 gradients and
+# all-gathers the bf16 parameters, half their bytes: on one node, with the bandwidth term
+# dominant, its data-parallel traffic is (1 + 1/2)/2 = 3/4 of the all-reduce's.
+dp_ms () {
+  run_pm --model gpt3-2.7b --gpu h100 --mode train --batch 16 --strategy "dp=8,zero=$1" --format json
+  jq -e '.predictions[0].comm_ms.dp' "$TMP/out"
+}
+z0=$(dp_ms 0) z1=$(dp_ms 1)
+ok $(awk -v a="$z0" -v b="$z1" 'BEGIN { r = b / a; exit !(a > 0 && r > 0.745 && r < 0.755) }'; echo $?) \
+  "zero=1 moves 3/4 of zero=0's data-parallel bytes (fp32 gradients out, bf16 parameters back)"
+
+# --explain's expert-parallel row, the seeds' closed form by hand: Qwen3-30B-A3B (hidden
+# 2048, experts 768 wide, top-8) over Z = 128 ranks of 16 nodes, B = 128 x 1024 tokens:
+# T_math = 4BkDF/(ZC), T_comms = 4BD(Z-8)/(WZ) min(8k/Z, 1), W the NIC's bytes/s.
+run_pm --model qwen3-30b-a3b --gpu h100 --mode train --batch 128 --seq 1024 \
+  --strategy ep=128,dp=128 --explain
+c=$(gpu_key $H100 bf16_tflops) w=$(gpu_key $H100 nic_gbps)
+ok $(awk -v c="$c" -v w="$w" '$1 == "ep" && $2 == 128 {
+       b = 128 * 1024; d = 2048; f = 768; k = 8; z = 128; C = c * 1e12; W = w * 1e9
+       share = 8 * k / z; if (share > 1) share = 1
+       tm = 4 * b * k * d * f / (z * C) * 1e3; tc = 4 * b * d * (z - 8) / (W * z) * share * 1e3
+       found = 1; good = $3 == "inter-node" && ($4 - tm)^2 < (1e-3 * tm)^2 && ($5 - tc)^2 < (1e-3 * tc)^2 }
+     END { exit !(found && good) }' "$TMP/out"; echo $?) \
+  "--explain: expert parallelism's t_math and t_comms as the closed form gives them by hand"
+
+# Megatron's vocabulary-parallel cross entropy all-reduces three fp32 per token (the max,
+# the sum of exponentials, the target's logit): 3 x 4 x 1024 tokens of a micro-batch
+run_pm --model gpt3-2.7b --gpu h100 --mode train --batch 2 --seq 1024 --strategy tp=2 --per-op --format csv
+ok $([ "$rc" -eq 0 ] && [ "$(awk -F, '$14 == "tp allreduce " (3 * 4 * 1024 / 1e6) "MB" && $11 > 0 { n++ }
+                                      END { print n + 0 }' "$TMP/out")" -eq 1 ]; echo $?) \
+  "tp=2: one forward all-reduce of 3 fp32 per token for the cross entropy (12288 bytes)"
+
+# a predictor's bad parameter file is bad input for perfmod kernel too: exit 2, nothing printed
+# (well formed, so it is read at once; the network's shape is checked when first used)
+sed 's/^tc_vector\.1\.layers: .*/tc_vector.1.layers: 14,0,96,96,1/' "$top_srcdir/params/tile-mlp-tc.params" >"$TMP/bad.params"
+expect_fail 2 "bad.params: tc_vector.1.layers: bad width '0'" "kernel with a malformed tile-mlp parameter file: exit 2, said, nothing printed" -- \
+  kernel --op norm --rows 16 --cols 512 --gpu a100 --dtype fp16 --predictor tile-mlp \
+  --plugin-opt tile-mlp:tc_params="$TMP/bad.params"
