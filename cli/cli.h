@@ -66,7 +66,7 @@ int perfmod_main (int argc, char **argv);
 int cmd_plugins (struct plugin_set *set);
 int cmd_gpus (void);
 int cmd_strategies (void);
-int cmd_models (void);
+int cmd_models (const char *model);
 int cmd_graph (struct cli *c, struct plugin_set *set);
 int cmd_predict (struct cli *c, struct plugin_set *set);
 int cmd_train (struct cli *c);

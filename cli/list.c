@@ -67,37 +67,62 @@ cmd_strategies (void)
   return 0;
 }
 
-int
-cmd_models (void)
+/* One row of perfmod models: kv_B_tok is what one token's keys and values
+ * take in a bf16 cache over every layer (MLA: the latent and the rope key). */
+static void
+model_row (const struct model_cfg *m, int w)
 {
-  char *dir = xasprintf ("%s/models", pm_datadir ());
-  char **files = list_dir (dir, ".json");
-  int rc = 0;
-  if (files == NULL) {
+  double kv = m->family == FAM_BERT ? 0 : 2.0 * (double) m->layers * model_kv_width (m);
+  printf ("%-*s %-20s %6lld %6lld %6lld %6lld %7lld %7lld %9.0f %14.0f %14.0f\n", w, m->name,
+          m->arch, (long long) (m->layers + m->dec_layers), (long long) m->hidden,
+          (long long) m->heads, (long long) m->kv_heads, (long long) m->ffn,
+          (long long) m->experts, kv, model_active_params (m), model_params (m));
+}
+
+static void
+models_header (int w)
+{
+  /* params stays the last column (scripts read $NF); active: what a
+   * token uses, the routed experts it is not sent to left out */
+  printf ("%-*s %-20s %6s %6s %6s %6s %7s %7s %9s %14s %14s\n", w, "model", "model_type", "layers",
+          "hidden", "heads", "kv", "ffn", "experts", "kv_B_tok", "active", "params");
+}
+
+/* perfmod models: every built-in, or the one --model names (a built-in or a config.json). */
+int
+cmd_models (const char *model)
+{
+  char *dir, **files;
+  int rc = 0, w = 14;
+  if (model) {
+    struct model_cfg m;
+    if (model_cfg_open (&m, model) < 0)
+      return EXIT_USAGE;
+    w = (int) strlen (m.name) > w ? (int) strlen (m.name) : w;
+    models_header (w);
+    model_row (&m, w);
+    model_cfg_free (&m);
+    return 0;
+  }
+  dir = xasprintf ("%s/models", pm_datadir ());
+  if ((files = list_dir (dir, ".json")) == NULL) {
     pm_error ("%s: no built-in models", dir);
     free (dir);
     return EXIT_RUNTIME;
   }
   /* the model column as wide as the longest file stem */
-  int w = 14;
   for (char **f = files; *f; f++) {
     const char *base = strrchr (*f, '/');
     int n = (int) strlen (base ? base + 1 : *f) - 5;
     w = n > w ? n : w;
   }
-  /* params stays the last column (scripts read $NF); active: what a
-   * token uses, the routed experts it is not sent to left out */
-  printf ("%-*s %-20s %6s %6s %6s %6s %7s %7s %14s %14s\n", w, "model", "model_type", "layers",
-          "hidden", "heads", "kv", "ffn", "experts", "active", "params");
+  models_header (w);
   for (char **f = files; *f; f++) {
     struct model_cfg m;
     if (model_cfg_load (&m, *f) < 0)
       rc = EXIT_USAGE;
     else {
-      printf ("%-*s %-20s %6lld %6lld %6lld %6lld %7lld %7lld %14.0f %14.0f\n", w, m.name, m.arch,
-              (long long) (m.layers + m.dec_layers), (long long) m.hidden, (long long) m.heads,
-              (long long) m.kv_heads, (long long) m.ffn, (long long) m.experts,
-              model_active_params (&m), model_params (&m));
+      model_row (&m, w);
       model_cfg_free (&m);
     }
   }

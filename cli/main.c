@@ -24,7 +24,8 @@ usage (FILE *fp)
          "               [--layers N] [--fusion] [--engine] [--attention flash|unfused]\n"
          "               [--gen N]\n"
          "               [--plot FILE.svg] [--verbose]\n"
-         "       perfmod plugins | gpus | strategies | models [--plugin-path DIR]...\n"
+         "       perfmod plugins | gpus | strategies [--plugin-path DIR]...\n"
+         "       perfmod models [--model NAME|config.json]\n"
          "       perfmod graph [--model ...|--opgraph ...] [--format table|csv]: the kernels\n"
          "       perfmod reproduce [--neusight DIR] [--graph opgraph|builder]\n"
          "               [--table inf|train|perop|nodesum|distributed|all|published|serving]\n"
@@ -238,10 +239,14 @@ perfmod_main (int argc, char **argv)
     pm_error ("--format %s: perfmod %s prints a table", c.format, cmd);
     goto usage;
   }
-  if (strcmp (cmd, "gpus") == 0 || strcmp (cmd, "strategies") == 0 || strcmp (cmd, "models") == 0) {
+  if (strcmp (cmd, "models") == 0) {
+    rc = cmd_models (c.model);
     cli_free (&c);
-    return strcmp (cmd, "gpus") == 0 ? cmd_gpus ()
-         : strcmp (cmd, "models") == 0 ? cmd_models () : cmd_strategies ();
+    return rc;
+  }
+  if (strcmp (cmd, "gpus") == 0 || strcmp (cmd, "strategies") == 0) {
+    cli_free (&c);
+    return strcmp (cmd, "gpus") == 0 ? cmd_gpus () : cmd_strategies ();
   }
   if (strcmp (cmd, "train") == 0) {
     rc = cmd_train (&c);

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0805-hf-families.sh: Hugging Face configs of Qwen2/3 (+MoE), DeepSeek-V2/V3, gpt-oss, Gemma 1/2/3 and GPT-NeoX: built-ins against published parameter counts, graphs, sliding windows, MLA's cache, training and inference runs, refusals.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 34
+plan 36
 
 MODELS="qwen2-7b qwen3-8b qwen3-32b qwen3-30b-a3b qwen3-235b-a22b deepseek-v2-lite deepseek-v3
 gpt-oss-20b gpt-oss-120b gemma-7b gemma2-9b gemma3-27b gpt-neox-20b"
@@ -261,4 +261,14 @@ expect_one_line 2 "rot.json: key 'rotary_pct'" "rotary_pct beyond 1 refused" -- 
 sed 's/"rope_scaling": {/"rope_scaling": 8, "rope_scaling_was": {/' "$(cfg gemma3-27b)" >"$TMP/rope.json"
 expect_one_line 2 "rope.json: key 'rope_scaling'" "a rope_scaling that is not an object refused" -- \
   --model "$TMP/rope.json" --gpu h100
+# perfmod models --model: one row, for a built-in or a config file; kv_B_tok by hand (bf16:
+# Llama-3.1-8B 32 layers x 2 (K, V) x 8 heads x 128 x 2 bytes; DeepSeek-V3 61 x (512 + 64) x 2)
+run_pm models --model llama3.1-8b
+ok $([ "$rc" -eq 0 ] && [ "$(grep -c . "$TMP/out")" -eq 2 ] &&
+     awk 'NR == 2 && $1 == "llama3.1-8b" && $(NF-2) == 32 * 2 * 8 * 128 * 2 && $NF == 8030261248 { f = 1 }
+          END { exit !f }' "$TMP/out"; echo $?) \
+  "models --model NAME: its row alone, KV bytes per token and parameters by hand"
+run_pm models --model "$top_srcdir/models/deepseek-v3.json"
+ok $([ "$rc" -eq 0 ] && awk 'NR == 2 && $(NF-2) == 61 * (512 + 64) * 2 { f = 1 } END { exit !f }' "$TMP/out"; echo $?) \
+  "models --model FILE: a config file's row (DeepSeek-V3's latent cache, 70,272 bytes a token)"
 finish

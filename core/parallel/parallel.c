@@ -847,8 +847,19 @@ dist_check (const struct model_cfg *m, const struct dist_options *o)
     }
   }
   else if (m->layers % chunks != 0) {
-    pm_error ("%s: pp=%d%s does not divide the %lld layers", m->name, s->pp,
-              s->vp > 1 ? " x vp" : "", (long long) m->layers);
+    if (s->vp > 1 || s->pp > 64 || m->layers < s->pp) {
+      pm_error ("%s: pp=%d%s does not divide the %lld layers", m->name, s->pp,
+                s->vp > 1 ? " x vp" : "", (long long) m->layers);
+      return -1;
+    }
+    /* a hint: the layers split by hand, the extra ones to the middle stages */
+    char hint[64 * 8] = "";
+    int64_t base = m->layers / s->pp, extra = m->layers % s->pp, from = (s->pp - extra) / 2;
+    for (int i = 0; i < s->pp; i++)
+      snprintf (hint + strlen (hint), sizeof hint - strlen (hint), "%s%lld", i ? ":" : "",
+                (long long) (base + (i >= from && i < from + extra)));
+    pm_error ("%s: pp=%d does not divide the %lld layers: give each stage its layers, "
+              "split=%s for one", m->name, s->pp, (long long) m->layers, hint);
     return -1;
   }
   if (s->ep > 1 && m->experts == 0) {
