@@ -12,10 +12,8 @@
 
 #include "cli.h"
 
-static void
-usage (FILE *fp)
-{
-  fputs ("Usage: perfmod [predict] [--model NAME|config.json] [--opgraph FILE.csv]\n"
+static const char usage_text[] =
+         "Usage: perfmod [predict] [--model NAME|config.json] [--opgraph FILE.csv]\n"
          "               [--gpu NAME] [--batch N] [--seq N] [--mode inf|train]\n"
          "               [--dtype fp32|tf32|fp16|bf16|fp8] [--precision fp32|amp-fp16|bf16|fp8]\n"
          "               [--predictor NAME[,NAME...]]\n"
@@ -31,7 +29,7 @@ usage (FILE *fp)
          "               [--table inf|train|perop|nodesum|distributed|all|published|serving]\n"
          "               [--published FILE] [--data MODERNDATA (--table serving)]\n"
          "               [--predictor LIST] [--format table|csv]\n"
-         "       perfmod eval --data DIR [--predictor LIST] [--format table|csv]\n"
+         "       perfmod eval --data DIR [--predictor LIST] [--format table|csv] [--table LIST]\n"
          "               [--in-dist GPU,...] [--neusight DIR] [--per-op]\n"
          "               [--dtype D] [--gpu G] [--split all|holdout|train]\n"
          "       perfmod kernel --op OP --gpu NAME [--dtype D] ...: one kernel (kernel --help)\n"
@@ -55,6 +53,42 @@ usage (FILE *fp)
          "PERFMOD_NEUSIGHT gives reproduce's and eval's default --neusight, PERFMOD_MODERNDATA\n"
          "reproduce --table serving's default --data.\n"
          "--in-dist defaults to NeuSight's training GPUs: " DEFAULT_IN_DIST ".\n"
+         "Exit status: 0 success, 1 runtime failure, 2 bad usage or bad input.\n";
+
+static void
+usage (FILE *fp)
+{
+  fputs (usage_text, fp);
+}
+
+/* perfmod CMD --help: the lines of the usage that are CMD's (its synopsis and their
+ * continuations), the options every command takes, and the exit status. */
+static void
+command_usage (const char *cmd, FILE *fp)
+{
+  size_t n = strlen (cmd);
+  bool mine = false;
+  fputs ("Usage:", fp);
+  for (const char *p = usage_text; *p && *p != '\n'; p = strchr (p, '\n') + 1) {
+    const char *eol = strchr (p, '\n'), *w = p + strspn (p, " ");
+    if (w - p >= 15) {                               /* a continuation */
+      if (mine)
+        fprintf (fp, "%.*s\n", (int) (eol - p), p);
+      continue;
+    }
+    if (strncmp (w, "Usage: ", 7) == 0)
+      w += 7;
+    mine = strncmp (w, "(any command)", 13) == 0;
+    if (strncmp (w, "perfmod ", 8) == 0)    /* its words, up to the first option */
+      for (const char *s = w + 8; s < eol && *s != '-' && !mine; s += strspn (s, " |[]")) {
+        size_t len = strcspn (s, " |[]\n");
+        mine = len == n && strncmp (s, cmd, n) == 0;
+        s += len;
+      }
+    if (mine)
+      fprintf (fp, " %.*s\n", (int) (eol - w), w);
+  }
+  fputs ("See perfmod(1); perfmod --help lists every command.\n"
          "Exit status: 0 success, 1 runtime failure, 2 bad usage or bad input.\n", fp);
 }
 
@@ -140,6 +174,7 @@ perfmod_main (int argc, char **argv)
   struct cli c;
   struct plugin_set set = { NULL, 0 };
   const char *cmd = "predict";
+  bool help = false, named = false;
   int opt, rc;
 
   /* perfmod kernel has options of its own (kernel.c). */
@@ -201,7 +236,7 @@ perfmod_main (int argc, char **argv)
     case O_TABLE: c.table = optarg; break;
     case O_PPATH: ptrv_push (&c.plugin_paths, &c.npaths, optarg); break;
     case 'v': pm_verbose = 1; break;
-    case 'h': usage (stdout); cli_free (&c); return 0;
+    case 'h': help = true; break;
     case 'V':
       printf ("perfmod %s (plugin ABI %d)\nplugin directory: %s\ndata directory: %s\n",
               PACKAGE_VERSION, PERFMOD_ABI_VERSION, PLUGINDIR, PKGDATADIR);
@@ -216,14 +251,24 @@ perfmod_main (int argc, char **argv)
       goto usage;
   }
   /* The command is the first word that is not an option, wherever it is. */
-  if (optind < argc)
+  if (optind < argc) {
     cmd = argv[optind++];
+    named = true;
+  }
   if (strcmp (cmd, "predict") && strcmp (cmd, "plugins") && strcmp (cmd, "gpus") &&
       strcmp (cmd, "strategies") && strcmp (cmd, "reproduce") && strcmp (cmd, "train") &&
       strcmp (cmd, "eval") && strcmp (cmd, "graph") && strcmp (cmd, "models")) {
     pm_error ("unknown command '%s' (try perfmod --help)", cmd);
     cli_free (&c);
     return EXIT_USAGE;
+  }
+  if (help) {                    /* perfmod --help: every command; perfmod CMD --help: CMD */
+    if (named)
+      command_usage (cmd, stdout);
+    else
+      usage (stdout);
+    cli_free (&c);
+    return 0;
   }
   if (optind < argc) {
     pm_error ("unexpected argument '%s'", argv[optind]);

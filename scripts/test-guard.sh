@@ -14,7 +14,7 @@ printf '#!/bin/sh\nexit 0\n' >"$work/nothing/perfmod"
 printf '#!/bin/sh\necho "perfmod 9 garbage, 1,2,3"\necho "roofline,x,y" >&2\nexit 0\n' >"$work/garbage/perfmod"
 chmod +x "$work/nothing/perfmod" "$work/garbage/perfmod"
 # descriptions that hold without perfmod's output: absences, and skips
-allowed='leaves no|no file aside|no parameter file|no chart and no temporary file|# SKIP'
+allowed='leaves no|no file aside|no parameter file|no chart and no temporary file|formats without a troff warning|# SKIP'
 bad=0 n=0
 for kind in nothing garbage; do
   for t in "$top"/tests/t[0-9]*.sh; do

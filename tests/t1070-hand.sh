@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1070-hand.sh: figures derived by hand from the model's dimensions and gpus.d, for the terms make mutate found no other test pinned (ZeRO-1's bf16 parameter all-gather, expert parallelism's closed form, ...).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 4
+plan 5
 
 # gpu_key SECTION KEY: a value of gpus.d's section
 gpu_key () {
@@ -48,3 +48,14 @@ sed 's/^tc_vector\.1\.layers: .*/tc_vector.1.layers: 14,0,96,96,1/' "$top_srcdir
 expect_fail 2 "bad.params: tc_vector.1.layers: bad width '0'" "kernel with a malformed tile-mlp parameter file: exit 2, said, nothing printed" -- \
   kernel --op norm --rows 16 --cols 512 --gpu a100 --dtype fp16 --predictor tile-mlp \
   --plugin-opt tile-mlp:tc_params="$TMP/bad.params"
+
+# ZeRO-3 (FSDP) reduce-scatters each layer's gradients during the backward pass even where
+# the framework does not overlap gradient reduction (kernels=eager): what is left after the
+# backward is a small part of zero=2's gradient traffic, all of which waits for it
+grads () {
+  run_pm --model gpt3-2.7b --gpu h100 --mode train --batch 16 --strategy "dp=8,zero=$1,kernels=eager" --format json
+  jq -e '.predictions[0].grads_ms' "$TMP/out"
+}
+g2=$(grads 2) g3=$(grads 3)
+ok $(awk -v a="$g2" -v b="$g3" 'BEGIN { exit !(a > 0 && b >= 0 && b < 0.25 * a) }'; echo $?) \
+  "zero=3 without overlap asked: its gradient reduce-scatter overlaps the backward ($g3 ms left, zero=2 $g2 ms)"
