@@ -42,7 +42,12 @@ struct workload {
 };
 
 /* workload.c */
+/* the assumed: line's default kernels for a training step */
+#define KERNELS_ASSUMED_TE "kernels te (Megatron-Core with Transformer Engine)"
+#define KERNELS_ASSUMED_EAGER "kernels eager (PyTorch modules)"
 void assume (struct cli *c, const char *what);
+/* The assumption old said otherwise (what), or taken back (what NULL). */
+void assume_replace (struct cli *c, const char *old, const char *what);
 int workload_load (struct cli *c, struct workload *w);
 void workload_free (struct workload *w);
 int strategy_load (const struct cli *c, struct strategy *s, int gpn, int64_t batch);

@@ -662,6 +662,13 @@ cmd_predict (struct cli *c, struct plugin_set *set)
     pm_error ("--strategy kernels=megatron: an imported graph runs the kernels it traced");
     goto out;
   }
+  if (s.kernels_set) {           /* the strategy says whose kernels: not an assumption */
+    assume_replace (c, KERNELS_ASSUMED_TE, NULL);
+    assume_replace (c, KERNELS_ASSUMED_EAGER, NULL);
+    if (s.kernels == KERNELS_MEGATRON && w.flash)
+      assume_replace (c, "--attention flash",
+                      "--attention unfused (Megatron's layer: its masked softmax)");
+  }
 
   if (w.have_model)
     assume (c, "memory reserve " MEMORY_RESERVE_TEXT);

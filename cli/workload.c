@@ -14,6 +14,27 @@ assume (struct cli *c, const char *what)
   c->assumed = s;
 }
 
+void
+assume_replace (struct cli *c, const char *old, const char *what)
+{
+  char *at = c->assumed ? strstr (c->assumed, old) : NULL;
+  size_t len = strlen (old);
+  if (at == NULL)
+    return;
+  if (what) {
+    char *s = xasprintf ("%.*s%s%s", (int) (at - c->assumed), c->assumed, what, at + len);
+    free (c->assumed);
+    c->assumed = s;
+    return;
+  }
+  /* removed with the ", " that joins it to the others */
+  if (at[len] == ',' && at[len + 1] == ' ')
+    len += 2;
+  else if (at > c->assumed + 1 && at[-2] == ',')
+    at -= 2, len += 2;
+  memmove (at, at + len, strlen (at + len) + 1);
+}
+
 static int
 resolve_model (struct cli *c, struct model_cfg *m)
 {
@@ -157,8 +178,7 @@ kernels_resolve (struct cli *c, struct workload *w)
                         : "--attention unfused (fused attention needs bf16/fp16 on a GPU with "
                           "bf16 matrix units)");
   if (w->train)
-    assume (c, w->kernels == KERNELS_TE ? "kernels te (Megatron-Core with Transformer Engine)"
-                                        : "kernels eager (PyTorch modules)");
+    assume (c, w->kernels == KERNELS_TE ? KERNELS_ASSUMED_TE : KERNELS_ASSUMED_EAGER);
   return 0;
 }
 

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0820-training.sh: training steps as Megatron-Core runs them: fused against unfused attention, Transformer Engine's layer, recomputation's time per mode, Megatron's memory terms against its published figures, and the published runs' file.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 51
+plan 53
 
 near () { awk -v a="$1" -v b="$2" -v t="${3:-1e-9}" 'BEGIN { d = a / b - 1; exit !(b > 0 && d < t && d > -t) }'; }
 
@@ -232,4 +232,17 @@ opt () {
 a=$(opt 5:8:8:5:6) b=$(opt 6:7:7:6:6)
 ok $(awk -v a="$a" -v b="$b" 'BEGIN { exit !(a > 0 && b > 0 && a / b > 629 / 600 - 0.01 && a / b < 629 / 600 + 0.01) }'; echo $?) \
   "split=5:8:8:5:6: the optimizer step of its 8-layer rank ($a ms), 629/600 of 6:7:7:6:6's ($b ms)"
+# the assumed: line is what was modelled: kernels given in the strategy are no assumption,
+# and Megatron's own layer (kernels=megatron) runs its scores GEMM and masked softmax, not
+# fused attention
+run_pm --model gpt3-2.7b --mode train --strategy tp=2,kernels=megatron --format json
+jq -r '.assumed' "$TMP/out" >"$TMP/assumed"
+run_pm --model gpt3-2.7b --mode train --strategy tp=2,kernels=megatron --per-op --format csv
+ok $([ "$rc" -eq 0 ] && grep -q "\--attention unfused (Megatron's layer" "$TMP/assumed" &&
+     ! grep -q 'kernels te\|--attention flash' "$TMP/assumed" &&
+     awk -F, 'NR > 1 && $5 == "ATTENTION" { a++ } NR > 1 && $5 == "masked_fill" { m++ } END { exit !(m > 0 && a == 0) }' "$TMP/out"; echo $?) \
+  "kernels=megatron: assumed unfused attention, as modelled (masked_fill, no fused attention kernel), no 'kernels te'"
+run_pm --model gpt3-2.7b --mode train --strategy tp=2,kernels=eager
+ok $([ "$rc" -eq 0 ] && grep -q '^assumed: .*--attention flash' "$TMP/out" && ! grep -q '^assumed: .*kernels ' "$TMP/out"; echo $?) \
+  "kernels=eager given: the assumed: line names no kernels"
 finish
