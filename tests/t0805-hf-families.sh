@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0805-hf-families.sh: Hugging Face configs of Qwen2/3 (+MoE), DeepSeek-V2/V3, gpt-oss, Gemma 1/2/3 and GPT-NeoX: built-ins against published parameter counts, graphs, sliding windows, MLA's cache, training and inference runs, refusals.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 36
+plan 39
 
 MODELS="qwen2-7b qwen3-8b qwen3-32b qwen3-30b-a3b qwen3-235b-a22b deepseek-v2-lite deepseek-v3
 gpt-oss-20b gpt-oss-120b gemma-7b gemma2-9b gemma3-27b gpt-neox-20b"
@@ -271,4 +271,20 @@ ok $([ "$rc" -eq 0 ] && [ "$(grep -c . "$TMP/out")" -eq 2 ] &&
 run_pm models --model "$top_srcdir/models/deepseek-v3.json"
 ok $([ "$rc" -eq 0 ] && awk 'NR == 2 && $(NF-2) == 61 * (512 + 64) * 2 { f = 1 } END { exit !f }' "$TMP/out"; echo $?) \
   "models --model FILE: a config file's row (DeepSeek-V3's latent cache, 70,272 bytes a token)"
+# Hugging Face model IDs from the local cache, no network: HF_HOME/hub's snapshot that
+# refs/main names; HF_HUB_CACHE; the one snapshot when refs/main is missing; else said
+hub="$TMP/hf/hub/models--acme--tiny-8b"
+mkdir -p "$hub/snapshots/c0ffee" "$hub/snapshots/0ld" "$hub/refs"
+printf 'c0ffee\n' >"$hub/refs/main"
+cp "$top_srcdir/models/llama3.1-8b.json" "$hub/snapshots/c0ffee/config.json"
+echo '{"model_type": "gpt2"}' >"$hub/snapshots/0ld/config.json"
+HF_HOME="$TMP/hf" run_pm models --model acme/tiny-8b
+ok $([ "$rc" -eq 0 ] && awk 'NR == 2 && $1 == "acme/tiny-8b" && $2 == "llama" && $NF == 8030261248 { f = 1 } END { exit !f }' "$TMP/out"; echo $?) \
+  "--model ORG/NAME: the config.json of the snapshot refs/main names in HF_HOME's cache"
+rm "$hub/refs/main" "$hub/snapshots/0ld/config.json" && rmdir "$hub/snapshots/0ld"
+HF_HOME=/nonexistent HF_HUB_CACHE="$TMP/hf/hub" run_pm --model acme/tiny-8b --gpu h100 --format json
+ok $([ "$rc" -eq 0 ] && jq -e '.model == "acme/tiny-8b" and .layers == 32' "$TMP/out" >/dev/null; echo $?) \
+  "HF_HUB_CACHE, no refs/main: the one snapshot predicted, named by its ID"
+HF_HOME="$TMP/hf" expect_one_line 2 "--model acme/absent: not a file, and no config.json of it in the Hugging Face cache \\(.*models--acme--absent\\); fetch it with: huggingface-cli download acme/absent config.json" \
+  "an ID the cache lacks: said with the folder looked in and how to fetch it" -- models --model acme/absent
 finish

@@ -1,9 +1,12 @@
 /* modelcfg.c: a model's dimensions from a Hugging Face config.json (GPT-2/3, OPT, BERT, Llama, Mixtral, Switch, Qwen2/3 and their MoEs, DeepSeek-V2/V3, gpt-oss, Gemma 1/2/3, GPT-NeoX). */
 #include <config.h>
 
+#include <ctype.h>
+#include <dirent.h>
 #include <jansson.h>
 #include <libgen.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -676,10 +679,94 @@ model_cfg_free (struct model_cfg *m)
   memset (m, 0, sizeof *m);
 }
 
+/* A Hugging Face model ID (ORG/NAME) read from the local Hugging Face cache, without the
+ * network: HF_HUB_CACHE, else HF_HOME/hub, else XDG_CACHE_HOME/huggingface/hub, else
+ * ~/.cache/huggingface/hub; the snapshot refs/main names (or the only one).  NULL: not an
+ * ID (a path to be read as one); HF_NOT_CACHED: an ID the cache lacks (said). */
+static char hf_not_cached;
+#define HF_NOT_CACHED (&hf_not_cached)
+
+static char *
+hf_cached_config (const char *id)
+{
+  const char *slash = strchr (id, '/'), *env;
+  char *hub, *repo, *ref = NULL, *path = NULL;
+  if (id[0] == '.' || id[0] == '/' || slash == id || slash[1] == '\0' || strchr (slash + 1, '/'))
+    return NULL;
+  for (const char *p = id; *p; p++)
+    if (!isalnum ((unsigned char) *p) && !strchr ("/-_.", *p))
+      return NULL;
+  if ((env = getenv ("HF_HUB_CACHE")) && *env)
+    hub = xstrdup (env);
+  else if ((env = getenv ("HF_HOME")) && *env)
+    hub = xasprintf ("%s/hub", env);
+  else if ((env = getenv ("XDG_CACHE_HOME")) && *env)
+    hub = xasprintf ("%s/huggingface/hub", env);
+  else
+    hub = xasprintf ("%s/.cache/huggingface/hub", getenv ("HOME") ? getenv ("HOME") : "");
+  repo = xasprintf ("%s/models--%.*s--%s", hub, (int) (slash - id), id, slash + 1);
+  {                              /* refs/main: the commit whose snapshot is current */
+    char *refs = xasprintf ("%s/refs/main", repo), buf[128];
+    FILE *fp = fopen (refs, "r");
+    if (fp && fgets (buf, sizeof buf, fp)) {
+      buf[strcspn (buf, " \r\n")] = '\0';
+      if (buf[0] && !strchr (buf, '/') && strcmp (buf, "..") != 0)
+        ref = xstrdup (buf);
+    }
+    if (fp)
+      fclose (fp);
+    free (refs);
+  }
+  if (ref == NULL) {             /* no refs/main: the snapshot, if there is only one */
+    char *snaps = xasprintf ("%s/snapshots", repo);
+    DIR *d = opendir (snaps);
+    struct dirent *e;
+    int n = 0;
+    while (d && (e = readdir (d)) != NULL)
+      if (e->d_name[0] != '.' && n++ == 0)
+        ref = xstrdup (e->d_name);
+    if (d)
+      closedir (d);
+    free (snaps);
+    if (n > 1) {
+      pm_error ("--model %s: %d snapshots in %s and no refs/main: give the config.json's path",
+                id, n, repo);
+      free (ref);
+      free (repo);
+      free (hub);
+      return HF_NOT_CACHED;
+    }
+  }
+  if (ref)
+    path = xasprintf ("%s/snapshots/%s/config.json", repo, ref);
+  if (path == NULL || access (path, R_OK) != 0) {
+    pm_error ("--model %s: not a file, and no config.json of it in the Hugging Face cache (%s); "
+              "fetch it with: huggingface-cli download %s config.json", id, repo, id);
+    free (path);
+    path = HF_NOT_CACHED;
+  }
+  free (ref);
+  free (repo);
+  free (hub);
+  return path;
+}
+
 int
 model_cfg_open (struct model_cfg *m, const char *name)
 {
-  if (strchr (name, '/') || strstr (name, ".json"))
-    return model_cfg_load (m, name);
-  return model_cfg_builtin (m, name);
+  char *path;
+  int rc;
+  if (strstr (name, ".json") || !strchr (name, '/') || access (name, F_OK) == 0 ||
+      (path = hf_cached_config (name)) == NULL)
+    return strchr (name, '/') || strstr (name, ".json") ? model_cfg_load (m, name)
+                                                         : model_cfg_builtin (m, name);
+  if (path == HF_NOT_CACHED)
+    return -1;
+  rc = model_cfg_load (m, path);
+  if (rc == 0) {                 /* named as the user named it */
+    free (m->name);
+    m->name = xstrdup (name);
+  }
+  free (path);
+  return rc;
 }
