@@ -46,6 +46,10 @@ alive () { for r in $(ranks); do [ "$(ps -o stat= -p "$r" 2>/dev/null | cut -c1)
 i=0
 while [ $i -lt 600 ] && [ -n "$(alive)" ]; do sleep 0.1; i=$((i + 1)); done
 left=$(alive)
+# mpirun's own end: 10 s after its ranks', else it is the hang above and is ended here
+i=0
+while [ $i -lt 100 ] && [ ! -s "$TMP/krc" ]; do sleep 0.1; i=$((i + 1)); done
+[ -s "$TMP/krc" ] || pkill -KILL -f -- "^mpirun .*$TMP/killed.svg" 2>/dev/null
 wait
 krc=$(cat "$TMP/krc" 2>/dev/null)
 ok $([ -n "$rank" ] && [ -z "$left" ] && [ -n "$krc" ] && [ "$krc" -ne 0 ] && [ ! -e "$TMP/killed.svg" ] &&

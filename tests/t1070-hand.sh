@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1070-hand.sh: figures derived by hand from the model's dimensions and gpus.d, for the terms make mutate found no other test pinned (ZeRO-1's bf16 parameter all-gather, expert parallelism's closed form, ...).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 5
+plan 7
 
 # gpu_key SECTION KEY: a value of gpus.d's section
 gpu_key () {
@@ -59,3 +59,29 @@ grads () {
 g2=$(grads 2) g3=$(grads 3)
 ok $(awk -v a="$g2" -v b="$g3" 'BEGIN { exit !(a > 0 && b >= 0 && b < 0.25 * a) }'; echo $?) \
   "zero=3 without overlap asked: its gradient reduce-scatter overlaps the backward ($g3 ms left, zero=2 $g2 ms)"
+
+# Expert parallelism's all-to-all bytes per rank by hand: Mixtral 8x7B, a micro-batch of
+# 1024 tokens each sent to top-2 experts, hidden 4096 in bf16: 1024 x 2 x 4096 x 2 bytes,
+# times the busiest rank's load (ep:imbalance=2); dispatch and combine, forward and backward
+bytes=$(awk 'BEGIN { print 1024 * 2 * 4096 * 2 * 2 / 1e6 }')
+run_pm --model mixtral-8x7b --gpu h100 --mode train --batch 2 --seq 1024 --strategy ep=2,dp=2 \
+  --plugin-opt ep:imbalance=2 --per-op --format csv
+ok $([ "$rc" -eq 0 ] && [ "$(awk -F, -v b="ep alltoall ${bytes}MB" '$14 == b { n++ } $14 ~ /^ep / && $14 != b { bad++ }
+                                  END { print (bad ? -1 : n + 0) }' "$TMP/out")" -eq 4 ]; echo $?) \
+  "ep=2 with imbalance 2: four all-to-alls a layer of 1024 x 2 x 4096 x 2 x 2 = ${bytes} MB each"
+
+# --explain's pipeline row by hand: GPT-3 2.7B (D 2560, F 10240, 32 layers), B = 8 x 1024
+# tokens, p = 4 stages, m = 8 micro-batches, W the NVLink's bytes/s:
+# t_math = 8BDF/C, t_comms = 1.5 x 2BD/(W L), bubble (p-1)/(m+p-1) = 3/11, total p2p
+# 2BD/(W m) (m + p - 2)
+run_pm --model gpt3-2.7b --gpu h100 --mode train --batch 8 --strategy pp=4 --explain
+c=$(gpu_key $H100 bf16_tflops) w=$(gpu_key $H100 link_gbps)
+ok $(awk -v c="$c" -v w="$w" '$1 == "pp" && $2 == 4 {
+       b = 8 * 1024; d = 2560; f = 10240; L = 32; p = 4; m = 8; C = c * 1e12; W = w * 1e9
+       tm = 8 * b * d * f / C * 1e3; tc = 1.5 * 2 * b * d / (W * L) * 1e3
+       p2p = 2 * b * d / (W * m) * (m + p - 2) * 1e3
+       found = 1
+       good = ($4 - tm)^2 < (1e-3 * tm)^2 && ($5 - tc)^2 < (0.02 * tc)^2 &&
+              index($0, sprintf("= %.3f with m = 8 micro-batches; total p2p %.3f ms", 3 / 11, p2p)) > 0 }
+     END { exit !(found && good) }' "$TMP/out"; echo $?) \
+  "--explain: the pipeline's t_math, t_comms, bubble 3/11 and total p2p by hand"
