@@ -292,9 +292,14 @@ eval_kernels (struct plugin_set *set, const struct gpu_db *gpus, const struct ti
     goto out;
   }
   if (tables > 0) {
-    if (ks.n == 0)
-      fprintf (stderr, "perfmod: %s: no rows for --dtype %s --gpu %s\n", o->data,
-               o->dtype >= 0 ? dtype_name (o->dtype) : "(any)", o->gpus ? "(as given)" : "(any)");
+    if (ks.n == 0) {             /* nothing evaluated is a failure, not an empty table */
+      pm_error ("%s: no rows to evaluate (--dtype %s, --gpu %s, --table %s)", o->data,
+                o->dtype >= 0 ? dtype_name (o->dtype) : "any", o->gpus ? "as given" : "any",
+                o->tables ? "as given" : "any");
+      kset_free (&ks);
+      rc = EXIT_RUNTIME;
+      goto out;
+    }
     /* without --predictor: the predictors that have models of these kernels */
     static char *modern[] = { "roofline", "linreg", "tile-mlp", NULL };
     struct plugin *mp[3];

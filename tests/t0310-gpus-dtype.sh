@@ -68,7 +68,7 @@ l4 NVIDIA_L4
 l40s l40s
 rtx_pro_6000_server rtx-pro-6000-server'
 
-plan $((nspell + 14))
+plan $((nspell + 15))
 ok_empty () {  # ok_empty FILE DESCRIPTION: passes when FILE (the problems found) is empty,
   # and perfmod gpus listed GPUs to look at
   if [ -s "$1" ] || [ "$(grep -c . "$TMP/gpus" 2>/dev/null)" -lt 20 ]; then ok 1 "$2"; diag "$(cat "$1")"
@@ -185,5 +185,28 @@ if [ -d "$MODERN/aiconfigurator" ]; then
     "bf16, fp8, fp4, bandwidth and TDP agree with aiconfigurator's spec sheets"
 else
   ok 0 "# SKIP aiconfigurator spec sheets not found at $MODERN (set PERFMOD_MODERNDATA)"
+fi
+
+# every device string of the shared tables is a gpus.d section or alias (the first rows of
+# each table: a table is one device), but gfx1250/96, a chip without public figures; and
+# B300's, GB300's and MI355X's as public tables spell them
+if [ -d "$MODERN" ]; then
+  find "$MODERN" -name '*.csv' -o -name '*.csv.gz' | sort | while read -r f; do
+    case $f in *.gz) gzip -dc "$f" ;; *) cat "$f" ;; esac 2>/dev/null | head -500 |
+      awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) { if ($i == "device") d = i; if ($i == "gfx") g = i; if ($i == "cu_num") c = i }; next }
+               d { print $d } g && c { print $g "/" $c }'
+  done >"$TMP/found"
+  # and the spellings of public tables beyond the shared ones
+  printf '%s\n' 'NVIDIA B300 SXM6 AC' 'NVIDIA GB300' 'gfx950/256' | cat "$TMP/found" - | sort -u >"$TMP/devices"
+  unknown=
+  while read -r dev; do
+    [ "$dev" = gfx1250/96 ] && continue
+    "$PERFMOD" kernel --op gemm --m 64 --n 64 --k 64 --gpu "$dev" --predictor roofline --format csv 2>/dev/null |
+      grep -q '^roofline,gemm,' || unknown="$unknown '$dev'"
+  done <"$TMP/devices"
+  ok $([ "$(grep -c . "$TMP/devices")" -ge 8 ] && [ -z "$unknown" ]; echo $?) \
+    "every device of the shared tables ($(grep -c . "$TMP/devices")) resolves to a gpus.d section${unknown:+; not:$unknown}"
+else
+  ok 0 "# SKIP moderndata not found at $MODERN (set PERFMOD_MODERNDATA)"
 fi
 finish

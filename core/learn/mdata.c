@@ -22,6 +22,8 @@ struct table {
   int errors;
   bool fatal;              /* a problem of the whole table: stop reading it */
   size_t skipped;          /* rows of chips gpus.d does not know (aiter) */
+  char *unknown;           /* the first of them, and its line */
+  long unknown_line;
   size_t ncols;            /* the header's fields; 0: no header (LLMCompass) */
 };
 
@@ -461,10 +463,12 @@ read_aiter (struct table *t)
     dev = xasprintf ("%s/%s", t->r.fields[cgfx], t->r.fields[ccu]);
     k.gpu = gpu_db_find (t->gpus, dev);
     if (k.gpu == NULL) {        /* aiter's tables mix chips: keep the ones gpus.d knows */
-      if (t->skipped++ == 0)
-        pm_debug ("%s:%ld: device '%s' is not in gpus.d: its rows are left out", t->path,
-                  t->r.line, dev);
-      free (dev);
+      if (t->skipped++ == 0) {
+        t->unknown = dev;
+        t->unknown_line = t->r.line;
+      }
+      else
+        free (dev);
       continue;
     }
     free (dev);
@@ -639,6 +643,12 @@ read_table (struct kset *s, const char *path, enum kind kind, const struct gpu_d
   default: break;
   }
   csv_close (&t.r);
+  if (t.skipped) {               /* said, not only under --verbose: these rows are lost */
+    pm_error ("%s: %zu row%s of a device gpus.d does not know left out (the first, line %ld: "
+              "'%s'; a gpus.d alias reads them)", path, t.skipped, t.skipped == 1 ? "" : "s",
+              t.unknown_line, t.unknown);
+    free (t.unknown);
+  }
   return kset_file_done (s, path, before, t.errors) < 0 ? -1 : 1;
 }
 
