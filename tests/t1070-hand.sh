@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1070-hand.sh: figures derived by hand from the model's dimensions and gpus.d, for the terms make mutate found no other test pinned (ZeRO-1's bf16 parameter all-gather, expert parallelism's closed form, ...).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 7
+plan 8
 
 # gpu_key SECTION KEY: a value of gpus.d's section
 gpu_key () {
@@ -85,3 +85,14 @@ ok $(awk -v c="$c" -v w="$w" '$1 == "pp" && $2 == 4 {
               index($0, sprintf("= %.3f with m = 8 micro-batches; total p2p %.3f ms", 3 / 11, p2p)) > 0 }
      END { exit !(found && good) }' "$TMP/out"; echo $?) \
   "--explain: the pipeline's t_math, t_comms, bubble 3/11 and total p2p by hand"
+
+# Pipeline transfers by hand: a stage's activation comes in and goes out in the forward pass
+# and its gradient comes back and goes on in the backward, 4 transfers a micro-batch of
+# 1024 x 2560 x 2 bytes, each bytes / (NVLink x efficiency) + its latency (gpus.d)
+run_pm --model gpt3-2.7b --gpu h100 --mode train --batch 8 --seq 1024 --strategy pp=4 --format json
+w=$(gpu_key $H100 link_gbps) eff=$(gpu_key defaults link_efficiency) lat=$(gpu_key defaults link_latency_us)
+pp=$(jq -e '.predictions[0].comm_ms.pp' "$TMP/out")
+ok $(awk -v w="$w" -v e="$eff" -v l="$lat" -v got="$pp" 'BEGIN {
+       t = 1024 * 2560 * 2 / (w * 1e9 * e) + l * 1e-6; want = 4 * 8 * t * 1e3
+       exit !(w > 0 && e > 0 && (got - want)^2 < (1e-6 * want)^2) }'; echo $?) \
+  "pp=4, 8 micro-batches: 4 x 8 stage transfers of 5.24 MB each way, forward and backward ($pp ms)"
