@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1070-hand.sh: figures derived by hand from the model's dimensions and gpus.d, for the terms make mutate found no other test pinned (ZeRO-1's bf16 parameter all-gather, expert parallelism's closed form, ...).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 8
+plan 9
 
 # gpu_key SECTION KEY: a value of gpus.d's section
 gpu_key () {
@@ -96,3 +96,10 @@ ok $(awk -v w="$w" -v e="$eff" -v l="$lat" -v got="$pp" 'BEGIN {
        t = 1024 * 2560 * 2 / (w * 1e9 * e) + l * 1e-6; want = 4 * 8 * t * 1e3
        exit !(w > 0 && e > 0 && (got - want)^2 < (1e-6 * want)^2) }'; echo $?) \
   "pp=4, 8 micro-batches: 4 x 8 stage transfers of 5.24 MB each way, forward and backward ($pp ms)"
+
+# H800: an H100 with NVLink cut to 400 GB/s both ways (200 each way): a ring all-reduce of
+# 1 GiB over 8 GPUs moves 2 x 7/8 of it over the link, 2.25x the H100's time
+run_pm kernel --op collective --coll all_reduce --bytes 1073741824 --ranks 8 --gpu h800 --predictor roofline --format csv
+ok $([ "$rc" -eq 0 ] && awk -F, 'NR == 2 && $1 == "roofline" && $4 == "h800-sxm" {
+       want = 2 * 7 / 8 * 1073741824 / 200e9 * 1e3; f = ($5 - want)^2 < (1e-6 * want)^2 } END { exit !f }' "$TMP/out"; echo $?) \
+  "H800 (gpus.d): an 8-GPU all-reduce of 1 GiB at 200 GB/s each way, by hand"
