@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1070-hand.sh: figures derived by hand from the model's dimensions and gpus.d, for the terms make mutate found no other test pinned (ZeRO-1's bf16 parameter all-gather, expert parallelism's closed form, ...).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 9
+plan 10
 
 # gpu_key SECTION KEY: a value of gpus.d's section
 gpu_key () {
@@ -103,3 +103,13 @@ run_pm kernel --op collective --coll all_reduce --bytes 1073741824 --ranks 8 --g
 ok $([ "$rc" -eq 0 ] && awk -F, 'NR == 2 && $1 == "roofline" && $4 == "h800-sxm" {
        want = 2 * 7 / 8 * 1073741824 / 200e9 * 1e3; f = ($5 - want)^2 < (1e-6 * want)^2 } END { exit !f }' "$TMP/out"; echo $?) \
   "H800 (gpus.d): an 8-GPU all-reduce of 1 GiB at 200 GB/s each way, by hand"
+
+# Fused attention of 16 tokens is memory-bound: the forward reads Q, K, V and writes O,
+# 4 x 16 x 32 heads x 80 x 2 bytes at the memory bandwidth; the backward reads and writes
+# twice that (dO, O, Q, K, V in; dQ, dK, dV out)
+bw=$(gpu_key $H100 mem_bw_gbps)
+run_pm --model gpt3-2.7b --gpu h100 --mode train --batch 1 --seq 16 --per-op --format csv
+ok $([ "$rc" -eq 0 ] && awk -F, -v bw="$bw" '$3 == "ATTENTION" && $2 ~ /layers_0_/ {
+       fw = 4 * 16 * 32 * 80 * 2 / (bw * 1e9) * 1e3; n++
+       good = ($6 - fw)^2 < (1e-6 * fw)^2 && ($7 - 2 * fw)^2 < (1e-6 * fw)^2 } END { exit !(n == 1 && good) }' "$TMP/out"; echo $?) \
+  "roofline attention of 16 tokens: forward 4 x 16 x 32 x 80 x 2 bytes at the bandwidth, backward twice it"
