@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1070-hand.sh: figures derived by hand from the model's dimensions and gpus.d, for the terms make mutate found no other test pinned (ZeRO-1's bf16 parameter all-gather, expert parallelism's closed form, ...).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 10
+plan 11
 
 # gpu_key SECTION KEY: a value of gpus.d's section
 gpu_key () {
@@ -113,3 +113,27 @@ ok $([ "$rc" -eq 0 ] && awk -F, -v bw="$bw" '$3 == "ATTENTION" && $2 ~ /layers_0
        fw = 4 * 16 * 32 * 80 * 2 / (bw * 1e9) * 1e3; n++
        good = ($6 - fw)^2 < (1e-6 * fw)^2 && ($7 - 2 * fw)^2 < (1e-6 * fw)^2 } END { exit !(n == 1 && good) }' "$TMP/out"; echo $?) \
   "roofline attention of 16 tokens: forward 4 x 16 x 32 x 80 x 2 bytes at the bandwidth, backward twice it"
+
+# tile-mlp's ensemble by hand: the shipped tensor-core networks have 3 members; each made the
+# only member (its tensors renamed to member 1 in the header, members: 1) predicts t_k; the
+# ensemble predicts their geometric mean g and the spread g (exp(sd) - 1), sd the members'
+# sample standard deviation of ln t_k (outputs are log-times)
+P="$top_srcdir/params/tile-mlp-tc.params"
+G="kernel --op gemm --m 4096 --n 4096 --k 4096 --gpu h100 --dtype bf16 --predictor tile-mlp --format csv"
+: >"$TMP/members"
+for k in 1 2 3; do
+  sed "1,/^data\$/{s/^members: 3\$/members: 1/;s/^\(tensor \)\{0,1\}\(tc_[a-z]*\)\.1\./\1\2.@./
+       s/^\(tensor \)\{0,1\}\(tc_[a-z]*\)\.$k\./\1\2.1./;s/^\(tensor \)\{0,1\}\(tc_[a-z]*\)\.@\./\1\2.$k./}" \
+    "$P" >"$TMP/m$k.params"
+  # shellcheck disable=SC2086
+  "$PERFMOD" $G --plugin-opt tile-mlp:tc_params="$TMP/m$k.params" 2>/dev/null | awk -F, 'NR == 2 { print $5 }' >>"$TMP/members"
+done
+# shellcheck disable=SC2086
+run_pm $G
+ok $([ "$rc" -eq 0 ] && grep -q '^members: 3$' "$P" && [ "$(grep -c . "$TMP/members")" -eq 3 ] &&
+     awk -F, 'FNR == NR { l[NR] = log($1); s += l[NR]; n++; next }
+              FNR == 2 { m = s / n; for (i = 1; i <= n; i++) v += (l[i] - m)^2; sd = sqrt(v / (n - 1))
+                         g = exp(m); sp = g * (exp(sd) - 1)
+                         f = sd > 0 && ($5 - g)^2 < (1e-6 * g)^2 && ($6 - sp)^2 < (1e-4 * sp)^2 }
+              END { exit !f }' "$TMP/members" "$TMP/out"; echo $?) \
+  "tile-mlp's ensemble: the geometric mean of its 3 members' times, spread g (exp(sd) - 1)"
