@@ -216,6 +216,7 @@ predict (perfmod_ctx *ctx, const struct perfmod_request *req, struct perfmod_res
     goto out;
   if (!s.kernels_set)
     s.kernels = default_kernels (&m, pr, train);
+  strategy_default_zero (&s, train);
   memset (&d, 0, sizeof d);
   d.s = &s;
   d.prec = pr;

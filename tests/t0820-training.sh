@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0820-training.sh: training steps as Megatron-Core runs them: fused against unfused attention, Transformer Engine's layer, recomputation's time per mode, Megatron's memory terms against its published figures, and the published runs' file.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 53
+plan 54
 
 near () { awk -v a="$1" -v b="$2" -v t="${3:-1e-9}" 'BEGIN { d = a / b - 1; exit !(b > 0 && d < t && d > -t) }'; }
 
@@ -118,7 +118,7 @@ bpp () {  # bytes per parameter of weights, gradients and optimizer state
 M="--model gpt3-2.7b --gpu h100 --mode train --batch 8 --seq 256 --format json"
 while IFS=, read -r prec row repl a b; do
   case $prec in precision|\#*) continue;; esac
-  run_pm $M --precision "$prec" --strategy dp=8,kernels=te
+  run_pm $M --precision "$prec" --strategy dp=8,zero=0,kernels=te
   r=$(bpp)
   run_pm $M --precision "$prec" --strategy dp=8,zero=1,kernels=te
   d=$(bpp)
@@ -245,4 +245,10 @@ ok $([ "$rc" -eq 0 ] && grep -q "\--attention unfused (Megatron's layer" "$TMP/a
 run_pm --model gpt3-2.7b --mode train --strategy tp=2,kernels=eager
 ok $([ "$rc" -eq 0 ] && grep -q '^assumed: .*--attention flash' "$TMP/out" && ! grep -q '^assumed: .*kernels ' "$TMP/out"; echo $?) \
   "kernels=eager given: the assumed: line names no kernels"
+# Megatron-Core's recipes run the distributed optimizer: a kernels=te step over dp ranks
+# without zero= is zero=1 (6 + 12/8 bytes a parameter in bf16), and says so
+run_pm --model gpt3-2.7b --gpu h100 --mode train --batch 8 --seq 256 --format json --strategy dp=8
+ok $([ "$rc" -eq 0 ] && near "$(bpp)" 7.5 1e-9 && jq -e '.strategy.zero == 1' "$TMP/out" >/dev/null &&
+     jq -r '.assumed' "$TMP/out" | grep -q "zero=1 (Megatron-Core's distributed optimizer"; echo $?) \
+  "kernels=te over dp=8 with no zero given: zero=1, 7.5 bytes a parameter, on the assumed: line"
 finish

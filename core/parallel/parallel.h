@@ -24,6 +24,7 @@ struct strategy {
   enum pm_recompute recompute;
   enum pm_kernels kernels;
   bool dp_set;
+  bool zero_set;         /* zero given (else strategy_default_zero's) */
   bool kernels_set;      /* kernels given (else the run's default) */
 };
 struct preset {
@@ -49,6 +50,10 @@ const char *kernels_name (enum pm_kernels k);
 /* nodes: --nodes (0: not given, dp stays as set or 1); gpus_per_node the
  * node's GPUs. */
 int strategy_resolve (struct strategy *s, int64_t nodes, int gpus_per_node, int64_t batch);
+/* A training step under Megatron-Core's kernels over data-parallel ranks runs its
+ * distributed optimizer (zero=1), as its recipes do, unless zero was given: true when it
+ * chose zero=1. */
+bool strategy_default_zero (struct strategy *s, bool train);
 
 /* ---- memory.c ---- */
 struct precision;

@@ -23,6 +23,15 @@ strategy_init (struct strategy *s)
   s->recompute = RECOMPUTE_NONE;
 }
 
+bool
+strategy_default_zero (struct strategy *s, bool train)
+{
+  if (s->zero_set || !train || s->kernels != KERNELS_TE || s->dp * s->cp <= 1)
+    return false;
+  s->zero = 1;
+  return true;
+}
+
 /* One key=value pair; seen is a bit set of keys already given. */
 static int
 set_key (struct strategy *s, const char *key, const char *val, const char *where,
@@ -123,7 +132,7 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
   case 3: s->ep = (int) v; break;
   case 4: s->mbs = (int) v; break;
   case 5: s->vp = (int) v; break;
-  case 6: s->zero = (int) v; break;
+  case 6: s->zero = (int) v; s->zero_set = true; break;
   case 12: s->cp = (int) v; break;
   case 13: s->etp = (int) v; break;
   }
