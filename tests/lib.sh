@@ -91,3 +91,26 @@ jq () {
 }
 
 finish () { exit $((tap_failed > 0)); }
+
+# cmpf A OP B: awk's numeric comparison (<, <=, >, ==) of two values that must be numbers
+cmpf () { awk -v a="$1" -v b="$3" -v op="$2" 'BEGIN {
+  if (a !~ /^-?[0-9.]+(e[-+]?[0-9]+)?$/ || b !~ /^-?[0-9.]+(e[-+]?[0-9]+)?$/) exit 1
+  if (op == "<") exit !(a < b); if (op == ">") exit !(a > b); if (op == "==") exit !(a == b)
+  if (op == "<=") exit !(a <= b)
+  exit 1 }'; }
+
+# gpu_key SECTION KEY: the key's value in that section of gpus.d (a later file's wins)
+gpu_key () {
+  cat "$top_srcdir"/gpus.d/*.ini |
+    awk -v s="[$1]" -v k="$2" '/^\[/ { in_s = ($0 == s) } in_s && $1 == k && $2 == "=" { v = $3 } END { print v }'
+}
+
+# serve_to FORMAT OUT ERR ARGS...: perfmod serve ARGS in FORMAT into OUT, stderr into ERR,
+# its status in $rc (said when not 0)
+serve_to () {
+  _f=$1 _o=$2 _e=$3
+  shift 3
+  "$PERFMOD" serve --format "$_f" "$@" >"$_o" 2>"$_e"
+  rc=$?
+  [ "$rc" -eq 0 ] || diag "exit $rc: serve $*" "$(cat "$_e")"
+}

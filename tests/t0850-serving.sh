@@ -201,12 +201,7 @@ expect_fail 2 'etp=4 with kernels=te' "etp with kernels=te (Megatron-Core's trai
   --model mixtral-8x7b --batch 1 --seq 128 --gen 16 --strategy tp=8,ep=2,etp=4,kernels=te
 
 
-# The engine's own tp all-reduce (gpus.d engine_ar<N>_*, doc/serving.md).  gpukey SECTION KEY:
-# the key's value in that section of gpus.d, the later file's where two set it.
-gpukey () {
-  cat "$top_srcdir"/gpus.d/*.ini |
-    awk -v s="[$1]" -v k="$2" '/^\[/ { in_s = ($0 == s) } in_s && $1 == k && $2 == "=" { v = $3 } END { print v }'
-}
+# The engine's own tp all-reduce (gpus.d engine_ar<N>_*, doc/serving.md).
 # arms PHASE FILE: the per-copy ms of the layers' tp all-reduce in --explain's prefill (1)
 # or decode (2) graph
 arms () {
@@ -221,9 +216,9 @@ ar_run ar_eng --gpu h100 --engine
 ar_run ar_nccl --gpu h100
 ar_run ar_h200e --gpu h200-sxm --engine
 ar_run ar_h200 --gpu h200-sxm
-us=$(gpukey NVIDIA_H100_80GB_HBM3 engine_ar2_oneshot_us)
-gbps=$(gpukey NVIDIA_H100_80GB_HBM3 engine_ar2_oneshot_gbps)
-sw=$(gpukey NVIDIA_H100_80GB_HBM3 engine_ar2_twoshot_bytes)
+us=$(gpu_key NVIDIA_H100_80GB_HBM3 engine_ar2_oneshot_us)
+gbps=$(gpu_key NVIDIA_H100_80GB_HBM3 engine_ar2_oneshot_gbps)
+sw=$(gpu_key NVIDIA_H100_80GB_HBM3 engine_ar2_twoshot_bytes)
 # a decode step's all-reduce: 4 tokens x 4096 x 2 bytes (bf16), one-shot
 dec=$(arms 2 "$TMP/ar_eng") decn=$(arms 2 "$TMP/ar_nccl")
 ok $(awk -v e="$dec" -v n="$decn" -v us="$us" -v g="$gbps" -v sw="$sw" 'BEGIN {
@@ -241,13 +236,13 @@ ok $(awk -v e="$pre" -v n="$pren" -v us="$us" -v g="$gbps" -v sw="$sw" 'BEGIN {
   "--engine: a prefill's 8 MB all-reduce, dearer in the engine's kernel, stays NCCL's model ($pre ms = $pren ms)"
 # NCCL's model by hand: the ring over 2 GPUs of the node, B / bw + 2 latencies (the tree's 2 B / bw
 # + 2 latencies is dearer), bw = link_gbps x link_efficiency
-lg=$(gpukey NVIDIA_H100_80GB_HBM3 link_gbps) le=$(gpukey defaults link_efficiency) ll=$(gpukey defaults link_latency_us)
+lg=$(gpu_key NVIDIA_H100_80GB_HBM3 link_gbps) le=$(gpu_key defaults link_efficiency) ll=$(gpu_key defaults link_latency_us)
 ok $(awk -v n="$decn" -v lg="$lg" -v le="$le" -v ll="$ll" 'BEGIN {
        b = 4 * 4096 * 2; want = (b / (lg * le * 1e3) + 2 * ll) / 1e3
        exit !(lg > 0 && le > 0 && ll > 0 && n - want < 2e-6 && want - n < 2e-6) }'; echo $?) \
   "without --engine the decode all-reduce is NCCL's model: 32 KB / ($lg GB/s x $le) + 2 x $ll us ($decn ms)"
 ok $(awk -v a="$(arms 2 "$TMP/ar_h200e")" -v b="$(arms 2 "$TMP/ar_h200")" 'BEGIN { exit !(a + 0 > 0 && a == b) }' &&
-     [ -z "$(gpukey h200-sxm engine_ar2_oneshot_us)" ] &&
+     [ -z "$(gpu_key h200-sxm engine_ar2_oneshot_us)" ] &&
      grep -q "the tp all-reduce: NCCL's (gpus.d \[h200-sxm\] has no engine all-reduce for 2 GPUs)" "$TMP/ar_h200e"; echo $?) \
   "a GPU without engine_ar keys (h200-sxm) keeps NCCL's model under --engine, and says so"
 

@@ -4,21 +4,10 @@
 plan 49
 
 # sv VAR ARGS...: perfmod serve ARGS as CSV into $TMP/VAR; col VAR NAME: a column of it
-sv () {
-  v=$1
-  shift
-  "$PERFMOD" serve --format csv "$@" > "$TMP/$v" 2> "$TMP/$v.err"
-  rc=$?
-  [ "$rc" -eq 0 ] || diag "exit $rc: serve $*" "$(cat "$TMP/$v.err")"
-}
+sv () { v=$1; shift; serve_to csv "$TMP/$v" "$TMP/$v.err" "$@"; }
 col () {
   awk -F, -v k="$2" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == k) c = i } NR == 2 && c { print $c }' "$TMP/$1"
 }
-# cmpf A OP B: awk's numeric comparison of two values that must be numbers
-cmpf () { awk -v a="$1" -v b="$3" -v op="$2" 'BEGIN {
-  if (a !~ /^-?[0-9.]+(e[-+]?[0-9]+)?$/ || b !~ /^-?[0-9.]+(e[-+]?[0-9]+)?$/) exit 1
-  if (op == "<") exit !(a < b); if (op == ">") exit !(a > b); if (op == "==") exit !(a == b)
-  exit 1 }'; }
 
 L8="--model llama3.1-8b --gpu h100"
 
@@ -100,14 +89,9 @@ ok $(cmpf "$(col dis tpot_ms_mean)" '<' "$(col agg tpot_ms_mean)" && cmpf "$(col
      [ "$(col dis gpus)" = 4 ] && [ "$(col agg gpus)" = 4 ]; echo $?) \
   "disaggregated on 4 GPUs: TPOT $(col dis tpot_ms_mean) ms < $(col agg tpot_ms_mean) aggregated, TTFT $(col dis ttft_ms_mean) > $(col agg ttft_ms_mean)"
 # the KV transfer: 4096 tokens x 64 layers x 8 heads x 128 x 2 x 2 B over the prefill's
-# 2 GPUs' NICs (gpus.d nic_gbps x nic_efficiency each) and one latency.  gpukey SECTION KEY:
-# the key's value in that section of gpus.d, the later file's where two set it.
-gpukey () {
-  cat "$top_srcdir"/gpus.d/*.ini |
-    awk -v s="[$1]" -v k="$2" '/^\[/ { in_s = ($0 == s) } in_s && $1 == k && $2 == "=" { v = $3 } END { print v }'
-}
+# 2 GPUs' NICs (gpus.d nic_gbps x nic_efficiency each) and one latency.
 run_pm serve --model qwen3-32b --gpu h100 --concurrency 64 --isl 4096 --osl 512 --prefill tp=2 --decode tp=2 --format json
-nic=$(gpukey NVIDIA_H100_80GB_HBM3 nic_gbps) eff=$(gpukey defaults nic_efficiency) lat=$(gpukey defaults nic_latency_us)
+nic=$(gpu_key NVIDIA_H100_80GB_HBM3 nic_gbps) eff=$(gpu_key defaults nic_efficiency) lat=$(gpu_key defaults nic_latency_us)
 ok $(jq -e '.transfer_ms > 0' "$TMP/out" >/dev/null && awk -v t="$(jq .transfer_ms "$TMP/out")" -v nic="$nic" -v eff="$eff" -v lat="$lat" 'BEGIN {
        b = 4096 * 64 * 8 * 128 * 2 * 2; ms = b / (2 * nic * 1e9 * eff) * 1e3 + lat / 1e3
        exit !(nic > 0 && eff > 0 && t - ms < 1e-6 && ms - t < 1e-6) }'; echo $?) \

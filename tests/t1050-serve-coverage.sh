@@ -4,26 +4,9 @@
 plan 88
 
 # sj VAR ARGS...: perfmod serve ARGS as JSON into $TMP/VAR.json (stderr VAR.err, status VAR.rc)
-sj () {
-  v=$1
-  shift
-  "$PERFMOD" serve --format json "$@" > "$TMP/$v.json" 2> "$TMP/$v.err"
-  echo $? > "$TMP/$v.rc"
-  [ "$(cat "$TMP/$v.rc")" -eq 0 ] || diag "exit $(cat "$TMP/$v.rc"): serve $*" "$(cat "$TMP/$v.err")"
-}
+sj () { v=$1; shift; serve_to json "$TMP/$v.json" "$TMP/$v.err" "$@"; echo "$rc" >"$TMP/$v.rc"; }
 # jv VAR EXPR: a field of VAR's JSON (empty when there is none)
 jv () { jq -r "$2" "$TMP/$1.json" 2>/dev/null; }
-# cmpf A OP B: awk's numeric comparison of two values that must be numbers
-cmpf () { awk -v a="$1" -v b="$3" -v op="$2" 'BEGIN {
-  if (a !~ /^-?[0-9.]+(e[-+]?[0-9]+)?$/ || b !~ /^-?[0-9.]+(e[-+]?[0-9]+)?$/) exit 1
-  if (op == "<") exit !(a < b); if (op == ">") exit !(a > b); if (op == "==") exit !(a == b)
-  if (op == "<=") exit !(a <= b)
-  exit 1 }'; }
-# gpukey SECTION KEY: the key's value in that section of gpus.d (the later file's)
-gpukey () {
-  cat "$top_srcdir"/gpus.d/*.ini |
-    awk -v s="[$1]" -v k="$2" '/^\[/ { in_s = ($0 == s) } in_s && $1 == k && $2 == "=" { v = $3 } END { print v }'
-}
 
 L8="--model llama3.1-8b"
 S="$L8 --isl 128 --osl 16 --concurrency 4"
@@ -44,16 +27,27 @@ expect_one_line 2 "--strategy 'tp=128,pp=128,dp=128': more than 1048576 GPUs" "a
 expect_one_line 2 "--strategy: llama3.1-8b: tp=3 does not divide the 32 attention heads" "tp=3 refused naming the heads" -- serve $S --strategy tp=3
 expect_one_line 2 "--decode: llama3.1-8b: tp=3 does not divide the 32 attention heads" "a decode layout the model cannot take refused naming --decode" -- serve $S --prefill tp=1 --decode tp=3
 expect_one_line 2 "unknown strategy key 'bogus'" "an unknown layout key refused" -- serve $S --strategy bogus=1
-n=0
-for k in mbs=2 zero=1 cp=2 sp=1 tpo=1 kernels=te recompute=full schedule=gpipe pp=2,vp=2,schedule=interleaved pp=2,split=16:16; do
-  run_pm serve $S --prefill tp=1 --decode "tp=1,$k"
-  if [ "$rc" -eq 2 ] && [ ! -s "$TMP/out" ] &&
-     grep -q "^perfmod: --decode 'tp=1,$k': a serving replica takes tp, pp, ep, etp only\$" "$TMP/err"; then
-    n=$((n + 1))
-  else
-    diag "$k: exit $rc: $(cat "$TMP/err")"
-  fi
-done
+# refused_each PATTERN CMD... -- VALUES: CMD with @ replaced by each value is refused (exit 2,
+# nothing on stdout, PATTERN with @ replaced by the value on stderr); n counts them
+refused_each () {
+  pat=$1 n=0
+  shift
+  cmd=
+  while [ "$1" != -- ]; do cmd="$cmd $1"; shift; done
+  shift
+  for v; do
+    # shellcheck disable=SC2086
+    run_pm $(echo "$cmd" | sed "s|@|$v|g")
+    if [ "$rc" -eq 2 ] && [ ! -s "$TMP/out" ] && grep -q "$(echo "$pat" | sed "s|@|$v|g")" "$TMP/err"; then
+      n=$((n + 1))
+    else
+      diag "$v: exit $rc: $(cat "$TMP/err")"
+    fi
+  done
+}
+refused_each "^perfmod: --decode 'tp=1,@': a serving replica takes tp, pp, ep, etp only\$" \
+  serve $S --prefill tp=1 --decode tp=1,@ -- mbs=2 zero=1 cp=2 sp=1 tpo=1 kernels=te recompute=full \
+  schedule=gpipe pp=2,vp=2,schedule=interleaved pp=2,split=16:16
 ok $([ "$n" -eq 10 ]; echo $?) "each training key in --decode refused naming it, without dp ($n of 10)"
 expect_one_line 2 "--spec 'medusa': expected mtp, eagle or ngram" "an unknown --spec refused" -- serve $S --spec medusa --spec-accept 0.5
 expect_one_line 2 "--spec mtp: llama3.1-8b has no multi-token prediction layer" "--spec mtp on a model without MTP layers refused" -- serve $S --spec mtp --spec-accept 0.5
@@ -69,17 +63,9 @@ printf 'arrival_ms,isl,osl\n' > "$TMP/hdr.csv"
 expect_one_line 2 "hdr\.csv: no requests in the trace" "a trace of a header only refused" -- serve $L8 --trace "$TMP/hdr.csv"
 printf 'arrival_ms,isl,osl\n0,128,16\n5,128\n' > "$TMP/nf.csv"
 expect_one_line 2 "nf\.csv:3: 2 fields, the header has 3" "a short trace row names file:line" -- serve $L8 --trace "$TMP/nf.csv"
-n=0
-for a in -5 x inf 2e12; do
-  printf 'arrival_ms,isl,osl\n%s,128,16\n' "$a" > "$TMP/arr.csv"
-  run_pm serve $L8 --trace "$TMP/arr.csv"
-  if [ "$rc" -eq 2 ] && [ ! -s "$TMP/out" ] &&
-     grep -q "arr\.csv:2: arrival_ms '$a': expected milliseconds from 0 to 1e12" "$TMP/err"; then
-    n=$((n + 1))
-  else
-    diag "$a: exit $rc: $(cat "$TMP/err")"
-  fi
-done
+for a in -5 x inf 2e12; do printf 'arrival_ms,isl,osl\n%s,128,16\n' "$a" > "$TMP/arr$a.csv"; done
+refused_each "arr@\.csv:2: arrival_ms '@': expected milliseconds from 0 to 1e12" \
+  serve $L8 --trace "$TMP/arr@.csv" -- -5 x inf 2e12
 ok $([ "$n" -eq 4 ]; echo $?) "arrival_ms -5, x, inf and 2e12 refused naming file:line ($n of 4)"
 printf '"arrival_ms,isl,osl\n0,1,2\n' > "$TMP/quote.csv"
 expect_one_line 2 "quote\.csv:1: unterminated quoted field" "a trace's header with an open quote names file:1" -- serve $L8 --trace "$TMP/quote.csv"
@@ -136,7 +122,7 @@ sglang_kv () {  # sglang_kv NAME SECTION TP CHUNK GRAPHS [ARGS]
   name=$1 sec=$2 tp=$3 chunk=$4 graphs=$5
   shift 5
   sj "sg$name" $S --engine sglang --gpu "$name" --strategy "tp=$tp" "$@" >&2   # stdout is the status
-  mem=$(gpukey "$sec" mem_gb)
+  mem=$(gpu_key "$sec" mem_gb)
   awk -v mem="$mem" -v tp="$tp" -v chunk="$chunk" -v gr="$graphs" -v w="$(jv "sg$name" .weights_gb)" \
       -v kv="$(jv "sg$name" .kv_cache_gb)" -v tok="$(jv "sg$name" .kv_capacity_tokens)" \
       -v mt="$(jv "sg$name" .max_tokens)" -v mb="$(jv "sg$name" .max_batch)" -v w8="$w8" 'BEGIN {
@@ -161,7 +147,7 @@ ok $(sglang_kv h100 NVIDIA_H100_80GB_HBM3 4 8192 512; echo $?) "SGLang on 4 H100
 ok $(sglang_kv h100 NVIDIA_H100_80GB_HBM3 1 2048 256 --max-tokens 2048; echo $?) "SGLang on an H100 with --max-tokens 2048: the 10 GiB floor ($(jv sgh100 .kv_cache_gb) GB)"
 sj sgoom $S --engine sglang --gpu t4
 ok $([ "$(jv sgoom .oom)" = true ] && [ "$(jv sgoom .kv_capacity_tokens)" = 0 ] && [ "$(jv sgoom .kv_cache_gb)" = 0 ] &&
-     [ "$(jv sgoom .max_batch)" = 1 ] && cmpf "$(jv sgoom .weights_gb)" '>' "$(gpukey Tesla_T4 mem_gb)"; echo $?) \
+     [ "$(jv sgoom .max_batch)" = 1 ] && cmpf "$(jv sgoom .weights_gb)" '>' "$(gpu_key Tesla_T4 mem_gb)"; echo $?) \
   "SGLang, Llama-3.1-8B on one T4: no room for the cache, no request fits (0 tokens, 0 GB, at most 1 request)"
 run_pm serve $S --engine sglang --gpu t4
 ok $([ "$rc" -eq 0 ] && grep -q '^does not fit: the weights (16\.06 GB per GPU of 16\.11) leave the KV cache 0 tokens' "$TMP/out" &&
@@ -298,7 +284,7 @@ ok $([ "$(jv d13 .gpus)" = 5 ] && [ "$(jv d11 .gpus)" = 3 ] && [ "$(jv d13 .requ
      cmpf "$(jv d13 .tpot_ms.mean)" '<' "$(jv d11 .tpot_ms.mean)" && cmpf "$(jv d13 .batch_mean)" '<' "$(jv d11 .batch_mean)"; echo $?) \
   "SGLang, 2 prefill workers: 3 decode workers' batches smaller and TPOT lower than 1's ($(jv d13 .tpot_ms.mean) vs $(jv d11 .tpot_ms.mean) ms)"
 # the transfer: 3000 tokens x 128 KiB over one H100 NIC at nic_efficiency, one latency
-nic=$(gpukey NVIDIA_H100_80GB_HBM3 nic_gbps) eff=$(gpukey defaults nic_efficiency) lat=$(gpukey defaults nic_latency_us)
+nic=$(gpu_key NVIDIA_H100_80GB_HBM3 nic_gbps) eff=$(gpu_key defaults nic_efficiency) lat=$(gpu_key defaults nic_latency_us)
 ok $(awk -v t="$(jv d13 .transfer_ms)" -v nic="$nic" -v eff="$eff" -v lat="$lat" 'BEGIN {
        ms = 3000 * 131072 / (nic * 1e9 * eff) * 1e3 + lat / 1e3; d = t - ms
        exit !(nic > 0 && d < 1e-6 && d > -1e-6) }'; echo $?) "the KV transfer of a 3000-token prompt: $(jv d13 .transfer_ms) ms"

@@ -3,21 +3,17 @@
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 plan 11
 
-# gpu_key SECTION KEY: a value of gpus.d's section
-gpu_key () {
-  awk -v s="[$1]" -v k="$2" '/^\[/ { in_s = $0 == s } in_s && $1 == k && $2 == "=" { print $3; exit }' \
-    "$top_srcdir"/gpus.d/*.ini
-}
 H100=NVIDIA_H100_80GB_HBM3
 
 # ZeRO-1 (Megatron's distributed optimizer) reduce-scatters the fp32 gradients and
 # all-gathers the bf16 parameters, half their bytes: on one node, with the bandwidth term
 # dominant, its data-parallel traffic is (1 + 1/2)/2 = 3/4 of the all-reduce's.
-dp_ms () {
-  run_pm --model gpt3-2.7b --gpu h100 --mode train --batch 16 --strategy "dp=8,zero=$1" --format json
-  jq -e '.predictions[0].comm_ms.dp' "$TMP/out"
+# gpt27 STRATEGY FIELD: a field of GPT-3 2.7B's training step on 8 H100s, global batch 16
+gpt27 () {
+  run_pm --model gpt3-2.7b --gpu h100 --mode train --batch 16 --strategy "$1" --format json
+  jq -e ".predictions[0].$2" "$TMP/out"
 }
-z0=$(dp_ms 0) z1=$(dp_ms 1)
+z0=$(gpt27 dp=8,zero=0 comm_ms.dp) z1=$(gpt27 dp=8,zero=1 comm_ms.dp)
 ok $(awk -v a="$z0" -v b="$z1" 'BEGIN { r = b / a; exit !(a > 0 && r > 0.745 && r < 0.755) }'; echo $?) \
   "zero=1 moves 3/4 of zero=0's data-parallel bytes (fp32 gradients out, bf16 parameters back)"
 
@@ -52,11 +48,7 @@ expect_fail 2 "bad.params: tc_vector.1.layers: bad width '0'" "kernel with a mal
 # ZeRO-3 (FSDP) reduce-scatters each layer's gradients during the backward pass even where
 # the framework does not overlap gradient reduction (kernels=eager): what is left after the
 # backward is a small part of zero=2's gradient traffic, all of which waits for it
-grads () {
-  run_pm --model gpt3-2.7b --gpu h100 --mode train --batch 16 --strategy "dp=8,zero=$1,kernels=eager" --format json
-  jq -e '.predictions[0].grads_ms' "$TMP/out"
-}
-g2=$(grads 2) g3=$(grads 3)
+g2=$(gpt27 dp=8,zero=2,kernels=eager grads_ms) g3=$(gpt27 dp=8,zero=3,kernels=eager grads_ms)
 ok $(awk -v a="$g2" -v b="$g3" 'BEGIN { exit !(a > 0 && b >= 0 && b < 0.25 * a) }'; echo $?) \
   "zero=3 without overlap asked: its gradient reduce-scatter overlaps the backward ($g3 ms left, zero=2 $g2 ms)"
 
