@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1070-hand.sh: figures derived by hand from the model's dimensions and gpus.d, for the terms make mutate found no other test pinned (ZeRO-1's bf16 parameter all-gather, expert parallelism's closed form, ...).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 11
+plan 12
 
 H100=NVIDIA_H100_80GB_HBM3
 
@@ -129,3 +129,9 @@ ok $([ "$rc" -eq 0 ] && grep -q '^members: 3$' "$P" && [ "$(grep -c . "$TMP/memb
                          f = sd > 0 && ($5 - g)^2 < (1e-6 * g)^2 && ($6 - sp)^2 < (1e-4 * sp)^2 }
               END { exit !f }' "$TMP/members" "$TMP/out"; echo $?) \
   "tile-mlp's ensemble: the geometric mean of its 3 members' times, spread g (exp(sd) - 1)"
+
+# KV cache per rank when tp is above the KV heads: Qwen3-32B's 8 KV heads over tp=16 leave
+# each rank one replicated head: 64 layers x (K, V) x 1 head x 128 x (1024 + 128) tokens x 2 B
+run_pm --model qwen3-32b --gpu h100 --mode inf --batch 1 --seq 1024 --gen 128 --strategy tp=16 --format json
+ok $([ "$rc" -eq 0 ] && jq -e '.predictions[0].memory.kv_cache * 1e9 | . - 64 * 2 * 1 * 128 * 1152 * 2 | fabs < 1' "$TMP/out" >/dev/null; echo $?) \
+  "tp=16 over 8 KV heads: each rank caches one head, 37,748,736 bytes by hand"
