@@ -162,7 +162,7 @@ eval_modern (struct plugin **preds, char **names, size_t npred, const struct kse
              const struct eval_options *o)
 {
   bool csv = strcmp (o->format, "csv") == 0;
-  size_t kept = 0, len = 0;
+  size_t kept = 0, len = 0, evaluated = 0;
   char *buf = NULL;
   /* the report is held until every predictor has run: a refusal leaves stdout empty */
   FILE *out = open_memstream (&buf, &len);
@@ -213,6 +213,7 @@ eval_modern (struct plugin **preds, char **names, size_t npred, const struct kse
         g->err = xrealloc (g->err, g->cap * sizeof *g->err);
       }
       g->err[g->n++] = fabs (e);
+      evaluated++;
       g->sum_abs += fabs (e);
       g->sum_signed += e;
       if (o->per_kernel)
@@ -255,6 +256,13 @@ eval_modern (struct plugin **preds, char **names, size_t npred, const struct kse
     pm_error ("cannot hold the report: %s", strerror (errno));
     free (buf);
     return 1;
+  }
+  if (evaluated == 0) {          /* the split left none, or no predictor predicted one */
+    pm_error ("%s: no row was evaluated (%zu in %s)", o->data, kept,
+              o->split == SPLIT_ALL ? "all" : o->split == SPLIT_HOLDOUT ? "the held-out 20 %"
+              : "the training 80 %");
+    free (buf);
+    return EXIT_RUNTIME;
   }
   fwrite (buf, 1, len, stdout);
   free (buf);
@@ -330,6 +338,13 @@ eval_kernels (struct plugin_set *set, const struct gpu_db *gpus, const struct ti
       if ((o->dtype < 0 || o->dtype == ks.v[i].dtype) && gpu_listed (o->gpus, ks.v[i].gpu))
         ks.v[kept++] = ks.v[i];
     ks.n = kept;
+  }
+  if (ks.n == 0) {               /* nothing evaluated is a failure, not an empty table */
+    pm_error ("%s: no kernels to evaluate (--dtype %s, --gpu %s)", o->data,
+              o->dtype >= 0 ? dtype_name (o->dtype) : "any", o->gpus ? "as given" : "any");
+    kset_free (&ks);
+    rc = EXIT_RUNTIME;
+    goto out;
   }
   if (o->per_kernel)
     printf ("predictor,file,line,gpu,split,class,op,b,m,n,k,h,kernel,measured_ms,predicted_ms,"

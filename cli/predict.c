@@ -662,7 +662,9 @@ cmd_predict (struct cli *c, struct plugin_set *set)
     pm_error ("--strategy kernels=megatron: an imported graph runs the kernels it traced");
     goto out;
   }
-  if (w.have_model && c->opgraph == NULL && strategy_default_zero (&s, train))
+  /* (only a --strategy run is costed per rank: the single-device path has no optimizer
+   * to shard) */
+  if (c->strategy && w.have_model && c->opgraph == NULL && strategy_default_zero (&s, train))
     assume (c, "zero=1 (Megatron-Core's distributed optimizer, as its recipes run; zero=0 "
             "turns it off)");
   if (s.kernels_set) {           /* the strategy says whose kernels: not an assumption */

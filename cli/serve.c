@@ -605,7 +605,7 @@ search_serve_main (int argc, char **argv)
       else
         printf ("  %s\n", q->launch);
     }
-    else if (oom == res.n)
+    else if (res.n > 0 && oom == res.n)
       printf ("\nno deployment fits: every one is out of memory\n");
     else if (o.ttft > 0 || o.tpot > 0)
       printf ("\nno deployment within the targets (--ttft %g, --tpot %g ms)\n", o.ttft, o.tpot);

@@ -33,6 +33,10 @@ assume_replace (struct cli *c, const char *old, const char *what)
   else if (at > c->assumed + 1 && at[-2] == ',')
     at -= 2, len += 2;
   memmove (at, at + len, strlen (at + len) + 1);
+  if (c->assumed[0] == '\0') {  /* nothing left: none, not an empty one */
+    free (c->assumed);
+    c->assumed = NULL;
+  }
 }
 
 static int

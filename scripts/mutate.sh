@@ -18,7 +18,7 @@ git -C "$top" rev-parse --git-dir >/dev/null 2>&1 ||
 
 if [ -n "${MUTATE_DIR:-}" ]; then
   work=$MUTATE_DIR
-  rm -rf "$work/tree" && mkdir -p "$work"
+  rm -rf "$work/tree" "$work/m" && mkdir -p "$work"
 else
   work=$(mktemp -d "${TMPDIR:-/tmp}/perfmod-mutate.XXXXXX")
   trap 'rm -rf "$work"' EXIT

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0820-training.sh: training steps as Megatron-Core runs them: fused against unfused attention, Transformer Engine's layer, recomputation's time per mode, Megatron's memory terms against its published figures, and the published runs' file.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 54
+plan 56
 
 near () { awk -v a="$1" -v b="$2" -v t="${3:-1e-9}" 'BEGIN { d = a / b - 1; exit !(b > 0 && d < t && d > -t) }'; }
 
@@ -251,4 +251,13 @@ run_pm --model gpt3-2.7b --gpu h100 --mode train --batch 8 --seq 256 --format js
 ok $([ "$rc" -eq 0 ] && near "$(bpp)" 7.5 1e-9 && jq -e '.strategy.zero == 1' "$TMP/out" >/dev/null &&
      jq -r '.assumed' "$TMP/out" | grep -q "zero=1 (Megatron-Core's distributed optimizer"; echo $?) \
   "kernels=te over dp=8 with no zero given: zero=1, 7.5 bytes a parameter, on the assumed: line"
+# every assumption given: the assumed: line holds only the memory reserve, no stray comma;
+# and with --nodes but no --strategy (one device's step, no optimizer sharded) no zero=1
+run_pm --model gpt3-2.7b --mode train --gpu NVIDIA_H100_80GB_HBM3 --precision bf16 --attention flash --seq 1024 \
+  --predictor roofline --batch 8 --strategy tp=2,zero=0,kernels=te
+ok $([ "$rc" -eq 0 ] && grep -q '^assumed: memory reserve 1 GB + 5 %$' "$TMP/out"; echo $?) \
+  "all given but the reserve: 'assumed: memory reserve ...', no leading comma"
+run_pm --model gpt3-2.7b --mode train --batch 64 --nodes 2
+ok $([ "$rc" -eq 0 ] && grep -q '^assumed: ' "$TMP/out" && ! grep -q 'zero=1' "$TMP/out"; echo $?) \
+  "--nodes without --strategy: no zero=1 announced where no optimizer is sharded"
 finish

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1040-readers-coverage.sh: the modern readers beyond aiconfigurator's GEMMs (vidur layers and collectives, aiter's tuned GEMMs, decode attention with windows, MoE layouts, single tables) read as hand-derived shapes, their refusals with file:line, NeuSight tables' refusals, and perfmod train's tensor-core groups and refusals.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 62
+plan 63
 
 # Columns of eval --per-op --format csv on the modern tables:
 # 1 predictor 2 file 3 line 4 table 5 gpu 6 class 7 dtype 8 b 9 m 10 n 11 k 12 h 13 kv_heads
@@ -57,6 +57,8 @@ mkdir -p "$AI"
   echo "gfx942,304,16,1024,4096,False,torch.bfloat16,torch.bfloat16,False,False,hipblaslt,0,0,12.5,k,0.0,1,1"
   echo "gfx942,304,32,1024,4096,False,torch.bfloat16,torch.bfloat16,False,False,hipblaslt,0,0,0,k,0.0,1,1"
   echo "gfx942,304,64,1024,4096,False,torch.bfloat16,torch.bfloat16,False,False,hipblaslt,0,0,inf,k,0.0,1,1"
+  echo "gfx942,304,128,1024,4096,False,torch.bfloat16,torch.bfloat16,False,False,hipblaslt,0,0,Inf,k,0.0,1,1"
+  echo "gfx942,304,256,1024,4096,False,torch.bfloat16,torch.bfloat16,False,False,hipblaslt,0,0,nan,k,0.0,1,1"
   echo "gfx1250,96,16,1024,4096,False,torch.bfloat16,torch.bfloat16,False,False,triton,0,0,9.0,k,0.0,1,1"
   echo "gfx1250,96,32,1024,4096,False,torch.bfloat16,torch.bfloat16,False,False,triton,0,0,9.5,k,0.0,1,1"
   echo "gfx942,80,16,1024,4096,False,torch.bfloat16,torch.bfloat16,False,False,hipblaslt,0,0,30.0,k,0.0,1,1"; } \
@@ -137,12 +139,12 @@ awk -F, 'NR > 1 { printf "%s,%s,%s,%s,%s,%s,%g\n", $5, $6, $8, $9, $10, $11, $17
 # M, N, K -> perfmod's (m, k = N, n = K); us -> ms
 printf '%s\n' mi300x,FC,1,16,4096,1024,0.0125 mi300x,BMM,16,32,8192,1280,0.1235 mi308x,FC,1,16,4096,1024,0.03 >"$TMP/want"
 ok $([ "$rc" -eq 0 ] && same "$TMP/got" "$TMP/want"; echo $?) \
-  "aiter: GEMMs and batched GEMMs on gfx942/304 and /80 in us; an unknown chip and us = 0 or inf left out"
+  "aiter: GEMMs and batched GEMMs on gfx942/304 and /80 in us; an unknown chip and us = 0, inf, Inf or nan left out"
 ok $(awk -F, -v bw="$mi300x_bw" '$5 == "mi300x" && $6 == "FC" { n++; t = 2 * (16 * 4096 + 4096 * 1024 + 16 * 1024) / (bw * 1e9) * 1e3
        d = $18 / t - 1; if (d > 1e-6 || d < -1e-6) bad++ } END { exit !(n == 1 && !bad) }' "$TMP/out"; echo $?) \
   "roofline: aiter's 16 x 4096 x 1024 bf16 GEMM is memory bound on MI300X"
-ok $([ "$rc" -eq 0 ] && [ "$(grep -c "bf16_tuned_gemm.csv: 2 rows of a device gpus.d does not know left out (the first, line 5: 'gfx1250/96'; a gpus.d alias reads them)" "$TMP/err")" -eq 1 ] &&
-     ! grep -q 'bf16_tuned_gemm.csv:6:' "$TMP/err"; echo $?) \
+ok $([ "$rc" -eq 0 ] && [ "$(grep -c "bf16_tuned_gemm.csv: 2 rows of a device gpus.d does not know left out (the first, line 7: 'gfx1250/96'; a gpus.d alias reads them)" "$TMP/err")" -eq 1 ] &&
+     ! grep -q 'bf16_tuned_gemm.csv:8:' "$TMP/err"; echo $?) \
   "rows of a chip gpus.d does not know: how many and the first said once on stderr, without --verbose"
 
 # 12-13: decode attention
@@ -454,4 +456,10 @@ nnbad 's/^tc_vector\.1\.hidden_act: .*/tc_vector.1.hidden_act: tanh/' "bad-nn.pa
   "an activation perfmod does not have: refused"
 nnbad 's/^tc_vector\.1\.layers: .*/tc_vector.1.layers: 14,96,96,96,96,1/' "bad-nn.params: tensor 'tc_vector.1.w3' is 1x96, expected 96x96" \
   "layers that do not match the stored tensors: refused naming the tensor"
+# a split that leaves no row: nothing evaluated is a failure (exit 1), said, no table
+mkdir -p "$TMP/one/aiter"
+{ echo "gfx,cu_num,M,N,K,us"; echo "gfx942,304,64,256,512,10.5"; } >"$TMP/one/aiter/bf16_tuned_gemm.csv"
+run_pm eval --data "$TMP/one" --predictor roofline --split holdout
+ok $([ "$rc" -eq 1 ] && [ ! -s "$TMP/out" ] && grep -q "no row was evaluated (0 in the held-out 20 %)" "$TMP/err"; echo $?) \
+  "--split holdout of a one-row table: no row evaluated, exit 1, no table"
 finish

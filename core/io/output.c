@@ -229,28 +229,38 @@ target_of (const char *path, char **real, struct stat *st)
 }
 
 /* Copies the finished temporary file into a file of several hard links, so that every
- * name sees the new contents (a rename would leave the other names the old file). */
+ * name sees the new contents (a rename would leave the other names the old file).  The
+ * room is taken first (posix_fallocate), so that a full disk fails before the old
+ * contents are touched; the target is cut to size only once all is written. */
 static int
 copy_into (const char *tmp, const char *real)
 {
   char buf[65536];
+  struct stat st;
   ssize_t n = 0;
-  int in = open (tmp, O_RDONLY | O_CLOEXEC), out = -1, rc = -1;
-  if (in >= 0 && (out = open (real, O_WRONLY | O_TRUNC | O_CLOEXEC)) >= 0) {
-    while ((n = read (in, buf, sizeof buf)) > 0)
-      for (ssize_t w, off = 0; off < n; off += w)
-        if ((w = write (out, buf + off, (size_t) (n - off))) < 0) {
-          n = -1;
-          goto done;
-        }
+  int in = open (tmp, O_RDONLY | O_CLOEXEC), out = -1, rc = -1, e;
+  if (in < 0 || fstat (in, &st) != 0 || (out = open (real, O_WRONLY | O_CLOEXEC)) < 0)
+    goto done;
+  if (st.st_size > 0 && (e = posix_fallocate (out, 0, st.st_size)) != 0 &&
+      e != EINVAL && e != EOPNOTSUPP) {
+    errno = e;
+    goto done;
   }
-done:
-  if (in >= 0 && out >= 0 && n == 0 && fsync (out) == 0)
+  while ((n = read (in, buf, sizeof buf)) > 0)
+    for (ssize_t w, off = 0; off < n; off += w)
+      if ((w = write (out, buf + off, (size_t) (n - off))) < 0)
+        goto done;
+  if (n == 0 && ftruncate (out, st.st_size) == 0 && (fsync (out) == 0 || errno == EINVAL))
     rc = 0;
-  if (out >= 0 && close (out) != 0)
+done:
+  e = errno;
+  if (out >= 0 && close (out) != 0 && rc == 0) {
+    e = errno;
     rc = -1;
+  }
   if (in >= 0)
     close (in);
+  errno = e;
   return rc;
 }
 
@@ -325,11 +335,21 @@ atomic_commit (FILE *fp, char *tmp, const char *path, bool ok)
   {
     struct stat st;
     if (ok && stat (real, &st) == 0 && S_ISREG (st.st_mode) && st.st_nlink > 1) {
+      /* not interrupted half-way: the signals wait until the copy is done */
+      sigset_t block, old;
+      sigemptyset (&block);
+      sigaddset (&block, SIGINT);
+      sigaddset (&block, SIGTERM);
+      sigaddset (&block, SIGHUP);
+      pthread_sigmask (SIG_BLOCK, &block, &old);
       ok = copy_into (tmp, real) == 0;
-      if (!ok)
-        pm_error ("%s: cannot write: %s", path, strerror (errno));
-      unlink (tmp);
+      if (ok)
+        unlink (tmp);
+      else                       /* the new contents kept where they are complete */
+        pm_error ("%s: cannot write: %s (the new contents are in %s)", path, strerror (errno),
+                  tmp);
       pending_end ();
+      pthread_sigmask (SIG_SETMASK, &old, NULL);
       free (real);
       free (tmp);
       return ok ? 0 : -1;

@@ -64,20 +64,21 @@ void
 pm_error_capture (char *buf, size_t len)
 {
   if (buf) {
-    if (capture_depth < CAPTURE_DEPTH) {
-      capture_saved[capture_depth].buf = capture;
-      capture_saved[capture_depth].len = capture_len;
-    }
-    capture_depth++;
-    capture = buf;
-    capture_len = len;
     if (len)
       buf[0] = '\0';
+    /* deeper than the stack: the messages stay in the deepest buffer saved (never printed) */
+    if (capture_depth++ >= CAPTURE_DEPTH)
+      return;
+    capture_saved[capture_depth - 1].buf = capture;
+    capture_saved[capture_depth - 1].len = capture_len;
+    capture = buf;
+    capture_len = len;
   }
   else if (capture_depth > 0) {
-    capture_depth--;
-    capture = capture_depth < CAPTURE_DEPTH ? capture_saved[capture_depth].buf : NULL;
-    capture_len = capture_depth < CAPTURE_DEPTH ? capture_saved[capture_depth].len : 0;
+    if (capture_depth-- > CAPTURE_DEPTH)
+      return;
+    capture = capture_saved[capture_depth].buf;
+    capture_len = capture_saved[capture_depth].len;
   }
   else {
     capture = NULL;

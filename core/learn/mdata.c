@@ -447,9 +447,12 @@ read_aiter (struct table *t)
     double us;
     char *dev;
     /* placeholders, 0 and inf: the README says to skip them */
-    if (strcmp (t->r.fields[cus], "inf") == 0 ||
-        (parse_double (t->r.fields[cus], &us) && us == 0))
-      continue;
+    {                            /* inf, Inf, nan or 0, however spelt */
+      char *end;
+      double v = strtod (t->r.fields[cus], &end);
+      if (end != t->r.fields[cus] && *end == '\0' && (isinf (v) || isnan (v) || v == 0))
+        continue;
+    }
     if (!cell_double (t, cus, "us", &us))
       continue;
     if (us < 0) {
@@ -643,7 +646,7 @@ read_table (struct kset *s, const char *path, enum kind kind, const struct gpu_d
   default: break;
   }
   csv_close (&t.r);
-  if (t.skipped) {               /* said, not only under --verbose: these rows are lost */
+  if (t.skipped && !(f && f->gpus)) {   /* said: these rows are lost (a --gpu leaves them out anyway) */
     pm_error ("%s: %zu row%s of a device gpus.d does not know left out (the first, line %ld: "
               "'%s'; a gpus.d alias reads them)", path, t.skipped, t.skipped == 1 ? "" : "s",
               t.unknown_line, t.unknown);

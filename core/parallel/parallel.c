@@ -847,7 +847,7 @@ dist_check (const struct model_cfg *m, const struct dist_options *o)
     }
   }
   else if (m->layers % chunks != 0) {
-    if (s->vp > 1 || s->pp > 64 || m->layers < s->pp) {
+    if (s->vp > 1 || s->pp > 64 || m->layers < s->pp || o->engine) {   /* serving: no split= */
       pm_error ("%s: pp=%d%s does not divide the %lld layers", m->name, s->pp,
                 s->vp > 1 ? " x vp" : "", (long long) m->layers);
       return -1;

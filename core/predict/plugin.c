@@ -17,7 +17,8 @@
 /* Per thread: perfmod search predicts on several. */
 _Thread_local const char *pm_current_plugin;
 _Thread_local char pm_plugin_errmsg[512];
-static char input_fault[512];
+static char input_fault[512];          /* the process's: any thread's fault ends the run in 2 */
+static pthread_mutex_t input_fault_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void __attribute__ ((format (printf, 1, 2)))
 host_error (const char *fmt, ...)
@@ -32,8 +33,10 @@ host_error (const char *fmt, ...)
 static void
 note_input_fault (void)
 {
+  pthread_mutex_lock (&input_fault_lock);
   if (input_fault[0] == '\0')
     snprintf (input_fault, sizeof input_fault, "%s", pm_plugin_errmsg);
+  pthread_mutex_unlock (&input_fault_lock);
 }
 
 static void __attribute__ ((format (printf, 1, 2)))
@@ -49,7 +52,10 @@ host_input_error (const char *fmt, ...)
 bool
 plugins_input_fault (void)
 {
-  return input_fault[0] != '\0';
+  pthread_mutex_lock (&input_fault_lock);
+  bool fault = input_fault[0] != '\0';
+  pthread_mutex_unlock (&input_fault_lock);
+  return fault;
 }
 
 int
