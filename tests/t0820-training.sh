@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0820-training.sh: training steps as Megatron-Core runs them: fused against unfused attention, Transformer Engine's layer, recomputation's time per mode, Megatron's memory terms against its published figures, and the published runs' file.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 56
+plan 57
 
 near () { awk -v a="$1" -v b="$2" -v t="${3:-1e-9}" 'BEGIN { d = a / b - 1; exit !(b > 0 && d < t && d > -t) }'; }
 
@@ -260,4 +260,7 @@ ok $([ "$rc" -eq 0 ] && grep -q '^assumed: memory reserve 1 GB + 5 %$' "$TMP/out
 run_pm --model gpt3-2.7b --mode train --batch 64 --nodes 2
 ok $([ "$rc" -eq 0 ] && grep -q '^assumed: ' "$TMP/out" && ! grep -q 'zero=1' "$TMP/out"; echo $?) \
   "--nodes without --strategy: no zero=1 announced where no optimizer is sharded"
+expect_one_line 2 "--attention flash with kernels=megatron: Megatron's own layer runs its masked softmax" \
+  "--attention flash with kernels=megatron refused (it was run unfused without a word)" -- \
+  --model gpt3-2.7b --mode train --strategy tp=2,kernels=megatron --attention flash
 finish
