@@ -68,6 +68,13 @@ static void p_size (struct perfmod_request *q, int64_t v) { q->struct_size = (ui
 static void p_model (struct perfmod_request *q, int64_t v) { q->model = v ? "no-such-model" : NULL; }
 static void p_mode (struct perfmod_request *q, int64_t v) { (void) v; q->mode = "serve"; }
 static void p_strategy (struct perfmod_request *q, int64_t v) { (void) v; q->strategy = "tp=0"; }
+static void p_megatron_flash (struct perfmod_request *q, int64_t v)
+{
+  (void) v;
+  q->mode = "train";
+  q->strategy = "tp=2,kernels=megatron";
+  q->attention = "flash";
+}
 
 static const struct pcase pcases[] = {
   { "batch -8", "batch", p_batch, -8 },
@@ -85,6 +92,7 @@ static const struct pcase pcases[] = {
   { "an unknown model", "no-such-model", p_model, 1 },
   { "mode serve", "mode", p_mode, 0 },
   { "strategy tp=0", "tp", p_strategy, 0 },
+  { "kernels=megatron with attention flash", "masked softmax", p_megatron_flash, 0 },
 };
 
 struct scase {
