@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1050-serve-coverage.sh: perfmod serve and search --serve beyond t0860: every refusal of a dtype, GPU, model, layout, speculation and trace row; each engine's limits and SGLang's KV memory by hand per GPU; fp8 KV; front-end time; chunk counts; batch limits; osl 1; speculation's tokens; -v -v iterations; disaggregation; the search's deployment counts, refused layouts, oom layouts and every engine's launch command.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 89
+plan 90
 
 # sj VAR ARGS...: perfmod serve ARGS as JSON into $TMP/VAR.json (stderr VAR.err, status VAR.rc)
 sj () { v=$1; shift; serve_to json "$TMP/$v.json" "$TMP/$v.err" "$@"; echo "$rc" >"$TMP/$v.rc"; }
@@ -448,4 +448,10 @@ ok $([ "$rc" -eq 0 ] && grep -q ' 50 configurations tried .*, 50 of them out of 
 expect_one_line 2 "deepseek-v2-lite: pp=2 does not divide the 27 layers\$" \
   "serve: pp that does not divide the layers refused without offering split=" -- \
   serve --model deepseek-v2-lite --strategy tp=1,pp=2 --isl 128 --osl 16 --concurrency 1
+# TPOT is a request's time from its first token to its last over the osl - 1 gaps between
+# them: for one request alone it is its mean inter-token latency (the gaps' own mean)
+run_pm serve --model llama3.1-8b --gpu h100 --isl 512 --osl 33 --concurrency 1 --requests 1 --format json
+ok $([ "$rc" -eq 0 ] && jq -e '.tpot_ms.mean > 0 and ((.tpot_ms.mean - .itl_ms.mean) | fabs) < 1e-9 * .tpot_ms.mean
+                              and .iterations == 33' "$TMP/out" >/dev/null; echo $?) \
+  "one request of 33 tokens: TPOT = the mean of its 32 inter-token gaps"
 finish
