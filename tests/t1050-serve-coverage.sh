@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1050-serve-coverage.sh: perfmod serve and search --serve beyond t0860: every refusal of a dtype, GPU, model, layout, speculation and trace row; each engine's limits and SGLang's KV memory by hand per GPU; fp8 KV; front-end time; chunk counts; batch limits; osl 1; speculation's tokens; -v -v iterations; disaggregation; the search's deployment counts, refused layouts, oom layouts and every engine's launch command.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 90
+plan 91
 
 # sj VAR ARGS...: perfmod serve ARGS as JSON into $TMP/VAR.json (stderr VAR.err, status VAR.rc)
 sj () { v=$1; shift; serve_to json "$TMP/$v.json" "$TMP/$v.err" "$@"; echo "$rc" >"$TMP/$v.rc"; }
@@ -454,4 +454,15 @@ run_pm serve --model llama3.1-8b --gpu h100 --isl 512 --osl 33 --concurrency 1 -
 ok $([ "$rc" -eq 0 ] && jq -e '.tpot_ms.mean > 0 and ((.tpot_ms.mean - .itl_ms.mean) | fabs) < 1e-9 * .tpot_ms.mean
                               and .iterations == 33' "$TMP/out" >/dev/null; echo $?) \
   "one request of 33 tokens: TPOT = the mean of its 32 inter-token gaps"
+# An fp8 KV cache halves the decode attention's read: one decode step of a 4096-token
+# request (roofline, memory-bound) is shorter by half of 32 layers x (2 x 32 x 128 query
+# and output + 2 x 4097 x 8 x 128 cached K, V) x 2 bytes at the H100's bandwidth
+decode_ms () {
+  "$PERFMOD" serve --model llama3.1-8b --gpu h100 --isl 4096 --osl 4 --concurrency 1 --requests 1 \
+    --predictor roofline -v -v "$@" 2>&1 >/dev/null | awk '/ 1 decodes,/ { sub(/ ms$/, ""); print $NF; exit }'
+}
+d16=$(decode_ms) d8=$(decode_ms --kv-dtype fp8) bw=$(gpu_key NVIDIA_H100_80GB_HBM3 mem_bw_gbps)
+ok $(awk -v a="$d16" -v b="$d8" -v bw="$bw" 'BEGIN { want = 32 * (2 * 32 * 128 + 2 * 4097 * 8 * 128) * 2 / (bw * 1e9) * 1e3 / 2
+       exit !(a != "" && b != "" && ((a - b) - want)^2 < 0.002^2) }'; echo $?) \
+  "--kv-dtype fp8: a 4096-token decode step $d16 -> $d8 ms, half the cache's read (by hand)"
 finish
