@@ -1,6 +1,8 @@
 #!/bin/sh
 # mutate.sh: mutation testing (make mutate): each mutant of scripts/mutants.txt applied to a scratch copy of the tree, rebuilt, and run against the test suite until a test fails (killed); prints the survivors and the kill rate, exits 1 under MUTATE_MIN percent (90).
 # Usage: sh scripts/mutate.sh [ID ...]   (IDs: numbers of mutants in the list, 1 first; none: all)
+# A mutant marked "equivalent: WHY" in the list is shown to change no output: it is reported,
+# not run, and not counted in the rate.
 # Environment: MUTATE_MIN (90), MUTATE_DIR (a scratch folder, kept; default a temporary one,
 # removed), MUTATE_TIMEOUT (seconds per test, 300), PERFMOD_NEUSIGHT, PERFMOD_MODERNDATA.
 set -u
@@ -40,7 +42,7 @@ for no, line in enumerate(open(path, encoding="utf-8"), 1):
     if line.startswith("@ "):
         f, _, title = line[2:].partition(": ")
         cur = {"file": f.strip(), "title": title, "minus": None, "plus": None, "first": "",
-               "at": where}
+               "at": where, "equivalent": ""}
         muts.append(cur)
     elif line.startswith("-") and cur is not None and cur["minus"] is None:
         cur["minus"] = line[2:] if line.startswith("- ") else line[1:]
@@ -48,6 +50,8 @@ for no, line in enumerate(open(path, encoding="utf-8"), 1):
         cur["plus"] = line[2:] if line.startswith("+ ") else ""
     elif line.startswith("first:") and cur is not None:
         cur["first"] = line[6:].strip()
+    elif line.startswith("equivalent:") and cur is not None:
+        cur["equivalent"] = line[11:].strip()
     elif line.strip() == "" or line.startswith("#"):
         continue
     else:
@@ -65,7 +69,7 @@ for i, m in enumerate(muts, 1):
         sys.exit(f"{m['at']}: {m['file']}: the text is found {n} times, not once: {m['minus']!r}")
     d = os.path.join(out, "%02d" % i)
     os.makedirs(d)
-    for k in ("file", "first", "title"):
+    for k in ("file", "first", "title", "equivalent"):
         open(os.path.join(d, k), "w").write(m[k] + "\n")
     open(os.path.join(d, "minus"), "w").write(m["minus"])
     open(os.path.join(d, "plus"), "w").write(m["plus"])
@@ -111,6 +115,10 @@ for id in $ids; do
   d=$work/m/$(printf %02d "$id" 2>/dev/null)
   [ -d "$d" ] || { echo "mutate: no mutant $id (1 to $total)" >&2; exit 2; }
   f=$(cat "$d/file") title=$(cat "$d/title") first=$(cat "$d/first")
+  if [ -n "$(cat "$d/equivalent")" ]; then   # shown to change no output: not run, not counted
+    printf 'mutant %2d equivalent (%s)   %s: %s\n' "$id" "$(cat "$d/equivalent")" "$f" "$title"
+    continue
+  fi
   cp "$tree/$f" "$work/orig"
   python3 -c 'import sys
 p, a, b = sys.argv[1:4]
