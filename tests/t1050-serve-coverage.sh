@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1050-serve-coverage.sh: perfmod serve and search --serve beyond t0860: every refusal of a dtype, GPU, model, layout, speculation and trace row; each engine's limits and SGLang's KV memory by hand per GPU; fp8 KV; front-end time; chunk counts; batch limits; osl 1; speculation's tokens; -v -v iterations; disaggregation; the search's deployment counts, refused layouts, oom layouts and every engine's launch command.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 91
+plan 92
 
 # sj VAR ARGS...: perfmod serve ARGS as JSON into $TMP/VAR.json (stderr VAR.err, status VAR.rc)
 sj () { v=$1; shift; serve_to json "$TMP/$v.json" "$TMP/$v.err" "$@"; echo "$rc" >"$TMP/$v.rc"; }
@@ -465,4 +465,9 @@ d16=$(decode_ms) d8=$(decode_ms --kv-dtype fp8) bw=$(gpu_key NVIDIA_H100_80GB_HB
 ok $(awk -v a="$d16" -v b="$d8" -v bw="$bw" 'BEGIN { want = 32 * (2 * 32 * 128 + 2 * 4097 * 8 * 128) * 2 / (bw * 1e9) * 1e3 / 2
        exit !(a != "" && b != "" && ((a - b) - want)^2 < 0.002^2) }'; echo $?) \
   "--kv-dtype fp8: a 4096-token decode step $d16 -> $d8 ms, half the cache's read (by hand)"
+# a TPOT target no deployment meets: none is within the targets (the TPOT is tested too)
+run_pm search --serve --model llama3.1-8b --gpus 2 --isl 256 --osl 16 --tpot 0.001 --jobs 1
+ok $([ "$rc" -eq 0 ] && grep -q '^no deployment within the targets (--ttft 0, --tpot 0.001 ms)$' "$TMP/out" &&
+     ! grep -q '^best' "$TMP/out"; echo $?) \
+  "a TPOT target of 1 us: no deployment within it, no best"
 finish

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1070-hand.sh: figures derived by hand from the model's dimensions and gpus.d, for the terms make mutate found no other test pinned (ZeRO-1's bf16 parameter all-gather, expert parallelism's closed form, ...).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 14
+plan 15
 
 H100=NVIDIA_H100_80GB_HBM3
 
@@ -153,3 +153,18 @@ run_pm models --model "$TMP/mixtral.json"
 ok $([ "$rc" -eq 0 ] && ! grep -q tie_word "$TMP/mixtral.json" &&
      awk 'NR == 2 && $NF == 46702792704 { f = 1 } END { exit !f }' "$TMP/out"; echo $?) \
   "a Mixtral config without tie_word_embeddings: untied, 46,702,792,704 parameters"
+
+# An all-to-all over two nodes by hand: Qwen3-30B-A3B, ep=16 on 2 x 8 H100s, a micro-batch
+# of 1024 tokens x top-8 x 2048 x 2 bytes; the slower of the 7/16 within the node (NVLink
+# x efficiency) and the 8/16 leaving it (NIC x efficiency), plus 7 NVLink and 1 NIC latencies
+w=$(gpu_key $H100 link_gbps) nic=$(gpu_key $H100 nic_gbps)
+le=$(gpu_key defaults link_efficiency) ne=$(gpu_key defaults nic_efficiency)
+ll=$(gpu_key defaults link_latency_us) nl=$(gpu_key defaults nic_latency_us)
+run_pm --model qwen3-30b-a3b --gpu h100 --mode train --batch 16 --seq 1024 --strategy ep=16,dp=16 --per-op --format csv
+ok $([ "$rc" -eq 0 ] && awk -F, -v w="$w" -v nic="$nic" -v le="$le" -v ne="$ne" -v ll="$ll" -v nl="$nl" '
+       $4 == "layers_0_ep_alltoall_fw" { n++
+         b = 1024 * 8 * 2048 * 2; ti = 7 / 16 * b / (w * 1e9 * le); to = 8 / 16 * b / (nic * 1e9 * ne)
+         want = ((ti > to ? ti : to) + 7 * ll * 1e-6 + nl * 1e-6) * 1e3
+         if (!(w > 0 && nic > 0 && ($11 - want)^2 < (1e-6 * want)^2)) bad++ }
+       END { exit !(n == 2 && !bad) }' "$TMP/out"; echo $?) \
+  "ep=16 over 2 nodes: dispatch and combine of 33.55 MB a rank, NIC-bound, with 7 NVLink and 1 NIC latencies"
