@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1050-serve-coverage.sh: perfmod serve and search --serve beyond t0860: every refusal of a dtype, GPU, model, layout, speculation and trace row; each engine's limits and SGLang's KV memory by hand per GPU; fp8 KV; front-end time; chunk counts; batch limits; osl 1; speculation's tokens; -v -v iterations; disaggregation; the search's deployment counts, refused layouts, oom layouts and every engine's launch command.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 92
+plan 93
 
 # sj VAR ARGS...: perfmod serve ARGS as JSON into $TMP/VAR.json (stderr VAR.err, status VAR.rc)
 sj () { v=$1; shift; serve_to json "$TMP/$v.json" "$TMP/$v.err" "$@"; echo "$rc" >"$TMP/$v.rc"; }
@@ -470,4 +470,18 @@ run_pm search --serve --model llama3.1-8b --gpus 2 --isl 256 --osl 16 --tpot 0.0
 ok $([ "$rc" -eq 0 ] && grep -q '^no deployment within the targets (--ttft 0, --tpot 0.001 ms)$' "$TMP/out" &&
      ! grep -q '^best' "$TMP/out"; echo $?) \
   "a TPOT target of 1 us: no deployment within it, no best"
+# A speculative step verifies 1 + k tokens of each request: with k = 4 and 512 requests it
+# runs the GEMM rows of a plain step of 2560 requests (compute-bound, roofline); attention
+# over tiny contexts and the drafts' logits keep them within 15 %, far from a 512-row step
+step_of () {  # step_of N ARGS: the last decode-only iteration of N requests, ms
+  _n=$1
+  shift
+  "$PERFMOD" serve --model llama3.1-8b --gpu h100 --isl 16 --osl 9 --predictor roofline -v -v "$@" 2>&1 >/dev/null |
+    awk -v n="$_n" '$0 ~ " 0 prompt tokens, " n " decodes," { v = $(NF - 1) } END { print v }'
+}
+s5=$(step_of 512 --concurrency 512 --requests 512 --spec ngram --spec-accept 0.01 --spec-tokens 4)
+p5=$(step_of 2560 --concurrency 2560 --requests 2560 --max-batch 2560)
+p1=$(step_of 512 --concurrency 512 --requests 512)
+ok $(awk -v s="$s5" -v p="$p5" -v q="$p1" 'BEGIN { exit !(s > 0 && p > 0 && q > 0 && s / p > 0.85 && s / p < 1.05 && s > 3 * q) }'; echo $?) \
+  "speculation k=4 over 512 requests: a step of 2560 rows ($s5 ms; 2560 plain $p5 ms, 512 plain $p1 ms)"
 finish
