@@ -646,12 +646,11 @@ read_table (struct kset *s, const char *path, enum kind kind, const struct gpu_d
   default: break;
   }
   csv_close (&t.r);
-  if (t.skipped && !(f && f->gpus)) {   /* said: these rows are lost (a --gpu leaves them out anyway) */
+  if (t.skipped && !(f && f->gpus))   /* said: these rows are lost (a --gpu leaves them out anyway) */
     pm_error ("%s: %zu row%s of a device gpus.d does not know left out (the first, line %ld: "
               "'%s'; a gpus.d alias reads them)", path, t.skipped, t.skipped == 1 ? "" : "s",
               t.unknown_line, t.unknown);
-    free (t.unknown);
-  }
+  free (t.unknown);
   return kset_file_done (s, path, before, t.errors) < 0 ? -1 : 1;
 }
 
