@@ -667,11 +667,8 @@ cmd_predict (struct cli *c, struct plugin_set *set)
   if (c->strategy && w.have_model && c->opgraph == NULL && strategy_default_zero (&s, train))
     assume (c, "zero=1 (Megatron-Core's distributed optimizer, as its recipes run; zero=0 "
             "turns it off)");
-  if (s.kernels == KERNELS_MEGATRON && c->attention && strcmp (c->attention, "flash") == 0) {
-    pm_error ("--attention flash with kernels=megatron: Megatron's own layer runs its masked "
-              "softmax, not fused attention (kernels=te or eager run it)");
+  if (strategy_check_attention (&s, "--attention", c->attention) < 0)
     goto out;
-  }
   if (s.kernels_set) {           /* the strategy says whose kernels: not an assumption */
     assume_replace (c, KERNELS_ASSUMED_TE, NULL);
     assume_replace (c, KERNELS_ASSUMED_EAGER, NULL);

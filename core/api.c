@@ -216,11 +216,8 @@ predict (perfmod_ctx *ctx, const struct perfmod_request *req, struct perfmod_res
     goto out;
   if (!s.kernels_set)
     s.kernels = default_kernels (&m, pr, train);
-  if (s.kernels == KERNELS_MEGATRON && req->attention && strcmp (req->attention, "flash") == 0) {
-    pm_error ("attention flash with kernels=megatron: Megatron's own layer runs its masked "
-              "softmax, not fused attention");
+  if (strategy_check_attention (&s, "attention", req->attention) < 0)
     goto out;
-  }
   strategy_default_zero (&s, train);
   memset (&d, 0, sizeof d);
   d.s = &s;

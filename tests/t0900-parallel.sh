@@ -82,10 +82,10 @@ ok $(awk -F, 'NR==2{print ($10>0)?0:1}' "$TMP/out") "zero=3: parameter all-gathe
 # --- refusals: degrees the model or the cluster cannot take ---
 expect_fail 2 'tp=3 does not divide the 20 attention heads' "tp that does not divide the heads" -- \
   --model gpt2-large --mode train --strategy tp=3 --gpus-per-node 3
-expect_fail 2 'pp=5 does not divide the 36 layers: give each stage its layers, split=7:7:8:7:7 for one' \
-  "pp that does not divide the layers: refused with a split that does (36 = 4 x 7 + 8, the extra layer mid-pipeline)" -- \
+expect_fail 2 'pp=5 does not divide the 36 layers: give each stage its layers, split=7:8:7:7:7 for one' \
+  "pp that does not divide the layers: refused with the split search tries (36 = 4 x 7 + 8, the extra layer to the second stage)" -- \
   --model gpt2-large --mode train --batch 5 --strategy pp=5
-run_pm --model gpt2-large --mode train --batch 5 --strategy pp=5,split=7:7:8:7:7
+run_pm --model gpt2-large --mode train --batch 5 --strategy pp=5,split=7:8:7:7:7
 ok $([ "$rc" -eq 0 ] && grep -q '^strategy: .*pp=5' "$TMP/out"; echo $?) "the split the refusal offers is taken"
 expect_fail 2 'ep=3 does not divide the 8 experts' "ep that does not divide the experts" -- \
   --model mixtral-8x7b --mode train --batch 3 --strategy ep=3,dp=3

@@ -852,12 +852,13 @@ dist_check (const struct model_cfg *m, const struct dist_options *o)
                 s->vp > 1 ? " x vp" : "", (long long) m->layers);
       return -1;
     }
-    /* a hint: the layers split by hand, the extra ones to the middle stages */
+    /* a hint: the split perfmod search would try */
     char hint[64 * 8] = "";
-    int64_t base = m->layers / s->pp, extra = m->layers % s->pp, from = (s->pp - extra) / 2;
-    for (int i = 0; i < s->pp; i++)
-      snprintf (hint + strlen (hint), sizeof hint - strlen (hint), "%s%lld", i ? ":" : "",
-                (long long) (base + (i >= from && i < from + extra)));
+    struct strategy u = *s;
+    strategy_uneven_split (&u, m->layers);
+    for (int i = 0; i < u.nsplit; i++)
+      snprintf (hint + strlen (hint), sizeof hint - strlen (hint), "%s%d", i ? ":" : "",
+                u.split[i]);
     pm_error ("%s: pp=%d does not divide the %lld layers: give each stage its layers, "
               "split=%s for one", m->name, s->pp, (long long) m->layers, hint);
     return -1;

@@ -54,6 +54,12 @@ int strategy_resolve (struct strategy *s, int64_t nodes, int gpus_per_node, int6
  * distributed optimizer (zero=1), as its recipes do, unless zero was given: true when it
  * chose zero=1. */
 bool strategy_default_zero (struct strategy *s, bool train);
+/* split= for s->pp stages that do not divide the layers (pp <= PM_MAX_STAGES), as perfmod
+ * search tries it: layers / pp each, the extra ones to the middle stages first. */
+void strategy_uneven_split (struct strategy *s, int64_t layers);
+/* kernels=megatron runs its own masked softmax: flash attention asked of it (opt, the
+ * option's name) is refused. */
+int strategy_check_attention (const struct strategy *s, const char *opt, const char *attention);
 
 /* ---- memory.c ---- */
 struct precision;

@@ -283,25 +283,6 @@ prune (struct search *x, enum search_prune why)
  * --strategy string (split=a:b:...) stays within a row's 256 bytes. */
 #define SEARCH_MAX_UNEVEN 16
 
-/* layers over s->pp stages that do not divide them: each stage gets
- * layers / pp or one more, the extra ones to the middle stages first
- * (the first and last stages also hold the embedding and the output
- * layer), then the first, then the last. */
-static void
-uneven_split (struct strategy *s, int64_t layers)
-{
-  int p = s->pp, extra = (int) (layers % p), k = 0;
-  for (int i = 0; i < p; i++)
-    s->split[i] = (int) (layers / p);
-  for (int i = 1; i < p - 1 && k < extra; i++, k++)
-    s->split[i]++;
-  if (k < extra)
-    s->split[0]++, k++;
-  if (k < extra)
-    s->split[p - 1]++;
-  s->nsplit = p;
-}
-
 /* Every configuration, in a fixed order (the result does not depend on
  * it: ties are broken by that order). */
 static void
@@ -373,7 +354,7 @@ enumerate (struct search *x)
             /* Interleaving needs the layers split evenly over pp x vp
              * chunks and the micro-batches in whole rounds of pp, as
              * Megatron does; one chunk per rank may split them unevenly
-             * (uneven_split), up to SEARCH_MAX_UNEVEN stages. */
+             * (strategy_uneven_split), up to SEARCH_MAX_UNEVEN stages. */
             if ((vp > 1 && (m->layers % (pp * vp) != 0 || micro % pp != 0)) ||
                 (uneven && pp > SEARCH_MAX_UNEVEN)) {
               if (m->layers % pp == 0 || vp == 1)   /* each (pp, vp) counted once */
@@ -392,7 +373,7 @@ enumerate (struct search *x)
             b.mbs = mbs;
             b.vp = (int) vp;
             if (uneven)
-              uneven_split (&b, m->layers);
+              strategy_uneven_split (&b, m->layers);
             b.kernels = kernels;
             b.kernels_set = true;
             /* one chunk per rank: GPipe beside 1F1B; tpo (Transformer

@@ -23,6 +23,25 @@ strategy_init (struct strategy *s)
   s->recompute = RECOMPUTE_NONE;
 }
 
+/* layers over s->pp stages that do not divide them: each stage gets
+ * layers / pp or one more, the extra ones to the middle stages first
+ * (the first and last stages also hold the embedding and the output
+ * layer), then the first, then the last. */
+void
+strategy_uneven_split (struct strategy *s, int64_t layers)
+{
+  int p = s->pp, extra = (int) (layers % p), k = 0;
+  for (int i = 0; i < p; i++)
+    s->split[i] = (int) (layers / p);
+  for (int i = 1; i < p - 1 && k < extra; i++, k++)
+    s->split[i]++;
+  if (k < extra)
+    s->split[0]++, k++;
+  if (k < extra)
+    s->split[p - 1]++;
+  s->nsplit = p;
+}
+
 bool
 strategy_default_zero (struct strategy *s, bool train)
 {
@@ -30,6 +49,16 @@ strategy_default_zero (struct strategy *s, bool train)
     return false;
   s->zero = 1;
   return true;
+}
+
+int
+strategy_check_attention (const struct strategy *s, const char *opt, const char *attention)
+{
+  if (s->kernels != KERNELS_MEGATRON || attention == NULL || strcmp (attention, "flash") != 0)
+    return 0;
+  pm_error ("%s flash with kernels=megatron: Megatron's own layer runs its masked softmax, not "
+            "fused attention (kernels=te or eager run it)", opt);
+  return -1;
 }
 
 /* One key=value pair; seen is a bit set of keys already given. */

@@ -651,7 +651,7 @@ serve_run (struct plugin_set *set, const struct gpu_db *gpus,
                        + (int64_t) lay[1].gpus * (req->decode_workers ? req->decode_workers : 1)
             : (int64_t) lay[0].gpus * lay[0].s.dp;
   for (int k = 0; k < nlay; k++)   /* the cache is held in whole pages (blocks) */
-    if (lay[k].kv_tokens / (e->block > 0 ? e->block : 1) * (e->block > 0 ? e->block : 1)
+    if (lay[k].kv_tokens / serve_page_tokens (e) * serve_page_tokens (e)
         < (k == 0 && disagg ? maxlen - 1 : maxlen) + 1) {
       res->oom = 1;              /* a result: no room for one request's cache */
       rc = 0;

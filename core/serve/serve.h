@@ -41,6 +41,12 @@ struct serve_engine {
                             detokenizer, the response's way): added to the TTFT */
   double new_token_ratio, min_token_ratio; /* SGLang's reservation of future outputs */
 };
+/* Tokens per KV page of the engine (a cache holds whole pages). */
+static inline int64_t
+serve_page_tokens (const struct serve_engine *e)
+{
+  return e->block > 0 ? e->block : 1;
+}
 const struct serve_engine *serve_engine_find (const char *name);
 /* "vllm, sglang or trtllm" */
 extern const char serve_engine_names[];

@@ -1003,7 +1003,7 @@ inst_init (struct sim *s, struct inst *in, const struct serve_pool *pool, bool p
   in->pool = pool;
   in->prefill_only = prefill_only;
   in->decode_only = decode_only;
-  in->page = s->eng->block > 0 ? s->eng->block : 1;
+  in->page = serve_page_tokens (s->eng);
   in->pages_total = pool->kv_tokens / in->page;
   dq_init (&in->waiting, (size_t) s->n);
   in->running = xmalloc ((size_t) s->n * sizeof *in->running);
