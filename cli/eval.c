@@ -35,8 +35,14 @@ krow_report_class (const struct krow *r)
     return r->causal ? "attn-prefill" : "attn-decode";
   if (r->kclass == PERFMOD_KERNEL_MEMORY)
     return "memory";
-  if (r->op && strcmp (r->op, "moe") == 0)
+  if (r->kclass == PERFMOD_KERNEL_MOE) {   /* per engine: their kernels differ */
+    static const char *const eng[][2] = { { "trtllm", "moe-trtllm" }, { "sglang", "moe-sglang" },
+                                          { "vllm", "moe-vllm" } };
+    for (size_t i = 0; r->engine && i < sizeof eng / sizeof eng[0]; i++)
+      if (strcmp (r->engine, eng[i][0]) == 0)
+        return eng[i][1];
     return "moe";
+  }
   return krow_class_label (r->kclass);
 }
 
@@ -97,58 +103,13 @@ group_cmp (const void *pa, const void *pb)
   return c;
 }
 
-/* A fused MoE layer (moe_perf, balanced routing; the shape as read_moe
- * keeps it) as the grouped GEMMs the rank runs: num_tokens tokens each
- * routed to top-k of the experts, this rank holding experts/ep of them
- * with 1/tp of each one's width, the assignments spread evenly; every
- * expert reached runs fc1 (gate and up: 2 x inter/tp wide), SwiGLU (one
- * kernel) and fc2.  The router, the permutation and the all-to-all are
- * not in the measured op either. */
-static int
-moe_predict (struct plugin *pred, const struct krow *r, double *t)
-{
-  int64_t local = r->h / r->ranks, f = r->k / r->window;
-  double assign = (double) r->m * (double) r->kv_heads / (double) r->ranks;
-  int64_t reached = (int64_t) ceil (assign - 1e-9), te;
-  const struct precision *pr = precision_infer (r->dtype);
-  struct perfmod_kernel k[3];
-  double s = 0, x;
-  if (reached > local)
-    reached = local;
-  if (reached < 1)
-    reached = 1;
-  te = (int64_t) ceil (assign / (double) reached - 1e-9);
-  for (int i = 0; i < 3; i++) {
-    memset (&k[i], 0, sizeof k[i]);
-    k[i].struct_size = sizeof k[i];
-    k[i].kclass = i < 2 ? PERFMOD_KERNEL_BMM : PERFMOD_KERNEL_ELEMENTWISE;
-    k[i].op = intern (i < 2 ? "bmm" : "silu");
-    kernel_set_dtype (&k[i], precision_dtype (pr, k[i].kclass));
-    k[i].isolated = 1;
-  }
-  /* one grouped GEMM each: the experts reached as a batch of products */
-  k[0].b = k[1].b = reached;
-  k[0].m = te, k[0].n = r->n, k[0].k = 2 * f;            /* fc1 */
-  k[1].m = te, k[1].n = f, k[1].k = r->n;                /* fc2 */
-  k[2].b = te * reached, k[2].h = f;                     /* SwiGLU: reads 2f, writes f */
-  k[2].mem_per_output = k[2].own_mem_per_output = 3 * k[2].elem_bytes;
-  k[2].ops_per_output = 5;
-  for (int i = 0; i < 3; i++) {
-    if (plugin_predict (pred, &k[i], &r->gpu->gpu, &x) < 0)
-      return -1;
-    s += x;
-  }
-  *t = s;
-  return 0;
-}
-
-/* A row's predicted time: its kernel, or a MoE layer's. */
+/* A row's predicted time: its kernel timed alone (a MoE layer's: the
+ * MOE kernel, which a predictor without a MoE model predicts as its
+ * parts, plugin.c). */
 static int
 row_predict (struct plugin *pred, const struct krow *row, double *t)
 {
   struct perfmod_kernel k;
-  if (row->op && strcmp (row->op, "moe") == 0)
-    return moe_predict (pred, row, t);
   krow_kernel (row, &k);
   k.isolated = 1;
   return plugin_predict (pred, &k, &row->gpu->gpu, t);
@@ -172,7 +133,7 @@ eval_modern (struct plugin **preds, char **names, size_t npred, const struct kse
   }
   if (o->per_kernel)
     fprintf (out, "predictor,file,line,table,gpu,class,dtype,b,m,n,k,h,kv_heads,ranks,bytes,"
-            "measurements,measured_ms,predicted_ms,error_pct\n");
+            "measurements,measured_ms,predicted_ms,error_pct,top_k\n");
   else if (csv)
     fprintf (out, "predictor,table,class,dtype,gpu,rows,mape_pct,median_pct,bias_pct\n");
   else
@@ -217,12 +178,13 @@ eval_modern (struct plugin **preds, char **names, size_t npred, const struct kse
       g->sum_abs += fabs (e);
       g->sum_signed += e;
       if (o->per_kernel)
-        fprintf (out, "%s,%s,%ld,%s,%s,%s,%s,%lld,%lld,%lld,%lld,%lld,%lld,%d,%.0f,%d,%.9g,%.9g,%.6f\n",
+        fprintf (out, "%s,%s,%ld,%s,%s,%s,%s,%lld,%lld,%lld,%lld,%lld,%lld,%d,%.0f,%d,%.9g,%.9g,%.6f,"
+                 "%lld\n",
                 names[p], row->file, row->line, row->set, row->gpu->name,
                 krow_report_class (row), dtype_name (row->dtype), (long long) row->b,
                 (long long) row->m, (long long) row->n, (long long) row->k, (long long) row->h,
                 (long long) row->kv_heads, row->ranks, row->bytes, row->nmeas,
-                row->latency_s * 1e3, t * 1e3, 100 * e);
+                row->latency_s * 1e3, t * 1e3, 100 * e, (long long) row->top_k);
     }
     if (ng)
       qsort (gv, ng, sizeof *gv, group_cmp);

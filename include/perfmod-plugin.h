@@ -44,7 +44,8 @@ enum perfmod_kernel_class {
   PERFMOD_KERNEL_LAYERNORM   = 5,
   PERFMOD_KERNEL_MEMORY      = 6, /* copies, gathers, indexing: bytes moved */
   PERFMOD_KERNEL_COMM        = 7, /* collectives: costed by the core inside graphs */
-  PERFMOD_KERNEL_ATTENTION   = 8  /* fused attention */
+  PERFMOD_KERNEL_ATTENTION   = 8, /* fused attention */
+  PERFMOD_KERNEL_MOE         = 9  /* a MoE layer's routed experts, fused as engines run them */
 };
 
 /* One kernel, as the core hands it to a predictor.  The core owns it. */
@@ -91,6 +92,19 @@ struct perfmod_kernel {
   /* GEMMs whose operands are fp8 keep the output in bf16: the bytes per
    * element of the output, where it differs from elem_bytes; else 0. */
   double out_elem_bytes;
+  /* Appended (check struct_size): MOE kernels, the routed experts of one
+   * mixture-of-experts layer on one rank as a serving engine fuses them
+   * (permute, grouped GEMMs, activation, weighted combine): m tokens the
+   * layer routes across its expert-parallel group, n the model width, k
+   * each expert's intermediate width on this rank, b the experts in all, h
+   * those this rank holds; top_k experts per token; gated 1 for gate and
+   * up (SwiGLU), 0 for one up projection; expert_load the busiest rank's
+   * routed tokens over the even share (1: balanced, 0 taken as 1); engine
+   * the kernel's source ("trtllm", "sglang", "vllm") or NULL. */
+  int64_t top_k;
+  int gated;
+  double expert_load;
+  const char *engine;
 };
 
 /* One GPU, from gpus.d.  Units are in the field names. 0 means unknown/absent. */

@@ -15,6 +15,7 @@ struct learned {
   char *path;                    /* --plugin-opt NAME:params=FILE, else DATADIR/params/NAME.params */
   struct perfmod_params *params;
   int failed;                    /* loading failed once: say so again, do not retry */
+  const char *suffix;            /* learned_optional's default file: NAME SUFFIX.params ("-tc") */
 };
 
 static const char *const learned_config_keys[] = { "params", NULL };
@@ -77,7 +78,7 @@ static const char *const learned_dtype_names[PERFMOD_DTYPE_COUNT] = {
   "fp32", "tf32", "fp16", "bf16", "fp8"
 };
 static const char *const learned_dtype_classes[] = {
-  "linear", "bmm", "elementwise", "softmax", "layernorm", "attention"
+  "linear", "bmm", "elementwise", "softmax", "layernorm", "attention", "moe"
 };
 
 /* The key's class name for kclass, or NULL. */
@@ -91,6 +92,7 @@ learned_class_key (int kclass)
   case PERFMOD_KERNEL_SOFTMAX: return "softmax";
   case PERFMOD_KERNEL_LAYERNORM: return "layernorm";
   case PERFMOD_KERNEL_ATTENTION: return "attention";
+  case PERFMOD_KERNEL_MOE: return "moe";
   default: return NULL;
   }
 }
@@ -222,11 +224,13 @@ learned_optional (struct learned *l, int *state)
   if (l->path == NULL) {
     const char *dir = l->host->datadir ();
     FILE *fp;
-    l->path = l->host->alloc (strlen (dir) + strlen (l->name) + 24);
+    const char *suffix = l->suffix ? l->suffix : "-tc";
+    l->path = l->host->alloc (strlen (dir) + strlen (l->name) + strlen (suffix) + 24);
     strcpy (l->path, dir);
     strcat (l->path, "/params/");
     strcat (l->path, l->name);
-    strcat (l->path, "-tc.params");
+    strcat (l->path, suffix);
+    strcat (l->path, ".params");
     if ((fp = fopen (l->path, "r")) == NULL)
       return 0;
     fclose (fp);

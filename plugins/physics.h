@@ -70,6 +70,31 @@ phys_comm_bytes (const char *op, double bytes, double n)
   return (n - 1) / n * bytes;     /* all_gather, reduce_scatter, alltoall */
 }
 
+/* A MOE kernel's routed work on its rank: *assign the token-expert
+ * assignments it computes (its even share, m top_k h / b, times
+ * expert_load: the busiest rank's), *reached the experts they fall on
+ * (spread over as many of its h experts as they can, as a balanced
+ * router spreads them), *per_expert the tokens each of those computes. */
+static inline void
+phys_moe_work (const struct perfmod_kernel *k, double *assign, double *reached,
+               double *per_expert)
+{
+  double load = PHYS_HAS (k, expert_load) && k->expert_load > 1 ? k->expert_load : 1;
+  double topk = PHYS_HAS (k, top_k) && k->top_k > 0 ? (double) k->top_k : 1;
+  double local = k->h > 0 ? (double) k->h : 1, all = k->b > 0 ? (double) k->b : local;
+  *assign = (double) k->m * topk * local / all * load;
+  *reached = fmax (1, fmin (local, ceil (*assign - 1e-9)));
+  *per_expert = *assign / *reached;
+}
+
+/* Widths of a MOE kernel's first grouped GEMM's output per expert (gate
+ * and up side by side, or up alone). */
+static inline double
+phys_moe_fc1 (const struct perfmod_kernel *k)
+{
+  return (PHYS_HAS (k, gated) && k->gated ? 2.0 : 1.0) * (double) k->k;
+}
+
 /* The kernel's cost on gpu (NULL: its FLOPs and bytes alone, no peak or
  * bandwidth); -1 if its class has none. */
 static inline int
@@ -119,6 +144,20 @@ phys_cost_of (const struct perfmod_kernel *k, const struct perfmod_gpu *gpu,
   case PERFMOD_KERNEL_MEMORY:
     c->bytes = k->bytes;
     return 0;
+  case PERFMOD_KERNEL_MOE: {
+    /* Each assignment runs fc1 (d to g f), the activation (g f to f) and
+     * fc2 (f to d); the reached experts' weights are read once; the
+     * activations (16-bit beside fp8 weights) are copied into expert
+     * order, through both GEMMs and the activation, and summed back to
+     * the tokens. */
+    double a, r, te, d = (double) k->n, f = (double) k->k, g = phys_moe_fc1 (k);
+    double topk = PHYS_HAS (k, top_k) && k->top_k > 0 ? (double) k->top_k : 1;
+    double ea = e < 2 ? 2 : e;
+    phys_moe_work (k, &a, &r, &te);
+    c->flops = 2 * a * (g + f) * d;
+    c->bytes = r * (g + f) * d * e + ea * a * (5 * d + 2 * g + 2 * f + d / topk);
+    return 0;
+  }
   case PERFMOD_KERNEL_COMM:
     c->comm_bytes = phys_comm_bytes (k->op, k->bytes, PHYS_HAS (k, ranks) ? k->ranks : 0);
     c->bw = gpu ? gpu->link_gbps * 1e9 : 0;

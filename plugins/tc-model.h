@@ -17,11 +17,18 @@
  * useful share) and describe the chip only by ratios that carry across
  * chips: FLOPs and bytes per clock per SM at the kernel's dtype, intensity
  * against the ridge point, bytes against the L2. */
-enum tc_group { TC_GEMM, TC_ATTENTION, TC_VECTOR, TC_COMM, TC_NGROUPS };
+enum tc_group { TC_GEMM, TC_ATTENTION, TC_VECTOR, TC_COMM, TC_MOE, TC_NGROUPS };
 static const char *const tc_group_keys[TC_NGROUPS] = { "tc_gemm", "tc_attention", "tc_vector",
-                                                       "tc_comm" };
-static const int tc_group_nfeat[TC_NGROUPS] = { 15, 15, 14, 10 };
-#define TC_NFEAT_MAX 15
+                                                       "tc_comm", "tc_moe" };
+static const int tc_group_nfeat[TC_NGROUPS] = { 15, 15, 14, 10, 18 };
+#define TC_NFEAT_MAX 18
+/* A fused MoE layer runs about this many kernels (routing's sort,
+ * permute, two grouped GEMMs, the activation, the combine): its fixed
+ * cost is that many launches. */
+#define TC_MOE_KERNELS 5.0
+/* The engines whose MoE kernels the tables measured, one input each. */
+static const char *const tc_moe_engines[] = { "trtllm", "sglang", "vllm" };
+#define TC_MOE_NENGINES 3
 #define TC_TILE 128.0
 /* A nominal kernel's fixed cost the correction starts from, in clock
  * cycles (a slower clock pays longer), and a collective's in seconds. */
@@ -72,6 +79,8 @@ tc_group_of (const struct perfmod_kernel *k)
     return k->dtype == PERFMOD_DTYPE_FP16 || k->dtype == PERFMOD_DTYPE_BF16 ? TC_VECTOR : -1;
   case PERFMOD_KERNEL_COMM:
     return TC_COMM;
+  case PERFMOD_KERNEL_MOE:
+    return TC_MOE;
   default:
     return -1;
   }
@@ -123,6 +132,8 @@ tc_case_of (const struct perfmod_kernel *k, const struct perfmod_gpu *g, int fea
   c->nfeat = tc_group_nfeat[grp];
   c->floor = phys_floor (&pc, g);
   c->base = roof + (grp == TC_COMM ? TC_COMM_LATENCY_S : TC_LAUNCH_CYCLES / (g->clock_mhz * 1e6));
+  if (grp == TC_MOE)
+    c->base += (TC_MOE_KERNELS - 1) * TC_LAUNCH_CYCLES / (g->clock_mhz * 1e6);
   kcycles = roof * g->clock_mhz * 1e3;     /* the roofline in thousands of clock cycles */
   switch (grp) {
   case TC_GEMM: {
@@ -192,6 +203,32 @@ tc_case_of (const struct perfmod_kernel *k, const struct perfmod_gpu *g, int fea
     x[8] = tc_log2 (g->link_gbps);
     x[9] = tc_log2 (k->bytes / l2);
     return k->ranks >= 2 && g->link_gbps > 0 ? 0 : -1;
+  }
+  case TC_MOE: {
+    /* The grouped GEMMs' tiles: each reached expert's rows padded to
+     * whole tiles, the first GEMM's output (gate and up) as wide as it is. */
+    double a, r, te, fc1 = phys_moe_fc1 (k), local = k->h > 0 ? (double) k->h : 1;
+    const char *eng = PHYS_HAS (k, engine) ? k->engine : NULL;
+    phys_moe_work (k, &a, &r, &te);
+    x[0] = tc_log2 ((double) k->m);
+    x[1] = tc_log2 (a);
+    x[2] = tc_log2 (te);
+    x[3] = tc_log2 (r);
+    x[4] = r / local;
+    x[5] = tc_log2 ((double) k->n);
+    x[6] = tc_log2 ((double) k->k);
+    x[7] = fc1 > (double) k->k;
+    tc_waves (r * ceil (te / TC_TILE) * ceil (fc1 / TC_TILE), g->sms, x + 8);
+    x[10] = tc_log2 (pc.flops / pc.bytes / ridge);
+    x[11] = tc_log2 (pc.bytes / l2);
+    /* the expert-parallel degree, not the time in clock cycles: with two
+     * training GPUs a time describes the chip more than the kernel */
+    x[12] = tc_log2 ((k->b > 0 ? (double) k->b : local) / local);
+    x[13] = k->dtype == PERFMOD_DTYPE_FP8;
+    for (int i = 0; i < TC_MOE_NENGINES; i++)
+      x[14 + i] = eng && strcmp (eng, tc_moe_engines[i]) == 0;
+    x[17] = tc_log2 (local);
+    return 0;
   }
   default:
     return -1;
@@ -263,6 +300,7 @@ static const struct { const char *cls; int kclass, grp; } tc_class_cover[] = {
   { "elementwise", PERFMOD_KERNEL_ELEMENTWISE, TC_VECTOR },
   { "softmax", PERFMOD_KERNEL_SOFTMAX, TC_VECTOR },
   { "layernorm", PERFMOD_KERNEL_LAYERNORM, TC_VECTOR },
+  { "moe", PERFMOD_KERNEL_MOE, TC_MOE },
 };
 
 #endif /* PERFMOD_TC_MODEL_H */

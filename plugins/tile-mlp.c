@@ -48,9 +48,14 @@ static struct state {
   struct perfmod_mlp *tcnet[TC_NGROUPS][MAX_MEMBERS];
   int tcmembers[TC_NGROUPS];
   const double *tcrange[TC_NGROUPS]; /* 2 x inputs: training's min, max */
+  int tcfeatures[TC_NGROUPS];   /* enum tc_features of the file each group came from */
   int tc_state;                 /* learned_optional's */
   int tc_ready;                 /* loaded and checked */
-  int tc_features;              /* enum tc_features */
+  /* The MoE layers' network: DATADIR/params/tile-mlp-moe.params unless
+   * moe_params= names another (perfmod train --table moe); without it a
+   * MoE layer is predicted as its parts (the core's decomposition). */
+  struct learned moe;
+  int moe_state, moe_ready;
 } S;
 
 static int
@@ -60,8 +65,9 @@ tm_init (const struct perfmod_host *h, void **state)
    * after tm_fini, which freed what these pointers still name. */
   memset (&S, 0, sizeof S);
   *state = &S;
-  if (learned_init (&S.tc, h, TILEMLP_NAME) < 0)
+  if (learned_init (&S.tc, h, TILEMLP_NAME) < 0 || learned_init (&S.moe, h, TILEMLP_NAME) < 0)
     return -1;
+  S.moe.suffix = "-moe";
   return learned_init (&S.l, h, TILEMLP_NAME);
 }
 
@@ -89,11 +95,12 @@ tm_fini (void *state)
     for (int e = 0; e < MAX_MEMBERS; e++)
       if (s->tcnet[g][e])
         s->l.host->mlp_free (s->tcnet[g][e]);
+  learned_fini (&s->moe);
   learned_fini (&s->tc);
   learned_fini (&s->l);
 }
 
-static const char *const tm_keys[] = { "params", "clamp", "tc_params", NULL };
+static const char *const tm_keys[] = { "params", "clamp", "tc_params", "moe_params", NULL };
 
 static int
 tm_config (void *state, const char *key, const char *value)
@@ -109,6 +116,8 @@ tm_config (void *state, const char *key, const char *value)
   }
   if (strcmp (key, "tc_params") == 0)
     return learned_optional_config (&s->tc, &s->tc_state, value);
+  if (strcmp (key, "moe_params") == 0)
+    return learned_optional_config (&s->moe, &s->moe_state, value);
   return learned_config (&s->l, key, value);
 }
 
@@ -405,69 +414,88 @@ harness_floor (const struct state *s, int c, const struct perfmod_gpu *gpu)
   return v ? atof (v) * 1e-6 : s->floor[c];
 }
 
-/* The tensor-core networks, loaded on first use: 1 when there are some,
- * 0 when there is no such file (the default's absence is no error), -1
- * after host->error() for a file that is there but unusable. */
+/* The networks of one tensor-core file, loaded on first use (the groups
+ * in `want`, a mask of 1 << enum tc_group): 1 when there are some, 0 when
+ * there is no such file (the default's absence is no error), -1 after
+ * host->error() for a file that is there but unusable. */
 static int
-tc_setup (struct state *s)
+tc_load (struct state *s, struct learned *l, int *state, int *ready, unsigned want)
 {
 #ifdef TILEMLP_TC
   const struct perfmod_host *host = s->l.host;
   const char *v, *part;
   char name[64];
-  int rc = learned_optional (&s->tc, &s->tc_state);
-  if (rc <= 0 || s->tc_ready)
+  int rc = learned_optional (l, state), features;
+  if (rc <= 0 || *ready)
     return rc;
-  s->tc_state = -1;             /* until the checks below pass */
-  part = host->params_get (s->tc.params, "part");
+  *state = -1;                  /* until the checks below pass */
+  part = host->params_get (l->params, "part");
   if (part == NULL || strcmp (part, "tensor-core") != 0) {
-    learned_bad (&s->tc) ("%s: not tensor-core parameters (part = %s)", s->tc.path, part ? part : "(none)");
-    s->tc.failed = 1;
+    learned_bad (l) ("%s: not tensor-core parameters (part = %s)", l->path, part ? part : "(none)");
+    l->failed = 1;
     return -1;
   }
-  v = host->params_get (s->tc.params, "features");
-  if (v == NULL || (s->tc_features = tc_features_of (v)) < 0) {
-    learned_bad (&s->tc) ("%s: features: expected tc-nochip or tc, not '%s'", s->tc.path,
-                          v ? v : "(missing)");
-    s->tc.failed = 1;
+  v = host->params_get (l->params, "features");
+  if (v == NULL || (features = tc_features_of (v)) < 0) {
+    learned_bad (l) ("%s: features: expected tc-nochip or tc, not '%s'", l->path,
+                     v ? v : "(missing)");
+    l->failed = 1;
     return -1;
   }
-  v = host->params_get (s->tc.params, "members");
+  v = host->params_get (l->params, "members");
   int members = v ? atoi (v) : 0;
   if (members < 1 || members > MAX_MEMBERS) {
-    learned_bad (&s->tc) ("%s: members: expected 1 to %d", s->tc.path, MAX_MEMBERS);
-    s->tc.failed = 1;
+    learned_bad (l) ("%s: members: expected 1 to %d", l->path, MAX_MEMBERS);
+    l->failed = 1;
     return -1;
   }
   for (int g = 0; g < TC_NGROUPS; g++) {
+    if (!(want & 1u << g))
+      continue;
     snprintf (name, sizeof name, "%s.rows", tc_group_keys[g]);
-    if (host->params_get (s->tc.params, name) == NULL)
+    if (host->params_get (l->params, name) == NULL)
       continue;                 /* trained without rows of this group */
     for (int e = 0; e < members; e++) {
       snprintf (name, sizeof name, "%s.%d", tc_group_keys[g], e + 1);
-      if ((s->tcnet[g][e] = host->mlp_load (s->tc.params, name, tc_group_nfeat[g], 1)) == NULL) {
-        s->tc.failed = 1;
+      if ((s->tcnet[g][e] = host->mlp_load (l->params, name, tc_group_nfeat[g], 1)) == NULL) {
+        l->failed = 1;
         return -1;
       }
     }
     s->tcmembers[g] = members;
+    s->tcfeatures[g] = features;
     size_t rr, rc2;
     snprintf (name, sizeof name, "%s.range", tc_group_keys[g]);
-    s->tcrange[g] = host->params_tensor (s->tc.params, name, &rr, &rc2);
+    s->tcrange[g] = host->params_tensor (l->params, name, &rr, &rc2);
     if (s->tcrange[g] && rr * rc2 != 2 * (size_t) tc_group_nfeat[g]) {
-      learned_bad (&s->tc) ("%s: %s has %zu values, not 2 x %d", s->tc.path, name, rr * rc2,
-                            tc_group_nfeat[g]);
-      s->tc.failed = 1;
+      learned_bad (l) ("%s: %s has %zu values, not 2 x %d", l->path, name, rr * rc2,
+                       tc_group_nfeat[g]);
+      l->failed = 1;
       return -1;
     }
   }
-  s->tc_state = 1;
-  s->tc_ready = 1;
+  *state = 1;
+  *ready = 1;
   return 1;
 #else
-  (void) s;
+  (void) s, (void) l, (void) state, (void) ready, (void) want;
   return 0;
 #endif
+}
+
+/* The tensor-core file's networks (every group but the MoE layers'). */
+static int
+tc_setup (struct state *s)
+{
+  return tc_load (s, &s->tc, &s->tc_state, &s->tc_ready, ~(1u << TC_MOE));
+}
+
+/* The file of the group that models g's kernels, loaded. */
+static int
+tc_setup_group (struct state *s, int g)
+{
+  return g == TC_MOE ? tc_load (s, &s->moe, &s->moe_state, &s->moe_ready, 1u << TC_MOE)
+                     : tc_setup (s);
 }
 
 /* A kernel the tensor-core networks model: the geometric mean of the
@@ -482,7 +510,7 @@ tc_estimate (struct state *s, const struct perfmod_kernel *k, const struct perfm
   int g, rc;
   kernel_copy (&own, k);
   scale = tc_as_forward (&own);
-  if ((g = tc_group_of (&own)) < 0 || (rc = tc_setup (s)) == 0)
+  if ((g = tc_group_of (&own)) < 0 || (rc = tc_setup_group (s, g)) == 0)
     return 0;
   if (rc < 0)
     return -1;
@@ -490,7 +518,7 @@ tc_estimate (struct state *s, const struct perfmod_kernel *k, const struct perfm
     return 0;
   if (g == TC_VECTOR && s->tcrange[g])
     tc_vector_relay (&own, s->tcrange[g][1]);
-  if (tc_case_of (&own, gpu, s->tc_features, &c) < 0) {
+  if (tc_case_of (&own, gpu, s->tcfeatures[g], &c) < 0) {
     s->l.host->error ("%s kernel on %s: the GPU lacks what the tensor-core model reads (SMs, "
                       "clock, bandwidth%s)", tc_group_keys[g] + 3, gpu->name,
                       g == TC_COMM ? ", link bandwidth" : "");
@@ -526,6 +554,10 @@ tm_estimate (void *state, const struct perfmod_kernel *k, const struct perfmod_g
 
   if ((rc = tc_estimate (s, k, gpu, est)) != 0)
     return rc < 0 ? -1 : 0;
+  if (k->kclass == PERFMOD_KERNEL_MOE) {           /* the core predicts its parts */
+    s->l.host->error ("no MoE network (%s)", s->moe.path ? s->moe.path : "not found");
+    return -1;
+  }
   if (k->kclass == PERFMOD_KERNEL_ATTENTION || k->kclass == PERFMOD_KERNEL_COMM) {
     s->l.host->error ("%s kernels need the tensor-core parameters (%s): perfmod train "
                       "--predictor tile-mlp --data MODERNDATA", k->kclass == PERFMOD_KERNEL_COMM
@@ -564,6 +596,8 @@ tm_dtypes (void *state, int kclass)
   unsigned mask = learned_dtypes (&s->l, kclass, class_of (kclass) >= 0);
   if (kclass == PERFMOD_KERNEL_ATTENTION)
     mask = 0;
+  if (kclass == PERFMOD_KERNEL_MOE)
+    return tc_setup_group (s, TC_MOE) > 0 ? learned_dtypes (&s->moe, kclass, 1) : 0;
   if (tc_setup (s) > 0) {
     unsigned tc = learned_dtypes (&s->tc, kclass, 1), half = (1u << PERFMOD_DTYPE_FP16) |
                                                             (1u << PERFMOD_DTYPE_BF16);

@@ -161,9 +161,10 @@ ok $(awk -F, -v bw="$h100_bw" '$7 == "bf16" { n++; t = (2 * 4 * 8 * 1024 * 128 *
 
 # 14: MoE layouts
 perop --data "$D" --table moe
-ok $([ "$rc" -eq 0 ] && awk -F, 'NR > 1 { n++; if ($9 != 64 || $10 != 256 || $11 != 128 || $12 != 8 || $13 != 2 || $14 != 2) bad++ }
+ok $([ "$rc" -eq 0 ] && awk -F, 'NR > 1 { n++; if ($6 != "moe") bad++
+         if ($8 != 8 || $9 != 64 || $10 != 256 || $11 != 128 || $12 != 4 || $14 != 2 || $20 != 2) bad++ }
        END { exit !(n == 1 && !bad) }' "$TMP/out"; echo $?) \
-  "moe: 8 experts over ep 2 kept (tokens, hidden, inter, experts, top-k, ep); uneven layouts left out"
+  "moe: 8 experts over ep 2 kept (experts, tokens, hidden, inter, 4 on the rank, ep, top-k); uneven layouts left out"
 
 # 15-17: a path that names the GPU, a single table as --data
 P="$TMP/path/aiconfigurator/h100_sxm/gemm"

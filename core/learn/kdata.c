@@ -69,6 +69,17 @@ krow_kernel (const struct krow *r, struct perfmod_kernel *k)
     k->window = r->window;
     k->causal = r->causal;
     break;
+  case PERFMOD_KERNEL_MOE:
+    k->b = r->b;
+    k->m = r->m;
+    k->n = r->n;
+    k->k = r->k;
+    k->h = r->h;
+    k->top_k = r->top_k;
+    k->gated = r->gated;
+    k->expert_load = 1;
+    k->engine = r->engine;
+    break;
   case PERFMOD_KERNEL_COMM:
   case PERFMOD_KERNEL_MEMORY:
     k->b = r->b;

@@ -22,6 +22,11 @@ struct krow {
   double bytes;          /* COMM: the buffer; MEMORY: bytes moved */
   const char *set;       /* interned table kind ("gemm", "nccl", ...); NULL: NeuSight's */
   int nmeas;             /* measurements behind the row (its latency is their median) */
+  /* MOE rows: experts per token, gate and up (1) or up alone, the engine
+   * whose kernel ran (interned "trtllm", "sglang", "vllm"). */
+  int64_t top_k;
+  int gated;
+  const char *engine;
 };
 struct kset {
   struct krow *v;

@@ -1,6 +1,7 @@
 /* mdata.c: the modern measured kernels (aiconfigurator, vidur, aiter, LLMCompass tables): bf16/fp16/fp8 rows, one per shape. */
 #include <config.h>
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -242,17 +243,21 @@ read_attention (struct table *t, bool decode)
   }
 }
 
-/* aiconfigurator moe_perf: one fused MoE layer (routed experts' GEMMs
- * and activation) over num_tokens tokens.  Its row keeps the shape in the
- * krow's fields: m tokens, n hidden width, k intermediate width, h
- * experts, kv_heads top-k, window the tensor-parallel and ranks the
- * expert-parallel degree (op "moe"; eval.c predicts it as its GEMMs).
- * Only balanced routing is kept: the power-law rows load some experts
- * more, by a distribution perfmod does not take as an input. */
+/* aiconfigurator moe_perf: one fused MoE layer (routing's permutation,
+ * the routed experts' grouped GEMMs and activation, the weighted sum)
+ * over num_tokens tokens, a MOE kernel (perfmod-plugin.h): m tokens, n
+ * hidden width, k intermediate width over the expert tensor-parallel
+ * degree, b experts, h those of one expert-parallel rank; the engine from
+ * the framework column, gated unless the kernel source says "nongated".
+ * Each engine's rows stay apart: their kernels (TensorRT-LLM's CUTLASS,
+ * SGLang's and vLLM's Triton) and their harnesses differ by more than
+ * their versions do.  Only balanced routing is kept: the power-law rows
+ * load experts by a random draw per row. */
 static void
 read_moe (struct table *t)
 {
   int cd = csv_column (t->r.fields, t->r.nfields, "device");
+  int cfw = need_column (t, "framework"), cks = need_column (t, "kernel_source");
   int ct = need_column (t, "moe_dtype"), cn = need_column (t, "num_tokens");
   int ch = need_column (t, "hidden_size"), ci = need_column (t, "inter_size");
   int ck = need_column (t, "topk"), ce = need_column (t, "num_experts");
@@ -262,22 +267,30 @@ read_moe (struct table *t)
     return;
   while (next_row (t)) {
     struct krow k = { 0 };
-    int64_t tp, ep;
+    int64_t tp, ep, inter;
+    char eng[16];
+    size_t i;
     if (strcmp (t->r.fields[cdist], "balanced") != 0 ||
         (k.dtype = dtype_of_cell (t->r.fields[ct])) < 0)
       continue;
     if (!cell_int (t, cn, "num_tokens", 1, &k.m) || !cell_int (t, ch, "hidden_size", 1, &k.n) ||
-        !cell_int (t, ci, "inter_size", 1, &k.k) || !cell_int (t, ce, "num_experts", 1, &k.h) ||
-        !cell_int (t, ck, "topk", 1, &k.kv_heads) || !cell_int (t, ctp, "moe_tp_size", 1, &tp) ||
+        !cell_int (t, ci, "inter_size", 1, &inter) || !cell_int (t, ce, "num_experts", 1, &k.b) ||
+        !cell_int (t, ck, "topk", 1, &k.top_k) || !cell_int (t, ctp, "moe_tp_size", 1, &tp) ||
         !cell_int (t, cep, "moe_ep_size", 1, &ep))
       continue;
-    if (k.h % ep != 0 || k.k % tp != 0 || k.kv_heads > k.h || tp > 1024 || ep > 1024)
+    if (k.b % ep != 0 || inter % tp != 0 || k.top_k > k.b || tp > 1024 || ep > 1024)
       continue;                 /* a layout that does not split evenly: not a shape to check */
     if (!cell_latency (t, cl, 1e-3, &k.latency_s) || (k.gpu = row_gpu (t, cd)) == NULL)
       continue;
-    k.kclass = PERFMOD_KERNEL_LINEAR;
+    for (i = 0; i + 1 < sizeof eng && t->r.fields[cfw][i]; i++)
+      eng[i] = (char) tolower ((unsigned char) t->r.fields[cfw][i]);
+    eng[i] = '\0';
+    k.kclass = PERFMOD_KERNEL_MOE;
     k.op = intern ("moe");
-    k.b = 1;
+    k.engine = intern (eng);
+    k.gated = strstr (t->r.fields[cks], "nongated") == NULL;
+    k.k = inter / tp;
+    k.h = k.b / ep;
     k.window = tp;
     k.ranks = (int) ep;
     push (t, &k);
@@ -695,6 +708,7 @@ shape_cmp (const void *pa, const void *pb)
   CMP (gpu); CMP (set); CMP (kclass); CMP (op); CMP (dtype);
   CMP (b); CMP (m); CMP (n); CMP (k); CMP (h); CMP (kv_heads); CMP (window);
   CMP (causal); CMP (ranks); CMP (bytes);
+  CMP (top_k); CMP (gated); CMP (engine);
   CMP (latency_s);
 #undef CMP
   return 0;
@@ -706,7 +720,8 @@ same_shape (const struct krow *a, const struct krow *b)
   return a->gpu == b->gpu && a->set == b->set && a->kclass == b->kclass && a->op == b->op &&
          a->dtype == b->dtype && a->b == b->b && a->m == b->m && a->n == b->n && a->k == b->k &&
          a->h == b->h && a->kv_heads == b->kv_heads && a->window == b->window &&
-         a->causal == b->causal && a->ranks == b->ranks && a->bytes == b->bytes;
+         a->causal == b->causal && a->ranks == b->ranks && a->bytes == b->bytes &&
+         a->top_k == b->top_k && a->gated == b->gated && a->engine == b->engine;
 }
 
 /* One row per shape: the median of its measurements (kernel libraries,

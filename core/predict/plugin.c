@@ -482,9 +482,77 @@ plugin_stop (struct plugin *pl)
   pl->initialised = false;
 }
 
+/* A MOE kernel as the kernels it stands for (physics.h's work): the
+ * copy of the rank's assignments into expert order, the first grouped
+ * GEMM (a batch of the reached experts' products), the activation, the
+ * second, and the weighted sum back to the tokens.  Returns the count. */
+static int
+moe_parts (const struct perfmod_kernel *k, struct perfmod_kernel part[5])
+{
+  double a, r, te, d = (double) k->n, f = (double) k->k, fc1 = phys_moe_fc1 (k);
+  double ea = k->elem_bytes < 2 ? 2 : k->elem_bytes, topk = k->top_k > 0 ? (double) k->top_k : 1;
+  int act = k->dtype == PERFMOD_DTYPE_FP8 ? PERFMOD_DTYPE_BF16 : k->dtype;
+  phys_moe_work (k, &a, &r, &te);
+  for (int i = 0; i < 5; i++) {
+    memset (&part[i], 0, sizeof part[i]);
+    part[i].struct_size = sizeof part[i];
+    part[i].isolated = k->isolated;
+  }
+  part[0].kclass = part[4].kclass = PERFMOD_KERNEL_MEMORY;
+  part[0].op = "moe_permute";
+  part[0].bytes = 2 * a * d * ea;
+  kernel_set_dtype (&part[0], act);
+  part[1].kclass = part[3].kclass = PERFMOD_KERNEL_BMM;
+  part[1].op = part[3].op = "bmm";
+  part[1].b = part[3].b = (int64_t) r;
+  part[1].m = part[3].m = (int64_t) ceil (te - 1e-9);
+  part[1].n = k->n, part[1].k = (int64_t) fc1;
+  part[3].n = k->k, part[3].k = k->n;
+  kernel_set_dtype (&part[1], k->dtype);
+  kernel_set_dtype (&part[3], k->dtype);
+  part[2].kclass = PERFMOD_KERNEL_ELEMENTWISE;
+  part[2].op = fc1 > f ? "silu" : "gelu";
+  part[2].b = (int64_t) ceil (a - 1e-9);
+  part[2].h = k->k;
+  kernel_set_dtype (&part[2], act);
+  part[2].mem_per_output = part[2].own_mem_per_output = (fc1 / f + 1) * part[2].elem_bytes;
+  part[2].ops_per_output = 5;
+  part[4].op = "moe_combine";
+  part[4].bytes = (a + a / topk) * d * ea;
+  kernel_set_dtype (&part[4], act);
+  return 5;
+}
+
+static int plugin_estimate_own (struct plugin *pl, const struct perfmod_kernel *k,
+                                const struct perfmod_gpu *gpu, struct perfmod_estimate *e);
+
+/* A predictor with no model of a MoE layer (it refuses the MOE kernel
+ * for another reason than a bad input file) predicts the layer's parts. */
 int
 plugin_estimate (struct plugin *pl, const struct perfmod_kernel *k, const struct perfmod_gpu *gpu,
                  struct perfmod_estimate *e)
+{
+  struct perfmod_kernel part[5];
+  struct perfmod_estimate pe;
+  int n, rc;
+  if ((rc = plugin_estimate_own (pl, k, gpu, e)) == 0 || k->kclass != PERFMOD_KERNEL_MOE ||
+      plugins_input_fault ())
+    return rc;
+  n = moe_parts (k, part);
+  memset (e, 0, sizeof *e);
+  for (int i = 0; i < n; i++) {
+    if (plugin_estimate_own (pl, &part[i], gpu, &pe) < 0)
+      return -1;
+    e->seconds += pe.seconds;
+    e->spread += pe.spread;
+  }
+  e->basis = "the MoE layer's parts";
+  return 0;
+}
+
+static int
+plugin_estimate_own (struct plugin *pl, const struct perfmod_kernel *k,
+                     const struct perfmod_gpu *gpu, struct perfmod_estimate *e)
 {
   int rc;
   pm_current_plugin = pl->p.name;

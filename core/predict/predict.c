@@ -156,6 +156,7 @@ kclass_name (int kclass)
   case PERFMOD_KERNEL_MEMORY: return "MEM";
   case PERFMOD_KERNEL_COMM: return "COMM";
   case PERFMOD_KERNEL_ATTENTION: return "ATTN";
+  case PERFMOD_KERNEL_MOE: return "MoE";
   default: return "?";
   }
 }
