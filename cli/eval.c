@@ -211,7 +211,8 @@ eval_modern (struct plugin **preds, char **names, size_t npred, const struct kse
   }
   if (!csv && !o->per_kernel)
     fprintf (out, "\n%zu shapes (%s) from %zu tables; each is the median of one shape's\n"
-            "measurements across kernel libraries and versions; bias_%%: mean signed error.\n",
+            "measurements across kernel libraries and versions (a MoE layer's per engine);\n"
+            "bias_%%: mean signed error.\n",
             kept, o->split == SPLIT_ALL ? "all" : o->split == SPLIT_HOLDOUT
             ? "the seeded 20 % held out" : "the 80 % kept for training", strv_len (ks->files));
   if (fclose (out) != 0) {

@@ -156,7 +156,7 @@ perfmod_main (int argc, char **argv)
     { "in-dist", required_argument, NULL, O_INDIST },
     { "plugin-opt", required_argument, NULL, O_POPT },
     { "fusion", no_argument, NULL, O_FUSION },
-    { "engine", no_argument, NULL, O_ENGINE },
+    { "engine", optional_argument, NULL, O_ENGINE },
     { "attention", required_argument, NULL, O_ATTENTION },
     { "published", required_argument, NULL, O_PUBLISHED },
     { "gen", required_argument, NULL, O_GEN },
@@ -221,7 +221,16 @@ perfmod_main (int argc, char **argv)
     case O_STRAT: c.strategy = optarg; break;
     case O_PEROP: c.per_op = true; break;
     case O_FUSION: c.fusion = true; break;
-    case O_ENGINE: c.engine = true; break;
+    case O_ENGINE: {
+      const struct serve_engine *e = optarg ? serve_engine_find (optarg) : NULL;
+      if (optarg && e == NULL) {
+        pm_error ("--engine=%s: expected vllm, sglang or trtllm", optarg);
+        return EXIT_USAGE;
+      }
+      c.engine = true;
+      c.engine_name = e ? e->name : NULL;
+      break;
+    }
     case O_ATTENTION: c.attention = optarg; break;
     case O_PUBLISHED: c.published = optarg; break;
     case O_KEEPTHR: c.keep_throttled = true; break;

@@ -704,7 +704,7 @@ cmd_predict (struct cli *c, struct plugin_set *set)
      * the step at the middle of the generation is the average one. */
     struct build_options bo = { .batch = batch, .seq = seq, .fusion = c->fusion,
                                 .kv_len = seq + c->gen / 2, .flash = w.flash,
-                                .engine = c->engine };
+                                .engine = c->engine, .engine_name = c->engine_name };
     if (train || !w.have_model || c->opgraph) {
       pm_error ("--gen: decode steps are predicted for inference of a --model (built graph)");
       goto out;

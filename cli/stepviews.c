@@ -62,6 +62,10 @@ node_describe (const struct node *nd, const struct precision *prec, const char *
   case PERFMOD_KERNEL_MEMORY:
     snprintf (shape, slen, "%.6gMB", k.bytes / 1e6);
     break;
+  case PERFMOD_KERNEL_MOE:      /* tokens, width, expert width, experts here/in all, top-k */
+    snprintf (shape, slen, "%lldx%lldx%lld e%lld/%lld k%lld", (long long) k.m, (long long) k.n,
+              (long long) k.k, (long long) k.h, (long long) k.b, (long long) k.top_k);
+    break;
   default:
     snprintf (shape, slen, "%lldx%lld", (long long) k.b, (long long) k.h);
     break;

@@ -286,7 +286,8 @@ workload_load (struct cli *c, struct workload *w)
     }
     struct build_options bo = { .batch = c->batch, .seq = c->seq, .train = w->train,
                                 .fusion = c->fusion, .flash = w->flash,
-                                .te = w->kernels == KERNELS_TE, .engine = c->engine };
+                                .te = w->kernels == KERNELS_TE, .engine = c->engine,
+                                .engine_name = c->engine_name };
     if (graph_build (&w->g, &w->m, &bo) < 0)
       goto fail;
   }
@@ -318,6 +319,7 @@ dist_options_init (struct dist_options *o, const struct cli *c, const struct wor
   o->train = w->train;
   o->fusion = c->fusion;
   o->engine = c->engine;
+  o->engine_name = c->engine_name;
   o->flash = w->flash;
   o->batch = w->batch;
   o->seq = w->seq;

@@ -174,7 +174,7 @@ train_tc (const struct gpu_db *gpus, const struct train_options *o, struct kset 
   struct params p;
   size_t *rows, nrows, dropped, held;
   int members = o->members ? o->members : TC_MEMBERS, rc = 0;
-  unsigned mask[TC_NGROUPS] = { 0 }, class_mask[PERFMOD_KERNEL_ATTENTION + 1] = { 0 };
+  unsigned mask[TC_NGROUPS] = { 0 }, class_mask[PERFMOD_KERNEL_MOE + 1] = { 0 };
   double t0 = pm_now ();
   int features = o->features ? tc_features_of (o->features) : TC_FEAT_NOCHIP;
 
@@ -230,7 +230,7 @@ train_linreg_tc (const struct gpu_db *gpus, const struct train_options *o, struc
   struct params p;
   const struct gpu_entry **want, **seen;
   size_t *rows, nrows, dropped, held, ng;
-  unsigned class_mask[PERFMOD_KERNEL_ATTENTION + 1] = { 0 };
+  unsigned class_mask[PERFMOD_KERNEL_MOE + 1] = { 0 };
   int rc = 0;
 
   if (modern_rows (gpus, o, ks, &rows, &nrows, &dropped, &held, &want, &seen) < 0)

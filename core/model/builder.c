@@ -35,6 +35,7 @@ struct bctx {
   bool softcap;          /* Gemma 2's tanh-capped scores */
   bool eng;              /* a serving engine's fused kernels (build_options.engine, inference,
                             the Llama, Mixtral and later decoder families) */
+  const char *engine;    /* that engine's name (build_options.engine_name), or NULL */
 };
 
 static struct node *
@@ -838,6 +839,28 @@ eng_experts (struct bctx *c, int64_t reached, int64_t te, int64_t d, int64_t f)
   linear (c, "experts_down_proj", te, reached * f, d, false);
 }
 
+/* The routed experts as the engine's fused MoE kernel (one MOE kernel,
+ * perfmod-plugin.h): the `routed` tokens of the expert-parallel group
+ * reach this rank's `local` experts, f wide on it; the busiest rank's
+ * load (the strategy's expert_load) scales its share. */
+static void
+eng_moe (struct bctx *c, int64_t routed, int64_t local, int64_t d, int64_t f)
+{
+  const struct model_cfg *m = c->m;
+  double tokens = (double) c->t * (double) d;
+  struct node *nd = add_node (c, "experts", "MoE", tokens, tokens);
+  struct kop *o = node_add_op (nd, PHASE_FW, PERFMOD_KERNEL_MOE, "moe");
+  o->b = m->experts;
+  o->h = local;
+  o->m = routed;
+  o->n = d;
+  o->k = f;
+  o->top_k = m->top_k;
+  o->gated = !m->layernorm;
+  o->load = c->sh->expert_load > 1 ? c->sh->expert_load : 1;
+  o->engine = c->engine;
+}
+
 /* Grouped-query attention as an engine runs it: one QKV GEMM, the q/k
  * norms, rotary embeddings with the cache write, fused attention reading
  * the grouped heads in place, the output projection. */
@@ -950,6 +973,13 @@ moe_block (struct bctx *c, int64_t f, const char *act)
     te = (int64_t) ceil ((double) te * sh->expert_load);
   ted = (double) te * (double) d;
   linear (c, "router", t, d, m->experts, false);
+  if (c->eng && c->engine) {             /* top-k softmax, the engine's fused MoE kernel */
+    te_vec (c, "router_topk", "softmax", t, m->experts, 2, 0, 0);
+    site (c, PERFMOD_SITE_MOE_DISPATCH);
+    eng_moe (c, t * expert_feeds (sh), local, d, f);
+    site (c, PERFMOD_SITE_MOE_COMBINE);
+    return;
+  }
   if (c->eng) {                          /* top-k softmax, the experts' GEMMs, one weighted sum */
     te_vec (c, "router_topk", "softmax", t, m->experts, 2, 0, 0);
     site (c, PERFMOD_SITE_MOE_DISPATCH);
@@ -1765,6 +1795,7 @@ graph_build (struct graph *g, const struct model_cfg *m, const struct build_opti
   c.flash = o->flash && m->family != FAM_SWITCH;
   c.eng = o->engine && !o->train && !o->te
           && (m->family == FAM_LLAMA || m->family == FAM_MIXTRAL || m->family >= FAM_QWEN);
+  c.engine = c.eng ? o->engine_name : NULL;
   g->source = xstrdup ("builder");
   g->batch = o->batch;
   g->seq = o->seq;

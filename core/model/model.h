@@ -104,6 +104,12 @@ struct kop {             /* one kernel of a node */
   /* ATTENTION kernels: key/value heads, sliding window, causal mask */
   int64_t kv_heads, window;
   bool causal;
+  /* MOE kernels (perfmod-plugin.h): experts per token, gated, the busiest
+   * rank's load over the even share, the engine's name */
+  int64_t top_k;
+  bool gated;
+  double load;
+  const char *engine;
 };
 struct node {
   char *name;
@@ -169,6 +175,7 @@ struct build_options {
                             families after Switch): fused add+norm, one QKV GEMM, rope with
                             the cache write, gate/up GEMM + act-and-mul, grouped key/value
                             heads read in place, logits of the last token only */
+  const char *engine_name; /* the engine (a static name): its fused MoE kernel; NULL: none */
   const struct shard *shard; /* NULL: the whole model on one device */
 };
 int graph_build (struct graph *g, const struct model_cfg *m, const struct build_options *o);

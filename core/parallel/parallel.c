@@ -332,6 +332,7 @@ chunk_build (struct graph *gr, const struct model_cfg *m, const struct dist_opti
   bo.flash = o->flash;
   bo.kv_len = o->kv_len;
   bo.engine = o->engine;
+  bo.engine_name = o->engine_name;
   bo.shard = &sh;
   return graph_build (gr, m, &bo);
 }
@@ -348,7 +349,7 @@ chunk_build (struct graph *gr, const struct model_cfg *m, const struct dist_opti
  * differ only in dp or the ZeRO stage below 3 share their chunks.  The
  * key holds exactly that, zero-padded. */
 struct chunk_key {
-  const void *pred, *gpu, *prec;
+  const void *pred, *gpu, *prec, *engine_name;
   int kernels, flash, fusion, train, embed, head, gpus_per_node, engine;
   int64_t mbs, seq, cp, layers, first_layer, kv_len;
   int heads, ffn, vocab, tokens, experts, expert_ffn, ep_in_tp;
@@ -497,6 +498,7 @@ chunk_key_of (struct chunk_key *k, const struct plugin *pred, const struct perfm
   k->seq = o->seq;
   k->kv_len = o->kv_len;
   k->engine = o->engine;
+  k->engine_name = o->engine_name;
   k->layers = layers;
   k->first_layer = first_layer;
   k->heads = dp->plan.heads;

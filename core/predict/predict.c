@@ -85,7 +85,8 @@ precision_dtype (const struct precision *p, int kclass)
 {
   if (p == NULL)
     return PERFMOD_DTYPE_FP32;
-  return kclass == PERFMOD_KERNEL_LINEAR || kclass == PERFMOD_KERNEL_BMM ? p->gemm : p->other;
+  return kclass == PERFMOD_KERNEL_LINEAR || kclass == PERFMOD_KERNEL_BMM ||
+         kclass == PERFMOD_KERNEL_MOE ? p->gemm : p->other;
 }
 
 /* A matrix unit runs dtype faster than the fp32 lanes could with packed
@@ -204,6 +205,10 @@ kop_to_kernel (const struct kop *o, const struct node *nd, const struct precisio
   k->kv_heads = o->kv_heads;
   k->window = o->window;
   k->causal = o->causal;
+  k->top_k = o->top_k;
+  k->gated = o->gated;
+  k->expert_load = o->load;
+  k->engine = o->engine;
   kernel_set_dtype (k, dtype);
   switch (o->kclass) {
   case PERFMOD_KERNEL_ELEMENTWISE:
@@ -294,6 +299,8 @@ kernel_hash (const struct perfmod_kernel *k)
   h = mix (h, (uint64_t) k->kv_heads);
   h = mix (h, (uint64_t) k->window);
   h = mix (h, (uint64_t) k->causal);
+  h = mix (h, (uint64_t) k->top_k);
+  h = mix (h, (uint64_t) (uintptr_t) k->engine);
   return mix (h, (uint64_t) k->dtype);
 }
 
@@ -306,7 +313,8 @@ kernel_same (const struct perfmod_kernel *a, const struct perfmod_kernel *b)
          a->bytes == b->bytes && a->dtype == b->dtype &&
          a->own_mem_per_output == b->own_mem_per_output && a->isolated == b->isolated &&
          a->out_elem_bytes == b->out_elem_bytes && a->kv_heads == b->kv_heads &&
-         a->window == b->window && a->causal == b->causal;
+         a->window == b->window && a->causal == b->causal && a->top_k == b->top_k &&
+         a->gated == b->gated && a->expert_load == b->expert_load && a->engine == b->engine;
 }
 
 struct memo *

@@ -8,13 +8,14 @@
 
 #include "internal.h"
 
-#define NCLASS 8
+#define NCLASS (PERFMOD_KERNEL_MOE + 1)
 
 /* Canvas and plot area, in pixels. */
 enum { W = 980, H = 520, L = 90, R = 600, T = 60, B = 450, LEGEND = R + 170 };
 
 static const char *const class_colour[NCLASS] = {
-  "#777777", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2"
+  "#777777", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+  "#bcbd22", "#17becf"
 };
 
 void

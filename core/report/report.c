@@ -13,7 +13,7 @@
  * CUDA GPU since Pascal). */
 #define LATENCY_BOUND_S 5e-6
 
-#define NKCLASS (PERFMOD_KERNEL_ATTENTION + 1)
+#define NKCLASS (PERFMOD_KERNEL_MOE + 1)
 
 void
 kernel_cost (const struct perfmod_kernel *k, double *flops, double *bytes)

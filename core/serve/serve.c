@@ -149,6 +149,7 @@ serve_replica_open (struct serve_replica *l, const struct serve_base *b,
   o.prec = b->pr;
   o.flash = flash_supported (&ge->gpu, b->pr);
   o.engine = true;
+  o.engine_name = b->e->name;
   o.fusion = true;
   o.batch = 1;
   o.seq = tokens;
@@ -201,6 +202,7 @@ serve_replica_open (struct serve_replica *l, const struct serve_base *b,
   sl.s = one;
   sl.gpus_per_node = b->gpn;
   sl.cache = chunks;
+  sl.engine = b->e->name;
   l->costs = serve_costs_new (&sl);
   return 0;
 }

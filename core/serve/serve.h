@@ -64,6 +64,7 @@ struct serve_layout {    /* what a replica's kernels are predicted from */
   struct strategy s;     /* tp, pp, ep, etp of one replica (dp 1) */
   int gpus_per_node;
   struct dist_cache *cache;  /* chunk predictions to share, or NULL */
+  const char *engine;    /* the engine's name (static): its fused MoE kernel */
 };
 struct serve_costs;
 struct serve_costs *serve_costs_new (const struct serve_layout *l);

@@ -1,0 +1,70 @@
+#!/bin/sh
+# t1080-moe.sh: a MoE layer as one MOE kernel: its work by hand at the roofline, the engine's kernel in --engine=NAME graphs, tile-mlp's network and the parts a predictor without one predicts.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+plan 9
+
+H100=NVIDIA_H100_80GB_HBM3
+peak=$(gpu_key $H100 bf16_tflops)
+
+# experts NODE_FIELD ARGS...: field 6 (fw_ms) or 10 (basis) of the experts node, predicted
+# for Mixtral 8x7B's prefill of 4 x 512 tokens on an H100
+experts () {
+  f=$1; shift
+  run_pm --model mixtral-8x7b --gpu h100 --mode inf --batch 4 --seq 512 --per-op --format csv "$@"
+  awk -F, -v f="$f" '$2 == "layers_0_experts" { print $f }' "$TMP/out"
+}
+
+# 2048 tokens to the top 2 of 8 experts: 4096 assignments, 512 per expert, each through
+# gate and up (4096 to 2 x 14336) and down (14336 to 4096): 2 x 4096 x 43008 x 4096 FLOPs,
+# above the 8 x 43008 x 4096 bf16 weights over the bandwidth, so at the bf16 peak.
+t=$(experts 6 --engine=sglang --predictor roofline)
+ok $(awk -v t="$t" -v c="$peak" 'BEGIN { w = 2 * 4096 * 43008 * 4096 / (c * 1e12) * 1e3
+       exit !(t != "" && (t / w - 1)^2 < 1e-12) }'; echo $?) \
+  "--engine=sglang: the routed experts are one MOE kernel, its FLOPs at the bf16 peak ($t ms)"
+
+# ep=2 within tp=2 (etp=1), one sequence of 512 tokens a micro-batch: a rank holds 4 of the
+# experts whole, which 512 x 2 x 4 / 8 assignments reach; their weights, 4 x 43008 x 4096 bf16
+# values, and the activations, 2 bytes x 512 x (5 x 4096 + 2 x 28672 + 2 x 14336 + 4096 / 2),
+# over the bandwidth (memory-bound)
+run_pm --model mixtral-8x7b --gpu h100 --mode inf --batch 4 --seq 512 --per-op --format csv \
+  --engine=sglang --predictor roofline --strategy tp=2,ep=2,etp=1
+bw=$(gpu_key $H100 mem_bw_gbps)
+ok $(awk -F, -v bw="$bw" '$4 == "layers_0_experts" { n++
+       b = 2 * 4 * 43008 * 4096 + 2 * 512 * (5 * 4096 + 2 * 28672 + 2 * 14336 + 2048)
+       want = b / (bw * 1e9) * 1e3; good = $7 == "512x4096x14336 e4/8 k2" && ($11 / want - 1)^2 < 1e-12 }
+     END { exit !(n == 1 && good) }' "$TMP/out"; echo $?) \
+  "ep=2: a rank's 4 experts, their weights and activations over the bandwidth (shape, time)"
+
+# --engine alone keeps the experts' GEMMs as separate kernels (no engine: no fused MoE kernel)
+run_pm --model mixtral-8x7b --gpu h100 --mode inf --batch 4 --seq 512 --per-op --format csv --engine
+ok $([ "$rc" -eq 0 ] && grep -q '^roofline,layers_0_experts_gate_up_proj,Linear' "$TMP/out" &&
+     ! grep -q ',MoE,' "$TMP/out"; echo $?) "--engine without a name: the experts' grouped GEMMs, no MOE kernel"
+
+expect_fail 2 "--engine=foo: expected vllm, sglang or trtllm" "--engine=foo refused, the engines named" -- \
+  --model mixtral-8x7b --mode inf --engine=foo
+
+# tile-mlp's network learned each engine's kernel: the same layer differs between SGLang's
+# Triton kernel and TensorRT-LLM's CUTLASS one, while the attention beside it does not
+s=$(experts 6 --engine=sglang --predictor tile-mlp) r=$(experts 6 --engine=trtllm --predictor tile-mlp)
+ok $(awk -v s="$s" -v r="$r" -v w="$t" 'BEGIN { exit !(s > w && r > w && (s / r - 1)^2 > 1e-4) }'; echo $?) \
+  "tile-mlp: the MoE layer per engine (sglang $s, trtllm $r ms), each above the roofline's $t"
+a1=$(awk -F, '$2 == "layers_0_core_attention" { print $6 }' "$TMP/out")
+run_pm --model mixtral-8x7b --gpu h100 --mode inf --batch 4 --seq 512 --per-op --format csv \
+  --engine=sglang --predictor tile-mlp
+a2=$(awk -F, '$2 == "layers_0_core_attention" { print $6 }' "$TMP/out")
+ok $([ -n "$a1" ] && [ "$a1" = "$a2" ]; echo $?) "the engine changes the MoE kernel only (attention $a1 = $a2 ms)"
+
+# without the MoE network (moe_params=none) the layer is predicted as its parts, and says so
+b=$(experts 10 --engine=sglang --predictor tile-mlp --plugin-opt tile-mlp:moe_params=none)
+p=$(awk -F, '$2 == "layers_0_experts" { print $6 }' "$TMP/out")
+ok $([ "$b" = "the MoE layer's parts" ] && awk -v p="$p" -v s="$s" 'BEGIN { exit !(p > 0 && p != s) }'; echo $?) \
+  "moe_params=none: the layer as its parts ($p ms, basis '$b')"
+expect_fail 2 "moe_params=/nonexistent.*/nonexistent: cannot read" "a missing moe_params file refused, named" -- \
+  --model mixtral-8x7b --mode inf --engine=sglang --predictor tile-mlp \
+  --plugin-opt tile-mlp:moe_params=/nonexistent
+
+# the network's file is one of tile-mlp's: its parameters say what they were trained on
+f="$top_srcdir/params/tile-mlp-moe.params"
+ok $(grep -aq '^command: perfmod train --predictor tile-mlp --data ../shared/moderndata --table moe --split train' "$f" &&
+     grep -aq '^tc_moe.rows: ' "$f" && grep -aq '^dtypes.moe: bf16,fp8' "$f"; echo $?) \
+  "params/tile-mlp-moe.params: trained by its recorded command on the moe tables' 80 %, bf16 and fp8"
