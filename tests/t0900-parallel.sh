@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0900-parallel.sh: graph-level parallelism: sharded kernels and inserted collectives, pipeline, ZeRO memory, refusals, and the distributed table.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 40
+plan 48
 
 tiny="$TMP/tiny.json"
 # L=4, d=8, 4 heads, f=32, v=16
@@ -119,8 +119,56 @@ expect_fail 2 "split gives 3 stages, pp=2" "a split of another number of stages"
   --model gpt2-large --mode train --batch 8 --strategy pp=2,split=12:12:12
 expect_fail 2 "split=0:36: '0' is not a positive number of layers" "a stage of no layers" -- \
   --model gpt2-large --mode train --batch 8 --strategy pp=2,split=0:36
-expect_fail 2 "split with vp=2" "a split with virtual stages" -- \
-  --model gpt2-large --mode train --batch 8 --strategy pp=2,vp=2,schedule=interleaved,split=18:18
+expect_fail 2 "stage 0's 19 layers do not divide over vp=2 chunks" \
+  "a split per stage with virtual stages: each stage's layers split evenly over its chunks" -- \
+  --model gpt2-large --mode train --batch 8 --strategy pp=2,vp=2,schedule=interleaved,split=19:17
+expect_fail 2 "split gives 3 numbers: one per stage \\(pp=2\\) or one per chunk \\(pp x vp = 4\\)" \
+  "a split of neither pp nor pp x vp numbers" -- \
+  --model gpt2-large --mode train --batch 8 --strategy pp=2,vp=2,schedule=interleaved,split=12:12:12
+
+# --- uneven splits with interleaving (Megatron-Core's layouts) ---
+# stages STRATEGY: rank 0's and rank 1's forward ms of GPT-2 large's step on 2 stages x 2 chunks
+stages () {
+  run_pm --model gpt2-large --mode train --batch 8 --predictor roofline --format json \
+    --strategy "pp=2,vp=2,schedule=interleaved,$1"
+  jq -r '[.predictions[0].stages[].fw_ms] | map(tostring) | join(" ")' "$TMP/out"
+}
+# one number per chunk in model order: chunk 0 (rank 0) 10 layers, chunk 1 (rank 1) 8, then 9
+# and 9: rank 0 holds one layer more than the even split, rank 1 one fewer
+even=$(stages split=9:9:9:9) uneven=$(stages split=10:8:9:9)
+ok $(echo "$even $uneven" | awk '{ d0 = $3 - $1; d1 = $4 - $2
+       exit !(NF == 4 && d0 > 0 && d1 < 0 && ((d0 + d1) / d0)^2 < 1e-12) }'; echo $?) \
+  "split per chunk with vp=2: rank 0 gains the layer rank 1 loses ($even -> $uneven)"
+# first_layers/last_layers: stages of 3, 12, 12 and 9 layers over pp=4 (vp=1), the same step as
+# the split spelled out; with vp=3 each stage's layers over its 3 chunks, as the split of chunks
+# step STRATEGY [MODEL BATCH]: the step's ms (default GPT-2 large, batch 12)
+step () {
+  run_pm --model "${2:-gpt2-large}" --mode train --batch "${3:-12}" --predictor roofline \
+    --format json --strategy "$1"
+  jq -r '.predictions[0].step_ms' "$TMP/out"
+}
+a=$(step pp=4,first_layers=3,last_layers=9) b=$(step pp=4,split=3:12:12:9)
+c=$(step pp=4,vp=3,schedule=interleaved,first_layers=3,last_layers=9)
+d=$(step pp=4,vp=3,schedule=interleaved,split=1:4:4:3:1:4:4:3:1:4:4:3)
+ok $([ -n "$a" ] && [ "$a" = "$b" ] && [ -n "$c" ] && [ "$c" = "$d" ]; echo $?) \
+  "first_layers=3,last_layers=9: the stages' layers as the split gives them, with and without vp ($a = $b, $c = $d)"
+# account_embed/account_loss: Qwen3-235B's 94 layers and the two count 96 over 4 x 2 chunks:
+# 12 each, the first and last chunks 11
+e=$(step pp=4,vp=2,schedule=interleaved,ep=8,dp=8,account_embed=1,account_loss=1 qwen3-235b-a22b 32)
+f=$(step pp=4,vp=2,schedule=interleaved,ep=8,dp=8,split=11:12:12:12:12:12:12:11 qwen3-235b-a22b 32)
+ok $([ -n "$e" ] && [ "$e" = "$f" ]; echo $?) \
+  "account_embed=1,account_loss=1: Qwen3-235B's 94 layers as 11:12x6:11 over pp=4 x vp=2 ($e = $f)"
+expect_fail 2 "first_layers/last_layers with account_embed/account_loss" \
+  "first_layers with account_embed refused, as Megatron does" -- \
+  --model gpt2-large --mode train --batch 8 --strategy pp=4,first_layers=3,account_embed=1
+expect_fail 2 "first_layers=5, last_layers=6: the other 25 layers do not split evenly over the 2 middle stages" \
+  "first_layers/last_layers whose middle does not divide" -- \
+  --model gpt2-large --mode train --batch 8 --strategy pp=4,first_layers=5,last_layers=6
+expect_fail 2 "account_embed/account_loss: 36 layers \\+ the embedding do not split evenly over pp x vp = 4" \
+  "account_embed whose layers do not divide" -- \
+  --model gpt2-large --mode train --batch 8 --strategy pp=4,account_embed=1
+expect_fail 2 "account_embed=2: expected 0 or 1" "account_embed takes 0 or 1" -- \
+  --model gpt2-large --mode train --batch 8 --strategy pp=4,account_embed=2
 
 # --- Megatron-LM's kernels ---
 run_pm graph --model "$tiny" --batch 1 --seq 4 --mode train --format csv --strategy kernels=megatron

@@ -75,19 +75,29 @@ device_params (const struct model_cfg *m, const struct perfmod_plan *pl, int exp
 }
 
 /* Layers of pipeline chunk c (rank c % pp's chunk c / pp): the given
- * split, else an even share. */
+ * split or Megatron's rules, else an even share. */
 static int64_t
 chunk_layers (const struct model_cfg *m, const struct strategy *s, int c)
 {
+  return strategy_chunk_layers (s, m->layers, c);
+}
+
+/* The layers pipeline rank r holds over its chunks. */
+static int64_t
+rank_layers (const struct model_cfg *m, const struct strategy *s, int r)
+{
   int v = s->vp > 1 ? s->vp : 1;
-  return s->nsplit ? s->split[c] : m->layers / ((int64_t) s->pp * v);
+  int64_t n = 0;
+  for (int j = 0; j < v; j++)
+    n += chunk_layers (m, s, j * s->pp + r);
+  return n;
 }
 
 /* The share of the layers pipeline rank r holds. */
 static double
 rank_share (const struct model_cfg *m, const struct strategy *s, int r)
 {
-  return s->nsplit ? (double) s->split[r] / (double) m->layers : 1.0 / s->pp;
+  return strategy_uneven (s) ? (double) rank_layers (m, s, r) / (double) m->layers : 1.0 / s->pp;
 }
 
 /* The pipeline rank a step's gradient synchronisation, optimizer step,
@@ -100,7 +110,7 @@ costed_rank (const struct model_cfg *m, const struct strategy *s, const struct p
 {
   int best = 0;
   double most = -1;
-  if (!s->nsplit)
+  if (!strategy_uneven (s))
     return 0;
   for (int r = 0; r < s->pp; r++) {
     double n = device_params (m, pl, expert_ffn, rank_share (m, s, r), r == 0, r == s->pp - 1,
@@ -838,18 +848,12 @@ dist_check (const struct model_cfg *m, const struct dist_options *o)
               : "a training step (--mode train)");
     return -1;
   }
-  if (s->nsplit) {
-    int64_t sum = 0;
-    for (int i = 0; i < s->nsplit; i++)
-      sum += s->split[i];
-    if (sum != m->layers) {
-      pm_error ("%s: split gives %lld layers, the model has %lld", m->name, (long long) sum,
-                (long long) m->layers);
+  if (strategy_uneven (s)) {
+    if (strategy_check_split (s, m->layers, m->name) < 0)
       return -1;
-    }
   }
   else if (m->layers % chunks != 0) {
-    if (s->vp > 1 || s->pp > 64 || m->layers < s->pp || o->engine) {   /* serving: no split= */
+    if (chunks > 64 || m->layers < chunks || o->engine) {   /* serving: no split= */
       pm_error ("%s: pp=%d%s does not divide the %lld layers", m->name, s->pp,
                 s->vp > 1 ? " x vp" : "", (long long) m->layers);
       return -1;
@@ -861,8 +865,9 @@ dist_check (const struct model_cfg *m, const struct dist_options *o)
     for (int i = 0; i < u.nsplit; i++)
       snprintf (hint + strlen (hint), sizeof hint - strlen (hint), "%s%d", i ? ":" : "",
                 u.split[i]);
-    pm_error ("%s: pp=%d does not divide the %lld layers: give each stage its layers, "
-              "split=%s for one", m->name, s->pp, (long long) m->layers, hint);
+    pm_error ("%s: pp=%d%s does not divide the %lld layers: give each %s its layers, "
+              "split=%s for one", m->name, s->pp, s->vp > 1 ? " x vp" : "",
+              (long long) m->layers, s->vp > 1 ? "chunk (model order)" : "stage", hint);
     return -1;
   }
   if (s->ep > 1 && m->experts == 0) {
@@ -942,7 +947,7 @@ rank_memory (const struct model_cfg *m, const struct perfmod_gpu *gpu,
   const struct strategy *s = o->s;
   int p = s->pp, v = s->vp > 1 ? s->vp : 1;
   double mbs = (double) o->batch / ((double) s->dp * s->mbs), inflight;
-  double lpc = (double) chunk_layers (m, s, r);  /* layers per chunk */
+  double lpc = (double) rank_layers (m, s, r) / v;  /* layers per chunk, the rank's mean */
   bool embed = r == 0, head = r == p - 1;
   struct mem_shard ms;
   struct memory_options mo;
@@ -1129,7 +1134,7 @@ dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cf
   r->mem_rank = 0;
   for (int k = 1; k < p; k++) {
     struct memory_estimate other;
-    if (!s->nsplit && k != p - 1)
+    if (!strategy_uneven (s) && k != p - 1)
       continue;
     rank_memory (m, gpu, o, &dp, k, &other);
     if (other.total > r->mem.total) {

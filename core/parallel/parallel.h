@@ -16,8 +16,13 @@ struct strategy {
   int etp;               /* the routed experts' tensor-parallel degree with ep within the tp
                             ranks (serving: ep x etp = tp); 0: not given (the experts' width
                             over tp, ep's ranks beside them) */
-  int split[PM_MAX_STAGES];  /* layers per pipeline stage, given; nsplit 0: even */
+  int split[PM_MAX_STAGES];  /* layers per pipeline stage or, with vp, per chunk (model
+                                order: rank c % pp's chunk c / pp), given; nsplit 0: even */
   int nsplit;
+  /* Megatron-Core's uneven splits: --decoder-first/last-pipeline-num-layers (0: not
+   * given) and --account-for-embedding/loss-in-pipeline-split (strategy_chunk_layers) */
+  int first_layers, last_layers;
+  bool account_embed, account_loss;
   bool sp;               /* sequence parallelism with tp */
   bool tpo;              /* tp communication overlapped with the GEMMs (TE userbuffers) */
   enum pm_schedule schedule;
@@ -54,9 +59,17 @@ int strategy_resolve (struct strategy *s, int64_t nodes, int gpus_per_node, int6
  * distributed optimizer (zero=1), as its recipes do, unless zero was given: true when it
  * chose zero=1. */
 bool strategy_default_zero (struct strategy *s, bool train);
-/* split= for s->pp stages that do not divide the layers (pp <= PM_MAX_STAGES), as perfmod
- * search tries it: layers / pp each, the extra ones to the middle stages first. */
+/* split= for the pp x vp chunks when they do not divide the layers (pp x vp <=
+ * PM_MAX_STAGES), as perfmod search tries it: layers / chunks each, the extra ones to the
+ * middle chunks first. */
 void strategy_uneven_split (struct strategy *s, int64_t layers);
+/* Whether s splits the layers unevenly (split=, first_layers/last_layers, account_*). */
+bool strategy_uneven (const struct strategy *s);
+/* The layers of pipeline chunk c of s (model order: rank c % pp's chunk c / pp) for a
+ * model of `layers` layers, once strategy_check_split passed. */
+int64_t strategy_chunk_layers (const struct strategy *s, int64_t layers, int c);
+/* Whether s's split fits a model of `layers` layers: -1 after pm_error naming where. */
+int strategy_check_split (const struct strategy *s, int64_t layers, const char *where);
 /* kernels=megatron runs its own masked softmax: flash attention asked of it (opt, the
  * option's name) is refused. */
 int strategy_check_attention (const struct strategy *s, const char *opt, const char *attention);

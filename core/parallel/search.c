@@ -279,8 +279,8 @@ prune (struct search *x, enum search_prune why)
   x->pruned[why]++;
 }
 
-/* The most pipeline stages an uneven split is searched for: its
- * --strategy string (split=a:b:...) stays within a row's 256 bytes. */
+/* The most pipeline chunks (pp x vp) an uneven split is searched for:
+ * its --strategy string (split=a:b:...) stays within a row's 256 bytes. */
 #define SEARCH_MAX_UNEVEN 16
 
 /* Every configuration, in a fixed order (the result does not depend on
@@ -346,17 +346,16 @@ enumerate (struct search *x)
             continue;
           }
           for (int64_t vp = 1; vp <= (pp > 1 ? m->layers / pp : 1); vp++) {
-            bool uneven = vp == 1 && m->layers % pp != 0;
+            bool uneven = m->layers % (pp * vp) != 0;
             if (!fixed_ok (x, FX_VP, (int) vp)) {
               prune (x, SEARCH_PRUNE_FIXED);
               continue;
             }
-            /* Interleaving needs the layers split evenly over pp x vp
-             * chunks and the micro-batches in whole rounds of pp, as
-             * Megatron does; one chunk per rank may split them unevenly
-             * (strategy_uneven_split), up to SEARCH_MAX_UNEVEN stages. */
-            if ((vp > 1 && (m->layers % (pp * vp) != 0 || micro % pp != 0)) ||
-                (uneven && pp > SEARCH_MAX_UNEVEN)) {
+            /* Interleaving needs the micro-batches in whole rounds of
+             * pp, as Megatron does; chunks that do not divide the layers
+             * split them unevenly (strategy_uneven_split), up to
+             * SEARCH_MAX_UNEVEN chunks. */
+            if ((vp > 1 && micro % pp != 0) || (uneven && pp * vp > SEARCH_MAX_UNEVEN)) {
               if (m->layers % pp == 0 || vp == 1)   /* each (pp, vp) counted once */
                 prune (x, SEARCH_PRUNE_INTERLEAVE);
               continue;
@@ -414,6 +413,14 @@ strategy_string (const struct strategy *s, char *buf, size_t len)
     n += snprintf (buf + n, len - (size_t) n, ",tpo=1");
   for (int i = 0; i < s->nsplit && n > 0 && (size_t) n < len; i++)
     n += snprintf (buf + n, len - (size_t) n, "%s%d", i ? ":" : ",split=", s->split[i]);
+  if (s->first_layers && n > 0 && (size_t) n < len)
+    n += snprintf (buf + n, len - (size_t) n, ",first_layers=%d", s->first_layers);
+  if (s->last_layers && n > 0 && (size_t) n < len)
+    n += snprintf (buf + n, len - (size_t) n, ",last_layers=%d", s->last_layers);
+  if (s->account_embed && n > 0 && (size_t) n < len)
+    n += snprintf (buf + n, len - (size_t) n, ",account_embed=1");
+  if (s->account_loss && n > 0 && (size_t) n < len)
+    n += snprintf (buf + n, len - (size_t) n, ",account_loss=1");
 }
 
 /* The first struct_size bytes of res and the caller's row_size bytes of

@@ -23,14 +23,14 @@ strategy_init (struct strategy *s)
   s->recompute = RECOMPUTE_NONE;
 }
 
-/* layers over s->pp stages that do not divide them: each stage gets
- * layers / pp or one more, the extra ones to the middle stages first
- * (the first and last stages also hold the embedding and the output
+/* layers over s->pp x s->vp chunks that do not divide them: each chunk
+ * gets layers / chunks or one more, the extra ones to the middle chunks
+ * first (the first and last also hold the embedding and the output
  * layer), then the first, then the last. */
 void
 strategy_uneven_split (struct strategy *s, int64_t layers)
 {
-  int p = s->pp, extra = (int) (layers % p), k = 0;
+  int p = s->pp * (s->vp > 1 ? s->vp : 1), extra = (int) (layers % p), k = 0;
   for (int i = 0; i < p; i++)
     s->split[i] = (int) (layers / p);
   for (int i = 1; i < p - 1 && k < extra; i++, k++)
@@ -40,6 +40,117 @@ strategy_uneven_split (struct strategy *s, int64_t layers)
   if (k < extra)
     s->split[p - 1]++;
   s->nsplit = p;
+}
+
+bool
+strategy_uneven (const struct strategy *s)
+{
+  return s->nsplit || s->first_layers || s->last_layers || s->account_embed || s->account_loss;
+}
+
+/* Megatron-Core's rules (TransformerConfig): with first/last_layers the
+ * first and last stages hold those layers and the others share the rest
+ * evenly; with account_embed/loss the embedding and the loss count as a
+ * layer each, the layers plus them split evenly over the chunks, the
+ * first chunk one layer fewer for the embedding and the last for the
+ * loss.  A stage's layers are split evenly over its vp chunks. */
+int64_t
+strategy_chunk_layers (const struct strategy *s, int64_t layers, int c)
+{
+  int p = s->pp, v = s->vp > 1 ? s->vp : 1, r = c % p;
+  if (s->nsplit == p * v)
+    return s->split[c];
+  if (s->nsplit == p)
+    return s->split[r] / v;
+  if (s->first_layers || s->last_layers) {
+    int mid = p - (s->first_layers > 0) - (s->last_layers > 0);
+    int64_t stage = r == 0 && s->first_layers ? s->first_layers
+                  : r == p - 1 && s->last_layers ? s->last_layers
+                  : (layers - s->first_layers - s->last_layers) / (mid > 0 ? mid : 1);
+    return stage / v;
+  }
+  if (s->account_embed || s->account_loss) {
+    int64_t each = (layers + s->account_embed + s->account_loss) / ((int64_t) p * v);
+    return each - (c == 0 && s->account_embed) - (c == p * v - 1 && s->account_loss);
+  }
+  return layers / ((int64_t) p * v);
+}
+
+int
+strategy_check_split (const struct strategy *s, int64_t layers, const char *where)
+{
+  int p = s->pp, v = s->vp > 1 ? s->vp : 1;
+  int64_t sum = 0;
+  bool rules = s->first_layers || s->last_layers || s->account_embed || s->account_loss;
+  if (!strategy_uneven (s))
+    return 0;
+  if (rules && s->nsplit) {
+    pm_error ("%s: split= with first_layers, last_layers or account_*: give one or the other",
+              where);
+    return -1;
+  }
+  if ((s->first_layers || s->last_layers) && (s->account_embed || s->account_loss)) {
+    pm_error ("%s: first_layers/last_layers with account_embed/account_loss: Megatron takes "
+              "one or the other", where);
+    return -1;
+  }
+  if (rules && p < 2) {
+    pm_error ("%s: first_layers, last_layers and account_* split the layers over pp>1 stages",
+              where);
+    return -1;
+  }
+  if ((int64_t) p * v > PM_MAX_STAGES) {
+    pm_error ("%s: an uneven split of %d x %d chunks: at most %d", where, p, v, PM_MAX_STAGES);
+    return -1;
+  }
+  if (s->nsplit == p && v > 1)
+    for (int r = 0; r < p; r++)
+      if (s->split[r] % v != 0) {
+        pm_error ("%s: split: stage %d's %d layers do not divide over vp=%d chunks (give one "
+                  "number per chunk, pp x vp = %d of them)", where, r, s->split[r], v, p * v);
+        return -1;
+      }
+  if (s->first_layers || s->last_layers) {
+    int mid = p - (s->first_layers > 0) - (s->last_layers > 0);
+    int64_t rest = layers - s->first_layers - s->last_layers;
+    if (rest < 0 || (mid == 0 && rest != 0) || (mid > 0 && (rest < mid || rest % mid != 0))) {
+      pm_error ("%s: first_layers=%d, last_layers=%d: the other %lld layers do not split "
+                "evenly over the %d middle stages", where, s->first_layers, s->last_layers,
+                (long long) rest, mid);
+      return -1;
+    }
+    for (int r = 0; r < p; r++) {
+      int64_t stage = strategy_chunk_layers (s, layers, r) * v;
+      int64_t want = r == 0 && s->first_layers ? s->first_layers
+                   : r == p - 1 && s->last_layers ? s->last_layers : rest / mid;
+      if (stage != want) {
+        pm_error ("%s: stage %d's %lld layers do not divide over vp=%d chunks", where, r,
+                  (long long) want, v);
+        return -1;
+      }
+    }
+  }
+  if ((s->account_embed || s->account_loss) &&
+      (layers + s->account_embed + s->account_loss) % ((int64_t) p * v) != 0) {
+    pm_error ("%s: account_embed/account_loss: %lld layers%s%s do not split evenly over pp x vp "
+              "= %d chunks", where, (long long) layers, s->account_embed ? " + the embedding" : "",
+              s->account_loss ? " + the loss" : "", p * v);
+    return -1;
+  }
+  for (int c = 0; c < p * v; c++) {
+    int64_t n = strategy_chunk_layers (s, layers, c);
+    if (n < 1) {
+      pm_error ("%s: pipeline chunk %d would hold no layer", where, c);
+      return -1;
+    }
+    sum += n;
+  }
+  if (sum != layers) {
+    pm_error ("%s: split gives %lld layers, the model has %lld", where, (long long) sum,
+              (long long) layers);
+    return -1;
+  }
+  return 0;
 }
 
 bool
@@ -68,14 +179,15 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
 {
   static const char *const keys[] = { "tp", "pp", "dp", "ep", "mbs", "vp", "zero",
                                       "schedule", "recompute", "sp", "kernels", "split", "cp",
-                                      "etp", "tpo" };
+                                      "etp", "tpo", "first_layers", "last_layers",
+                                      "account_embed", "account_loss" };
   int idx = word_index (key, keys, sizeof keys / sizeof keys[0]);
   int64_t v;
 
   if (idx < 0) {
     pm_error ("%s: unknown strategy key '%s' (known: tp, pp, dp, cp, ep, etp, mbs, vp, zero, "
-              "schedule, recompute, sp, tpo, kernels, split)",
-              where, key);
+              "schedule, recompute, sp, tpo, kernels, split, first_layers, last_layers, "
+              "account_embed, account_loss)", where, key);
     return -1;
   }
   if (*seen & (1u << idx)) {
@@ -147,6 +259,15 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
     s->tpo = val[0] == '1';
     return 0;
   }
+  if (idx == 17 || idx == 18) {
+    if (strcmp (val, "0") && strcmp (val, "1")) {
+      pm_error ("%s: %s=%s: expected 0 or 1 (the %s counted as a layer in the pipeline split)",
+                where, key, val, idx == 17 ? "embedding" : "loss");
+      return -1;
+    }
+    *(idx == 17 ? &s->account_embed : &s->account_loss) = val[0] == '1';
+    return 0;
+  }
   if (!parse_int64 (val, &v) || (idx == 6 ? (v < 0 || v > 3) : (v < 1 || v > PM_MAX_GPUS))) {
     if (idx == 6)
       pm_error ("%s: %s=%s: expected a ZeRO stage 0, 1, 2 or 3", where, key, val);
@@ -164,6 +285,8 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
   case 6: s->zero = (int) v; s->zero_set = true; break;
   case 12: s->cp = (int) v; break;
   case 13: s->etp = (int) v; break;
+  case 15: s->first_layers = (int) v; break;
+  case 16: s->last_layers = (int) v; break;
   }
   return 0;
 }
@@ -193,12 +316,12 @@ strategy_parse (struct strategy *s, const char *spec, const char *where)
     pm_error ("%s: vp=%d needs schedule=interleaved", where, s->vp);
     rc = -1;
   }
-  if (rc == 0 && s->nsplit && s->nsplit != s->pp) {
-    pm_error ("%s: split gives %d stages, pp=%d", where, s->nsplit, s->pp);
-    rc = -1;
-  }
-  if (rc == 0 && s->nsplit && s->vp > 1) {
-    pm_error ("%s: split with vp=%d: a given split is for one chunk per rank", where, s->vp);
+  if (rc == 0 && s->nsplit && s->nsplit != s->pp && s->nsplit != s->pp * s->vp) {
+    if (s->vp > 1)
+      pm_error ("%s: split gives %d numbers: one per stage (pp=%d) or one per chunk (pp x vp = "
+                "%d)", where, s->nsplit, s->pp, s->pp * s->vp);
+    else
+      pm_error ("%s: split gives %d stages, pp=%d", where, s->nsplit, s->pp);
     rc = -1;
   }
   return rc;

@@ -113,7 +113,7 @@ layout_parse (struct strategy *s, const char *spec, const char *what, bool repli
   if (spec && strategy_parse (s, spec, what) < 0)
     return -1;
   strategy_init (&d);
-  if (s->mbs != 1 || s->vp != 1 || s->zero || s->cp != 1 || s->sp || s->tpo || s->nsplit ||
+  if (s->mbs != 1 || s->vp != 1 || s->zero || s->cp != 1 || s->sp || s->tpo || strategy_uneven (s) ||
       s->kernels_set || s->recompute != RECOMPUTE_NONE || s->schedule != d.schedule) {
     pm_error ("%s '%s': a serving replica takes tp, pp, ep, etp%s only", what, spec,
               replicas ? " and dp (replicas)" : "");
