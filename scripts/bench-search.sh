@@ -50,3 +50,26 @@ fi
 printf 'ratio: search on %d threads / Calculon in one process = %.0fx per configuration (roofline; the spaces differ: doc/search.md)\n' \
   "$(nproc)" "$(echo "$rate / $peer" | bc -l)"
 echo "targets (issue 22): roofline full space <= 10 s and >= 100,000 configurations/s; tile-mlp <= 60 s"
+
+# A MoE model (issue 31): DeepSeek-V3 over 2,048 H100s, CPU per configuration on one thread
+# and two: the process's user + system time by bash's `times` (GNU time is not assumed), the
+# least of three runs each.
+D="--model deepseek-v3 --gpu h100 --gpus 2048 --global-batch 4096 --seq 4096 --predictor roofline --format json"
+cpu_of () {   # cpu_of JOBS: "wall_s cpu_s" of one search, the least of three (a shared
+              # machine's neighbours only ever add time)
+  for r in 1 2 3; do
+    t0=$(now)
+    bash -c 'PM=$1; shift; "$PM" search "$@" > /dev/null 2>&1; times' sh "$PM" $D --jobs "$1" > "$TMP/times"
+    t1=$(now)
+    awk -v w="$(echo "$t1 - $t0" | bc -l)" 'NR == 2 {
+         split ($1, u, "m"); split ($2, s, "m"); sub (/s$/, "", u[2]); sub (/s$/, "", s[2])
+         printf "%.3f %.3f\n", w, u[1] * 60 + u[2] + s[1] * 60 + s[2] }' "$TMP/times"
+  done | sort -n -k2 | awk 'NR == 1 { c = $2 } { if (w == "" || $1 < w) w = $1 } END { print w, c }'
+}
+n=$("$PM" search $D --jobs 1 --top 1 2>/dev/null | jq -r '.configurations')
+set -- $(cpu_of 1) $(cpu_of 2)
+printf 'DeepSeek-V3, 2,048 H100, roofline: %d configurations; --jobs 1: %.2f s wall, %.2f s CPU = %.1f us CPU per configuration; --jobs 2: %.2f s wall, %.2f s CPU\n' \
+  "$n" "$1" "$2" "$(echo "$2 / $n * 1000000" | bc -l)" "$3" "$4"
+printf 'ratio: --jobs 2 / --jobs 1 = %.2fx the CPU, %.2fx the wall speed\n' \
+  "$(echo "$4 / $2" | bc -l)" "$(echo "$1 / $3" | bc -l)"
+echo "targets (issue 31): <= 30 us CPU per configuration; --jobs 2 <= 1.25x the CPU with >= 1.6x the wall speed on 2 idle cores"

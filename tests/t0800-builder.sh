@@ -132,7 +132,8 @@ run_pm graph --model mixtral-8x7b --batch 1 --seq 128 --mode inf --format csv
 ok $(awk -F, 'NR>1&&$6=="FC"&&$9==32{n+=$4} END{print n==32*8*3?0:1}' "$TMP/out") "Mixtral: 8 experts x 3 GEMMs of 32 tokens per layer"
 # A decode step of b tokens reaches 8 (1 - (1 - 2/8)^b) of the experts on average: b = 1: 2,
 # b = 4: 5.47, so 6, with ceil(4 x 2 / 6) = 2 tokens each; b = 64: all 8 with 16 each.
-experts () { awk -F, 'NR>1&&$3==0&&$5=="fw"&&$1~/^layers_0_expert_[0-9]+_gate_proj$/{n++; t=$9} END{print n, t}' "$TMP/out"; }
+# experts: the reached experts (one built, its count 32 layers x the copies) and their tokens
+experts () { awk -F, 'NR>1&&$3==0&&$5=="fw"&&$1=="layers_0_experts_gate_proj"{n=$4/32; t=$9} END{print n, t}' "$TMP/out"; }
 run_pm graph --model mixtral-8x7b --batch 1 --seq 1 --mode inf --format csv
 e1=$(experts)
 run_pm graph --model mixtral-8x7b --batch 4 --seq 1 --mode inf --format csv

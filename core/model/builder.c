@@ -38,12 +38,28 @@ struct bctx {
   const char *engine;    /* that engine's name (build_options.engine_name), or NULL */
 };
 
+/* a then b into buf (of n bytes), cut to fit: snprintf (buf, n, "%s%s",
+ * a, b) without the formatting, which perfmod search's profile showed. */
+static const char *
+cat2 (char *buf, size_t n, const char *a, const char *b)
+{
+  size_t na = strlen (a), nb = strlen (b);
+  if (na > n - 1)
+    na = n - 1;
+  if (nb > n - 1 - na)
+    nb = n - 1 - na;
+  memmove (buf, a, na);
+  memcpy (buf + na, b, nb);
+  buf[na + nb] = '\0';
+  return buf;
+}
+
 static struct node *
 add_node (struct bctx *c, const char *name, const char *opname, double in, double out)
 {
   char full[128];
   struct node *nd;
-  snprintf (full, sizeof full, "%s%s", c->prefix, name);
+  cat2 (full, sizeof full, c->prefix, name);
   nd = graph_add_node (c->g, full, opname);
   nd->in_elems = in;
   nd->out_elems = out;
@@ -119,12 +135,12 @@ ew (struct bctx *c, const char *name, const char *op, int64_t rows, int64_t cols
   char opname[32], buf[64];
   double out = (double) rows * (double) cols;
   struct node *nd;
-  snprintf (opname, sizeof opname, "VEC%s", op);
+  cat2 (opname, sizeof opname, "VEC", op);
   nd = add_node (c, name, opname, in, out);
   vec_op (nd, PHASE_FW, op, rows, cols);
   if (!c->train)
     return nd;
-  snprintf (buf, sizeof buf, "%s", bw);
+  cat2 (buf, sizeof buf, bw, "");
   for (char *save = NULL, *w = strtok_r (buf, " ", &save); w; w = strtok_r (NULL, " ", &save)) {
     if (strcmp (w, "MEM") == 0)
       mem_op (nd, PHASE_BW, out);
@@ -260,7 +276,7 @@ fused (struct bctx *c, const char *name, double in, int64_t rows, int64_t cols, 
   char buf[96];
   struct node *nd = add_node (c, name, "fused", in, (double) rows * (double) cols);
   nd->fused = true;
-  snprintf (buf, sizeof buf, "%s", ops);
+  cat2 (buf, sizeof buf, ops, "");
   for (char *save = NULL, *w = strtok_r (buf, " ", &save); w; w = strtok_r (NULL, " ", &save))
     vec_op (nd, PHASE_FW, w, rows, cols);
 }
@@ -720,22 +736,22 @@ rmsnorm (struct bctx *c, const char *name, int64_t rows, int64_t cols)
   char buf[64];
   double e = (double) rows * (double) cols;
   struct node *nd;
-  snprintf (buf, sizeof buf, "%s_pow", name);
+  cat2 (buf, sizeof buf, name, "_pow");
   unary (c, buf, "powu", rows, cols);
-  snprintf (buf, sizeof buf, "%s_mean", name);
+  cat2 (buf, sizeof buf, name, "_mean");
   nd = add_node (c, buf, "mean", e, (double) rows);
   mem_op (nd, PHASE_FW, e + (double) rows);
   if (c->train) {
     mem_op (nd, PHASE_BW, e);
     mem_op (nd, PHASE_BW, e);
   }
-  snprintf (buf, sizeof buf, "%s_eps", name);
+  cat2 (buf, sizeof buf, name, "_eps");
   unary (c, buf, "addu", rows, 1);
-  snprintf (buf, sizeof buf, "%s_rsqrt", name);
+  cat2 (buf, sizeof buf, name, "_rsqrt");
   copy (c, buf, "rsqrt", (double) rows, (double) rows);
-  snprintf (buf, sizeof buf, "%s_mul", name);
+  cat2 (buf, sizeof buf, name, "_mul");
   mul2 (c, buf, rows, cols, (double) rows);
-  snprintf (buf, sizeof buf, "%s_weight", name);
+  cat2 (buf, sizeof buf, name, "_weight");
   struct node *w = add_node (c, buf, "VECmul", e + (double) cols, e);
   vec_op (w, PHASE_FW, "mul", rows, cols);
   if (c->train) {
@@ -751,15 +767,15 @@ rotary (struct bctx *c, const char *name, int64_t rows, int64_t cols)
 {
   char buf[64];
   double e = (double) rows * (double) cols;
-  snprintf (buf, sizeof buf, "%s_cos", name);
+  cat2 (buf, sizeof buf, name, "_cos");
   mul2 (c, buf, rows, cols, e);
-  snprintf (buf, sizeof buf, "%s_neg", name);
+  cat2 (buf, sizeof buf, name, "_neg");
   unary (c, buf, "neg", rows, cols / 2);
-  snprintf (buf, sizeof buf, "%s_cat", name);
+  cat2 (buf, sizeof buf, name, "_cat");
   copy (c, buf, "cat", e, e);
-  snprintf (buf, sizeof buf, "%s_sin", name);
+  cat2 (buf, sizeof buf, name, "_sin");
   mul2 (c, buf, rows, cols, e);
-  snprintf (buf, sizeof buf, "%s_add", name);
+  cat2 (buf, sizeof buf, name, "_add");
   add2 (c, buf, rows, cols, e);
 }
 
@@ -768,15 +784,15 @@ swiglu (struct bctx *c, const char *prefix, int64_t rows, int64_t d, int64_t f)
 {
   char buf[64];
   double rf = (double) rows * (double) f;
-  snprintf (buf, sizeof buf, "%sgate_proj", prefix);
+  cat2 (buf, sizeof buf, prefix, "gate_proj");
   linear (c, buf, rows, d, f, false);
-  snprintf (buf, sizeof buf, "%sup_proj", prefix);
+  cat2 (buf, sizeof buf, prefix, "up_proj");
   linear (c, buf, rows, d, f, false);
-  snprintf (buf, sizeof buf, "%sact", prefix);
+  cat2 (buf, sizeof buf, prefix, "act");
   unary (c, buf, "silu", rows, f);
-  snprintf (buf, sizeof buf, "%sgate_mul", prefix);
+  cat2 (buf, sizeof buf, prefix, "gate_mul");
   mul2 (c, buf, rows, f, rf);
-  snprintf (buf, sizeof buf, "%sdown_proj", prefix);
+  cat2 (buf, sizeof buf, prefix, "down_proj");
   linear (c, buf, rows, f, d, false);
 }
 
@@ -813,11 +829,11 @@ eng_ffn (struct bctx *c, const char *prefix, int64_t rows, int64_t d, int64_t f,
 {
   char buf[64];
   bool gated = !c->m->layernorm;
-  snprintf (buf, sizeof buf, "%s%s", prefix, gated ? "gate_up_proj" : "dense_h_to_4h");
+  cat2 (buf, sizeof buf, prefix, gated ? "gate_up_proj" : "dense_h_to_4h");
   linear (c, buf, rows, d, gated ? 2 * f : f, bias);
-  snprintf (buf, sizeof buf, "%s%s", prefix, gated ? "act_and_mul" : "act");
+  cat2 (buf, sizeof buf, prefix, gated ? "act_and_mul" : "act");
   te_vec (c, buf, c->m->gelu || !gated ? "gelu" : "silu", rows, f, gated ? 3 : 2, 0, 0);
-  snprintf (buf, sizeof buf, "%s%s", prefix, gated ? "down_proj" : "dense_4h_to_h");
+  cat2 (buf, sizeof buf, prefix, gated ? "down_proj" : "dense_4h_to_h");
   linear (c, buf, rows, f, d, bias);
 }
 
@@ -991,29 +1007,32 @@ moe_block (struct bctx *c, int64_t f, const char *act)
   unary (c, "router_softmax", "softmax", t, m->experts);
   copy (c, "router_topk", "topk", (double) (t * m->experts), (double) (t * m->top_k));
   site (c, PERFMOD_SITE_MOE_DISPATCH);
-  /* Under even routing every expert reached gets the same tokens; each is
-   * built so that --per-op shows them one by one. */
-  for (int64_t e = 0; e < reached; e++) {
-    char p[48], buf[64];
-    snprintf (p, sizeof p, "expert_%lld_", (long long) e);
-    snprintf (buf, sizeof buf, "%sgather", p);
+  /* Under even routing every expert reached gets the same tokens: one is
+   * built, its nodes `reached` copies (--per-op counts them so). */
+  {
+    const char *p = "experts_";
+    char buf[64];
+    size_t from = c->g->n;
+    cat2 (buf, sizeof buf, p, "gather");
     copy (c, buf, "getitem", ted, ted);
     if (strcmp (act, "silu") == 0)
       swiglu (c, p, te, d, f);
     else {
-      snprintf (buf, sizeof buf, "%swi", p);
+      cat2 (buf, sizeof buf, p, "wi");
       linear (c, buf, te, d, f, false);
-      snprintf (buf, sizeof buf, "%sact", p);
+      cat2 (buf, sizeof buf, p, "act");
       unary (c, buf, act, te, f);
-      snprintf (buf, sizeof buf, "%sdropout", p);
+      cat2 (buf, sizeof buf, p, "dropout");
       dropout (c, buf, (double) te * (double) f);
-      snprintf (buf, sizeof buf, "%swo", p);
+      cat2 (buf, sizeof buf, p, "wo");
       linear (c, buf, te, f, d, false);
     }
-    snprintf (buf, sizeof buf, "%sweight", p);
+    cat2 (buf, sizeof buf, p, "weight");
     mul2 (c, buf, te, d, (double) te);
-    snprintf (buf, sizeof buf, "%sscatter", p);
+    cat2 (buf, sizeof buf, p, "scatter");
     copy (c, buf, "index_add", ted, ted);
+    for (size_t j = from; j < c->g->n; j++)
+      c->g->nodes[j].copies = reached;
   }
   site (c, PERFMOD_SITE_MOE_COMBINE);
 }
@@ -1111,23 +1130,23 @@ ffn_block (struct bctx *c, const char *prefix, int64_t rows, int64_t f, bool bia
     return;
   }
   if (m->layernorm) {
-    snprintf (buf, sizeof buf, "%sdense_h_to_4h", prefix);
+    cat2 (buf, sizeof buf, prefix, "dense_h_to_4h");
     linear (c, buf, rows, d, f, bias);
-    snprintf (buf, sizeof buf, "%sact", prefix);
+    cat2 (buf, sizeof buf, prefix, "act");
     unary (c, buf, "gelu", rows, f);
-    snprintf (buf, sizeof buf, "%sdense_4h_to_h", prefix);
+    cat2 (buf, sizeof buf, prefix, "dense_4h_to_h");
     linear (c, buf, rows, f, d, bias);
     return;
   }
-  snprintf (buf, sizeof buf, "%sgate_proj", prefix);
+  cat2 (buf, sizeof buf, prefix, "gate_proj");
   linear (c, buf, rows, d, f, bias);
-  snprintf (buf, sizeof buf, "%sup_proj", prefix);
+  cat2 (buf, sizeof buf, prefix, "up_proj");
   linear (c, buf, rows, d, f, bias);
-  snprintf (buf, sizeof buf, "%sact", prefix);
+  cat2 (buf, sizeof buf, prefix, "act");
   unary (c, buf, m->gelu ? "gelu" : "silu", rows, f);
-  snprintf (buf, sizeof buf, "%sgate_mul", prefix);
+  cat2 (buf, sizeof buf, prefix, "gate_mul");
   mul2 (c, buf, rows, f, rf);
-  snprintf (buf, sizeof buf, "%sdown_proj", prefix);
+  cat2 (buf, sizeof buf, prefix, "down_proj");
   linear (c, buf, rows, f, d, bias);
 }
 
@@ -1382,7 +1401,7 @@ te_vec (struct bctx *c, const char *name, const char *op, int64_t rows, int64_t 
   double out = (double) rows * (double) cols;
   char opname[32];
   struct node *nd;
-  snprintf (opname, sizeof opname, "VEC%s", op);
+  cat2 (opname, sizeof opname, "VEC", op);
   nd = add_node (c, name, opname, out * (fw - 1), out);
   vec_op (nd, PHASE_FW, op, rows, cols)->traffic = fw;
   if (!c->train)
@@ -1449,14 +1468,13 @@ te_moe (struct bctx *c, int64_t f)
   te_vec (c, "router_topk", "softmax", t, m->experts, 2, 3, 0);
   copy (c, "permute", "index_select", routed, routed);
   site (c, PERFMOD_SITE_MOE_DISPATCH);
-  for (int64_t e = 0; e < reached; e++) {
-    char buf[64];
-    snprintf (buf, sizeof buf, "expert_%lld_fc1", (long long) e);
-    linear (c, buf, te, d, 2 * f, false);
-    snprintf (buf, sizeof buf, "expert_%lld_swiglu", (long long) e);
-    te_vec (c, buf, "silu", te, f, 3, 5, 0);
-    snprintf (buf, sizeof buf, "expert_%lld_fc2", (long long) e);
-    linear (c, buf, te, f, d, false);
+  {                                      /* the reached experts: one built, `reached` copies */
+    size_t from = c->g->n;
+    linear (c, "experts_fc1", te, d, 2 * f, false);
+    te_vec (c, "experts_swiglu", "silu", te, f, 3, 5, 0);
+    linear (c, "experts_fc2", te, f, d, false);
+    for (size_t j = from; j < c->g->n; j++)
+      c->g->nodes[j].copies = reached;
   }
   site (c, PERFMOD_SITE_MOE_COMBINE);
   copy (c, "unpermute", "index_add", routed, (double) t * (double) d);
@@ -1548,16 +1566,16 @@ t5_attention (struct bctx *c, const char *name)
   double tq = (double) t * (double) (h * dh), scores = (double) (c->b * h * c->s) * (double) c->kv;
   char buf[64];
   site (c, PERFMOD_SITE_ATTN_IN);
-  snprintf (buf, sizeof buf, "%s_q", name);
+  cat2 (buf, sizeof buf, name, "_q");
   linear (c, buf, t, d, h * dh, false);
-  snprintf (buf, sizeof buf, "%s_k", name);
+  cat2 (buf, sizeof buf, name, "_k");
   linear (c, buf, t, d, h * dh, false);
-  snprintf (buf, sizeof buf, "%s_v", name);
+  cat2 (buf, sizeof buf, name, "_v");
   linear (c, buf, t, d, h * dh, false);
   /* T5 adds a position bias (and mask) to unscaled scores */
   attention_core (c, h, dh, NULL, "add", scores, true);
   copy (c, "merge_heads", "contiguous", tq, tq);
-  snprintf (buf, sizeof buf, "%s_o", name);
+  cat2 (buf, sizeof buf, name, "_o");
   linear (c, buf, t, h * dh, d, false);
   site (c, PERFMOD_SITE_ATTN_OUT);
 }

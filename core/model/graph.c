@@ -2,6 +2,7 @@
 #include <config.h>
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,11 +14,24 @@
 static struct name_index pool;
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;   /* search's threads build graphs */
 
+/* Each thread's recent names, by a hash of their text, in front of the
+ * pool: perfmod search's threads intern every op of every graph they
+ * build, and the pool's lock would serialise them.  An entry is checked
+ * by its text (interned names never change). */
+#define INTERN_CACHE 512
+static __thread const char *intern_cache[INTERN_CACHE];
+
 const char *
 intern (const char *s)
 {
   const struct name_slot *e;
   const char *name;
+  uint32_t h = 2166136261u;
+  for (const unsigned char *p = (const unsigned char *) s; *p; p++)
+    h = (h ^ *p) * 16777619u;
+  const char **slot = &intern_cache[h % INTERN_CACHE];
+  if (*slot && strcmp (*slot, s) == 0)
+    return *slot;
   pthread_mutex_lock (&pool_lock);
   if ((e = name_index_lookup (&pool, s)) != NULL)
     name = e->name;
@@ -27,6 +41,7 @@ intern (const char *s)
     name = copy;
   }
   pthread_mutex_unlock (&pool_lock);
+  *slot = name;
   return name;
 }
 
@@ -61,9 +76,10 @@ node_add_op (struct node *nd, int phase, int kclass, const char *op)
 int64_t
 graph_weight (const struct graph *g, size_t i)
 {
+  int64_t copies = g->nodes[i].copies > 1 ? g->nodes[i].copies : 1;
   if (i < g->layer_begin || i >= g->layer_end)
-    return 1;
-  return g->nodes[i].count > 0 ? g->nodes[i].count : g->repeat;
+    return copies;
+  return (g->nodes[i].count > 0 ? g->nodes[i].count : g->repeat) * copies;
 }
 
 int

@@ -120,6 +120,8 @@ struct node {
   size_t nops[NPHASES];
   bool fused;            /* a fused element-wise chain: one kernel per phase */
   int64_t count;         /* in the layer span: layers of this node's kind (0: the graph's repeat) */
+  int64_t copies;        /* identical copies a layer runs (the experts reached under even
+                            routing, built once); 0: one */
   bool attn_core;        /* the attention core: re-run by selective recomputation */
   size_t gemm;           /* a site's collectives: 1 + the index of the GEMM node their
                             PERFMOD_OVERLAP_GEMM ones are pipelined with; 0: none */

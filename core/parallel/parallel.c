@@ -2,6 +2,7 @@
 #include <config.h>
 
 #include <math.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -59,18 +60,17 @@ comm_groups_init (struct comm_groups *g, const struct dist_options *o)
  * layer and of `frac` of the layers.  The routed experts' width is split
  * expert_ffn ways (0: as the rest, pl->ffn). */
 static double
-device_params (const struct model_cfg *m, const struct perfmod_plan *pl, int expert_ffn,
-               double frac, bool embed, bool head, bool tied_copy)
+device_params (const struct model_cfg *m, const struct dist_plan *dp, double frac, bool embed,
+               bool head, bool tied_copy)
 {
-  double emb, out, experts, rest, p;
-  double eff = expert_ffn > 0 ? (double) expert_ffn : (double) pl->ffn;
-  model_param_parts (m, &emb, &out, &experts);
-  rest = model_params (m) - emb - out - experts;
-  p = frac * (rest / pl->heads + experts / (eff * pl->experts));
+  const struct perfmod_plan *pl = &dp->plan;
+  double eff = dp->expert_ffn > 0 ? (double) dp->expert_ffn : (double) pl->ffn;
+  double rest = dp->param_all - dp->param_embed - dp->param_head - dp->param_experts;
+  double p = frac * (rest / pl->heads + dp->param_experts / (eff * pl->experts));
   if (embed)
-    p += emb / pl->vocab;
+    p += dp->param_embed / pl->vocab;
   if (head)
-    p += (tied_copy ? (double) m->vocab * (double) m->hidden : out) / pl->vocab;
+    p += (tied_copy ? (double) m->vocab * (double) m->hidden : dp->param_head) / pl->vocab;
   return p;
 }
 
@@ -105,15 +105,14 @@ rank_share (const struct model_cfg *m, const struct strategy *s, int r)
  * (the embedding's); with a given split the one holding the most
  * parameters, the last to finish them. */
 static int
-costed_rank (const struct model_cfg *m, const struct strategy *s, const struct perfmod_plan *pl,
-             int expert_ffn)
+costed_rank (const struct model_cfg *m, const struct strategy *s, const struct dist_plan *dp)
 {
   int best = 0;
   double most = -1;
   if (!strategy_uneven (s))
     return 0;
   for (int r = 0; r < s->pp; r++) {
-    double n = device_params (m, pl, expert_ffn, rank_share (m, s, r), r == 0, r == s->pp - 1,
+    double n = device_params (m, dp, rank_share (m, s, r), r == 0, r == s->pp - 1,
                               false);
     if (n > most) {
       most = n;
@@ -143,6 +142,8 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
                                                                        o->train);
   plan_init (&dp->plan);
   dp->ncomms = 0;
+  dp->param_all = model_params (m);
+  model_param_parts (m, &dp->param_embed, &dp->param_head, &dp->param_experts);
   /* ep within the tp ranks (etp given): the experts' width over etp */
   dp->expert_ffn = s->etp > 0 ? s->etp : 0;
   dp->ep_in_tp = s->etp > 0;
@@ -171,12 +172,11 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
     c.kv_heads = (double) m->kv_heads;
     c.vocab = (double) m->vocab;
     /* gradients (fp32) and one layer's weights of an average stage so far */
-    int cr = costed_rank (m, s, &dp->plan, dp->expert_ffn);
-    double dev = device_params (m, &dp->plan, dp->expert_ffn, rank_share (m, s, cr), cr == 0,
-                                cr == s->pp - 1, false);
+    int cr = costed_rank (m, s, dp);
+    double dev = device_params (m, dp, rank_share (m, s, cr), cr == 0, cr == s->pp - 1, false);
     c.grad_bytes = (o->train ? pr->grad_bytes : 4) * dev;
-    c.layer_param_bytes = device_params (m, &dp->plan, dp->expert_ffn, 1.0 / (double) m->layers,
-                                         false, false, false) * pr->weight_bytes;
+    c.layer_param_bytes = device_params (m, dp, 1.0 / (double) m->layers, false, false, false)
+                          * pr->weight_bytes;
     c.zero = s->zero;
     c.sequence_parallel = s->sp;
     c.megatron_core = s->kernels == KERNELS_TE;
@@ -388,6 +388,11 @@ struct dist_cache {
   struct cache_slot *slots;
   size_t cap, n;
   size_t hits, misses;
+  /* chunks kept in another cache, shared by threads under its lock (the
+   * pipelines stay here: their scratch and compiled schedules are this
+   * thread's); NULL: in this one */
+  struct dist_cache *shared;
+  pthread_mutex_t lock;
   struct pipe_slot *pipes;
   size_t pcap, pn;
   struct pipe_progs *progs;        /* the schedules' shapes compiled */
@@ -400,6 +405,15 @@ dist_cache_new (void)
 {
   struct dist_cache *c = xcalloc (1, sizeof (struct dist_cache));
   c->progs = pipe_progs_new ();
+  pthread_mutex_init (&c->lock, NULL);
+  return c;
+}
+
+struct dist_cache *
+dist_cache_new_sharing (struct dist_cache *shared)
+{
+  struct dist_cache *c = dist_cache_new ();
+  c->shared = shared;
   return c;
 }
 
@@ -415,6 +429,7 @@ dist_cache_free (struct dist_cache *c)
     free (c->slots);
     pipe_progs_free (c->progs);
     free (c->pkey);
+    pthread_mutex_destroy (&c->lock);
     free (c);
   }
 }
@@ -626,23 +641,40 @@ chunk_predict (struct plugin *pred, const struct model_cfg *m, const struct perf
   chunk_key_of (&key, pred, gpu, o, dp, g, layers, first_layer, embed, head);
   len = chunk_key_len (&key);
   h = key_hash (&key, len);
-  slot = cache_slot (o->cache, &key, len, h);
-  if (slot->key == NULL) {
-    if (chunk_compute (pred, m, gpu, o, dp, g, layers, first_layer, embed, head, &slot->times,
-                       &slot->kernels, &slot->unique_kernels) < 0)
+  /* a shared cache: looked up under its lock, a miss computed outside it
+   * and stored unless another thread stored it meanwhile */
+  struct dist_cache *c = o->cache->shared ? o->cache->shared : o->cache;
+  struct cache_slot found;
+  bool hit;
+  pthread_mutex_lock (&c->lock);
+  slot = cache_slot (c, &key, len, h);
+  hit = slot->key != NULL;
+  if (hit)
+    found = *slot;
+  pthread_mutex_unlock (&c->lock);
+  if (!hit) {
+    memset (&found, 0, sizeof found);
+    if (chunk_compute (pred, m, gpu, o, dp, g, layers, first_layer, embed, head, &found.times,
+                       &found.kernels, &found.unique_kernels) < 0)
       return -1;
-    slot->key = xmalloc (len);
-    memcpy (slot->key, &key, len);
-    slot->len = len;
-    slot->hash = h;
-    o->cache->n++;
+    pthread_mutex_lock (&c->lock);
+    slot = cache_slot (c, &key, len, h);
+    if (slot->key == NULL) {
+      found.key = xmalloc (len);
+      memcpy (found.key, &key, len);
+      found.len = len;
+      found.hash = h;
+      *slot = found;
+      c->n++;
+    }
+    pthread_mutex_unlock (&c->lock);
     o->cache->misses++;
   }
   else
     o->cache->hits++;
-  chunk_times_of (&slot->times, o, out);
-  r->kernels += slot->kernels;
-  r->unique_kernels += slot->unique_kernels;
+  chunk_times_of (&found.times, o, out);
+  r->kernels += found.kernels;
+  r->unique_kernels += found.unique_kernels;
   return 0;
 }
 
@@ -966,7 +998,7 @@ rank_memory (const struct model_cfg *m, const struct perfmod_gpu *gpu,
   ms.tp = s->tp;
   ms.sp = s->sp;
   ms.tpo = s->tpo;
-  ms.params = device_params (m, &dp->plan, dp->expert_ffn, rank_share (m, s, r), embed, head,
+  ms.params = device_params (m, dp, rank_share (m, s, r), embed, head,
                             m->tied && p > 1 && head);
   ms.layer_copies = o->train ? lpc * inflight : lpc * v;
   ms.embed = embed;
@@ -1015,7 +1047,7 @@ dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cf
     return -1;
   if (compose (set, m, gpu, o, &dp) < 0)
     return -1;
-  cr = costed_rank (m, s, &dp.plan, dp.expert_ffn);
+  cr = costed_rank (m, s, &dp);
   comm_groups_init (&g, o);
   r->microbatches = (int) (o->batch / ((int64_t) s->dp * s->mbs));
   if (tl) {
@@ -1105,7 +1137,7 @@ dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cf
     site_seconds (&dp, PERFMOD_SITE_GRADS, &g, gpu, &plain, &over, by_dim);
     for (int c = cr; c < chunks; c += p)
       window += bw[c];
-    params = device_params (m, &dp.plan, dp.expert_ffn, rank_share (m, s, cr), cr == 0,
+    params = device_params (m, &dp, rank_share (m, s, cr), cr == 0,
                             cr == p - 1, false);
     buckets = ceil (params / DP_BUCKET_PARAMS);
     hidden = over * 1e3 * (1 - 1 / buckets);

@@ -168,10 +168,15 @@ struct dist_options {
  * precision (perfmod search); one per thread. */
 struct dist_cache;
 struct dist_cache *dist_cache_new (void);
+/* A thread's cache whose chunk predictions live in `shared` (its pipelines in its own);
+ * free it before shared. */
+struct dist_cache *dist_cache_new_sharing (struct dist_cache *shared);
 void dist_cache_free (struct dist_cache *c);
 void dist_cache_stats (const struct dist_cache *c, size_t *hits, size_t *misses);
 struct dist_plan {       /* the plugins' plans composed */
   struct perfmod_plan plan;
+  /* the model's parameters (model_params, model_param_parts), counted once */
+  double param_all, param_embed, param_head, param_experts;
   int expert_ffn;        /* the routed experts' width divisor (etp, else plan.ffn) */
   bool ep_in_tp;         /* ep's ranks are tp's: each has every token (etp given) */
   struct comm_site comms[4 * PERFMOD_MAX_COMMS];

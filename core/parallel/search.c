@@ -51,13 +51,20 @@ struct search {
   size_t nbest;
   size_t done;                     /* predicted so far, all threads (progress) */
   int finished;                    /* threads done */
+  size_t lo, hi;                   /* this part's configurations */
+  size_t next;                     /* the next block of them a thread takes (atomic) */
 };
 
-/* One thread's share: every step-th configuration from `first`. */
+/* Configurations a thread takes at once: neighbours in the enumeration
+ * share their chunk graphs (they differ in the ZeRO stage, recomputation,
+ * the schedule...), so a block keeps them on one thread's chunk cache. */
+#define SEARCH_BLOCK 256
+
+/* One thread: the blocks it takes, its chunk cache, its best. */
 struct worker {
   struct search *x;
-  size_t first, step;
   struct dist_cache *cache;
+  struct memo *memo;               /* its kernel estimates, kept across configurations */
   struct found *best;
   size_t nbest, predicted, oom;
   int rc;
@@ -171,6 +178,7 @@ predict_one (struct worker *w, size_t i)
   d.seq = x->seq;
   d.gpus_per_node = x->gpn;
   d.cache = w->cache;
+  d.memo = w->memo;
   pm_error_capture (w->err, sizeof w->err);
   rc = dist_predict (x->set, x->pred, x->m, &x->ge->gpu, &d, &r);
   pm_error_capture (NULL, 0);
@@ -202,20 +210,27 @@ static void *
 work (void *arg)
 {
   struct worker *w = arg;
-  pm_datadir_use (w->x->datadir);
-  for (size_t i = w->first; i < w->x->nconfigs && w->rc == 0; i += w->step)
-    if (predict_one (w, i) < 0)
-      w->rc = -1;
+  struct search *x = w->x;
+  pm_datadir_use (x->datadir);
+  while (w->rc == 0) {
+    size_t b = __atomic_fetch_add (&x->next, SEARCH_BLOCK, __ATOMIC_RELAXED);
+    if (b >= x->hi)
+      break;
+    for (size_t i = b; i < x->hi && i < b + SEARCH_BLOCK && w->rc == 0; i++)
+      if (predict_one (w, i) < 0)
+        w->rc = -1;
+  }
   pm_datadir_use (NULL);
   __atomic_fetch_add (&w->x->finished, 1, __ATOMIC_RELAXED);
   return NULL;
 }
 
-/* Predict this part's share of the kept configurations (every nparts-th
- * from part) on `jobs` threads, each with its own chunk cache, and merge
- * their best: the result is the same for any number of threads or parts.
- * The share's first configuration is predicted alone first, so that the
- * predictor's lazily loaded parameters are loaded once. */
+/* Predict this part's share of the kept configurations (the part-th of
+ * nparts contiguous ranges) on `jobs` threads, each taking blocks of
+ * neighbours for its own chunk cache, and merge their best: the result
+ * is the same for any number of threads or parts (ties go to the lower
+ * index).  The share's first configuration is predicted alone first, so
+ * that the predictor's lazily loaded parameters are loaded once. */
 static int
 predict_all (struct search *x, int jobs, size_t part, size_t nparts,
              const struct perfmod_search_request *req)
@@ -228,16 +243,19 @@ predict_all (struct search *x, int jobs, size_t part, size_t nparts,
   for (int kc = 0; kc < 16; kc++)       /* the dtypes() answers asked before the threads */
     for (int dt = 0; dt < PERFMOD_DTYPE_COUNT; dt++)
       plugin_covers (x->pred, kc, dt);
+  x->lo = x->nconfigs / nparts * part + (part < x->nconfigs % nparts ? part : x->nconfigs % nparts);
+  x->hi = x->lo + x->nconfigs / nparts + (part < x->nconfigs % nparts ? 1 : 0);
+  struct dist_cache *chunks = dist_cache_new ();   /* the threads' chunk predictions */
   for (int j = 0; j < jobs; j++) {
     w[j].x = x;
-    w[j].first = part + nparts * (size_t) j;
-    w[j].step = (size_t) jobs * nparts;
-    w[j].cache = dist_cache_new ();
+    w[j].cache = dist_cache_new_sharing (chunks);
+    w[j].memo = kernel_memo_new ();
     w[j].best = xcalloc (x->top, sizeof *w[j].best);
   }
-  if (part < x->nconfigs && predict_one (&w[0], part) < 0)
+  x->next = x->lo;
+  if (x->lo < x->hi && predict_one (&w[0], x->lo) < 0)
     w[0].rc = -1;
-  w[0].first += w[0].step;               /* its first is done */
+  x->next = x->lo + 1;                   /* its first is done */
   for (int j = 0; j < jobs && w[0].rc == 0; j++) {
     if (pthread_create (&th[j], NULL, work, &w[j]) == 0)
       started[j] = true;
@@ -260,11 +278,19 @@ predict_all (struct search *x, int jobs, size_t part, size_t nparts,
     }
     x->predicted += w[j].predicted;
     x->pruned[SEARCH_PRUNE_MEMORY] += w[j].oom;
+    {
+      size_t hits, misses;
+      dist_cache_stats (w[j].cache, &hits, &misses);
+      pm_debug ("search: thread %d: %zu configurations, chunk cache %zu hits, %zu misses", j,
+                w[j].predicted, hits, misses);
+    }
     for (size_t i = 0; i < w[j].nbest; i++)
       keep (x->best, &x->nbest, x->top, &w[j].best[i]);
     dist_cache_free (w[j].cache);
+    kernel_memo_free (w[j].memo);
     free (w[j].best);
   }
+  dist_cache_free (chunks);
   free (w);
   free (th);
   free (started);

@@ -301,7 +301,14 @@ kernel_hash (const struct perfmod_kernel *k)
   h = mix (h, (uint64_t) k->causal);
   h = mix (h, (uint64_t) k->top_k);
   h = mix (h, (uint64_t) (uintptr_t) k->engine);
-  return mix (h, (uint64_t) k->dtype);
+  h = mix (h, (uint64_t) k->dtype);
+  /* the low bits index the table: every input bit made to reach them
+   * (MurmurHash3's finaliser; without it the probes ran long) */
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ULL;
+  return h ^ (h >> 33);
 }
 
 static bool
