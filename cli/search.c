@@ -519,8 +519,10 @@ search_main (int argc, char **argv)
   /* each configuration's graphs are built and freed: glibc would hand the
    * freed top of the heap back to the kernel every time and fault it in
    * again (a tenth of the search's time) */
+#if defined M_TRIM_THRESHOLD && defined M_MMAP_THRESHOLD
   mallopt (M_TRIM_THRESHOLD, 256 << 20);
   mallopt (M_MMAP_THRESHOLD, 64 << 20);
+#endif
   t0 = pm_now ();
   if (mpi_rank > 0)               /* rank 0 says why a request is refused */
     pm_error_capture (rank_err, sizeof rank_err);
