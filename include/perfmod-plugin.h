@@ -100,11 +100,14 @@ struct perfmod_kernel {
    * those this rank holds; top_k experts per token; gated 1 for gate and
    * up (SwiGLU), 0 for one up projection; expert_load the busiest rank's
    * routed tokens over the even share (1: balanced, 0 taken as 1); engine
-   * the kernel's source ("trtllm", "sglang", "vllm") or NULL. */
+   * the kernel's source ("trtllm", "sglang", "vllm") or NULL;
+   * experts_reached the rank's experts its tokens reach where the routing
+   * is skewed (0: as many as its assignments can reach). */
   int64_t top_k;
   int gated;
   double expert_load;
   const char *engine;
+  double experts_reached;
 };
 
 /* One GPU, from gpus.d.  Units are in the field names. 0 means unknown/absent. */

@@ -74,7 +74,8 @@ phys_comm_bytes (const char *op, double bytes, double n)
  * assignments it computes (its even share, m top_k h / b, times
  * expert_load: the busiest rank's), *reached the experts they fall on
  * (spread over as many of its h experts as they can, as a balanced
- * router spreads them), *per_expert the tokens each of those computes. */
+ * router spreads them, or experts_reached where a skewed routing reaches
+ * fewer), *per_expert the tokens each of those computes. */
 static inline void
 phys_moe_work (const struct perfmod_kernel *k, double *assign, double *reached,
                double *per_expert)
@@ -84,6 +85,8 @@ phys_moe_work (const struct perfmod_kernel *k, double *assign, double *reached,
   double local = k->h > 0 ? (double) k->h : 1, all = k->b > 0 ? (double) k->b : local;
   *assign = (double) k->m * topk * local / all * load;
   *reached = fmax (1, fmin (local, ceil (*assign - 1e-9)));
+  if (PHYS_HAS (k, experts_reached) && k->experts_reached > 0)
+    *reached = fmax (1, fmin (*reached, k->experts_reached));
   *per_expert = *assign / *reached;
 }
 

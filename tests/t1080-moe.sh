@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1080-moe.sh: a MoE layer as one MOE kernel: its work by hand at the roofline, the engine's kernel in --engine=NAME graphs, tile-mlp's network and the parts a predictor without one predicts.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 9
+plan 12
 
 H100=NVIDIA_H100_80GB_HBM3
 peak=$(gpu_key $H100 bf16_tflops)
@@ -68,3 +68,23 @@ f="$top_srcdir/params/tile-mlp-moe.params"
 ok $(grep -aq '^command: perfmod train --predictor tile-mlp --data ../shared/moderndata --table moe --split train' "$f" &&
      grep -aq '^tc_moe.rows: ' "$f" && grep -aq '^dtypes.moe: bf16,fp8' "$f"; echo $?) \
   "params/tile-mlp-moe.params: trained by its recorded command on the moe tables' 80 %, bf16 and fp8"
+
+# The power-law rows (table moe_powerlaw): the busiest of the ep ranks under aiconfigurator's
+# power-law routing carries more than the even share (the expected draw, seeded: the same on
+# every run), so at ep=2 its layer is slower than the balanced one of the same shape
+D="$TMP/pl/h100_sxm"
+mkdir -p "$D"
+dev="NVIDIA H100 80GB HBM3"
+{ echo framework,version,device,op_name,kernel_source,moe_dtype,num_tokens,hidden_size,inter_size,topk,num_experts,moe_tp_size,moe_ep_size,distribution,latency
+  echo "TRTLLM,1,$dev,moe,x,bfloat16,4096,256,128,2,8,1,2,balanced,0.01"
+  echo "TRTLLM,1,$dev,moe,x,bfloat16,4096,256,128,2,8,1,2,power_law_1.2,0.012"
+  echo "TRTLLM,1,$dev,moe,x,bfloat16,4096,256,128,2,8,1,2,power_law_x,0.012"; } >"$D/moe_perf.csv"
+pl () { run_pm eval --data "$D/moe_perf.csv" --predictor roofline --per-op --format csv --table "$1"
+        awk -F, 'NR > 1 { n++; t = $18 } END { print n, t }' "$TMP/out"; }
+b=$(pl moe) p=$(pl moe_powerlaw) p2=$(pl moe_powerlaw)
+ok $(echo "$b $p" | awk '{ exit !($1 == 1 && $3 == 1 && $4 > $2) }'; echo $?) \
+  "power_law_1.2 at ep=2: one row under --table moe_powerlaw, slower than the balanced one ($p > $b ms); the malformed power_law_x left out"
+ok $([ -n "$p" ] && [ "$p" = "$p2" ]; echo $?) "the power-law load is the same on every run ($p)"
+run_pm eval --data "$D/moe_perf.csv" --predictor roofline --per-op --format csv
+ok $(awk -F, 'NR > 1 { t[$4]++ } END { exit !(t["moe"] == 1 && t["moe_powerlaw"] == 1) }' "$TMP/out"; echo $?) \
+  "without --table both tables are read, each row under its own"

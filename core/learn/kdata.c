@@ -77,7 +77,8 @@ krow_kernel (const struct krow *r, struct perfmod_kernel *k)
     k->h = r->h;
     k->top_k = r->top_k;
     k->gated = r->gated;
-    k->expert_load = 1;
+    k->expert_load = r->expert_load > 0 ? r->expert_load : 1;
+    k->experts_reached = r->experts_reached;
     k->engine = r->engine;
     break;
   case PERFMOD_KERNEL_COMM:

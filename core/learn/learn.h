@@ -27,6 +27,8 @@ struct krow {
   int64_t top_k;
   int gated;
   const char *engine;
+  double expert_load;    /* MOE: the busiest rank's routed tokens over the even share (0: 1) */
+  double experts_reached; /* MOE: the experts that rank's tokens reach (0: as many as they can) */
 };
 struct kset {
   struct krow *v;

@@ -243,6 +243,109 @@ read_attention (struct table *t, bool decode)
   }
 }
 
+/* The routing of aiconfigurator's power-law rows (its collectors'
+ * power_law_logits_v3): each of the E experts' tokens drawn from a power
+ * law of exponent alpha on [1, 0.8 T] (on [0.01, 2] when the T top_k
+ * assignments do not outnumber the experts), scaled to T top_k in all;
+ * the rank timed is the busiest of the ep groups of E / ep experts.  The
+ * expected busiest group's assignments over the even share, T top_k / ep,
+ * and in *reached the experts of it that get a token, over POWERLAW_DRAWS
+ * seeded draws (xorshift64*; the same on every host): the MOE kernel's
+ * expert_load and experts_reached for the row. */
+#define POWERLAW_DRAWS 32
+static double
+powerlaw_load (int64_t tokens, int64_t experts, int64_t topk, int64_t ep, double alpha,
+               double *reached)
+{
+  double total = (double) tokens * (double) topk, sum = 0, reach = 0;
+  double lo = total > (double) experts ? 1 : 0.01;
+  double hi = total > (double) experts ? 0.8 * (double) tokens : 2;
+  double a1 = 1 - alpha, l1 = pow (lo, a1), h1 = pow (hi, a1);
+  int64_t per = experts / ep;
+  uint64_t x = 0x9e3779b97f4a7c15ULL ^ (uint64_t) (tokens * 1000003 + experts * 101 + topk);
+  double *draw = xmalloc ((size_t) experts * sizeof *draw);
+  *reached = 0;
+  if (hi <= lo || per < 1) {
+    free (draw);
+    return 1;
+  }
+  for (int d = 0; d < POWERLAW_DRAWS; d++) {
+    double all = 0, busiest = 0;
+    for (int64_t e = 0; e < experts; e++) {
+      x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
+      double u = (double) ((x * 0x2545f4914f6cdd1dULL) >> 11) / 9007199254740992.0;
+      draw[e] = pow ((h1 - l1) * u + l1, 1 / a1);
+      all += draw[e];
+    }
+    /* scaled to the assignments, none above T (a token picks an expert
+     * once; the newer collectors redraw until so): the excess goes to
+     * the others in proportion, until none is left */
+    for (int pass = 0; pass < 64; pass++) {
+      double excess = 0, free_share = 0;
+      for (int64_t e = 0; e < experts; e++) {
+        draw[e] *= total / all;
+        if (draw[e] > (double) tokens) {
+          excess += draw[e] - (double) tokens;
+          draw[e] = (double) tokens;
+        }
+        else if (draw[e] < (double) tokens)
+          free_share += draw[e];
+      }
+      all = total;
+      if (excess <= 1e-9 * total || free_share <= 0)
+        break;
+      for (int64_t e = 0; e < experts; e++)
+        if (draw[e] < (double) tokens)
+          draw[e] += excess * draw[e] / free_share;
+    }
+    int64_t at = 0;
+    for (int64_t g = 0; g < ep; g++) {
+      double n = 0;
+      for (int64_t e = g * per; e < (g + 1) * per; e++)
+        n += draw[e];
+      if (n > busiest)
+        busiest = n, at = g;
+    }
+    sum += busiest / all * (double) ep;
+    for (int64_t e = at * per; e < (at + 1) * per; e++)
+      reach += draw[e] >= 0.5;          /* rounded to a token or more */
+  }
+  free (draw);
+  *reached = reach / POWERLAW_DRAWS;
+  return sum / POWERLAW_DRAWS;
+}
+
+/* powerlaw_load remembered by its inputs: a table's rows repeat them. */
+struct load_memo {
+  struct { int64_t t, e, k, ep; double alpha, load, reached; bool used; } v[1 << 14];
+};
+
+static double
+load_memo_get (struct load_memo *m, int64_t t, int64_t e, int64_t k, int64_t ep, double alpha,
+               double *reached)
+{
+  uint64_t h = (uint64_t) (t * 31 + e) * 1000003u + (uint64_t) (k * 131 + ep) * 7919u
+               + (uint64_t) (alpha * 1000);
+  size_t n = sizeof m->v / sizeof m->v[0], i = (size_t) (h % n);
+  for (size_t probe = 0; probe < n; probe++, i = (i + 1) % n) {
+    if (!m->v[i].used) {
+      m->v[i].used = true;
+      m->v[i].t = t, m->v[i].e = e, m->v[i].k = k, m->v[i].ep = ep, m->v[i].alpha = alpha;
+      m->v[i].load = powerlaw_load (t, e, k, ep, alpha, &m->v[i].reached);
+      *reached = m->v[i].reached;
+      return m->v[i].load;
+    }
+    if (m->v[i].t == t && m->v[i].e == e && m->v[i].k == k && m->v[i].ep == ep &&
+        m->v[i].alpha == alpha) {
+      *reached = m->v[i].reached;
+      return m->v[i].load;
+    }
+  }
+  return powerlaw_load (t, e, k, ep, alpha, reached);
+}
+
+static bool table_listed (const struct mdata_filter *f, const char *name);
+
 /* aiconfigurator moe_perf: one fused MoE layer (routing's permutation,
  * the routed experts' grouped GEMMs and activation, the weighted sum)
  * over num_tokens tokens, a MOE kernel (perfmod-plugin.h): m tokens, n
@@ -251,8 +354,9 @@ read_attention (struct table *t, bool decode)
  * the framework column, gated unless the kernel source says "nongated".
  * Each engine's rows stay apart: their kernels (TensorRT-LLM's CUTLASS,
  * SGLang's and vLLM's Triton) and their harnesses differ by more than
- * their versions do.  Only balanced routing is kept: the power-law rows
- * load experts by a random draw per row. */
+ * their versions do.  Balanced rows are table "moe"; the power-law rows
+ * are table "moe_powerlaw", with the busiest rank's expected load
+ * (powerlaw_load) as the kernel's expert_load. */
 static void
 read_moe (struct table *t)
 {
@@ -263,15 +367,31 @@ read_moe (struct table *t)
   int ck = need_column (t, "topk"), ce = need_column (t, "num_experts");
   int ctp = need_column (t, "moe_tp_size"), cep = need_column (t, "moe_ep_size");
   int cdist = need_column (t, "distribution"), cl = need_column (t, "latency");
+  bool balanced_wanted = table_listed (t->f, "moe");
+  bool powerlaw_wanted = table_listed (t->f, "moe_powerlaw");
+  struct load_memo *memo = NULL;
+  const char *balanced = t->set, *powerlaw = intern ("moe_powerlaw");
   if (t->errors)
     return;
   while (next_row (t)) {
     struct krow k = { 0 };
     int64_t tp, ep, inter;
-    char eng[16];
+    char eng[16], *end;
     size_t i;
-    if (strcmp (t->r.fields[cdist], "balanced") != 0 ||
-        (k.dtype = dtype_of_cell (t->r.fields[ct])) < 0)
+    const char *dist = t->r.fields[cdist];
+    double alpha = 0;
+    if (strcmp (dist, "balanced") == 0) {
+      if (!balanced_wanted)
+        continue;
+    }
+    else if (strncmp (dist, "power_law_", 10) == 0) {
+      alpha = strtod (dist + 10, &end);
+      if (!powerlaw_wanted || end == dist + 10 || *end || !(alpha > 1) || alpha > 10)
+        continue;
+    }
+    else
+      continue;
+    if ((k.dtype = dtype_of_cell (t->r.fields[ct])) < 0)
       continue;
     if (!cell_int (t, cn, "num_tokens", 1, &k.m) || !cell_int (t, ch, "hidden_size", 1, &k.n) ||
         !cell_int (t, ci, "inter_size", 1, &inter) || !cell_int (t, ce, "num_experts", 1, &k.b) ||
@@ -293,8 +413,18 @@ read_moe (struct table *t)
     k.h = k.b / ep;
     k.window = tp;
     k.ranks = (int) ep;
+    k.expert_load = 1;
+    t->set = balanced;
+    if (alpha > 0) {
+      if (memo == NULL)
+        memo = xcalloc (1, sizeof *memo);
+      k.expert_load = load_memo_get (memo, k.m, k.b, k.top_k, ep, alpha, &k.experts_reached);
+      t->set = powerlaw;
+    }
     push (t, &k);
   }
+  t->set = balanced;
+  free (memo);
 }
 
 /* aiconfigurator nccl_perf: message_size counts elements of nccl_dtype
@@ -604,11 +734,25 @@ static const char *const kind_set[] = { NULL, "gemm", "context_attention",
                                         "vidur_layer", "aiter_gemm", "llmcompass_gemm", "moe" };
 const char *const mdata_tables[] = { "gemm", "context_attention", "generation_attention", "nccl",
                                      "vidur_comm", "vidur_layer", "aiter_gemm",
-                                     "llmcompass_gemm", "moe", NULL };
+                                     "llmcompass_gemm", "moe", "moe_powerlaw", NULL };
+
+/* Whether the filter keeps rows of set `name`. */
+static bool
+table_listed (const struct mdata_filter *f, const char *name)
+{
+  if (f == NULL || f->tables == NULL)
+    return true;
+  for (char **t = f->tables; *t; t++)
+    if (strcmp (*t, name) == 0)
+      return true;
+  return false;
+}
 
 static bool
 table_wanted (const struct mdata_filter *f, enum kind kind)
 {
+  if (kind == K_MOE)
+    return table_listed (f, "moe") || table_listed (f, "moe_powerlaw");
   if (f == NULL || f->tables == NULL)
     return true;
   for (char **t = f->tables; *t; t++)
@@ -708,7 +852,7 @@ shape_cmp (const void *pa, const void *pb)
   CMP (gpu); CMP (set); CMP (kclass); CMP (op); CMP (dtype);
   CMP (b); CMP (m); CMP (n); CMP (k); CMP (h); CMP (kv_heads); CMP (window);
   CMP (causal); CMP (ranks); CMP (bytes);
-  CMP (top_k); CMP (gated); CMP (engine);
+  CMP (top_k); CMP (gated); CMP (engine); CMP (expert_load); CMP (experts_reached);
   CMP (latency_s);
 #undef CMP
   return 0;
@@ -721,7 +865,8 @@ same_shape (const struct krow *a, const struct krow *b)
          a->dtype == b->dtype && a->b == b->b && a->m == b->m && a->n == b->n && a->k == b->k &&
          a->h == b->h && a->kv_heads == b->kv_heads && a->window == b->window &&
          a->causal == b->causal && a->ranks == b->ranks && a->bytes == b->bytes &&
-         a->top_k == b->top_k && a->gated == b->gated && a->engine == b->engine;
+         a->top_k == b->top_k && a->gated == b->gated && a->engine == b->engine &&
+         a->expert_load == b->expert_load && a->experts_reached == b->experts_reached;
 }
 
 /* One row per shape: the median of its measurements (kernel libraries,

@@ -321,7 +321,8 @@ kernel_same (const struct perfmod_kernel *a, const struct perfmod_kernel *b)
          a->own_mem_per_output == b->own_mem_per_output && a->isolated == b->isolated &&
          a->out_elem_bytes == b->out_elem_bytes && a->kv_heads == b->kv_heads &&
          a->window == b->window && a->causal == b->causal && a->top_k == b->top_k &&
-         a->gated == b->gated && a->expert_load == b->expert_load && a->engine == b->engine;
+         a->gated == b->gated && a->expert_load == b->expert_load && a->engine == b->engine &&
+         a->experts_reached == b->experts_reached;
 }
 
 struct memo *
