@@ -1,4 +1,4 @@
-/* kernel.c: perfmod kernel: one kernel (gemm, bmm, attention, decode, elementwise, norm, softmax, collective) predicted by each predictor asked for. */
+/* kernel.c: perfmod kernel: one kernel (gemm, bmm, attention, decode, elementwise, norm, softmax, collective, moe) predicted by each predictor asked for. */
 #include <config.h>
 
 #include <getopt.h>
@@ -26,14 +26,20 @@ kernel_usage (FILE *fp)
          "  softmax      --rows R --cols C\n"
          "  collective   --coll all_reduce|all_gather|reduce_scatter|alltoall|send_recv\n"
          "               --bytes N --ranks G         one buffer of N bytes over G GPUs\n"
+         "  moe          --tokens T --hidden D --ffn F --experts E --top-k K [--ep N]\n"
+         "               [--engine trtllm|sglang|vllm] [--no-gate] [--load L]\n"
+         "                                          a MoE layer's routed experts on one of\n"
+         "                                          N ranks, fused (F: each expert's width)\n"
          "--dtype defaults to bf16 where the GPU has bf16 matrix units, else fp16, else fp32.\n",
          fp);
 }
 
 struct kopts {
-  const char *op, *gpu, *dtype, *predictors, *format, *fn, *coll;
+  const char *op, *gpu, *dtype, *predictors, *format, *fn, *coll, *engine;
   int64_t m, n, k, batch, seq, heads, kv_heads, head_dim, kv_len, window, rows, cols, ranks;
-  double bytes;
+  int64_t tokens, hidden, ffn, experts, top_k, ep;
+  double bytes, load;
+  bool no_gate;
   bool no_causal;
   bool backward;         /* attention: the backward kernel */
   char **paths, **popts;
@@ -168,8 +174,40 @@ build_shape (const struct kopts *o, int dtype, struct perfmod_kernel *k)
     k->ranks = (int) o->ranks;
     return 0;
   }
-  pm_error ("--op '%s': expected gemm, bmm, attention, decode, elementwise, norm, softmax or "
-            "collective", o->op);
+  if (strcmp (o->op, "moe") == 0) {
+    static const char *const engines[] = { "trtllm", "sglang", "vllm" };
+    int64_t ep = o->ep > 0 ? o->ep : 1;
+    if (!need (o->tokens, "tokens", o->op) || !need (o->hidden, "hidden", o->op) ||
+        !need (o->ffn, "ffn", o->op) || !need (o->experts, "experts", o->op) ||
+        !need (o->top_k, "top-k", o->op))
+      return -1;
+    if (o->top_k > o->experts || o->experts % ep != 0) {
+      pm_error (o->top_k > o->experts ? "--top-k %lld: more than the %lld experts"
+                : "--ep %lld does not divide the %lld experts",
+                (long long) (o->top_k > o->experts ? o->top_k : ep), (long long) o->experts);
+      return -1;
+    }
+    k->engine = NULL;
+    for (size_t i = 0; o->engine && i < 3; i++)
+      if (strcmp (o->engine, engines[i]) == 0)
+        k->engine = engines[i];
+    if (o->engine && k->engine == NULL) {
+      pm_error ("--engine '%s': expected trtllm, sglang or vllm", o->engine);
+      return -1;
+    }
+    k->kclass = PERFMOD_KERNEL_MOE;
+    k->m = o->tokens;
+    k->n = o->hidden;
+    k->k = o->ffn;
+    k->b = o->experts;
+    k->h = o->experts / ep;
+    k->top_k = o->top_k;
+    k->gated = !o->no_gate;
+    k->expert_load = o->load > 1 ? o->load : 1;
+    return 0;
+  }
+  pm_error ("--op '%s': expected gemm, bmm, attention, decode, elementwise, norm, softmax, "
+            "collective or moe", o->op);
   return -1;
 }
 
@@ -188,7 +226,8 @@ parse (int argc, char **argv, struct kopts *o)
 {
   enum { K_OP = 256, K_GPU, K_DTYPE, K_PRED, K_FORMAT, K_FN, K_COLL, K_M, K_N, K_K, K_BATCH,
          K_SEQ, K_HEADS, K_KVH, K_HD, K_KVLEN, K_WIN, K_ROWS, K_COLS, K_RANKS, K_BYTES,
-         K_NOCAUSAL, K_BACKWARD, K_PPATH, K_POPT };
+         K_NOCAUSAL, K_BACKWARD, K_PPATH, K_POPT, K_TOKENS, K_HIDDEN, K_FFN, K_EXPERTS, K_TOPK,
+         K_EP, K_ENGINE, K_NOGATE, K_LOAD };
   static const struct option opts[] = {
     { "op", required_argument, NULL, K_OP }, { "gpu", required_argument, NULL, K_GPU },
     { "dtype", required_argument, NULL, K_DTYPE },
@@ -206,6 +245,11 @@ parse (int argc, char **argv, struct kopts *o)
     { "bytes", required_argument, NULL, K_BYTES },
     { "no-causal", no_argument, NULL, K_NOCAUSAL },
     { "backward", no_argument, NULL, K_BACKWARD },
+    { "tokens", required_argument, NULL, K_TOKENS }, { "hidden", required_argument, NULL, K_HIDDEN },
+    { "ffn", required_argument, NULL, K_FFN }, { "experts", required_argument, NULL, K_EXPERTS },
+    { "top-k", required_argument, NULL, K_TOPK }, { "ep", required_argument, NULL, K_EP },
+    { "engine", required_argument, NULL, K_ENGINE }, { "no-gate", no_argument, NULL, K_NOGATE },
+    { "load", required_argument, NULL, K_LOAD },
     { "plugin-path", required_argument, NULL, K_PPATH },
     { "plugin-opt", required_argument, NULL, K_POPT },
     { "verbose", no_argument, NULL, 'v' }, { "help", no_argument, NULL, 'h' },
@@ -244,6 +288,21 @@ parse (int argc, char **argv, struct kopts *o)
       }
       break;
     case K_NOCAUSAL: o->no_causal = true; break;
+    case K_TOKENS: ok = opt_int ("tokens", optarg, 1, &o->tokens); break;
+    case K_HIDDEN: ok = opt_int ("hidden", optarg, 1, &o->hidden); break;
+    case K_FFN: ok = opt_int ("ffn", optarg, 1, &o->ffn); break;
+    case K_EXPERTS: ok = opt_int ("experts", optarg, 1, &o->experts); break;
+    case K_TOPK: ok = opt_int ("top-k", optarg, 1, &o->top_k); break;
+    case K_EP: ok = opt_int ("ep", optarg, 1, &o->ep); break;
+    case K_ENGINE: o->engine = optarg; break;
+    case K_NOGATE: o->no_gate = true; break;
+    case K_LOAD:
+      if (!parse_double (optarg, &o->load) || !(o->load >= 1) || o->load > 1e6) {
+        pm_error ("--load '%s': expected the busiest rank's load over the even share, 1 or more",
+                  optarg);
+        ok = false;
+      }
+      break;
     case K_BACKWARD: o->backward = true; break;
     case K_PPATH: ptrv_push (&o->paths, &o->npaths, optarg); break;
     case K_POPT: ptrv_push (&o->popts, &o->npopts, optarg); break;
@@ -260,7 +319,7 @@ parse (int argc, char **argv, struct kopts *o)
   }
   if (o->op == NULL) {
     pm_error ("kernel needs --op (gemm, bmm, attention, decode, elementwise, norm, softmax, "
-              "collective)");
+              "collective, moe)");
     return -1;
   }
   if (strcmp (o->format, "table") && strcmp (o->format, "csv") && strcmp (o->format, "json")) {

@@ -63,10 +63,14 @@ run_pm search --model "$TMP/six-layers.json" --gpus 4 --gpus-per-node 4 --global
   --fix tp=1,pp=4,mbs=1,vp=1,zero=0,recompute=none --max-cp 1 --format json
 ok $([ $rc -eq 0 ] && jq -e '.predicted == 2 and ([.best[].strategy | capture("schedule=(?<s>[a-z0-9]+),.*,split=(?<p>[0-9:]+)$") | .s + " " + .p] | sort) == ["1f1b 1:2:2:1", "gpipe 1:2:2:1"]' \
      "$TMP/out" >/dev/null && echo 0 || echo 1) "6 layers over pp=4: split=1:2:2:1, 1F1B and GPipe"
-s=$(jq -r '.best[0].strategy' "$TMP/out") step=$(jq -r '.best[0].step_ms' "$TMP/out")
-run_pm --model "$TMP/six-layers.json" --mode train --batch 4 --seq 8 --gpus-per-node 4 --strategy "$s" --format json
-ok $([ $rc -eq 0 ] && jq -e --argjson s "$step" '((.predictions[0].step_ms / $s - 1) | fabs) < 1e-9' \
-     "$TMP/out" >/dev/null && echo 0 || echo 1) "the uneven split rerun with --strategy $s: the same step"
+# rerun_best WHAT: the search's best rerun with its --strategy string gives the same step
+rerun_best () {
+  s=$(jq -r '.best[0].strategy' "$TMP/out") step=$(jq -r '.best[0].step_ms' "$TMP/out")
+  run_pm --model "$TMP/six-layers.json" --mode train --batch 4 --seq 8 --gpus-per-node 4 --strategy "$s" --format json
+  ok $([ $rc -eq 0 ] && jq -e --argjson s "$step" '((.predictions[0].step_ms / $s - 1) | fabs) < 1e-9' \
+       "$TMP/out" >/dev/null && echo 0 || echo 1) "$1 rerun with --strategy $s: the same step"
+}
+rerun_best "the uneven split"
 
 # with interleaving: 6 layers over pp=2 x vp=2 = 4 chunks, one each and the two extra to the
 # middle chunks (split= per chunk in model order), rerun with its --strategy, the same step
@@ -74,10 +78,7 @@ run_pm search --model "$TMP/six-layers.json" --gpus 4 --gpus-per-node 4 --global
   --fix tp=1,pp=2,mbs=1,vp=2,schedule=interleaved,zero=0,recompute=none --max-cp 1 --format json
 ok $([ $rc -eq 0 ] && jq -e '.predicted >= 1 and ([.best[].strategy | capture("vp=(?<v>[0-9]+),schedule=(?<s>[a-z]+),.*,split=(?<p>[0-9:]+)$") | .v + " " + .s + " " + .p] | unique) == ["2 interleaved 1:2:2:1"]' \
      "$TMP/out" >/dev/null && echo 0 || echo 1) "6 layers over pp=2 x vp=2 chunks: split=1:2:2:1 per chunk, interleaved"
-s=$(jq -r '.best[0].strategy' "$TMP/out") step=$(jq -r '.best[0].step_ms' "$TMP/out")
-run_pm --model "$TMP/six-layers.json" --mode train --batch 4 --seq 8 --gpus-per-node 4 --strategy "$s" --format json
-ok $([ $rc -eq 0 ] && jq -e --argjson s "$step" '((.predictions[0].step_ms / $s - 1) | fabs) < 1e-9' \
-     "$TMP/out" >/dev/null && echo 0 || echo 1) "the interleaved uneven split rerun with --strategy $s: the same step"
+rerun_best "the interleaved uneven split"
 
 # the same answer on any number of threads
 run_pm $T --format csv --top 20 --jobs 1

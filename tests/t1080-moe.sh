@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1080-moe.sh: a MoE layer as one MOE kernel: its work by hand at the roofline, the engine's kernel in --engine=NAME graphs, tile-mlp's network and the parts a predictor without one predicts.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 12
+plan 16
 
 H100=NVIDIA_H100_80GB_HBM3
 peak=$(gpu_key $H100 bf16_tflops)
@@ -88,3 +88,16 @@ ok $([ -n "$p" ] && [ "$p" = "$p2" ]; echo $?) "the power-law load is the same o
 run_pm eval --data "$D/moe_perf.csv" --predictor roofline --per-op --format csv
 ok $(awk -F, 'NR > 1 { t[$4]++ } END { exit !(t["moe"] == 1 && t["moe_powerlaw"] == 1) }' "$TMP/out"; echo $?) \
   "without --table both tables are read, each row under its own"
+
+# perfmod kernel --op moe: the same MOE kernel the graphs build, the same numbers
+run_pm kernel --op moe --tokens 2048 --hidden 4096 --ffn 14336 --experts 8 --top-k 2 \
+  --engine sglang --predictor roofline,tile-mlp --format csv
+kr=$(awk -F, '$1 == "roofline" { print $5 }' "$TMP/out") kt=$(awk -F, '$1 == "tile-mlp" { print $5 }' "$TMP/out")
+ok $(awk -v a="$kr" -v b="$t" -v c="$kt" -v d="$s" 'BEGIN { exit !(a != "" && c != "" && (a / b - 1)^2 < 1e-12 && (c / d - 1)^2 < 1e-12) }'; echo $?) \
+  "kernel --op moe: Mixtral's layer as predict --engine=sglang has it (roofline $kr, tile-mlp $kt ms)"
+expect_fail 2 "--engine 'foo': expected trtllm, sglang or vllm" "kernel --op moe: an unknown engine refused" -- \
+  kernel --op moe --tokens 8 --hidden 64 --ffn 64 --experts 8 --top-k 2 --engine foo
+expect_fail 2 "--ep 3 does not divide the 8 experts" "kernel --op moe: ep must divide the experts" -- \
+  kernel --op moe --tokens 8 --hidden 64 --ffn 64 --experts 8 --top-k 2 --ep 3
+expect_fail 2 "kernel --op moe needs --top-k" "kernel --op moe: a missing dimension named" -- \
+  kernel --op moe --tokens 8 --hidden 64 --ffn 64 --experts 8
