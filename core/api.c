@@ -220,6 +220,17 @@ predict (perfmod_ctx *ctx, const struct perfmod_request *req, struct perfmod_res
     goto out;
   strategy_default_zero (&s, train);
   memset (&d, 0, sizeof d);
+  if (req->struct_size >= offsetof (struct perfmod_request, engine) + sizeof req->engine &&
+      req->engine) {
+    const struct serve_engine *e = serve_engine_find (req->engine);
+    if (e == NULL || train) {
+      pm_error (e ? "engine '%s': a serving engine's kernels are for mode inf"
+                  : "engine '%s': expected vllm, sglang or trtllm", req->engine);
+      goto out;
+    }
+    d.engine = true;
+    d.engine_name = e->name;
+  }
   d.s = &s;
   d.prec = pr;
   d.train = train;

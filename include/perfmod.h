@@ -41,6 +41,10 @@ struct perfmod_request {
   int64_t seq;              /* tokens per sequence; 0: 1024 */
   int64_t nodes;            /* 0: as many as the strategy needs */
   int64_t gpus_per_node;    /* 0: the GPU's */
+  /* Appended (struct_size says): mode "inf" built as that serving engine runs it, "vllm",
+   * "sglang" or "trtllm" (its fused kernels, the MoE layers as its MoE kernel; the command
+   * line's --engine=NAME); NULL: the eager modules. */
+  const char *engine;
 };
 
 /* What a prediction gives: the fields of perfmod --strategy --format json,

@@ -3,7 +3,7 @@
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 command -v python3 >/dev/null || skip_all "python3 not found"
 [ -f "$top_builddir/python/perfmod/__init__.py" ] || skip_all "the Python package was not configured"
-plan 11
+plan 13
 export PYTHONPATH="$top_builddir/python" PERFMOD_LIBRARY="$top_builddir/.libs/libperfmod.so.0"
 "$PERFMOD" --model gpt3-2.7b --gpu h100 --mode train --batch 64 --seq 2048 --strategy tp=2,dp=4 \
   --predictor tile-mlp --format json > "$TMP/cli" 2>/dev/null
@@ -27,6 +27,29 @@ ok $(grep -qx dict "$TMP/out" && echo 0 || echo 1) "the result is a plain dict"
 ok $(grep -q '^error: .*tp=3 does not divide the 32 attention heads' "$TMP/out" && echo 0 || echo 1) \
   "a refused request raises PerfmodError with perfmod's reason"
 [ $tap_failed -eq 0 ] || diag "$(cat "$TMP/out")"
+
+# engine="sglang": the CLI's --engine=sglang (the MoE layers as SGLang's fused kernel)
+"$PERFMOD" --model mixtral-8x7b --gpu h100 --mode inf --batch 4 --seq 512 --strategy tp=2 \
+  --engine=sglang --predictor tile-mlp --format json > "$TMP/ecli" 2>/dev/null
+env $(san_env) python3 - "$TMP/ecli" > "$TMP/eout" 2>&1 <<'PY'
+import json, sys, perfmod
+cli = json.load(open(sys.argv[1]))["predictions"][0]
+kw = dict(gpu="h100", mode="inf", strategy="tp=2", batch=4, seq=512, predictor="tile-mlp")
+e = perfmod.predict("mixtral-8x7b", engine="sglang", **kw)
+plain = perfmod.predict("mixtral-8x7b", **kw)
+print("same" if abs(e["step_ms"] / cli["step_ms"] - 1) < 1e-9 and e["step_ms"] != plain["step_ms"]
+      else "differ %r %r %r" % (e, plain, cli))
+try:
+    perfmod.predict("mixtral-8x7b", gpu="h100", engine="sglang")
+    print("noerror")
+except perfmod.PerfmodError as x:
+    print("error: %s" % x)
+PY
+ok $(grep -qx same "$TMP/eout" && echo 0 || echo 1) \
+  "perfmod.predict(engine=\"sglang\") gives the CLI's --engine=sglang step, not the eager one"
+ok $(grep -q "^error: engine 'sglang': a serving engine's kernels are for mode inf" "$TMP/eout" && echo 0 || echo 1) \
+  "engine with a training step raises PerfmodError"
+[ $tap_failed -eq 0 ] || diag "$(cat "$TMP/eout")"
 
 # perfmod.search: the CLI's JSON for the same search, field for field
 S="--model gpt3-2.7b --gpu h100 --gpus 16 --global-batch 64 --seq 2048 --predictor tile-mlp --top 5 --tokens 1e10 --price-per-gpu-hour 2.5 --fix vp=1"
