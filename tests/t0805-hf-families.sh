@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0805-hf-families.sh: Hugging Face configs of Qwen2/3 (+MoE), DeepSeek-V2/V3, gpt-oss, Gemma 1/2/3 and GPT-NeoX: built-ins against published parameter counts, graphs, sliding windows, MLA's cache, training and inference runs, refusals.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 39
+plan 40
 
 MODELS="qwen2-7b qwen3-8b qwen3-32b qwen3-30b-a3b qwen3-235b-a22b deepseek-v2-lite deepseek-v3
 gpt-oss-20b gpt-oss-120b gemma-7b gemma2-9b gemma3-27b gpt-neox-20b"
@@ -141,9 +141,19 @@ ok $rc "dense models train under tp=8"
 # gpt-oss-20b has 24 layers: pp=4 stages, each a sliding and a full kind
 run_pm --model gpt-oss-20b --gpu h100 --mode train --batch 64 --seq 2048 --strategy tp=2,pp=4,dp=1 --format csv
 ok $rc "gpt-oss-20b trains under tp=2, pp=4"
-expect_one_line 2 "kernels=te: Megatron-Core's layer is modelled for GPT, Llama and Mixtral \(model_type qwen3 is not\)" \
+# Megatron-Core's layer for Qwen3-MoE (the default for its mixed-precision training): the
+# q and k heads' norms (32 and 4 heads of 512 tokens, 128 wide) and the routed experts' grouped
+# GEMMs, 512 x 8 assignments over the 128 experts, 32 tokens each, gate and up 2 x 768 wide,
+# one expert built and counted 48 layers x 128 times
+run_pm graph --model qwen3-30b-a3b --mode train --batch 1 --seq 512 --format csv
+ok $([ "$rc" -eq 0 ] && awk -F, '$5 == "fw" && $1 == "decoder_layers_0_q_layernorm" && $8 == 16384 && $12 == 128 { q++ }
+       $5 == "fw" && $1 == "decoder_layers_0_k_layernorm" && $8 == 2048 && $12 == 128 { k++ }
+       $5 == "fw" && $1 == "decoder_layers_0_experts_fc1" && $4 == 6144 && $9 == 32 && $10 == 2048 && $11 == 1536 { e++ }
+       END { exit !(q == 1 && k == 1 && e == 1) }' "$TMP/out"; echo $?) \
+  "qwen3-30b-a3b trains in Megatron-Core's layer: q/k head norms, 128 experts of 32 tokens, 2 x 768 wide"
+expect_one_line 2 "kernels=te: Megatron-Core's layer is modelled for GPT, Llama, Mixtral and Qwen2/3 and their MoEs with every layer alike \(model_type gemma2 is not\)" \
   "kernels=te refused for a family without Megatron-Core's layer, naming both" -- \
-  --model qwen3-8b --gpu h100 --mode train --strategy tp=1,kernels=te
+  --model gemma2-9b --gpu h100 --mode train --strategy tp=1,kernels=te
 
 # --- the graph: forward matrix FLOPs of a prefill are 2 x tokens x the weights
 # a token uses (the active parameters less the input embedding, norms and

@@ -162,7 +162,7 @@ le=$(gpu_key defaults link_efficiency) ne=$(gpu_key defaults nic_efficiency)
 ll=$(gpu_key defaults link_latency_us) nl=$(gpu_key defaults nic_latency_us)
 run_pm --model qwen3-30b-a3b --gpu h100 --mode train --batch 16 --seq 1024 --strategy ep=16,dp=16 --per-op --format csv
 ok $([ "$rc" -eq 0 ] && awk -F, -v w="$w" -v nic="$nic" -v le="$le" -v ne="$ne" -v ll="$ll" -v nl="$nl" '
-       $4 == "layers_0_ep_alltoall_fw" { n++
+       $4 ~ /(^|_)layers_0_ep_alltoall_fw$/ { n++
          b = 1024 * 8 * 2048 * 2; ti = 7 / 16 * b / (w * 1e9 * le); to = 8 / 16 * b / (nic * 1e9 * ne)
          want = ((ti > to ? ti : to) + 7 * ll * 1e-6 + nl * 1e-6) * 1e3
          if (!(w > 0 && nic > 0 && ($11 - want)^2 < (1e-6 * want)^2)) bad++ }

@@ -1487,6 +1487,7 @@ te_layer (struct bctx *c)
   int64_t t = c->t, tn = c->tn, d = m->hidden, h = c->hp, kvh = c->kvp, dh = m->head_dim;
   int64_t f = c->fp;
   bool gpt = m->family == FAM_GPT2;      /* biases, dropout, GeLU; else none, SwiGLU */
+  bool routed = m->family == FAM_MIXTRAL || m->family == FAM_QWEN_MOE;
 
   size_t at;                             /* the first node of a site's collectives */
 
@@ -1495,7 +1496,11 @@ te_layer (struct bctx *c)
   at = c->g->n;
   site (c, PERFMOD_SITE_ATTN_IN);
   pair_gemm (c, at, c->g->n, c->g->n);
-  linear (c, "linear_qkv", t, d, (h + 2 * kvh) * dh, gpt);
+  linear (c, "linear_qkv", t, d, (h + 2 * kvh) * dh, gpt || m->qkv_bias);
+  if (m->qk_norm) {                      /* Qwen3: TE's norm over each query and key head */
+    te_norm (c, "q_layernorm", t * h, dh);
+    te_norm (c, "k_layernorm", t * kvh, dh);
+  }
   if (!gpt)
     te_vec (c, "rotary", "mul", t * (h + kvh), dh, 2, 2, 0);
   if (c->flash)
@@ -1512,8 +1517,19 @@ te_layer (struct bctx *c)
   site (c, PERFMOD_SITE_MLP_IN);
   /* a routed layer's grouped GEMMs are not Transformer Engine's
    * userbuffer-overlapped linears: its collectives stay exposed */
-  if (m->family == FAM_MIXTRAL)
-    te_moe (c, expert_width (c, m->ffn));
+  if (routed) {
+    te_moe (c, expert_width (c, m->family == FAM_MIXTRAL ? m->ffn : m->moe_ffn));
+    if (m->shared_ffn > 0) {             /* Qwen2-MoE's shared expert, gated by a sigmoid */
+      int64_t sf = m->shared_ffn / c->sh->ffn;
+      linear (c, "shared_experts_linear_fc1", t, d, 2 * sf, false);
+      te_vec (c, "shared_experts_swiglu", "silu", t, sf, 3, 5, 0);
+      linear (c, "shared_experts_linear_fc2", t, sf, d, false);
+      if (m->shared_gate) {
+        linear (c, "shared_experts_gate", t, d, 1, false);
+        te_vec (c, "shared_experts_gate_mul", "mul", t, d, 3, 3, 0);
+      }
+    }
+  }
   else {
     pair_gemm (c, at, c->g->n, c->g->n);
     linear (c, "linear_fc1", t, d, gpt ? f : 2 * f, false);
@@ -1525,7 +1541,7 @@ te_layer (struct bctx *c)
   }
   at = c->g->n;
   site (c, PERFMOD_SITE_MLP_OUT);
-  if (m->family != FAM_MIXTRAL)
+  if (!routed)
     pair_gemm (c, at, c->g->n, at - 1);
   te_residual (c, "bias_dropout_add_2", tn, d, gpt);
 }
@@ -1724,9 +1740,15 @@ size_check (const struct bctx *c)
   return 0;
 }
 
+/* Megatron-Core's layer is modelled for GPT, Llama, Mixtral, and Qwen2/3
+ * and their MoEs whose layers are all alike (no dense-first or
+ * sliding-window layers: one layer repeated, as te_graph builds it). */
 bool
 te_layer_exists (const struct model_cfg *m)
 {
+  if (m->family == FAM_QWEN || m->family == FAM_QWEN_MOE)
+    return !model_layers_mixed (m) && !model_layer_sliding (m, 0) &&
+           (m->family == FAM_QWEN || model_layer_moe (m, 0));
   return m->family == FAM_GPT2 || m->family == FAM_LLAMA || m->family == FAM_MIXTRAL;
 }
 
@@ -1761,8 +1783,9 @@ graph_build (struct graph *g, const struct model_cfg *m, const struct build_opti
     return -1;
   }
   if (o->te && !te_layer_exists (m)) {
-    pm_error ("%s: kernels=te: Megatron-Core's layer is modelled for GPT, Llama and Mixtral "
-              "(model_type %s is not)", m->name, m->arch);
+    pm_error ("%s: kernels=te: Megatron-Core's layer is modelled for GPT, Llama, Mixtral and "
+              "Qwen2/3 and their MoEs with every layer alike (model_type %s is not)", m->name,
+              m->arch);
     return -1;
   }
   if (o->te && (o->fusion || o->megatron)) {

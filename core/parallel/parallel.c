@@ -858,8 +858,9 @@ dist_check (const struct model_cfg *m, const struct dist_options *o)
     return -1;
   }
   if (s->kernels == KERNELS_TE && !te_layer_exists (m)) {
-    pm_error ("%s: kernels=te: Megatron-Core's layer is modelled for GPT, Llama and Mixtral "
-              "(model_type %s is not)", m->name, m->arch);
+    pm_error ("%s: kernels=te: Megatron-Core's layer is modelled for GPT, Llama, Mixtral and "
+              "Qwen2/3 and their MoEs with every layer alike (model_type %s is not)", m->name,
+              m->arch);
     return -1;
   }
   if (s->kernels == KERNELS_MEGATRON && o->fusion) {
