@@ -225,7 +225,8 @@ perfmod_main (int argc, char **argv)
       const struct serve_engine *e = optarg ? serve_engine_find (optarg) : NULL;
       if (optarg && e == NULL) {
         pm_error ("--engine=%s: expected vllm, sglang or trtllm", optarg);
-        return EXIT_USAGE;
+        ok = false;
+        break;
       }
       c.engine = true;
       c.engine_name = e ? e->name : NULL;
