@@ -27,7 +27,7 @@ kernel_usage (FILE *fp)
          "  collective   --coll all_reduce|all_gather|reduce_scatter|alltoall|send_recv\n"
          "               --bytes N --ranks G         one buffer of N bytes over G GPUs\n"
          "  moe          --tokens T --hidden D --ffn F --experts E --top-k K [--ep N]\n"
-         "               [--engine trtllm|sglang|vllm] [--no-gate] [--load L]\n"
+         "               [--engine vllm|sglang|trtllm] [--no-gate] [--load L]\n"
          "                                          a MoE layer's routed experts on one of\n"
          "                                          N ranks, fused (F: each expert's width)\n"
          "--dtype defaults to bf16 where the GPU has bf16 matrix units, else fp16, else fp32.\n",
@@ -175,7 +175,7 @@ build_shape (const struct kopts *o, int dtype, struct perfmod_kernel *k)
     return 0;
   }
   if (strcmp (o->op, "moe") == 0) {
-    static const char *const engines[] = { "trtllm", "sglang", "vllm" };
+    const struct serve_engine *eng = o->engine ? serve_engine_find (o->engine) : NULL;
     int64_t ep = o->ep > 0 ? o->ep : 1;
     if (!need (o->tokens, "tokens", o->op) || !need (o->hidden, "hidden", o->op) ||
         !need (o->ffn, "ffn", o->op) || !need (o->experts, "experts", o->op) ||
@@ -187,14 +187,11 @@ build_shape (const struct kopts *o, int dtype, struct perfmod_kernel *k)
                 (long long) (o->top_k > o->experts ? o->top_k : ep), (long long) o->experts);
       return -1;
     }
-    k->engine = NULL;
-    for (size_t i = 0; o->engine && i < 3; i++)
-      if (strcmp (o->engine, engines[i]) == 0)
-        k->engine = engines[i];
-    if (o->engine && k->engine == NULL) {
-      pm_error ("--engine '%s': expected trtllm, sglang or vllm", o->engine);
+    if (o->engine && eng == NULL) {
+      pm_error ("--engine '%s': expected %s", o->engine, serve_engine_names);
       return -1;
     }
+    k->engine = eng ? eng->name : NULL;
     k->kclass = PERFMOD_KERNEL_MOE;
     k->m = o->tokens;
     k->n = o->hidden;

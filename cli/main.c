@@ -224,7 +224,7 @@ perfmod_main (int argc, char **argv)
     case O_ENGINE: {
       const struct serve_engine *e = optarg ? serve_engine_find (optarg) : NULL;
       if (optarg && e == NULL) {
-        pm_error ("--engine=%s: expected vllm, sglang or trtllm", optarg);
+        pm_error ("--engine=%s: expected %s", optarg, serve_engine_names);
         ok = false;
         break;
       }

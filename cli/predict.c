@@ -314,16 +314,9 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
             "sp=%d%s kernels=%s", s->tp, s->pp, s->dp, cpbuf, s->ep, s->mbs, s->vp,
             schedule_name (s->schedule), s->zero, recompute_name (s->recompute), s->sp,
             s->tpo ? " tpo=1" : "", kernels_name (s->kernels));
-    for (int i = 0; i < s->nsplit; i++)
-      printf ("%s%d", i ? ":" : " split=", s->split[i]);
-    if (s->first_layers)
-      printf (" first_layers=%d", s->first_layers);
-    if (s->last_layers)
-      printf (" last_layers=%d", s->last_layers);
-    if (s->account_embed)
-      printf (" account_embed=1");
-    if (s->account_loss)
-      printf (" account_loss=1");
+    char keys[16 * PM_MAX_STAGES];
+    strategy_split_keys (s, ' ', keys, sizeof keys);
+    fputs (keys, stdout);
     printf (": %d GPUs on %d node%s of %d, %d micro-batch%s per replica\n", gpus, nodes,
             nodes == 1 ? "" : "s", gpn, r[0].microbatches, r[0].microbatches == 1 ? "" : "es");
     printf ("\n%-16s", "");

@@ -224,8 +224,10 @@ predict (perfmod_ctx *ctx, const struct perfmod_request *req, struct perfmod_res
       req->engine) {
     const struct serve_engine *e = serve_engine_find (req->engine);
     if (e == NULL || train) {
-      pm_error (e ? "engine '%s': a serving engine's kernels are for mode inf"
-                  : "engine '%s': expected vllm, sglang or trtllm", req->engine);
+      if (e)
+        pm_error ("engine '%s': a serving engine's kernels are for mode inf", req->engine);
+      else
+        pm_error ("engine '%s': expected %s", req->engine, serve_engine_names);
       goto out;
     }
     d.engine = true;

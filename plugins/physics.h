@@ -70,6 +70,13 @@ phys_comm_bytes (const char *op, double bytes, double n)
   return (n - 1) / n * bytes;     /* all_gather, reduce_scatter, alltoall */
 }
 
+/* A MOE kernel's experts per token (1 where a core older than it says none). */
+static inline double
+phys_moe_topk (const struct perfmod_kernel *k)
+{
+  return PHYS_HAS (k, top_k) && k->top_k > 0 ? (double) k->top_k : 1;
+}
+
 /* A MOE kernel's routed work on its rank: *assign the token-expert
  * assignments it computes (its even share, m top_k h / b, times
  * expert_load: the busiest rank's), *reached the experts they fall on
@@ -81,7 +88,7 @@ phys_moe_work (const struct perfmod_kernel *k, double *assign, double *reached,
                double *per_expert)
 {
   double load = PHYS_HAS (k, expert_load) && k->expert_load > 1 ? k->expert_load : 1;
-  double topk = PHYS_HAS (k, top_k) && k->top_k > 0 ? (double) k->top_k : 1;
+  double topk = phys_moe_topk (k);
   double local = k->h > 0 ? (double) k->h : 1, all = k->b > 0 ? (double) k->b : local;
   *assign = (double) k->m * topk * local / all * load;
   *reached = fmax (1, fmin (local, ceil (*assign - 1e-9)));
@@ -154,8 +161,7 @@ phys_cost_of (const struct perfmod_kernel *k, const struct perfmod_gpu *gpu,
      * order, through both GEMMs and the activation, and summed back to
      * the tokens. */
     double a, r, te, d = (double) k->n, f = (double) k->k, g = phys_moe_fc1 (k);
-    double topk = PHYS_HAS (k, top_k) && k->top_k > 0 ? (double) k->top_k : 1;
-    double ea = e < 2 ? 2 : e;
+    double topk = phys_moe_topk (k), ea = e < 2 ? 2 : e;
     phys_moe_work (k, &a, &r, &te);
     c->flops = 2 * a * (g + f) * d;
     c->bytes = r * (g + f) * d * e + ea * a * (5 * d + 2 * g + 2 * f + d / topk);

@@ -100,7 +100,7 @@ run_pm kernel --op moe --tokens 2048 --hidden 4096 --ffn 14336 --experts 8 --top
 kr=$(awk -F, '$1 == "roofline" { print $5 }' "$TMP/out") kt=$(awk -F, '$1 == "tile-mlp" { print $5 }' "$TMP/out")
 ok $(awk -v a="$kr" -v b="$t" -v c="$kt" -v d="$s" 'BEGIN { exit !(a != "" && c != "" && (a / b - 1)^2 < 1e-12 && (c / d - 1)^2 < 1e-12) }'; echo $?) \
   "kernel --op moe: Mixtral's layer as predict --engine=sglang has it (roofline $kr, tile-mlp $kt ms)"
-expect_fail 2 "--engine 'foo': expected trtllm, sglang or vllm" "kernel --op moe: an unknown engine refused" -- \
+expect_fail 2 "--engine 'foo': expected vllm, sglang or trtllm" "kernel --op moe: an unknown engine refused" -- \
   kernel --op moe --tokens 8 --hidden 64 --ffn 64 --experts 8 --top-k 2 --engine foo
 expect_fail 2 "--ep 3 does not divide the 8 experts" "kernel --op moe: ep must divide the experts" -- \
   kernel --op moe --tokens 8 --hidden 64 --ffn 64 --experts 8 --top-k 2 --ep 3

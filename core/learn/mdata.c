@@ -753,12 +753,7 @@ table_wanted (const struct mdata_filter *f, enum kind kind)
 {
   if (kind == K_MOE)
     return table_listed (f, "moe") || table_listed (f, "moe_powerlaw");
-  if (f == NULL || f->tables == NULL)
-    return true;
-  for (char **t = f->tables; *t; t++)
-    if (strcmp (*t, kind_set[kind]) == 0)
-      return true;
-  return false;
+  return table_listed (f, kind_set[kind]);
 }
 
 static int

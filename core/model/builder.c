@@ -66,6 +66,15 @@ add_node (struct bctx *c, const char *name, const char *opname, double in, doubl
   return nd;
 }
 
+/* Nodes [from, the graph's end) run `n` identical copies a layer (the
+ * reached experts under even routing, built once). */
+static void
+set_copies (struct bctx *c, size_t from, int64_t n)
+{
+  for (size_t j = from; j < c->g->n; j++)
+    c->g->nodes[j].copies = n;
+}
+
 /* The collectives the plan puts at a site (enum perfmod_site). */
 static void
 site (struct bctx *c, int where)
@@ -989,19 +998,17 @@ moe_block (struct bctx *c, int64_t f, const char *act)
     te = (int64_t) ceil ((double) te * sh->expert_load);
   ted = (double) te * (double) d;
   linear (c, "router", t, d, m->experts, false);
-  if (c->eng && c->engine) {             /* top-k softmax, the engine's fused MoE kernel */
+  if (c->eng) {                          /* top-k softmax, then the engine's fused MoE
+                                            kernel, or the experts' GEMMs and one weighted sum */
     te_vec (c, "router_topk", "softmax", t, m->experts, 2, 0, 0);
     site (c, PERFMOD_SITE_MOE_DISPATCH);
-    eng_moe (c, t * expert_feeds (sh), local, d, f);
+    if (c->engine)
+      eng_moe (c, t * expert_feeds (sh), local, d, f);
+    else
+      eng_experts (c, reached, te, d, f);
     site (c, PERFMOD_SITE_MOE_COMBINE);
-    return;
-  }
-  if (c->eng) {                          /* top-k softmax, the experts' GEMMs, one weighted sum */
-    te_vec (c, "router_topk", "softmax", t, m->experts, 2, 0, 0);
-    site (c, PERFMOD_SITE_MOE_DISPATCH);
-    eng_experts (c, reached, te, d, f);
-    site (c, PERFMOD_SITE_MOE_COMBINE);
-    te_vec (c, "moe_sum", "add", t, d, (double) m->top_k + 1, 0, 0);
+    if (!c->engine)
+      te_vec (c, "moe_sum", "add", t, d, (double) m->top_k + 1, 0, 0);
     return;
   }
   unary (c, "router_softmax", "softmax", t, m->experts);
@@ -1031,8 +1038,7 @@ moe_block (struct bctx *c, int64_t f, const char *act)
     mul2 (c, buf, te, d, (double) te);
     cat2 (buf, sizeof buf, p, "scatter");
     copy (c, buf, "index_add", ted, ted);
-    for (size_t j = from; j < c->g->n; j++)
-      c->g->nodes[j].copies = reached;
+    set_copies (c, from, reached);
   }
   site (c, PERFMOD_SITE_MOE_COMBINE);
 }
@@ -1473,8 +1479,7 @@ te_moe (struct bctx *c, int64_t f)
     linear (c, "experts_fc1", te, d, 2 * f, false);
     te_vec (c, "experts_swiglu", "silu", te, f, 3, 5, 0);
     linear (c, "experts_fc2", te, f, d, false);
-    for (size_t j = from; j < c->g->n; j++)
-      c->g->nodes[j].copies = reached;
+    set_copies (c, from, reached);
   }
   site (c, PERFMOD_SITE_MOE_COMBINE);
   copy (c, "unpermute", "index_add", routed, (double) t * (double) d);

@@ -63,6 +63,9 @@ bool strategy_default_zero (struct strategy *s, bool train);
  * PM_MAX_STAGES), as perfmod search tries it: layers / chunks each, the extra ones to the
  * middle chunks first. */
 void strategy_uneven_split (struct strategy *s, int64_t layers);
+/* The keys of s's uneven split (split=, first_layers=, last_layers=, account_embed=1,
+ * account_loss=1), each after `sep`, into buf of len bytes (cut to fit; "" for none). */
+void strategy_split_keys (const struct strategy *s, char sep, char *buf, size_t len);
 /* Whether s splits the layers unevenly (split=, first_layers/last_layers, account_*). */
 bool strategy_uneven (const struct strategy *s);
 /* The layers of pipeline chunk c of s (model order: rank c % pp's chunk c / pp) for a

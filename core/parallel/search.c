@@ -437,16 +437,8 @@ strategy_string (const struct strategy *s, char *buf, size_t len)
                     s->sp, kernels_name (s->kernels));
   if (s->tpo && n > 0 && (size_t) n < len)
     n += snprintf (buf + n, len - (size_t) n, ",tpo=1");
-  for (int i = 0; i < s->nsplit && n > 0 && (size_t) n < len; i++)
-    n += snprintf (buf + n, len - (size_t) n, "%s%d", i ? ":" : ",split=", s->split[i]);
-  if (s->first_layers && n > 0 && (size_t) n < len)
-    n += snprintf (buf + n, len - (size_t) n, ",first_layers=%d", s->first_layers);
-  if (s->last_layers && n > 0 && (size_t) n < len)
-    n += snprintf (buf + n, len - (size_t) n, ",last_layers=%d", s->last_layers);
-  if (s->account_embed && n > 0 && (size_t) n < len)
-    n += snprintf (buf + n, len - (size_t) n, ",account_embed=1");
-  if (s->account_loss && n > 0 && (size_t) n < len)
-    n += snprintf (buf + n, len - (size_t) n, ",account_loss=1");
+  if (n > 0 && (size_t) n < len)
+    strategy_split_keys (s, ',', buf + n, len - (size_t) n);
 }
 
 /* The first struct_size bytes of res and the caller's row_size bytes of

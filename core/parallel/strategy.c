@@ -42,6 +42,26 @@ strategy_uneven_split (struct strategy *s, int64_t layers)
   s->nsplit = p;
 }
 
+void
+strategy_split_keys (const struct strategy *s, char sep, char *buf, size_t len)
+{
+  int n = 0;
+  if (len == 0)
+    return;
+  buf[0] = '\0';
+  for (int i = 0; i < s->nsplit && n >= 0 && (size_t) n < len; i++)
+    n += i ? snprintf (buf + n, len - (size_t) n, ":%d", s->split[i])
+           : snprintf (buf + n, len - (size_t) n, "%csplit=%d", sep, s->split[i]);
+  if (s->first_layers && n >= 0 && (size_t) n < len)
+    n += snprintf (buf + n, len - (size_t) n, "%cfirst_layers=%d", sep, s->first_layers);
+  if (s->last_layers && n >= 0 && (size_t) n < len)
+    n += snprintf (buf + n, len - (size_t) n, "%clast_layers=%d", sep, s->last_layers);
+  if (s->account_embed && n >= 0 && (size_t) n < len)
+    n += snprintf (buf + n, len - (size_t) n, "%caccount_embed=1", sep);
+  if (s->account_loss && n >= 0 && (size_t) n < len)
+    snprintf (buf + n, len - (size_t) n, "%caccount_loss=1", sep);
+}
+
 bool
 strategy_uneven (const struct strategy *s)
 {

@@ -490,7 +490,7 @@ static int
 moe_parts (const struct perfmod_kernel *k, struct perfmod_kernel part[5])
 {
   double a, r, te, d = (double) k->n, f = (double) k->k, fc1 = phys_moe_fc1 (k);
-  double ea = k->elem_bytes < 2 ? 2 : k->elem_bytes, topk = k->top_k > 0 ? (double) k->top_k : 1;
+  double ea = k->elem_bytes < 2 ? 2 : k->elem_bytes, topk = phys_moe_topk (k);
   int act = k->dtype == PERFMOD_DTYPE_FP8 ? PERFMOD_DTYPE_BF16 : k->dtype;
   phys_moe_work (k, &a, &r, &te);
   for (int i = 0; i < 5; i++) {
