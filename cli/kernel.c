@@ -1,4 +1,4 @@
-/* kernel.c: perfmod kernel: one kernel (gemm, bmm, attention, decode, elementwise, norm, softmax, collective, moe) predicted by each predictor asked for. */
+/* kernel.c: perfmod kernel: one kernel (gemm, bmm, attention, decode, elementwise, norm, softmax, collective, moe, deepep) predicted by each predictor asked for. */
 #include <config.h>
 
 #include <getopt.h>
@@ -30,6 +30,11 @@ kernel_usage (FILE *fp)
          "               [--engine vllm|sglang|trtllm] [--no-gate] [--load L]\n"
          "                                          a MoE layer's routed experts on one of\n"
          "                                          N ranks, fused (F: each expert's width)\n"
+         "  deepep       --coll dispatch|combine [--ll] --tokens T --hidden D --experts E\n"
+         "               --top-k K --ranks R [--sms S]\n"
+         "                                          DeepEP's normal (or low-latency) kernel: T\n"
+         "                                          tokens a rank over R ranks, on S SMs; the\n"
+         "                                          dispatch sends fp8, the combine bf16\n"
          "--dtype defaults to bf16 where the GPU has bf16 matrix units, else fp16, else fp32.\n",
          fp);
 }
@@ -37,9 +42,10 @@ kernel_usage (FILE *fp)
 struct kopts {
   const char *op, *gpu, *dtype, *predictors, *format, *fn, *coll, *engine;
   int64_t m, n, k, batch, seq, heads, kv_heads, head_dim, kv_len, window, rows, cols, ranks;
-  int64_t tokens, hidden, ffn, experts, top_k, ep;
+  int64_t tokens, hidden, ffn, experts, top_k, ep, sms;
   double bytes, load;
   bool no_gate;
+  bool ll;               /* deepep: the low-latency kernels */
   bool no_causal;
   bool backward;         /* attention: the backward kernel */
   char **paths, **popts;
@@ -203,8 +209,41 @@ build_shape (const struct kopts *o, int dtype, struct perfmod_kernel *k)
     k->expert_load = o->load > 1 ? o->load : 1;
     return 0;
   }
+  if (strcmp (o->op, "deepep") == 0) {
+    bool combine = o->coll && strcmp (o->coll, "combine") == 0;
+    if (o->coll == NULL || (!combine && strcmp (o->coll, "dispatch") != 0)) {
+      pm_error ("kernel --op deepep needs --coll dispatch or --coll combine");
+      return -1;
+    }
+    if (!need (o->tokens, "tokens", o->op) || !need (o->hidden, "hidden", o->op) ||
+        !need (o->experts, "experts", o->op) || !need (o->top_k, "top-k", o->op) ||
+        !need (o->ranks, "ranks", o->op))
+      return -1;
+    if (o->top_k > o->experts || o->ranks < 2) {
+      pm_error (o->ranks < 2 ? "--ranks %lld: DeepEP needs 2 or more GPUs"
+                : "--top-k %lld: more than the %lld experts",
+                (long long) (o->ranks < 2 ? o->ranks : o->top_k), (long long) o->experts);
+      return -1;
+    }
+    if (o->ll && o->sms > 0) {
+      pm_error ("--sms: the low-latency kernels take the SMs they need");
+      return -1;
+    }
+    k->kclass = PERFMOD_KERNEL_COMM;
+    k->op = o->ll ? (combine ? "deepep_ll_combine" : "deepep_ll_dispatch")
+                  : (combine ? "deepep_normal_combine" : "deepep_normal_dispatch");
+    kernel_set_dtype (k, combine ? PERFMOD_DTYPE_BF16 : PERFMOD_DTYPE_FP8);
+    k->m = o->tokens;
+    k->k = o->hidden;
+    k->h = o->experts;
+    k->top_k = o->top_k;
+    k->ranks = (int) o->ranks;
+    k->b = o->sms;
+    k->bytes = (double) o->tokens * (double) o->top_k * (double) o->hidden * k->elem_bytes;
+    return 0;
+  }
   pm_error ("--op '%s': expected gemm, bmm, attention, decode, elementwise, norm, softmax, "
-            "collective or moe", o->op);
+            "collective, moe or deepep", o->op);
   return -1;
 }
 
@@ -214,7 +253,8 @@ build_kernel (const struct kopts *o, int dtype, struct perfmod_kernel *k)
 {
   if (build_shape (o, dtype, k) < 0)
     return -1;
-  kernel_set_dtype (k, dtype);
+  if (strcmp (o->op, "deepep") != 0)     /* DeepEP's kernels have their own dtypes */
+    kernel_set_dtype (k, dtype);
   return 0;
 }
 
@@ -224,7 +264,7 @@ parse (int argc, char **argv, struct kopts *o)
   enum { K_OP = 256, K_GPU, K_DTYPE, K_PRED, K_FORMAT, K_FN, K_COLL, K_M, K_N, K_K, K_BATCH,
          K_SEQ, K_HEADS, K_KVH, K_HD, K_KVLEN, K_WIN, K_ROWS, K_COLS, K_RANKS, K_BYTES,
          K_NOCAUSAL, K_BACKWARD, K_PPATH, K_POPT, K_TOKENS, K_HIDDEN, K_FFN, K_EXPERTS, K_TOPK,
-         K_EP, K_ENGINE, K_NOGATE, K_LOAD };
+         K_EP, K_ENGINE, K_NOGATE, K_LOAD, K_LL, K_SMS };
   static const struct option opts[] = {
     { "op", required_argument, NULL, K_OP }, { "gpu", required_argument, NULL, K_GPU },
     { "dtype", required_argument, NULL, K_DTYPE },
@@ -246,7 +286,8 @@ parse (int argc, char **argv, struct kopts *o)
     { "ffn", required_argument, NULL, K_FFN }, { "experts", required_argument, NULL, K_EXPERTS },
     { "top-k", required_argument, NULL, K_TOPK }, { "ep", required_argument, NULL, K_EP },
     { "engine", required_argument, NULL, K_ENGINE }, { "no-gate", no_argument, NULL, K_NOGATE },
-    { "load", required_argument, NULL, K_LOAD },
+    { "load", required_argument, NULL, K_LOAD }, { "ll", no_argument, NULL, K_LL },
+    { "sms", required_argument, NULL, K_SMS },
     { "plugin-path", required_argument, NULL, K_PPATH },
     { "plugin-opt", required_argument, NULL, K_POPT },
     { "verbose", no_argument, NULL, 'v' }, { "help", no_argument, NULL, 'h' },
@@ -293,6 +334,8 @@ parse (int argc, char **argv, struct kopts *o)
     case K_EP: ok = opt_int ("ep", optarg, 1, &o->ep); break;
     case K_ENGINE: o->engine = optarg; break;
     case K_NOGATE: o->no_gate = true; break;
+    case K_LL: o->ll = true; break;
+    case K_SMS: ok = opt_int ("sms", optarg, 1, &o->sms); break;
     case K_LOAD:
       if (!parse_double (optarg, &o->load) || !(o->load >= 1) || o->load > 1e6) {
         pm_error ("--load '%s': expected the busiest rank's load over the even share, 1 or more",
@@ -316,7 +359,7 @@ parse (int argc, char **argv, struct kopts *o)
   }
   if (o->op == NULL) {
     pm_error ("kernel needs --op (gemm, bmm, attention, decode, elementwise, norm, softmax, "
-              "collective, moe)");
+              "collective, moe, deepep)");
     return -1;
   }
   if (strcmp (o->format, "table") && strcmp (o->format, "csv") && strcmp (o->format, "json")) {
@@ -368,6 +411,13 @@ kernel_main (int argc, char **argv)
     dtype = default_dtype (&ge->gpu);
   if (build_kernel (&o, dtype, &k) < 0)
     goto out;
+  if (strcmp (o.op, "deepep") == 0) {
+    if (o.dtype && dtype != k.dtype) {
+      pm_error ("--dtype %s: DeepEP's %s sends %s", o.dtype, o.coll, dtype_name (k.dtype));
+      goto out;
+    }
+    dtype = k.dtype;
+  }
   if (plugins_open (&set, o.paths, o.npaths, o.popts, o.npopts) < 0)
     goto out;
   preds = strv_split (o.predictors ? o.predictors : "roofline,tile-mlp", ',');

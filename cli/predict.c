@@ -424,8 +424,7 @@ explain_serving (struct plugin_set *set, struct plugin *pl, const struct model_c
         double bytes = (double) s.mbs * (double) (phase ? 1 : o->seq) * (double) m->hidden
                        * (o->prec ? o->prec->act_bytes : 4);
         double t = collective_seconds (PERFMOD_COLL_SENDRECV, bytes, g.size[DIM_PP],
-                                       g.stride[DIM_PP], g.gpus_per_node, gpu,
-                                       COLL_ALGO_AUTO) * 1e3;
+                                       g.stride[DIM_PP], g.gpus_per_node, gpu) * 1e3;
         fprintf (out, "%-40s %-12s %5d %12.6f %12.4f\n", "pp_send_recv_fw (to the next stage)",
                  "comm", 1, t, t);
       }

@@ -149,6 +149,13 @@ struct perfmod_gpu {
   struct perfmod_engine_allreduce {
     double oneshot_us, oneshot_gbps, twoshot_bytes, twoshot_us, twoshot_gbps;
   } engine_ar[3];
+  /* Appended (check struct_size): the intra-node fabric as NCCL sees it.
+   * nvlink 1: every GPU of the node reaches every other over NVLink
+   * (NVSwitch) or AMD's Infinity Fabric, 0: over PCIe; nvls 1: the
+   * switches reduce in the network (NVLink SHARP, Hopper's NVSwitch and
+   * later). */
+  int nvlink;
+  int nvls;
 };
 
 /* Peak FLOP/s a kernel of the given dtype can reach on gpu: FP32 uses the

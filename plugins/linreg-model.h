@@ -12,6 +12,7 @@
 #define LR_ATTENTION TC_ATTENTION
 #define LR_VECTOR TC_VECTOR
 #define LR_COMM TC_COMM
+#define LR_DEEPEP TC_DEEPEP
 #define LR_NGROUPS TC_NGROUPS
 #define lr_group_keys tc_group_keys
 #define lr_group_of tc_group_of
@@ -34,7 +35,7 @@ lr_scale (int grp, int dtype, const struct perfmod_gpu *g)
 {
   if (grp == LR_GEMM || grp == LR_ATTENTION)
     return perfmod_gpu_peak_flops (g, dtype) / 1e12;
-  return grp == LR_COMM ? g->link_gbps : g->mem_bw_gbps;
+  return grp == LR_COMM || grp == LR_DEEPEP ? g->link_gbps : g->mem_bw_gbps;
 }
 
 #endif /* PERFMOD_LINREG_MODEL_H */

@@ -13,6 +13,9 @@
  * as 0. */
 #define PHYS_HAS(k, field) \
   ((k)->struct_size >= offsetof (struct perfmod_kernel, field) + sizeof (k)->field)
+/* The same for struct perfmod_gpu. */
+#define PHYS_HAS_GPU(g, field) \
+  ((g)->struct_size >= offsetof (struct perfmod_gpu, field) + sizeof (g)->field)
 
 struct phys_cost {
   double flops;        /* arithmetic, FLOPs */
@@ -68,6 +71,232 @@ phys_comm_bytes (const char *op, double bytes, double n)
   if (op && (strcmp (op, "send_recv") == 0 || strcmp (op, "p2p") == 0))
     return bytes;
   return (n - 1) / n * bytes;     /* all_gather, reduce_scatter, alltoall */
+}
+
+/* NCCL's cost model (src/graph/tuning.cc, NCCL 2.19-2.23): each
+ * algorithm and protocol costs a latency plus bytes over a bandwidth, and
+ * NCCL runs the cheapest.  Latencies in microseconds: a base per protocol
+ * (LL, LL128, Simple) plus one hardware latency per step of the
+ * algorithm, per link (NVLink, PCIe, network); NVLS (NVLink SHARP) pays
+ * its switch round trip once. */
+enum phys_nccl_proto { PHYS_NCCL_LL, PHYS_NCCL_LL128, PHYS_NCCL_SIMPLE, PHYS_NCCL_NPROTO };
+enum phys_nccl_algo { PHYS_NCCL_RING, PHYS_NCCL_TREE, PHYS_NCCL_NVLS, PHYS_NCCL_P2P };
+static const double phys_nccl_base_us[2][PHYS_NCCL_NPROTO] = {
+  { 6.6, 14.0, 8.4 },          /* ring (and the point-to-point steps of an all-to-all) */
+  { 6.8, 14.0, 8.4 },          /* tree */
+};
+static const double phys_nccl_hw_us[3][2][PHYS_NCCL_NPROTO] = {
+  { { 0.6, 1.9, 3.4 }, { 0.6, 1.25, 4.0 } },   /* NVLink: ring, tree */
+  { { 1.0, 2.5, 5.7 }, { 1.0, 1.9, 4.0 } },    /* PCIe */
+  { { 2.7, 4.0, 14.0 }, { 5.0, 8.5, 14.0 } },  /* network */
+};
+#define PHYS_NCCL_NVLS_US 25.0
+/* Bus bandwidth kept by a protocol: LL sends a flag with every 8 bytes
+ * and NCCL counts a quarter of the link for an all-reduce (a third
+ * otherwise), LL128 120 of every 128 bytes, Simple all; a tree
+ * reaches 0.9 of the ring's.  NVLS: the switch sums what the GPUs load
+ * and copies what they store, so each GPU sends its buffer and receives
+ * its 1/n share summed, then sends that share and receives the whole sum:
+ * (1 + 1/n) of the buffer each way, at the link's bus bandwidth. */
+#define PHYS_NCCL_LL128_SHARE 0.92
+#define PHYS_NCCL_TREE_SHARE 0.9
+/* The point-to-point path of an all-to-all uses LL for steps up to this
+ * many bytes per peer (NCCL_P2P_LL_THRESHOLD). */
+#define PHYS_NCCL_P2P_LL_BYTES 16384.0
+
+struct phys_nccl {
+  double seconds;   /* the cheapest algorithm and protocol's time */
+  double latency;   /* of it, the latency (seconds) */
+  int algo, proto;  /* enum phys_nccl_algo, phys_nccl_proto */
+  int nodes;        /* nodes the ranks span */
+};
+
+/* The time of one algorithm and protocol: lat microseconds plus `moved`
+ * bytes over bw bytes/s, kept in *best if cheaper. */
+static inline void
+phys_nccl_try (struct phys_nccl *best, int algo, int proto, double lat_us, double moved,
+               double bw)
+{
+  double t = lat_us * 1e-6 + moved / bw;
+  if (bw > 0 && (best->seconds <= 0 || t < best->seconds)) {
+    best->seconds = t;
+    best->latency = lat_us * 1e-6;
+    best->algo = algo;
+    best->proto = proto;
+  }
+}
+
+/* One step of point-to-point sends (a send/recv, an all-to-all's sends to
+ * every peer at once): `moved` bytes over bw, at most `peer` bytes to one
+ * peer, on link kind hw (0 NVLink, 1 PCIe, 2 network); LL where the peer's
+ * share is small, else Simple. */
+static inline void
+phys_nccl_step (struct phys_nccl *r, double moved, double peer, double bw, int hw)
+{
+  for (int p = PHYS_NCCL_LL; p < PHYS_NCCL_NPROTO; p += 2)
+    if (p == PHYS_NCCL_SIMPLE || peer <= PHYS_NCCL_P2P_LL_BYTES)
+      phys_nccl_try (r, PHYS_NCCL_P2P, p, phys_nccl_base_us[0][p] + phys_nccl_hw_us[hw][0][p],
+                     moved, p == PHYS_NCCL_LL ? bw / 3 : bw);
+}
+
+/* A collective (op as a COMM kernel names it) on `bytes` (the whole
+ * buffer: nccl-tests' size) over n ranks of gpu, ppn of them in each node
+ * (0: as many as fill a node of gpus_per_node), as NCCL runs it: the bus
+ * bandwidth is the link's times link_efficiency within a node; what
+ * crosses a node's boundary goes through its ppn NICs.  Returns -1 where
+ * the GPU has no link bandwidth. */
+static inline int
+phys_nccl_time (const char *op, double bytes, double n, double ppn, const struct perfmod_gpu *g,
+                struct phys_nccl *r)
+{
+  bool nvlink = PHYS_HAS_GPU (g, nvlink) && g->nvlink, nvls = PHYS_HAS_GPU (g, nvls) && g->nvls;
+  double eff = g->link_efficiency > 0 ? g->link_efficiency : 1;
+  double nodes, bus = g->link_gbps * 1e9 * eff, link = bus;
+  double nic = g->nic_gbps * 1e9 * (g->nic_efficiency > 0 ? g->nic_efficiency : 1)
+               / (g->oversubscription >= 1 ? g->oversubscription : 1);
+  int hw = nvlink ? 0 : 1;
+  bool allreduce = op && strcmp (op, "all_reduce") == 0;
+  bool a2a = op && strcmp (op, "alltoall") == 0;
+  bool p2p = op && (strcmp (op, "send_recv") == 0 || strcmp (op, "p2p") == 0);
+  memset (r, 0, sizeof *r);
+  if (!(ppn > 0))
+    ppn = g->gpus_per_node > 0 ? fmin (n, g->gpus_per_node) : n;
+  ppn = fmax (1, fmin (ppn, n));
+  nodes = ceil (n / ppn);
+  r->nodes = (int) nodes;
+  if (!(g->link_gbps > 0) || n < 2 || !(bytes > 0))
+    return n < 2 || !(bytes > 0) ? 0 : -1;
+  if (nodes > 1 && !(nic > 0))
+    return -1;
+  if (nodes > 1)         /* a ring crosses each node boundary on every NIC of the node */
+    bus = fmin (bus, ppn * nic);
+  if (p2p) {             /* to one peer: over the link, or its NIC on another node */
+    phys_nccl_step (r, bytes, bytes, bus, nodes > 1 ? 2 : hw);
+    return 0;
+  }
+  if (a2a) {
+    /* every peer at once: (ppn-1)/n of the buffer over the links and
+     * (n-ppn)/n over the GPU's own NIC, side by side (the slower's time) */
+    double moved = (ppn - 1) / n * bytes, out = (n - ppn) / n * bytes;
+    if (out / nic > moved / link)
+      phys_nccl_step (r, out, bytes / n, nic, 2);
+    else
+      phys_nccl_step (r, moved, bytes / n, link, nodes > 1 ? 2 : hw);
+    return 0;
+  }
+  for (int p = 0; p < PHYS_NCCL_NPROTO; p++) {
+    double steps = allreduce ? 2 * (n - 1) : n - 1;
+    double inter = allreduce ? 2 * (nodes - 1) : nodes - 1, bw = bus, lat;
+    /* LL's steps inside a node wait 1.8 times longer once the ranks span
+     * nodes (NCCL's tuning) */
+    double intra_ll = nodes > 1 && p == PHYS_NCCL_LL ? 1.8 : 1;
+    if (p == PHYS_NCCL_LL128 && !nvlink)
+      continue;          /* NCCL enables LL128 on NVLink alone */
+    if (p == PHYS_NCCL_LL)
+      bw = bus * (allreduce || nodes > 1 ? 0.25 : 1.0 / 3);
+    else if (p == PHYS_NCCL_LL128)
+      bw = bus * PHYS_NCCL_LL128_SHARE;
+    lat = phys_nccl_base_us[0][p] + (steps - inter) * phys_nccl_hw_us[hw][0][p] * intra_ll
+          + inter * phys_nccl_hw_us[2][0][p];
+    phys_nccl_try (r, PHYS_NCCL_RING, p, lat, steps / n * bytes, bw);
+    if (allreduce && nodes > 1) {    /* the tree: up and down ppn-1 links and log2 nodes hops */
+      double tbw = bus * PHYS_NCCL_TREE_SHARE * (p == PHYS_NCCL_LL ? 1 / 3.8
+                                                 : p == PHYS_NCCL_LL128 ? 0.915 : 1);
+      lat = phys_nccl_base_us[1][p] + 2 * ((ppn - 1) * phys_nccl_hw_us[hw][1][p] * intra_ll
+                                           + ceil (log2 (nodes)) * phys_nccl_hw_us[2][1][p]);
+      phys_nccl_try (r, PHYS_NCCL_TREE, p, lat, 2 * bytes, tbw);
+    }
+  }
+  if (allreduce && nvls && nodes == 1)
+    phys_nccl_try (r, PHYS_NCCL_NVLS, PHYS_NCCL_SIMPLE, PHYS_NCCL_NVLS_US, (1 + 1 / n) * bytes,
+                   bus);
+  return 0;
+}
+
+/* DeepEP's expert-parallel dispatch and combine (deepseek-ai/DeepEP),
+ * as COMM kernels: op "deepep_normal_dispatch", "deepep_normal_combine",
+ * "deepep_ll_dispatch" or "deepep_ll_combine"; m tokens on each rank, k
+ * the hidden width, top_k experts per token among h, ranks the
+ * expert-parallel group, b the SMs the normal kernels run on (0: as many
+ * as they need).  The dispatch sends fp8 (and its scales), the combine
+ * bf16.  The normal kernels send a token once to each rank holding one of
+ * its experts, and once to each other node (forwarded over NVLink there);
+ * the low-latency kernels send a copy per expert.  Each SM a normal
+ * kernel runs on pushes about PHYS_DEEPEP_SM_BYTES_CLOCK bytes a clock
+ * (an H100 measurement: aiconfigurator's DeepEP table moves 14-15 GB/s
+ * per SM at 4 to 16 SMs, link-bound beyond), so few SMs cap the
+ * bandwidth below the link's. */
+#define PHYS_DEEPEP_SM_BYTES_CLOCK 7.5
+#define PHYS_DEEPEP_LATENCY_S 1e-5   /* a nominal fixed cost the network corrects */
+
+static inline bool
+phys_deepep_op (const char *op, bool *ll, bool *combine)
+{
+  if (op == NULL || strncmp (op, "deepep_", 7) != 0)
+    return false;
+  if (strcmp (op + 7, "normal_dispatch") && strcmp (op + 7, "normal_combine") &&
+      strcmp (op + 7, "ll_dispatch") && strcmp (op + 7, "ll_combine"))
+    return false;
+  *ll = strncmp (op + 7, "ll_", 3) == 0;
+  *combine = strstr (op, "_combine") != NULL;
+  return true;
+}
+
+/* The chance that a token's top_k of `experts` experts (spread evenly, a
+ * balanced router) include one of the `held` a destination holds. */
+static inline double
+phys_deepep_reach (double experts, double held, double topk)
+{
+  double none = 1;
+  for (int i = 0; i < (int) topk && i < 1024; i++)
+    none *= fmax (0, (experts - held - i) / (experts - i));
+  return 1 - none;
+}
+
+struct phys_deepep {
+  double link_bytes, nic_bytes;  /* each rank sends, over NVLink and over its NIC */
+  double bw;                     /* bytes/s the link part reaches (the SMs may cap it) */
+  double seconds;                /* the mechanism's time */
+  int nodes;
+};
+
+/* -1 for a kernel that is not DeepEP's or lacks what its cost needs. */
+static inline int
+phys_deepep_time (const struct perfmod_kernel *k, const struct perfmod_gpu *g,
+                  struct phys_deepep *r)
+{
+  bool ll = false, combine = false;
+  double n = PHYS_HAS (k, ranks) ? (double) k->ranks : 0, tok = (double) k->m;
+  double hid = (double) k->k, topk = PHYS_HAS (k, top_k) ? (double) k->top_k : 0;
+  double experts = (double) k->h, elem, ppn, link, nic, sms;
+  memset (r, 0, sizeof *r);
+  if (!phys_deepep_op (k->op, &ll, &combine) || n < 2 || !(tok > 0) || !(hid > 0) ||
+      !(topk >= 1) || !(experts >= topk) || !(g->link_gbps > 0))
+    return -1;
+  elem = combine ? 2 : 1 + 4.0 / 128;         /* bf16; fp8 and a float scale per 128 */
+  ppn = g->gpus_per_node > 0 ? fmin (n, g->gpus_per_node) : n;
+  r->nodes = (int) ceil (n / ppn);
+  link = g->link_gbps * 1e9 * (g->link_efficiency > 0 ? g->link_efficiency : 1);
+  nic = g->nic_gbps * 1e9 * (g->nic_efficiency > 0 ? g->nic_efficiency : 1);
+  if (r->nodes > 1 && !(nic > 0))
+    return -1;
+  if (ll) {                  /* a copy per expert on another rank */
+    r->link_bytes = tok * topk * (ppn - 1) / n * hid * elem;
+    r->nic_bytes = tok * topk * (n - ppn) / n * hid * elem;
+  }
+  else {                     /* once per rank in the node, once per other node */
+    double held = experts / n;
+    r->link_bytes = tok * (ppn - 1) * phys_deepep_reach (experts, held, topk) * hid * elem;
+    r->nic_bytes = tok * (r->nodes - 1) * phys_deepep_reach (experts, held * ppn, topk) * hid
+                   * elem;
+  }
+  r->bw = link;
+  sms = (double) k->b;
+  if (!ll && sms > 0 && g->clock_mhz > 0)
+    r->bw = fmin (link, sms * PHYS_DEEPEP_SM_BYTES_CLOCK * g->clock_mhz * 1e6);
+  r->seconds = PHYS_DEEPEP_LATENCY_S + fmax (r->link_bytes / r->bw,
+                                             nic > 0 ? r->nic_bytes / nic : 0);
+  return 0;
 }
 
 /* A MOE kernel's experts per token (1 where a core older than it says none). */
@@ -167,10 +396,35 @@ phys_cost_of (const struct perfmod_kernel *k, const struct perfmod_gpu *gpu,
     c->bytes = r * (g + f) * d * e + ea * a * (5 * d + 2 * g + 2 * f + d / topk);
     return 0;
   }
-  case PERFMOD_KERNEL_COMM:
-    c->comm_bytes = phys_comm_bytes (k->op, k->bytes, PHYS_HAS (k, ranks) ? k->ranks : 0);
+  case PERFMOD_KERNEL_COMM: {
+    double n = PHYS_HAS (k, ranks) ? (double) k->ranks : 0;
+    struct phys_deepep dp;
+    if (gpu && phys_deepep_time (k, gpu, &dp) == 0) {
+      /* the slower of the link's share (at the link's full bandwidth: a
+       * bound) and the NIC's */
+      double nic = gpu->nic_gbps * 1e9;
+      c->comm_bytes = dp.link_bytes;
+      c->bw = gpu->link_gbps * 1e9;
+      if (nic > 0 && dp.nic_bytes / nic > dp.link_bytes / c->bw) {
+        c->comm_bytes = dp.nic_bytes;
+        c->bw = nic;
+      }
+      return 0;
+    }
+    c->comm_bytes = phys_comm_bytes (k->op, k->bytes, n);
     c->bw = gpu ? gpu->link_gbps * 1e9 : 0;
+    /* ranks beyond a node: what crosses the node's boundary goes through
+     * its NICs, gpus_per_node of them (phys_nccl_time) */
+    if (gpu && gpu->gpus_per_node > 0 && n > gpu->gpus_per_node && gpu->nic_gbps > 0)
+      c->bw = fmin (c->bw, gpu->gpus_per_node * gpu->nic_gbps * 1e9
+                           / (gpu->oversubscription >= 1 ? gpu->oversubscription : 1));
+    /* NVLink SHARP's all-reduce within a node moves (1 + 1/n) of the
+     * buffer each way (phys_nccl_time), less than a ring */
+    if (gpu && PHYS_HAS_GPU (gpu, nvls) && gpu->nvls && n >= 2 && n <= gpu->gpus_per_node && k->op
+        && strcmp (k->op, "all_reduce") == 0)
+      c->comm_bytes = fmin (c->comm_bytes, (1 + 1 / n) * k->bytes);
     return 0;
+  }
   default:
     return -1;
   }

@@ -17,10 +17,10 @@
  * useful share) and describe the chip only by ratios that carry across
  * chips: FLOPs and bytes per clock per SM at the kernel's dtype, intensity
  * against the ridge point, bytes against the L2. */
-enum tc_group { TC_GEMM, TC_ATTENTION, TC_VECTOR, TC_COMM, TC_MOE, TC_NGROUPS };
+enum tc_group { TC_GEMM, TC_ATTENTION, TC_VECTOR, TC_COMM, TC_MOE, TC_DEEPEP, TC_NGROUPS };
 static const char *const tc_group_keys[TC_NGROUPS] = { "tc_gemm", "tc_attention", "tc_vector",
-                                                       "tc_comm", "tc_moe" };
-static const int tc_group_nfeat[TC_NGROUPS] = { 15, 15, 14, 10, 18 };
+                                                       "tc_comm", "tc_moe", "tc_deepep" };
+static const int tc_group_nfeat[TC_NGROUPS] = { 15, 15, 14, 15, 18, 11 };
 #define TC_NFEAT_MAX 18
 /* A fused MoE layer runs about this many kernels (routing's sort,
  * permute, two grouped GEMMs, the activation, the combine): its fixed
@@ -31,9 +31,9 @@ static const char *const tc_moe_engines[] = { "trtllm", "sglang", "vllm" };
 #define TC_MOE_NENGINES 3
 #define TC_TILE 128.0
 /* A nominal kernel's fixed cost the correction starts from, in clock
- * cycles (a slower clock pays longer), and a collective's in seconds. */
+ * cycles (a slower clock pays longer); a collective starts from NCCL's
+ * own cost model (physics.h, phys_nccl_time). */
 #define TC_LAUNCH_CYCLES 4000.0
-#define TC_COMM_LATENCY_S 1e-5
 
 /* Input sets: "tc-nochip", the default, sees the chip only through the
  * kernel's ratios to its peak, bandwidth, L2, SMs and clock; "tc" also
@@ -77,8 +77,10 @@ tc_group_of (const struct perfmod_kernel *k)
   case PERFMOD_KERNEL_LAYERNORM:
   case PERFMOD_KERNEL_MEMORY:
     return k->dtype == PERFMOD_DTYPE_FP16 || k->dtype == PERFMOD_DTYPE_BF16 ? TC_VECTOR : -1;
-  case PERFMOD_KERNEL_COMM:
-    return TC_COMM;
+  case PERFMOD_KERNEL_COMM: {
+    bool ll = false, combine = false;
+    return phys_deepep_op (k->op, &ll, &combine) ? TC_DEEPEP : TC_COMM;
+  }
   case PERFMOD_KERNEL_MOE:
     return TC_MOE;
   default:
@@ -131,7 +133,7 @@ tc_case_of (const struct perfmod_kernel *k, const struct perfmod_gpu *g, int fea
   ridge = pc.peak > 0 ? pc.peak / (g->mem_bw_gbps * 1e9) : 1;
   c->nfeat = tc_group_nfeat[grp];
   c->floor = phys_floor (&pc, g);
-  c->base = roof + (grp == TC_COMM ? TC_COMM_LATENCY_S : TC_LAUNCH_CYCLES / (g->clock_mhz * 1e6));
+  c->base = roof + TC_LAUNCH_CYCLES / (g->clock_mhz * 1e6);
   if (grp == TC_MOE)
     c->base += (TC_MOE_KERNELS - 1) * TC_LAUNCH_CYCLES / (g->clock_mhz * 1e6);
   kcycles = roof * g->clock_mhz * 1e3;     /* the roofline in thousands of clock cycles */
@@ -193,16 +195,51 @@ tc_case_of (const struct perfmod_kernel *k, const struct perfmod_gpu *g, int fea
     return 0;
   }
   case TC_COMM: {
+    /* The network corrects NCCL's own model, told which algorithm and
+     * protocol that model chose, how much of its time is latency, and the
+     * link (its kind and bandwidth: on a GPU left out of training, the
+     * correction of the training GPU nearest in link bandwidth). */
     static const char *const ops[] = { "all_reduce", "all_gather", "reduce_scatter", "alltoall",
                                        "send_recv" };
+    struct phys_nccl nc;
+    if (k->ranks < 2 || phys_nccl_time (k->op, k->bytes, (double) k->ranks, 0, g, &nc) < 0
+        || !(nc.seconds > 0))
+      return -1;
+    c->base = nc.seconds;
     for (int i = 0; i < 5; i++)
       x[i] = k->op && strcmp (k->op, ops[i]) == 0;
-    x[5] = tc_log2 (k->ranks);
+    x[5] = tc_log2 ((double) k->ranks);
     x[6] = tc_log2 (k->bytes);
-    x[7] = tc_log2 (roof / 1e-6);
-    x[8] = tc_log2 (g->link_gbps);
-    x[9] = tc_log2 (k->bytes / l2);
-    return k->ranks >= 2 && g->link_gbps > 0 ? 0 : -1;
+    x[7] = tc_log2 (nc.seconds / 1e-6);
+    x[8] = nc.latency / nc.seconds;
+    for (int p = 0; p < PHYS_NCCL_NPROTO; p++)
+      x[9 + p] = nc.proto == p;
+    x[12] = nc.algo == PHYS_NCCL_NVLS;
+    x[13] = PHYS_HAS_GPU (g, nvlink) && g->nvlink;
+    x[14] = tc_log2 (g->link_gbps);
+    return 0;
+  }
+  case TC_DEEPEP: {
+    /* DeepEP's kernels correct their mechanism (physics.h), told the
+     * kernel, the shape and how far the SMs cap the link */
+    struct phys_deepep dp;
+    bool ll = false, combine = false;
+    if (phys_deepep_time (k, g, &dp) < 0)
+      return -1;
+    phys_deepep_op (k->op, &ll, &combine);
+    c->base = dp.seconds;
+    x[0] = tc_log2 ((double) k->m);
+    x[1] = tc_log2 ((double) k->k);
+    x[2] = tc_log2 ((double) k->top_k);
+    x[3] = tc_log2 ((double) k->h);
+    x[4] = tc_log2 ((double) k->ranks);
+    x[5] = tc_log2 (dp.nodes);
+    x[6] = ll;
+    x[7] = combine;
+    x[8] = k->b > 0 ? tc_log2 ((double) k->b) : 0;
+    x[9] = tc_log2 (dp.seconds / 1e-6);
+    x[10] = tc_log2 (g->link_gbps * 1e9 / dp.bw);
+    return 0;
   }
   case TC_MOE: {
     /* The grouped GEMMs' tiles: each reached expert's rows padded to

@@ -56,6 +56,11 @@ static struct state {
    * MoE layer is predicted as its parts (the core's decomposition). */
   struct learned moe;
   int moe_state, moe_ready;
+  /* The collectives' networks (NCCL's, DeepEP's): DATADIR/params/
+   * tile-mlp-comm.params unless comm_params= names another (perfmod train
+   * --table nccl,deepep); without it a collective is refused. */
+  struct learned comm;
+  int comm_state, comm_ready;
 } S;
 
 static int
@@ -65,9 +70,11 @@ tm_init (const struct perfmod_host *h, void **state)
    * after tm_fini, which freed what these pointers still name. */
   memset (&S, 0, sizeof S);
   *state = &S;
-  if (learned_init (&S.tc, h, TILEMLP_NAME) < 0 || learned_init (&S.moe, h, TILEMLP_NAME) < 0)
+  if (learned_init (&S.tc, h, TILEMLP_NAME) < 0 || learned_init (&S.moe, h, TILEMLP_NAME) < 0
+      || learned_init (&S.comm, h, TILEMLP_NAME) < 0)
     return -1;
   S.moe.suffix = "-moe";
+  S.comm.suffix = "-comm";
   return learned_init (&S.l, h, TILEMLP_NAME);
 }
 
@@ -95,12 +102,14 @@ tm_fini (void *state)
     for (int e = 0; e < MAX_MEMBERS; e++)
       if (s->tcnet[g][e])
         s->l.host->mlp_free (s->tcnet[g][e]);
+  learned_fini (&s->comm);
   learned_fini (&s->moe);
   learned_fini (&s->tc);
   learned_fini (&s->l);
 }
 
-static const char *const tm_keys[] = { "params", "clamp", "tc_params", "moe_params", NULL };
+static const char *const tm_keys[] = { "params", "clamp", "tc_params", "moe_params",
+                                       "comm_params", NULL };
 
 static int
 tm_config (void *state, const char *key, const char *value)
@@ -118,6 +127,8 @@ tm_config (void *state, const char *key, const char *value)
     return learned_optional_config (&s->tc, &s->tc_state, value);
   if (strcmp (key, "moe_params") == 0)
     return learned_optional_config (&s->moe, &s->moe_state, value);
+  if (strcmp (key, "comm_params") == 0)
+    return learned_optional_config (&s->comm, &s->comm_state, value);
   return learned_config (&s->l, key, value);
 }
 
@@ -483,19 +494,76 @@ tc_load (struct state *s, struct learned *l, int *state, int *ready, unsigned wa
 #endif
 }
 
-/* The tensor-core file's networks (every group but the MoE layers'). */
+/* The tensor-core file's networks (every group but the MoE layers' and
+ * the collectives', which have files of their own). */
 static int
 tc_setup (struct state *s)
 {
-  return tc_load (s, &s->tc, &s->tc_state, &s->tc_ready, ~(1u << TC_MOE));
+  return tc_load (s, &s->tc, &s->tc_state, &s->tc_ready,
+                  ~(1u << TC_MOE | 1u << TC_COMM | 1u << TC_DEEPEP));
 }
 
 /* The file of the group that models g's kernels, loaded. */
 static int
 tc_setup_group (struct state *s, int g)
 {
-  return g == TC_MOE ? tc_load (s, &s->moe, &s->moe_state, &s->moe_ready, 1u << TC_MOE)
-                     : tc_setup (s);
+  if (g == TC_MOE)
+    return tc_load (s, &s->moe, &s->moe_state, &s->moe_ready, 1u << TC_MOE);
+  if (g == TC_COMM || g == TC_DEEPEP)
+    return tc_load (s, &s->comm, &s->comm_state, &s->comm_ready,
+                    1u << TC_COMM | 1u << TC_DEEPEP);
+  return tc_setup (s);
+}
+
+/* Group g's networks on k: seconds (the geometric mean of the members'
+ * times) and the members' spread in log space; -1 if k lacks what the
+ * group reads. */
+static int
+tc_eval (struct state *s, int g, const struct perfmod_kernel *k, const struct perfmod_gpu *gpu,
+         double *seconds, double *sd)
+{
+  struct tc_case c;
+  double out, sum = 0, sum2 = 0;
+  if (tc_case_of (k, gpu, s->tcfeatures[g], &c) < 0)
+    return -1;
+  /* inside the training's range: no extrapolation to an unlike GPU */
+  if (s->tcrange[g])
+    for (int j = 0; j < c.nfeat; j++)
+      c.x[j] = fmin (fmax (c.x[j], s->tcrange[g][j]), s->tcrange[g][c.nfeat + j]);
+  for (int e = 0; e < s->tcmembers[g]; e++) {
+    s->l.host->mlp_eval (s->tcnet[g][e], c.x, &out);
+    sum += out;
+    sum2 += out * out;
+  }
+  *seconds = tc_time (&c, sum / s->tcmembers[g]);
+  *sd = s->tcmembers[g] > 1
+        ? sqrt (fmax (0, (sum2 - sum * sum / s->tcmembers[g]) / (s->tcmembers[g] - 1))) : 0;
+  return 0;
+}
+
+/* A collective never takes less time for a larger buffer: its time is
+ * the running maximum of the network's at buffers of 2^(j/2) bytes up to
+ * k's, interpolated between the two around it (exact at those sizes). */
+static int
+tc_comm_monotone (struct state *s, const struct perfmod_kernel *k, const struct perfmod_gpu *gpu,
+                  double *seconds)
+{
+  struct perfmod_kernel at;
+  double lo = 1, hi, t_lo = 0, t_hi, sd;
+  kernel_copy (&at, k);
+  for (int j = 0;; j++) {
+    hi = exp2 (j / 2.0);
+    at.bytes = hi;
+    if (tc_eval (s, TC_COMM, &at, gpu, &t_hi, &sd) < 0)
+      return -1;
+    t_hi = fmax (t_hi, t_lo);
+    if (hi >= k->bytes || j > 200)
+      break;
+    lo = hi;
+    t_lo = t_hi;
+  }
+  *seconds = hi > lo ? t_lo + (t_hi - t_lo) * (k->bytes - lo) / (hi - lo) : t_hi;
+  return 0;
 }
 
 /* A kernel the tensor-core networks model: the geometric mean of the
@@ -505,8 +573,7 @@ tc_estimate (struct state *s, const struct perfmod_kernel *k, const struct perfm
              struct perfmod_estimate *est)
 {
   struct perfmod_kernel own;
-  struct tc_case c;
-  double out, sum = 0, sum2 = 0, scale;
+  double scale, sd;
   int g, rc;
   kernel_copy (&own, k);
   scale = tc_as_forward (&own);
@@ -518,28 +585,48 @@ tc_estimate (struct state *s, const struct perfmod_kernel *k, const struct perfm
     return 0;
   if (g == TC_VECTOR && s->tcrange[g])
     tc_vector_relay (&own, s->tcrange[g][1]);
-  if (tc_case_of (&own, gpu, s->tcfeatures[g], &c) < 0) {
+  if (tc_eval (s, g, &own, gpu, &est->seconds, &sd) < 0
+      || (g == TC_COMM && tc_comm_monotone (s, &own, gpu, &est->seconds) < 0)) {
     s->l.host->error ("%s kernel on %s: the GPU lacks what the tensor-core model reads (SMs, "
                       "clock, bandwidth%s)", tc_group_keys[g] + 3, gpu->name,
                       g == TC_COMM ? ", link bandwidth" : "");
     return -1;
   }
-  /* inside the training's range: no extrapolation to an unlike GPU */
-  if (s->tcrange[g])
-    for (int j = 0; j < c.nfeat; j++)
-      c.x[j] = fmin (fmax (c.x[j], s->tcrange[g][j]), s->tcrange[g][c.nfeat + j]);
-  for (int e = 0; e < s->tcmembers[g]; e++) {
-    s->l.host->mlp_eval (s->tcnet[g][e], c.x, &out);
-    sum += out;
-    sum2 += out * out;
-  }
-  est->seconds = scale * tc_time (&c, sum / s->tcmembers[g]);
-  est->spread = 0;
-  if (s->tcmembers[g] > 1) {
-    double sd = sqrt (fmax (0, (sum2 - sum * sum / s->tcmembers[g]) / (s->tcmembers[g] - 1)));
-    est->spread = est->seconds * (exp (sd) - 1);
-  }
+  est->seconds *= scale;
+  est->spread = est->seconds * (exp (sd) - 1);
   return 1;
+}
+
+/* A collective without a network to correct it: NCCL's cost model or
+ * DeepEP's (physics.h) itself, never under the links' bound, said in
+ * the basis. */
+static int
+comm_mechanism (struct state *s, const struct perfmod_kernel *k, const struct perfmod_gpu *gpu,
+                struct perfmod_estimate *est)
+{
+  struct phys_nccl nc;
+  struct phys_deepep dp;
+  struct phys_cost pc;
+  double t;
+  if (phys_deepep_time (k, gpu, &dp) == 0) {
+    t = dp.seconds;
+    est->basis = "DeepEP's model (no network to correct it)";
+  }
+  else if (phys_nccl_time (k->op, k->bytes, PHYS_HAS (k, ranks) ? (double) k->ranks : 0, 0, gpu,
+                           &nc) == 0 && nc.seconds > 0) {
+    t = nc.seconds;
+    est->basis = "NCCL's model (no network to correct it)";
+  }
+  else {
+    s->l.host->error ("%s on %s: no link bandwidth (link_gbps) or no ranks for NCCL's model",
+                      k->op ? k->op : "collective", gpu->name);
+    return -1;
+  }
+  if (phys_cost_of (k, gpu, &pc) == 0)
+    t = fmax (t, phys_floor (&pc, gpu));
+  est->seconds = t;
+  est->spread = 0;
+  return 0;
 }
 
 /* Seconds for one kernel: the network's estimate is the kernel's own time
@@ -558,10 +645,12 @@ tm_estimate (void *state, const struct perfmod_kernel *k, const struct perfmod_g
     s->l.host->error ("no MoE network (%s)", s->moe.path ? s->moe.path : "not found");
     return -1;
   }
-  if (k->kclass == PERFMOD_KERNEL_ATTENTION || k->kclass == PERFMOD_KERNEL_COMM) {
-    s->l.host->error ("%s kernels need the tensor-core parameters (%s): perfmod train "
-                      "--predictor tile-mlp --data MODERNDATA", k->kclass == PERFMOD_KERNEL_COMM
-                      ? "collective" : "attention", s->tc.path ? s->tc.path : "not found");
+  if (k->kclass == PERFMOD_KERNEL_COMM)   /* no network to correct it: the mechanism */
+    return comm_mechanism (s, k, gpu, est);
+  if (k->kclass == PERFMOD_KERNEL_ATTENTION) {
+    s->l.host->error ("attention kernels need the tensor-core parameters (%s): perfmod train "
+                      "--predictor tile-mlp --data MODERNDATA", s->tc.path ? s->tc.path
+                                                                           : "not found");
     return -1;
   }
   if (c < 0) {                          /* no class: memory-bound */

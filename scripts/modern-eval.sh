@@ -4,6 +4,7 @@
 # GPUs (vidur's per-layer ops over A100/H100/A40).  Usage: scripts/modern-eval.sh [DATA [OUTDIR]]
 # Prints the eval tables; the parameters of each fold are left in OUTDIR.  PREDICTORS (default
 # "tile-mlp linreg") chooses which are trained; roofline is always printed beside them.
+# The collectives (NCCL, DeepEP) have a script of their own: scripts/comm-eval.sh.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 data=${1:-$top/../shared/moderndata}
@@ -12,7 +13,7 @@ run=${PERFMOD_RUN:-$top/run}
 seed=${SEED:-1}
 members=${MEMBERS:-3}
 predictors=${PREDICTORS:-tile-mlp linreg}
-tables=${TABLES:-gemm,context_attention,generation_attention,nccl,vidur_layer}
+tables=${TABLES:-gemm,context_attention,generation_attention,vidur_layer}
 mkdir -p "$out"
 export OPENBLAS_NUM_THREADS=1
 
@@ -44,7 +45,7 @@ fold () {
   train_and_eval "logo-$name" "--table $tabs --gpu $test" -- --table "$tabs" --in-dist "$train"
 }
 A100=a100-sxm-80gb H100=NVIDIA_H100_80GB_HBM3,h100-sxm L40S=l40s RTX=rtx-pro-6000-server
-aic=${AIC_TABLES:-gemm,context_attention,nccl}
+aic=${AIC_TABLES:-gemm,context_attention}
 fold a100 "$A100" "$H100,$L40S,$RTX" "$aic"
 fold h100 "$H100" "$A100,$L40S,$RTX" "$aic"
 fold l40s "$L40S" "$A100,$H100,$RTX" "$aic"

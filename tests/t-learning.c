@@ -12,6 +12,7 @@
 #include "internal.h"
 #include "tap.h"
 #include "tilemlp-model.h"
+#include "physics.h"
 
 static char tmpdir[] = "/tmp/perfmod-learning.XXXXXX";
 
@@ -580,6 +581,67 @@ test_tilemlp (void)
       "tile-mlp: input sets by name");
 }
 
+/* NCCL's cost model (physics.h), by hand on an 8-GPU NVSwitch node of
+ * 450 GB/s links at 0.8 (360 GB/s of bus bandwidth, NVLink SHARP) and
+ * an 8-GPU PCIe node of 32 GB/s links at 0.8 (25.6 GB/s). */
+static void
+test_nccl (void)
+{
+  struct perfmod_gpu nv, pci;
+  struct phys_nccl r;
+  memset (&nv, 0, sizeof nv);
+  nv.struct_size = sizeof nv;
+  nv.link_gbps = 450;
+  nv.link_efficiency = 0.8;
+  nv.nic_gbps = 50;
+  nv.nic_efficiency = 0.8;
+  nv.gpus_per_node = 8;
+  nv.nvlink = nv.nvls = 1;
+  pci = nv;
+  pci.link_gbps = 32;
+  pci.nvlink = pci.nvls = 0;
+
+  /* 1 KiB over 8: the ring's LL, 6.6 + 14 steps x 0.6 us, 2 x 7/8 KiB at a quarter of 360 GB/s */
+  ok (phys_nccl_time ("all_reduce", 1024, 8, 0, &nv, &r) == 0 && r.algo == PHYS_NCCL_RING &&
+      r.proto == PHYS_NCCL_LL && fabs (r.seconds - (15.0e-6 + 1.75 * 1024 / 90e9)) < 1e-12 &&
+      fabs (r.latency - 15.0e-6) < 1e-12, "nccl: 1 KiB all-reduce over 8 NVLink GPUs: ring, LL");
+  /* 1 GiB: NVLS, 25 us + 9/8 GiB over 360 GB/s, against the ring's 1.75 GiB */
+  ok (phys_nccl_time ("all_reduce", 1073741824.0, 8, 0, &nv, &r) == 0 && r.algo == PHYS_NCCL_NVLS &&
+      fabs (r.seconds - (25e-6 + 1.125 * 1073741824.0 / 360e9)) < 1e-12,
+      "nccl: 1 GiB all-reduce over 8 NVSwitch GPUs: NVLink SHARP, (1 + 1/n) of the buffer");
+  /* the same without SHARP: the ring's Simple, 8.4 + 14 x 3.4 us */
+  nv.nvls = 0;
+  ok (phys_nccl_time ("all_reduce", 1073741824.0, 8, 0, &nv, &r) == 0 && r.algo == PHYS_NCCL_RING &&
+      r.proto == PHYS_NCCL_SIMPLE &&
+      fabs (r.seconds - (56e-6 + 1.75 * 1073741824.0 / 360e9)) < 1e-12,
+      "nccl: without NVLS, the ring's Simple protocol");
+  /* an all-gather of 64 MiB over 4: ring Simple, 8.4 + 3 x 3.4 us + 3/4 of it */
+  ok (phys_nccl_time ("all_gather", 67108864.0, 4, 0, &nv, &r) == 0 && r.proto == PHYS_NCCL_SIMPLE &&
+      fabs (r.seconds - (18.6e-6 + 0.75 * 67108864.0 / 360e9)) < 1e-12,
+      "nccl: all-gather: n-1 steps, (n-1)/n of the buffer");
+  /* PCIe: no LL128; 1 MiB over 2 PCIe GPUs: LL (6.6 + 2 x 1.0 us, a quarter of 25.6 GB/s)
+   * against Simple (8.4 + 2 x 5.7 us, all of it): Simple */
+  ok (phys_nccl_time ("all_reduce", 1048576.0, 2, 0, &pci, &r) == 0 && r.proto == PHYS_NCCL_SIMPLE &&
+      fabs (r.seconds - (19.8e-6 + 1048576.0 / 25.6e9)) < 1e-12,
+      "nccl: 1 MiB all-reduce over 2 PCIe GPUs: Simple, PCIe latencies");
+  /* an all-to-all: one step's latency, (n-1)/n of the buffer; LL up to 16 KiB a peer */
+  ok (phys_nccl_time ("alltoall", 8 * 65536.0, 8, 0, &nv, &r) == 0 && r.algo == PHYS_NCCL_P2P &&
+      r.proto == PHYS_NCCL_SIMPLE && fabs (r.seconds - (11.8e-6 + 7 * 65536.0 / 360e9)) < 1e-12,
+      "nccl: all-to-all of 64 KiB a peer: one Simple step");
+  /* 16 ranks span 2 nodes: the ring's bandwidth is the node's 8 NICs' (8 x 40 GB/s) where
+   * lower than the links'; an inter-node step pays the network's latency */
+  nv.link_gbps = 900;
+  ok (phys_nccl_time ("all_gather", 1073741824.0, 16, 0, &nv, &r) == 0 && r.nodes == 2 &&
+      r.proto == PHYS_NCCL_SIMPLE &&
+      fabs (r.seconds - ((8.4 + 14 * 3.4 + 14.0) * 1e-6 + 15.0 / 16 * 1073741824.0 / 320e9)) < 1e-12,
+      "nccl: 16 ranks over 2 nodes: the NICs' bandwidth, one network step");
+  ok (phys_nccl_time ("all_reduce", 1e6, 1, 0, &nv, &r) == 0 && r.seconds == 0 &&
+      phys_nccl_time ("all_reduce", 0, 8, 0, &nv, &r) == 0 && r.seconds == 0,
+      "nccl: one rank or no bytes: no time");
+  nv.link_gbps = 0;
+  ok (phys_nccl_time ("all_reduce", 1e6, 8, 0, &nv, &r) < 0, "nccl: no link bandwidth: refused");
+}
+
 int
 main (void)
 {
@@ -593,6 +655,7 @@ main (void)
   test_kdata (srcdir ? srcdir : ".");
   test_fit_line ();
   test_tilemlp ();
+  test_nccl ();
   done_testing ();
   char *cmd = xasprintf ("rm -rf '%s'", tmpdir);
   if (system (cmd) != 0)

@@ -1,16 +1,19 @@
-/* t-parallel.c: unit tests of the collectives' alpha-beta costs, the pipeline schedules and the sharded activation memory, on hand-computed cases. */
+/* t-parallel.c: unit tests of the collectives' costs (NCCL's model), the pipeline schedules and the sharded activation memory, on hand-computed cases. */
 #include <config.h>
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 #include "tap.h"
 
-/* Two levels: links of 100 GB/s and NICs of 10 GB/s, no latency, 8 GPUs
- * a node: every figure below is bytes over a bandwidth. */
+/* Two levels: NVLink of 100 GB/s and NICs of 10 GB/s, both at full
+ * efficiency, 8 GPUs a node, no NVLink SHARP: every figure below is
+ * NCCL's latency (physics.h's table, microseconds) plus bytes over a
+ * bandwidth. */
 static struct perfmod_gpu
-fabric (double lat_us)
+fabric (void)
 {
   struct perfmod_gpu g;
   memset (&g, 0, sizeof g);
@@ -19,48 +22,57 @@ fabric (double lat_us)
   g.link_gbps = 100;
   g.nic_gbps = 10;
   g.link_efficiency = g.nic_efficiency = 1;
-  g.link_latency_us = g.nic_latency_us = lat_us;
   g.oversubscription = 1;
+  g.nvlink = 1;
   return g;
 }
 
 static void
 test_collectives (void)
 {
-  struct perfmod_gpu g = fabric (0), gl = fabric (5);
+  struct perfmod_gpu g = fabric ();
   double B = 1e9;
   int q, nodes;
 
-  is_double (collective_seconds (PERFMOD_COLL_ALLREDUCE, B, 4, 1, 8, &g, COLL_ALGO_RING),
-             2.0 * 3 / 4 * B / 100e9, 1e-12, "ring all-reduce in a node: 2(p-1)/p of the bytes");
-  is_double (collective_seconds (PERFMOD_COLL_ALLREDUCE, B, 4, 1, 8, &gl, COLL_ALGO_RING),
-             2.0 * 3 / 4 * B / 100e9 + 2 * 3 * 5e-6, 1e-12, "ring all-reduce: 2(p-1) latency steps");
-  is_double (collective_seconds (PERFMOD_COLL_ALLREDUCE, B, 4, 1, 8, &gl, COLL_ALGO_TREE),
-             2 * B / 100e9 + 2 * 2 * 5e-6, 1e-12, "tree all-reduce: twice the bytes, 2 log2 p steps");
-  is_double (collective_seconds (PERFMOD_COLL_ALLREDUCE, 1e3, 8, 1, 8, &gl, COLL_ALGO_AUTO),
-             2 * 1e3 / 100e9 + 2 * 3 * 5e-6, 1e-12, "auto picks the tree for a small message");
-  is_double (collective_seconds (PERFMOD_COLL_ALLREDUCE, B, 8, 1, 8, &gl, COLL_ALGO_AUTO),
-             2.0 * 7 / 8 * B / 100e9 + 2 * 7 * 5e-6, 1e-12, "auto picks the ring for a large one");
-  is_double (collective_seconds (PERFMOD_COLL_REDUCE_SCATTER, B, 4, 1, 8, &g, COLL_ALGO_AUTO),
-             3.0 / 4 * B / 100e9, 1e-12, "reduce-scatter: (p-1)/p of the bytes");
-  is_double (collective_seconds (PERFMOD_COLL_ALLGATHER, B, 4, 8, 8, &g, COLL_ALGO_AUTO),
-             3.0 / 4 * B / 10e9, 1e-12, "all-gather across nodes (stride 8) uses the NICs");
-  is_double (collective_seconds (PERFMOD_COLL_ALLREDUCE, B, 16, 1, 8, &g, COLL_ALGO_RING),
-             2 * 7.0 / 8 * B / 100e9 + 2 * 0.5 * (B / 8) / 10e9, 1e-12,
-             "hierarchical all-reduce: reduce-scatter and all-gather in the node, all-reduce of 1/8 across");
-  is_double (collective_seconds (PERFMOD_COLL_ALLTOALL, B, 16, 1, 8, &g, COLL_ALGO_AUTO),
-             8.0 / 16 * B / 10e9, 1e-12, "all-to-all over two nodes: the NIC share dominates");
-  is_double (collective_seconds (PERFMOD_COLL_ALLTOALL, B, 4, 1, 8, &g, COLL_ALGO_AUTO),
-             3.0 / 4 * B / 100e9, 1e-12, "all-to-all in a node: (p-1)/p over the links");
-  is_double (collective_seconds (PERFMOD_COLL_SENDRECV, B, 2, 4, 8, &g, COLL_ALGO_AUTO), B / 100e9,
+  /* Simple (8.4 + 6 x 3.4 us) beats LL128 (14 + 6 x 1.9 us, 0.92 of the link) and LL */
+  is_double (collective_seconds (PERFMOD_COLL_ALLREDUCE, B, 4, 1, 8, &g),
+             28.8e-6 + 2.0 * 3 / 4 * B / 100e9, 1e-12,
+             "ring all-reduce in a node: 2(p-1)/p of the bytes, Simple's 2(p-1) steps");
+  is_double (collective_seconds (PERFMOD_COLL_ALLREDUCE, 1e3, 8, 1, 8, &g),
+             15.0e-6 + 2.0 * 7 / 8 * 1e3 / 25e9, 1e-12,
+             "a small all-reduce: LL, 6.6 + 14 x 0.6 us, a quarter of the link");
+  is_double (collective_seconds (PERFMOD_COLL_REDUCE_SCATTER, B, 4, 1, 8, &g),
+             18.6e-6 + 3.0 / 4 * B / 100e9, 1e-12, "reduce-scatter: (p-1)/p of the bytes, p-1 steps");
+  is_double (collective_seconds (PERFMOD_COLL_ALLGATHER, B, 4, 8, 8, &g),
+             (8.4 + 3 * 14.0) * 1e-6 + 3.0 / 4 * B / 10e9, 1e-12,
+             "all-gather across nodes (stride 8): one NIC a node, network steps");
+  is_double (collective_seconds (PERFMOD_COLL_ALLREDUCE, B, 16, 1, 8, &g),
+             (8.4 + 28 * 3.4 + 2 * 14.0) * 1e-6 + 2 * 15.0 / 16 * B / 80e9, 1e-12,
+             "all-reduce over 2 nodes of 8: the ring through the node's 8 NICs, 2 network steps");
+  is_double (collective_seconds (PERFMOD_COLL_ALLREDUCE, 1e3, 16, 1, 8, &g),
+             (6.8 + 2 * (7 * 0.6 * 1.8 + 5.0)) * 1e-6 + 2 * 1e3 / (80e9 * 0.9 / 3.8), 1e-12,
+             "a small all-reduce over 2 nodes: the tree's LL, its in-node steps 1.8 times longer");
+  is_double (collective_seconds (PERFMOD_COLL_ALLTOALL, B, 16, 1, 8, &g),
+             22.4e-6 + 8.0 / 16 * B / 10e9, 1e-12, "all-to-all over two nodes: the NIC share dominates");
+  is_double (collective_seconds (PERFMOD_COLL_ALLTOALL, B, 4, 1, 8, &g),
+             11.8e-6 + 3.0 / 4 * B / 100e9, 1e-12, "all-to-all in a node: (p-1)/p over the links");
+  is_double (collective_seconds (PERFMOD_COLL_SENDRECV, B, 2, 4, 8, &g), 11.8e-6 + B / 100e9,
              1e-12, "send/recv to a peer in the node");
-  is_double (collective_seconds (PERFMOD_COLL_SENDRECV, B, 2, 8, 8, &g, COLL_ALGO_AUTO), B / 10e9,
+  is_double (collective_seconds (PERFMOD_COLL_SENDRECV, B, 2, 8, 8, &g), 22.4e-6 + B / 10e9,
              1e-12, "send/recv to the next node");
+  g.nvls = 1;
+  is_double (collective_seconds (PERFMOD_COLL_ALLREDUCE, B, 8, 1, 8, &g),
+             25e-6 + 9.0 / 8 * B / 100e9, 1e-12, "NVLink SHARP: (1 + 1/p) of the bytes each way");
+  g.nvls = 0;
   g.oversubscription = 2;
-  is_double (collective_seconds (PERFMOD_COLL_ALLGATHER, B, 4, 8, 8, &g, COLL_ALGO_AUTO),
-             3.0 / 4 * B / 5e9, 1e-12, "2:1 oversubscription halves the NIC bandwidth");
-  ok (collective_seconds (PERFMOD_COLL_ALLREDUCE, B, 1, 1, 8, &g, COLL_ALGO_AUTO) == 0,
+  is_double (collective_seconds (PERFMOD_COLL_ALLGATHER, B, 4, 8, 8, &g),
+             (8.4 + 3 * 14.0) * 1e-6 + 3.0 / 4 * B / 5e9, 1e-12,
+             "2:1 oversubscription halves the NIC bandwidth");
+  ok (collective_seconds (PERFMOD_COLL_ALLREDUCE, B, 1, 1, 8, &g) == 0,
       "a group of one costs nothing");
+  g.link_gbps = 0;
+  ok (collective_seconds (PERFMOD_COLL_ALLREDUCE, B, 4, 1, 8, &g) == HUGE_VAL,
+      "no link bandwidth: no collective");
   group_layout (4, 1, 8, &q, &nodes);
   ok (q == 4 && nodes == 1, "tp=4 at stride 1 stays in a node");
   group_layout (16, 8, 8, &q, &nodes);
@@ -139,7 +151,7 @@ test_memory (void)
   struct memory_options mo;
   struct mem_shard ms;
   struct memory_estimate e;
-  struct perfmod_gpu g = fabric (0);
+  struct perfmod_gpu g = fabric ();
   double s = 2048, b = 1, h = 2560, a = 32, t = 8, sbh = s * b * h;
   memset (&m, 0, sizeof m);
   m.name = (char *) "t";

@@ -404,7 +404,7 @@ awk -v ops="$ops" 'BEGIN { n = split(ops, o, " "); h = ""
 awk 'BEGIN { print ",time_stats.all_reduce.median,rank,num_workers,size,collective,devices_per_node"
   for (j = 1; j <= 70; j++) printf "%d,%.6f,0,%d,%d,all_reduce,8\n", j, 0.01 + 0.0001 * j, 2 * (1 + j % 4), 4096 * j }' \
   >"$V/vidur/data/profiling/network/a100_dgx/all_reduce.csv"
-run_pm train --predictor tile-mlp --data "$V" --members 1 --epochs 2 --out "$TMP/tc.params"
+run_pm train --predictor tile-mlp --data "$V" --table vidur_layer,vidur_comm --members 1 --epochs 2 --out "$TMP/tc.params"
 ok $([ "$rc" -eq 0 ] && grep -aqx 'rows: 190' "$TMP/tc.params" && grep -aqx 'tc_vector.rows: 72' "$TMP/tc.params" &&
      grep -aqx 'tc_comm.rows: 70' "$TMP/tc.params" && grep -aqx 'gpus: a100-sxm-80gb' "$TMP/tc.params" &&
      grep -aqx 'dtypes.elementwise: fp16' "$TMP/tc.params" && grep -aqx 'dtypes.layernorm: fp16' "$TMP/tc.params" &&

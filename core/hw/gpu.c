@@ -57,6 +57,8 @@ static const struct gpu_key gpu_keys[] = {
   { "engine_ar8_twoshot_bytes", F (engine_ar[2].twoshot_bytes), false, true },
   { "engine_ar8_twoshot_us", F (engine_ar[2].twoshot_us), false, true },
   { "engine_ar8_twoshot_gbps", F (engine_ar[2].twoshot_gbps), false, true },
+  { "nvlink", F (nvlink), true, false },
+  { "nvls", F (nvls), true, false },
 };
 #undef F
 #define NKEYS (sizeof gpu_keys / sizeof gpu_keys[0])
@@ -163,6 +165,12 @@ handler (void *user, const char *section, const char *name, const char *value)
     int64_t iv;
     char *p = (char *) &e->gpu + gpu_keys[i].offset;
     if (gpu_keys[i].integer) {
+      bool flag = strcmp (name, "nvlink") == 0 || strcmp (name, "nvls") == 0;
+      if (flag && (!parse_int64 (value, &iv) || iv < 0 || iv > 1)) {
+        pm_error ("%s:%d: %s: '%s' is not 0 or 1", ps->ini.path, ps->ini.line, name, value);
+        ps->errors++;
+        return 1;
+      }
       if (!parse_int64 (value, &iv) || iv < gpu_keys[i].positive || iv > 1000000) {
         pm_error ("%s:%d: %s: '%s' is not a %s integer (at most 1000000)", ps->ini.path,
                   ps->ini.line, name, value, gpu_keys[i].positive ? "positive" : "non-negative");

@@ -30,19 +30,19 @@ void gpu_db_free (struct gpu_db *db);
 enum pdim { DIM_NONE = 0, DIM_TP = 1, DIM_EP = 2, DIM_PP = 3, DIM_DP = 4, DIM_CP = 5 };
 #define NDIMS 6
 const char *dim_name (int dim);
-enum coll_algo { COLL_ALGO_AUTO = 0, COLL_ALGO_RING = 1, COLL_ALGO_TREE = 2 };
 const char *collective_name (int coll);
 /* A group of `size` ranks `stride` apart: members per node and nodes. */
 void group_layout (int size, int64_t stride, int gpus_per_node, int *per_node, int *nodes);
 /* Seconds of one collective (enum perfmod_collective) on a buffer of
- * `bytes` over such a group, on gpu's two fabric levels. */
+ * `bytes` over such a group, as NCCL's cost model has it (HUGE_VAL where
+ * gpu lacks the bandwidth). */
 double collective_seconds (int coll, double bytes, int size, int64_t stride, int gpus_per_node,
-                           const struct perfmod_gpu *gpu, int algo);
+                           const struct perfmod_gpu *gpu);
 /* Seconds of a serving engine's own all-reduce (gpus.d engine_ar<size>_*)
  * of `bytes` over `size` GPUs of one node; -1 where gpu has none for that
  * size (or size is not 2, 4 or 8). */
 double engine_allreduce_seconds (double bytes, int size, const struct perfmod_gpu *gpu);
-/* A collective of a strategy dimension's group (COLL_ALGO_AUTO); with
+/* A collective of a strategy dimension's group; with
  * `engine` (a serving engine's inference), a tensor-parallel all-reduce
  * within one node costs the engine's all-reduce where it is the cheaper. */
 double group_collective_seconds (int coll, double bytes, int dim, int size, int64_t stride,

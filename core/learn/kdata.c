@@ -87,6 +87,9 @@ krow_kernel (const struct krow *r, struct perfmod_kernel *k)
     k->h = r->h;
     k->bytes = r->bytes;
     k->ranks = r->ranks;
+    k->m = r->m;            /* DeepEP's kernels: tokens, hidden width, experts per token */
+    k->k = r->k;
+    k->top_k = r->top_k;
     break;
   default: {
     const struct vec_op *v = vec_op_find (r->op);

@@ -456,6 +456,94 @@ read_nccl (struct table *t)
   }
 }
 
+/* The GPUs a node of aiconfigurator's system has (its <system>.yaml beside
+ * the system's folder: node: num_gpus_per_node), for a table under
+ * .../aiconfigurator/<system>/...; 0 if the file does not say. */
+static int
+aic_gpus_per_node (const char *path)
+{
+  const char *at = strstr (path, "/aiconfigurator/"), *sys, *end;
+  char *yaml, line[512];
+  FILE *fp;
+  int n = 0;
+  if (at == NULL)
+    return 0;
+  sys = at + strlen ("/aiconfigurator/");
+  if ((end = strchr (sys, '/')) == NULL)
+    return 0;
+  yaml = xasprintf ("%.*s/%.*s.yaml", (int) (sys - 1 - path), path, (int) (end - sys), sys);
+  if ((fp = fopen (yaml, "r")) != NULL) {
+    while (fgets (line, sizeof line, fp))
+      if (sscanf (line, " num_gpus_per_node: %d", &n) == 1)
+        break;
+    fclose (fp);
+  }
+  free (yaml);
+  return n > 0 && n <= 1024 ? n : 0;
+}
+
+/* aiconfigurator's DeepEP tables (wideep_deepep_normal_perf,
+ * wideep_deepep_ll_perf): a row per shape, dispatch and combine times in
+ * microseconds; node_num nodes of the system's GPUs per node; the
+ * normal kernels on dispatch_sms / combine_sms SMs.  Two COMM rows each
+ * (physics.h: phys_deepep_time). */
+static void
+read_deepep (struct table *t, bool ll)
+{
+  int cn = need_column (t, "node_num"), ch = need_column (t, "hidden_size");
+  int ct = need_column (t, "num_token"), ck = need_column (t, "num_topk");
+  int ce = need_column (t, "num_experts"), cdev = need_column (t, "device");
+  int cd = need_column (t, ll ? "dispatch_avg_t_us" : "dispatch_transmit_us");
+  int cc = need_column (t, ll ? "combine_avg_t_us" : "combine_transmit_us");
+  int cds = ll ? -1 : need_column (t, "dispatch_sms"), ccs = ll ? -1 : need_column (t, "combine_sms");
+  int cdn = ll ? -1 : need_column (t, "dispatch_notify_us");
+  int ccn = ll ? -1 : need_column (t, "combine_notify_us");
+  int per_node;
+  if (t->errors)
+    return;
+  while (next_row (t)) {
+    int64_t nodes, hidden, tokens, topk, experts, sms[2] = { 0, 0 };
+    double us[2], notify[2] = { 0, 0 };
+    const struct gpu_entry *g;
+    if (!cell_int (t, cn, "node_num", 1, &nodes) || !cell_int (t, ch, "hidden_size", 1, &hidden) ||
+        !cell_int (t, ct, "num_token", 1, &tokens) || !cell_int (t, ck, "num_topk", 1, &topk) ||
+        !cell_int (t, ce, "num_experts", 1, &experts) ||
+        !cell_latency (t, cd, 1e-6, &us[0]) || !cell_latency (t, cc, 1e-6, &us[1]) ||
+        (!ll && (!cell_int (t, cds, "dispatch_sms", 1, &sms[0]) ||
+                 !cell_int (t, ccs, "combine_sms", 1, &sms[1]) ||
+                 !cell_double (t, cdn, "dispatch_notify_us", &notify[0]) ||
+                 !cell_double (t, ccn, "combine_notify_us", &notify[1]))) ||
+        (g = row_gpu (t, cdev)) == NULL)
+      continue;
+    if (topk > experts) {
+      pm_error ("%s:%ld: num_topk %lld above num_experts %lld", t->path, t->r.line,
+                (long long) topk, (long long) experts);
+      t->errors++;
+      continue;
+    }
+    per_node = aic_gpus_per_node (t->path);
+    if (per_node == 0)
+      per_node = g->gpu.gpus_per_node;
+    for (int dir = 0; dir < 2; dir++) {
+      struct krow k = { 0 };
+      k.kclass = PERFMOD_KERNEL_COMM;
+      k.gpu = g;
+      k.op = intern (ll ? (dir ? "deepep_ll_combine" : "deepep_ll_dispatch")
+                        : (dir ? "deepep_normal_combine" : "deepep_normal_dispatch"));
+      k.dtype = dir ? PERFMOD_DTYPE_BF16 : PERFMOD_DTYPE_FP8;
+      k.m = tokens;
+      k.k = hidden;
+      k.top_k = topk;
+      k.h = experts;
+      k.b = sms[dir];
+      k.ranks = (int) (nodes * per_node);
+      k.bytes = (double) tokens * (double) topk * (double) hidden * dtype_bytes (k.dtype);
+      k.latency_s = us[dir] + fmax (0, notify[dir]) * 1e-6;
+      push (t, &k);
+    }
+  }
+}
+
 /* vidur network/NAME/: all_reduce.csv, send_recv.csv, sizes in fp16 elements,
  * one row per rank.  Runs that crossed nodes (devices_per_node <
  * num_workers) are left out: the NCCL tables are single-node too. */
@@ -701,7 +789,8 @@ ends_with (const char *s, const char *suffix)
 }
 
 /* Which reader a file name calls for: 0 none. */
-enum kind { K_NONE, K_GEMM, K_CTX, K_GEN, K_NCCL, K_VNET, K_VLAYER, K_AITER, K_LLMC, K_MOE };
+enum kind { K_NONE, K_GEMM, K_CTX, K_GEN, K_NCCL, K_VNET, K_VLAYER, K_AITER, K_LLMC, K_MOE,
+            K_DEEPEP, K_DEEPEP_LL };
 static enum kind
 kind_of (const char *path)
 {
@@ -717,6 +806,10 @@ kind_of (const char *path)
     return K_NCCL;
   if (strncmp (base, "moe_perf.csv", 12) == 0)
     return K_MOE;
+  if (strncmp (base, "wideep_deepep_normal_perf.csv", 29) == 0)
+    return K_DEEPEP;
+  if (strncmp (base, "wideep_deepep_ll_perf.csv", 25) == 0)
+    return K_DEEPEP_LL;
   if (strstr (path, "profiling/network/") &&
       (strcmp (base, "all_reduce.csv") == 0 || strcmp (base, "send_recv.csv") == 0))
     return K_VNET;
@@ -731,10 +824,11 @@ kind_of (const char *path)
 
 static const char *const kind_set[] = { NULL, "gemm", "context_attention",
                                         "generation_attention", "nccl", "vidur_comm",
-                                        "vidur_layer", "aiter_gemm", "llmcompass_gemm", "moe" };
+                                        "vidur_layer", "aiter_gemm", "llmcompass_gemm", "moe",
+                                        "deepep", "deepep" };
 const char *const mdata_tables[] = { "gemm", "context_attention", "generation_attention", "nccl",
                                      "vidur_comm", "vidur_layer", "aiter_gemm",
-                                     "llmcompass_gemm", "moe", "moe_powerlaw", NULL };
+                                     "llmcompass_gemm", "moe", "moe_powerlaw", "deepep", NULL };
 
 /* Whether the filter keeps rows of set `name`. */
 static bool
@@ -795,6 +889,8 @@ read_table (struct kset *s, const char *path, enum kind kind, const struct gpu_d
   case K_AITER: read_aiter (&t); break;
   case K_LLMC: read_llmcompass (&t, true); break;
   case K_MOE: read_moe (&t); break;
+  case K_DEEPEP: read_deepep (&t, false); break;
+  case K_DEEPEP_LL: read_deepep (&t, true); break;
   default: break;
   }
   csv_close (&t.r);
@@ -843,13 +939,18 @@ static int
 shape_cmp (const void *pa, const void *pb)
 {
   const struct krow *a = pa, *b = pb;
+  int c;
+  /* interned strings by their text, not their address: the rows' order
+   * (and with it a training's) must not depend on where the heap put them */
 #define CMP(x) if (a->x != b->x) return a->x < b->x ? -1 : 1
-  CMP (gpu); CMP (set); CMP (kclass); CMP (op); CMP (dtype);
+#define CMPS(x) if ((c = strcmp (a->x ? a->x : "", b->x ? b->x : "")) != 0) return c
+  CMP (gpu); CMPS (set); CMP (kclass); CMPS (op); CMP (dtype);
   CMP (b); CMP (m); CMP (n); CMP (k); CMP (h); CMP (kv_heads); CMP (window);
   CMP (causal); CMP (ranks); CMP (bytes);
-  CMP (top_k); CMP (gated); CMP (engine); CMP (expert_load); CMP (experts_reached);
+  CMP (top_k); CMP (gated); CMPS (engine); CMP (expert_load); CMP (experts_reached);
   CMP (latency_s);
 #undef CMP
+#undef CMPS
   return 0;
 }
 

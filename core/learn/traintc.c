@@ -49,7 +49,7 @@ train_group (int grp, int features, const struct kset *ks, const size_t *rows, s
 {
   int nf = tc_group_nfeat[grp], rc = 0;
   /* Collectives come in a few hundred rows: a smaller network, longer. */
-  bool small = grp == TC_COMM;
+  bool small = grp == TC_COMM || grp == TC_DEEPEP;
   const int widths[] = { nf, small ? 32 : 96, small ? 32 : 96, small ? 32 : 96, 1 };
   const int nl = (int) (sizeof widths / sizeof widths[0]) - 1;
   size_t n = 0;
@@ -193,10 +193,17 @@ train_tc (const struct gpu_db *gpus, const struct train_options *o, struct kset 
     params_set (&p, "rows_held_out", "%zu", held);
   params_set (&p, "members", "%d", members);
   params_set (&p, "features", "%s", tc_feature_names[features]);
-  params_set (&p, "model", "time = max(physical floor, (roofline + launch) x exp(mean of the "
-              "members' outputs)); inputs: tc-model.h");
-  for (int g = 0; g < TC_NGROUPS && rc == 0; g++)
+  params_set (&p, "model", "time = max(physical floor, base x exp(mean of the members' "
+              "outputs)); base: roofline + launch, for collectives NCCL's cost model "
+              "(physics.h); inputs: tc-model.h");
+  for (int g = 0; g < TC_NGROUPS && rc == 0; g++) {
+    /* The MoE layers' and the collectives' networks have files of their
+     * own (make weights-moe, weights-comm): trained when --table asks for
+     * their tables, not in the file of every table. */
+    if ((g == TC_MOE || g == TC_COMM || g == TC_DEEPEP) && o->tables == NULL)
+      continue;
     rc = train_group (g, features, ks, rows, nrows, o, members, &p, &mask[g], class_mask);
+  }
   if (rc == 0) {
     /* a class covers the dtypes its own rows had; a group whose networks
      * were not trained covers none */
