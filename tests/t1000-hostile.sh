@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1000-hostile.sh: hostile and careless input to the readers (issue 23): large traces, byte order marks, long INI lines, bad gpus.d, strategies.d and parameter files, directories, interrupted training.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 35
+plan 37
 
 
 # A data directory of our own: gpus.d, strategies.d and tiles.d copied, FILE added.
@@ -80,6 +80,8 @@ bad_gpu fp32_gflops inf
 bad_gpu l2_mb NaN
 bad_gpu bf16_tflops +Inf
 bad_gpu link_latency_us -1
+bad_gpu nvls 2
+bad_gpu nvlink yes
 
 # --- strategies.d: a preset defined again in a later file.
 datadir
