@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1090-collectives.sh: tile-mlp's collectives on NCCL's cost model (never faster for a larger buffer, never faster than the links allow, the all-reduce the issue measured, a missing network refused) and DeepEP's tables and kernels by hand.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 11
+plan 12
 
 # coll_ms GPU OP RANKS BYTES: tile-mlp's and the roofline's ms, on one line
 coll_ms () {
@@ -102,6 +102,12 @@ ok $(awk -F, -v n="$nic" '$6 == "deepep_ll_combine" {
        want = 128 * 8 * 8 / 16 * 1024 * 2 / (n * 1e9) * 1e3; f = ($18 / want - 1)^2 < 1e-12 }
      END { exit !f }' "$TMP/out"; echo $?) "DeepEP low-latency combine over two nodes: a copy per expert, NIC-bound, by hand"
 
+echo "sglang,x,$dev,normal,deepep,70000,1024,100,2,8,4,30,2,8,50,0" \
+  >>"$A/h100_sxm/comm/sglang/x/wideep_deepep_normal_perf.csv"
+expect_fail 2 "wideep_deepep_normal_perf.csv:4: node_num 70000: 560000 GPUs, not an expert-parallel group" \
+  "a DeepEP row of an absurd node count: refused with file:line" -- \
+  eval --data "$TMP/aic" --table deepep --predictor roofline
+sed -i '$d' "$A/h100_sxm/comm/sglang/x/wideep_deepep_normal_perf.csv"
 echo "sglang,x,$dev,ll,deepep,1,1024,128,9,8,40,1,20,1" >>"$A/h100_sxm/comm/sglang/x/wideep_deepep_ll_perf.csv"
 expect_fail 2 "wideep_deepep_ll_perf.csv:3: num_topk 9 above num_experts 8" \
   "a DeepEP row with more experts per token than experts: refused with file:line" -- \

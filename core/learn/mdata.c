@@ -498,11 +498,11 @@ read_deepep (struct table *t, bool ll)
   int cds = ll ? -1 : need_column (t, "dispatch_sms"), ccs = ll ? -1 : need_column (t, "combine_sms");
   int cdn = ll ? -1 : need_column (t, "dispatch_notify_us");
   int ccn = ll ? -1 : need_column (t, "combine_notify_us");
-  int per_node;
+  int per_node = aic_gpus_per_node (t->path);
   if (t->errors)
     return;
   while (next_row (t)) {
-    int64_t nodes, hidden, tokens, topk, experts, sms[2] = { 0, 0 };
+    int64_t nodes, hidden, tokens, topk, experts, sms[2] = { 0, 0 }, ranks;
     double us[2], notify[2] = { 0, 0 };
     const struct gpu_entry *g;
     if (!cell_int (t, cn, "node_num", 1, &nodes) || !cell_int (t, ch, "hidden_size", 1, &hidden) ||
@@ -515,15 +515,17 @@ read_deepep (struct table *t, bool ll)
                  !cell_double (t, ccn, "combine_notify_us", &notify[1]))) ||
         (g = row_gpu (t, cdev)) == NULL)
       continue;
-    if (topk > experts) {
-      pm_error ("%s:%ld: num_topk %lld above num_experts %lld", t->path, t->r.line,
-                (long long) topk, (long long) experts);
+    ranks = nodes * (per_node ? per_node : g->gpu.gpus_per_node);
+    if (topk > experts || nodes > 65536 || ranks < 2) {
+      if (topk > experts)
+        pm_error ("%s:%ld: num_topk %lld above num_experts %lld", t->path, t->r.line,
+                  (long long) topk, (long long) experts);
+      else
+        pm_error ("%s:%ld: node_num %lld: %lld GPUs, not an expert-parallel group", t->path,
+                  t->r.line, (long long) nodes, (long long) ranks);
       t->errors++;
       continue;
     }
-    per_node = aic_gpus_per_node (t->path);
-    if (per_node == 0)
-      per_node = g->gpu.gpus_per_node;
     for (int dir = 0; dir < 2; dir++) {
       struct krow k = { 0 };
       k.kclass = PERFMOD_KERNEL_COMM;
@@ -536,7 +538,7 @@ read_deepep (struct table *t, bool ll)
       k.top_k = topk;
       k.h = experts;
       k.b = sms[dir];
-      k.ranks = (int) (nodes * per_node);
+      k.ranks = (int) ranks;
       k.bytes = (double) tokens * (double) topk * (double) hidden * dtype_bytes (k.dtype);
       k.latency_s = us[dir] + fmax (0, notify[dir]) * 1e-6;
       push (t, &k);
