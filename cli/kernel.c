@@ -170,8 +170,8 @@ build_shape (const struct kopts *o, int dtype, struct perfmod_kernel *k)
     }
     if (!(o->bytes > 0) || !need (o->ranks, "ranks", o->op))
       return o->bytes > 0 ? -1 : (pm_error ("kernel --op collective needs --bytes"), -1);
-    if (o->ranks < 2) {
-      pm_error ("--ranks %lld: a collective needs 2 or more GPUs", (long long) o->ranks);
+    if (o->ranks < 2 || o->ranks > 1 << 20) {
+      pm_error ("--ranks %lld: a collective takes 2 to 2^20 GPUs", (long long) o->ranks);
       return -1;
     }
     k->kclass = PERFMOD_KERNEL_COMM;
@@ -219,10 +219,13 @@ build_shape (const struct kopts *o, int dtype, struct perfmod_kernel *k)
         !need (o->experts, "experts", o->op) || !need (o->top_k, "top-k", o->op) ||
         !need (o->ranks, "ranks", o->op))
       return -1;
-    if (o->top_k > o->experts || o->ranks < 2) {
-      pm_error (o->ranks < 2 ? "--ranks %lld: DeepEP needs 2 or more GPUs"
-                : "--top-k %lld: more than the %lld experts",
-                (long long) (o->ranks < 2 ? o->ranks : o->top_k), (long long) o->experts);
+    if (o->ranks < 2 || o->ranks > 1 << 20) {
+      pm_error ("--ranks %lld: DeepEP takes 2 to 2^20 GPUs", (long long) o->ranks);
+      return -1;
+    }
+    if (o->top_k > o->experts || o->top_k > 1024) {
+      pm_error ("--top-k %lld: more than the %lld experts (or 1024)", (long long) o->top_k,
+                (long long) o->experts);
       return -1;
     }
     if (o->ll && o->sms > 0) {

@@ -92,9 +92,9 @@ static const double phys_nccl_hw_us[3][2][PHYS_NCCL_NPROTO] = {
 };
 #define PHYS_NCCL_NVLS_US 25.0
 /* Bus bandwidth kept by a protocol: LL sends a flag with every 8 bytes
- * and NCCL counts a quarter of the link for an all-reduce (a third
- * otherwise), LL128 120 of every 128 bytes, Simple all; a tree
- * reaches 0.9 of the ring's.  NVLS: the switch sums what the GPUs load
+ * and NCCL counts a quarter of the link for an all-reduce or across
+ * nodes (a third otherwise), LL128 0.92 (NCCL's figure for 120 of every
+ * 128 bytes), Simple all; a tree reaches 0.9 of the ring's.  NVLS: the switch sums what the GPUs load
  * and copies what they store, so each GPU sends its buffer and receives
  * its 1/n share summed, then sends that share and receives the whole sum:
  * (1 + 1/n) of the buffer each way, at the link's bus bandwidth. */
@@ -168,12 +168,12 @@ phys_nccl_time (const char *op, double bytes, double n, double ppn, const struct
     return n < 2 || !(bytes > 0) ? 0 : -1;
   if (nodes > 1 && !(nic > 0))
     return -1;
-  if (nodes > 1)         /* a ring crosses each node boundary on every NIC of the node */
-    bus = fmin (bus, ppn * nic);
-  if (p2p) {             /* to one peer: over the link, or its NIC on another node */
-    phys_nccl_step (r, bytes, bytes, bus, nodes > 1 ? 2 : hw);
+  if (p2p) {             /* to one peer: over the link, or its one NIC on another node */
+    phys_nccl_step (r, bytes, bytes, nodes > 1 ? fmin (link, nic) : link, nodes > 1 ? 2 : hw);
     return 0;
   }
+  if (nodes > 1)         /* a ring crosses each node boundary on every NIC of the node */
+    bus = fmin (bus, ppn * nic);
   if (a2a) {
     /* every peer at once: (ppn-1)/n of the buffer over the links and
      * (n-ppn)/n over the GPU's own NIC, side by side (the slower's time) */
@@ -277,7 +277,8 @@ phys_deepep_time (const struct perfmod_kernel *k, const struct perfmod_gpu *g,
   ppn = g->gpus_per_node > 0 ? fmin (n, g->gpus_per_node) : n;
   r->nodes = (int) ceil (n / ppn);
   link = g->link_gbps * 1e9 * (g->link_efficiency > 0 ? g->link_efficiency : 1);
-  nic = g->nic_gbps * 1e9 * (g->nic_efficiency > 0 ? g->nic_efficiency : 1);
+  nic = g->nic_gbps * 1e9 * (g->nic_efficiency > 0 ? g->nic_efficiency : 1)
+        / (g->oversubscription >= 1 ? g->oversubscription : 1);
   if (r->nodes > 1 && !(nic > 0))
     return -1;
   if (ll) {                  /* a copy per expert on another rank */
@@ -411,16 +412,28 @@ phys_cost_of (const struct perfmod_kernel *k, const struct perfmod_gpu *gpu,
       }
       return 0;
     }
+    double gpn = gpu && gpu->gpus_per_node > 0 ? gpu->gpus_per_node : n;
     c->comm_bytes = phys_comm_bytes (k->op, k->bytes, n);
     c->bw = gpu ? gpu->link_gbps * 1e9 : 0;
-    /* ranks beyond a node: what crosses the node's boundary goes through
-     * its NICs, gpus_per_node of them (phys_nccl_time) */
-    if (gpu && gpu->gpus_per_node > 0 && n > gpu->gpus_per_node && gpu->nic_gbps > 0)
-      c->bw = fmin (c->bw, gpu->gpus_per_node * gpu->nic_gbps * 1e9
-                           / (gpu->oversubscription >= 1 ? gpu->oversubscription : 1));
+    if (gpu && n > gpn && gpu->nic_gbps > 0) {
+      /* ranks beyond a node (phys_nccl_time): an all-to-all sends (gpn-1)/n
+       * of the buffer over the links and (n-gpn)/n over the GPU's own NIC
+       * side by side; what else crosses the node's boundary goes through
+       * its gpn NICs */
+      double nic = gpu->nic_gbps * 1e9 / (gpu->oversubscription >= 1 ? gpu->oversubscription : 1);
+      if (k->op && strcmp (k->op, "alltoall") == 0) {
+        double in = (gpn - 1) / n * k->bytes, out = (n - gpn) / n * k->bytes;
+        c->comm_bytes = in / c->bw > out / nic ? in : out;
+        c->bw = in / c->bw > out / nic ? c->bw : nic;
+      }
+      else if (k->op && (strcmp (k->op, "send_recv") == 0 || strcmp (k->op, "p2p") == 0))
+        c->bw = fmin (c->bw, nic);              /* one pair, one NIC */
+      else
+        c->bw = fmin (c->bw, gpn * nic);
+    }
     /* NVLink SHARP's all-reduce within a node moves (1 + 1/n) of the
      * buffer each way (phys_nccl_time), less than a ring */
-    if (gpu && PHYS_HAS_GPU (gpu, nvls) && gpu->nvls && n >= 2 && n <= gpu->gpus_per_node && k->op
+    if (gpu && PHYS_HAS_GPU (gpu, nvls) && gpu->nvls && n >= 2 && n <= gpn && k->op
         && strcmp (k->op, "all_reduce") == 0)
       c->comm_bytes = fmin (c->comm_bytes, (1 + 1 / n) * k->bytes);
     return 0;

@@ -221,7 +221,8 @@ tc_case_of (const struct perfmod_kernel *k, const struct perfmod_gpu *g, int fea
   }
   case TC_DEEPEP: {
     /* DeepEP's kernels correct their mechanism (physics.h), told the
-     * kernel, the shape and how far the SMs cap the link */
+     * kernel, the shape, and the link's nominal bandwidth over the one the
+     * kernel reaches (its efficiency and, with few SMs, their cap) */
     struct phys_deepep dp;
     bool ll = false, combine = false;
     if (phys_deepep_time (k, g, &dp) < 0)

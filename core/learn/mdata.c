@@ -486,7 +486,10 @@ aic_gpus_per_node (const char *path)
  * wideep_deepep_ll_perf): a row per shape, dispatch and combine times in
  * microseconds; node_num nodes of the system's GPUs per node; the
  * normal kernels on dispatch_sms / combine_sms SMs.  Two COMM rows each
- * (physics.h: phys_deepep_time). */
+ * (physics.h: phys_deepep_time).  The kernel keeps the rank count alone:
+ * its nodes are gpus.d's (NVLink domains: GB200's 72), so GB200 rows
+ * of several 4-GPU trays would be costed as one domain (its tables
+ * have one tray). */
 static void
 read_deepep (struct table *t, bool ll)
 {

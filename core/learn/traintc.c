@@ -198,8 +198,8 @@ train_tc (const struct gpu_db *gpus, const struct train_options *o, struct kset 
               "(physics.h); inputs: tc-model.h");
   for (int g = 0; g < TC_NGROUPS && rc == 0; g++) {
     /* The MoE layers' and the collectives' networks have files of their
-     * own (make weights-moe, weights-comm): trained when --table asks for
-     * their tables, not in the file of every table. */
+     * own (make weights-moe, weights-comm): trained only when --table is
+     * given (those commands give it), not into the file of every table. */
     if ((g == TC_MOE || g == TC_COMM || g == TC_DEEPEP) && o->tables == NULL)
       continue;
     rc = train_group (g, features, ks, rows, nrows, o, members, &p, &mask[g], class_mask);
