@@ -154,16 +154,14 @@ build_shape (const struct kopts *o, int dtype, struct perfmod_kernel *k)
     return 0;
   }
   if (strcmp (o->op, "collective") == 0) {
-    static const char *const colls[] = { "all_reduce", "all_gather", "reduce_scatter",
-                                         "alltoall", "send_recv" };
     size_t i;
     if (o->coll == NULL) {
       pm_error ("kernel --op collective needs --coll");
       return -1;
     }
-    for (i = 0; i < 5 && strcmp (colls[i], o->coll); i++)
+    for (i = 0; i < PHYS_COMM_NOPS && strcmp (phys_comm_ops[i], o->coll); i++)
       ;
-    if (i == 5) {
+    if (i == PHYS_COMM_NOPS) {
       pm_error ("--coll '%s': expected all_reduce, all_gather, reduce_scatter, alltoall or "
                 "send_recv", o->coll);
       return -1;
@@ -175,7 +173,7 @@ build_shape (const struct kopts *o, int dtype, struct perfmod_kernel *k)
       return -1;
     }
     k->kclass = PERFMOD_KERNEL_COMM;
-    k->op = colls[i];
+    k->op = phys_comm_ops[i];
     k->bytes = o->bytes;
     k->ranks = (int) o->ranks;
     return 0;
@@ -233,8 +231,7 @@ build_shape (const struct kopts *o, int dtype, struct perfmod_kernel *k)
       return -1;
     }
     k->kclass = PERFMOD_KERNEL_COMM;
-    k->op = o->ll ? (combine ? "deepep_ll_combine" : "deepep_ll_dispatch")
-                  : (combine ? "deepep_normal_combine" : "deepep_normal_dispatch");
+    k->op = phys_deepep_ops[o->ll][combine];
     kernel_set_dtype (k, combine ? PERFMOD_DTYPE_BF16 : PERFMOD_DTYPE_FP8);
     k->m = o->tokens;
     k->k = o->hidden;

@@ -59,6 +59,46 @@ phys_attention_bwd (const struct perfmod_kernel *k)
   return k->kclass == PERFMOD_KERNEL_ATTENTION && k->op && strcmp (k->op, "attention_bwd") == 0;
 }
 
+/* The collectives a COMM kernel names, in the order tile-mlp's network
+ * reads them (tc-model.h) and perfmod kernel --coll lists them. */
+static const char *const phys_comm_ops[] = { "all_reduce", "all_gather", "reduce_scatter",
+                                             "alltoall", "send_recv" };
+#define PHYS_COMM_NOPS 5
+
+/* A GPU's bus bandwidth (bytes/s) within a node: the link at
+ * link_efficiency; and across nodes, one NIC at nic_efficiency over the
+ * network's oversubscription. */
+static inline double
+phys_link_bw (const struct perfmod_gpu *g)
+{
+  return g->link_gbps * 1e9 * (g->link_efficiency > 0 ? g->link_efficiency : 1);
+}
+
+static inline double
+phys_nic_bw (const struct perfmod_gpu *g)
+{
+  return g->nic_gbps * 1e9 * (g->nic_efficiency > 0 ? g->nic_efficiency : 1)
+         / (g->oversubscription >= 1 ? g->oversubscription : 1);
+}
+
+/* The ranks of a group of n that share a node: as many as fill one of
+ * gpus_per_node (all of them where gpus.d does not say). */
+static inline double
+phys_node_ranks (const struct perfmod_gpu *g, double n)
+{
+  return g->gpus_per_node > 0 ? fmin (n, g->gpus_per_node) : n;
+}
+
+/* Of two shares sent side by side, a over bw_a and b over bw_b (0: none),
+ * the slower: its bytes and bandwidth. */
+static inline void
+phys_slower_share (double a, double bw_a, double b, double bw_b, double *bytes, double *bw)
+{
+  bool second = bw_b > 0 && b / bw_b > a / bw_a;
+  *bytes = second ? b : a;
+  *bw = second ? bw_b : bw_a;
+}
+
 /* Bytes each rank moves over its link for a collective on `bytes` over n
  * ranks (ring algorithms: the bus bandwidth convention of nccl-tests). */
 static inline double
@@ -150,17 +190,14 @@ phys_nccl_time (const char *op, double bytes, double n, double ppn, const struct
                 struct phys_nccl *r)
 {
   bool nvlink = PHYS_HAS_GPU (g, nvlink) && g->nvlink, nvls = PHYS_HAS_GPU (g, nvls) && g->nvls;
-  double eff = g->link_efficiency > 0 ? g->link_efficiency : 1;
-  double nodes, bus = g->link_gbps * 1e9 * eff, link = bus;
-  double nic = g->nic_gbps * 1e9 * (g->nic_efficiency > 0 ? g->nic_efficiency : 1)
-               / (g->oversubscription >= 1 ? g->oversubscription : 1);
+  double nodes, link = phys_link_bw (g), bus = link, nic = phys_nic_bw (g);
   int hw = nvlink ? 0 : 1;
   bool allreduce = op && strcmp (op, "all_reduce") == 0;
   bool a2a = op && strcmp (op, "alltoall") == 0;
   bool p2p = op && (strcmp (op, "send_recv") == 0 || strcmp (op, "p2p") == 0);
   memset (r, 0, sizeof *r);
   if (!(ppn > 0))
-    ppn = g->gpus_per_node > 0 ? fmin (n, g->gpus_per_node) : n;
+    ppn = phys_node_ranks (g, n);
   ppn = fmax (1, fmin (ppn, n));
   nodes = ceil (n / ppn);
   r->nodes = (int) nodes;
@@ -177,11 +214,9 @@ phys_nccl_time (const char *op, double bytes, double n, double ppn, const struct
   if (a2a) {
     /* every peer at once: (ppn-1)/n of the buffer over the links and
      * (n-ppn)/n over the GPU's own NIC, side by side (the slower's time) */
-    double moved = (ppn - 1) / n * bytes, out = (n - ppn) / n * bytes;
-    if (out / nic > moved / link)
-      phys_nccl_step (r, out, bytes / n, nic, 2);
-    else
-      phys_nccl_step (r, moved, bytes / n, link, nodes > 1 ? 2 : hw);
+    double moved, bw;
+    phys_slower_share ((ppn - 1) / n * bytes, link, (n - ppn) / n * bytes, nic, &moved, &bw);
+    phys_nccl_step (r, moved, bytes / n, bw, nodes > 1 ? 2 : hw);
     return 0;
   }
   for (int p = 0; p < PHYS_NCCL_NPROTO; p++) {
@@ -229,17 +264,26 @@ phys_nccl_time (const char *op, double bytes, double n, double ppn, const struct
 #define PHYS_DEEPEP_SM_BYTES_CLOCK 7.5
 #define PHYS_DEEPEP_LATENCY_S 1e-5   /* a nominal fixed cost the network corrects */
 
+/* DeepEP's four kernels by [ll][combine]. */
+static const char *const phys_deepep_ops[2][2] = {
+  { "deepep_normal_dispatch", "deepep_normal_combine" },
+  { "deepep_ll_dispatch", "deepep_ll_combine" },
+};
+
+/* Whether op names one of DeepEP's kernels, and which (ll, combine may be
+ * NULL). */
 static inline bool
 phys_deepep_op (const char *op, bool *ll, bool *combine)
 {
-  if (op == NULL || strncmp (op, "deepep_", 7) != 0)
-    return false;
-  if (strcmp (op + 7, "normal_dispatch") && strcmp (op + 7, "normal_combine") &&
-      strcmp (op + 7, "ll_dispatch") && strcmp (op + 7, "ll_combine"))
-    return false;
-  *ll = strncmp (op + 7, "ll_", 3) == 0;
-  *combine = strstr (op, "_combine") != NULL;
-  return true;
+  for (int i = 0; op && i < 4; i++)
+    if (strcmp (op, phys_deepep_ops[i / 2][i % 2]) == 0) {
+      if (ll)
+        *ll = i / 2;
+      if (combine)
+        *combine = i % 2;
+      return true;
+    }
+  return false;
 }
 
 /* The chance that a token's top_k of `experts` experts (spread evenly, a
@@ -274,11 +318,10 @@ phys_deepep_time (const struct perfmod_kernel *k, const struct perfmod_gpu *g,
       !(topk >= 1) || !(experts >= topk) || !(g->link_gbps > 0))
     return -1;
   elem = combine ? 2 : 1 + 4.0 / 128;         /* bf16; fp8 and a float scale per 128 */
-  ppn = g->gpus_per_node > 0 ? fmin (n, g->gpus_per_node) : n;
+  ppn = phys_node_ranks (g, n);
   r->nodes = (int) ceil (n / ppn);
-  link = g->link_gbps * 1e9 * (g->link_efficiency > 0 ? g->link_efficiency : 1);
-  nic = g->nic_gbps * 1e9 * (g->nic_efficiency > 0 ? g->nic_efficiency : 1)
-        / (g->oversubscription >= 1 ? g->oversubscription : 1);
+  link = phys_link_bw (g);
+  nic = phys_nic_bw (g);
   if (r->nodes > 1 && !(nic > 0))
     return -1;
   if (ll) {                  /* a copy per expert on another rank */
@@ -403,16 +446,11 @@ phys_cost_of (const struct perfmod_kernel *k, const struct perfmod_gpu *gpu,
     if (gpu && phys_deepep_time (k, gpu, &dp) == 0) {
       /* the slower of the link's share (at the link's full bandwidth: a
        * bound) and the NIC's */
-      double nic = gpu->nic_gbps * 1e9;
-      c->comm_bytes = dp.link_bytes;
-      c->bw = gpu->link_gbps * 1e9;
-      if (nic > 0 && dp.nic_bytes / nic > dp.link_bytes / c->bw) {
-        c->comm_bytes = dp.nic_bytes;
-        c->bw = nic;
-      }
+      phys_slower_share (dp.link_bytes, gpu->link_gbps * 1e9, dp.nic_bytes, gpu->nic_gbps * 1e9,
+                         &c->comm_bytes, &c->bw);
       return 0;
     }
-    double gpn = gpu && gpu->gpus_per_node > 0 ? gpu->gpus_per_node : n;
+    double gpn = gpu ? phys_node_ranks (gpu, n) : n;
     c->comm_bytes = phys_comm_bytes (k->op, k->bytes, n);
     c->bw = gpu ? gpu->link_gbps * 1e9 : 0;
     if (gpu && n > gpn && gpu->nic_gbps > 0) {
@@ -421,11 +459,9 @@ phys_cost_of (const struct perfmod_kernel *k, const struct perfmod_gpu *gpu,
        * side by side; what else crosses the node's boundary goes through
        * its gpn NICs */
       double nic = gpu->nic_gbps * 1e9 / (gpu->oversubscription >= 1 ? gpu->oversubscription : 1);
-      if (k->op && strcmp (k->op, "alltoall") == 0) {
-        double in = (gpn - 1) / n * k->bytes, out = (n - gpn) / n * k->bytes;
-        c->comm_bytes = in / c->bw > out / nic ? in : out;
-        c->bw = in / c->bw > out / nic ? c->bw : nic;
-      }
+      if (k->op && strcmp (k->op, "alltoall") == 0)
+        phys_slower_share ((gpn - 1) / n * k->bytes, c->bw, (n - gpn) / n * k->bytes, nic,
+                           &c->comm_bytes, &c->bw);
       else if (k->op && (strcmp (k->op, "send_recv") == 0 || strcmp (k->op, "p2p") == 0))
         c->bw = fmin (c->bw, nic);              /* one pair, one NIC */
       else

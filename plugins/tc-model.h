@@ -77,10 +77,8 @@ tc_group_of (const struct perfmod_kernel *k)
   case PERFMOD_KERNEL_LAYERNORM:
   case PERFMOD_KERNEL_MEMORY:
     return k->dtype == PERFMOD_DTYPE_FP16 || k->dtype == PERFMOD_DTYPE_BF16 ? TC_VECTOR : -1;
-  case PERFMOD_KERNEL_COMM: {
-    bool ll = false, combine = false;
-    return phys_deepep_op (k->op, &ll, &combine) ? TC_DEEPEP : TC_COMM;
-  }
+  case PERFMOD_KERNEL_COMM:
+    return phys_deepep_op (k->op, NULL, NULL) ? TC_DEEPEP : TC_COMM;
   case PERFMOD_KERNEL_MOE:
     return TC_MOE;
   default:
@@ -199,15 +197,13 @@ tc_case_of (const struct perfmod_kernel *k, const struct perfmod_gpu *g, int fea
      * protocol that model chose, how much of its time is latency, and the
      * link (its kind and bandwidth: on a GPU left out of training, the
      * correction of the training GPU nearest in link bandwidth). */
-    static const char *const ops[] = { "all_reduce", "all_gather", "reduce_scatter", "alltoall",
-                                       "send_recv" };
     struct phys_nccl nc;
     if (k->ranks < 2 || phys_nccl_time (k->op, k->bytes, (double) k->ranks, 0, g, &nc) < 0
         || !(nc.seconds > 0))
       return -1;
     c->base = nc.seconds;
-    for (int i = 0; i < 5; i++)
-      x[i] = k->op && strcmp (k->op, ops[i]) == 0;
+    for (int i = 0; i < PHYS_COMM_NOPS; i++)
+      x[i] = k->op && strcmp (k->op, phys_comm_ops[i]) == 0;
     x[5] = tc_log2 ((double) k->ranks);
     x[6] = tc_log2 (k->bytes);
     x[7] = tc_log2 (nc.seconds / 1e-6);

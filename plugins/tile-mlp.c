@@ -58,7 +58,8 @@ static struct state {
   int moe_state, moe_ready;
   /* The collectives' networks (NCCL's, DeepEP's): DATADIR/params/
    * tile-mlp-comm.params unless comm_params= names another (perfmod train
-   * --table nccl,deepep); without it a collective is refused. */
+   * --table nccl,deepep); without it a collective is its cost model's
+   * time (comm_mechanism). */
   struct learned comm;
   int comm_state, comm_ready;
 } S;
@@ -597,35 +598,23 @@ tc_estimate (struct state *s, const struct perfmod_kernel *k, const struct perfm
   return 1;
 }
 
-/* A collective without a network to correct it: NCCL's cost model or
- * DeepEP's (physics.h) itself, never under the links' bound, said in
- * the basis. */
+/* A collective without a network to correct it: the time its case
+ * starts from (NCCL's cost model or DeepEP's, physics.h) with no
+ * correction, never under the links' bound, said in the basis. */
 static int
 comm_mechanism (struct state *s, const struct perfmod_kernel *k, const struct perfmod_gpu *gpu,
                 struct perfmod_estimate *est)
 {
-  struct phys_nccl nc;
-  struct phys_deepep dp;
-  struct phys_cost pc;
-  double t;
-  if (phys_deepep_time (k, gpu, &dp) == 0) {
-    t = dp.seconds;
-    est->basis = "DeepEP's model (no network to correct it)";
-  }
-  else if (phys_nccl_time (k->op, k->bytes, PHYS_HAS (k, ranks) ? (double) k->ranks : 0, 0, gpu,
-                           &nc) == 0 && nc.seconds > 0) {
-    t = nc.seconds;
-    est->basis = "NCCL's model (no network to correct it)";
-  }
-  else {
+  struct tc_case c;
+  if (tc_case_of (k, gpu, TC_FEAT_NOCHIP, &c) < 0) {
     s->l.host->error ("%s on %s: no link bandwidth (link_gbps) or no ranks for NCCL's model",
                       k->op ? k->op : "collective", gpu->name);
     return -1;
   }
-  if (phys_cost_of (k, gpu, &pc) == 0)
-    t = fmax (t, phys_floor (&pc, gpu));
-  est->seconds = t;
+  est->seconds = tc_time (&c, 0);
   est->spread = 0;
+  est->basis = tc_group_of (k) == TC_DEEPEP ? "DeepEP's model (no network to correct it)"
+                                            : "NCCL's model (no network to correct it)";
   return 0;
 }
 

@@ -6,59 +6,60 @@
 
 #include "internal.h"
 
-/* Numeric keys: name, where in struct perfmod_gpu, integer or not, and
+/* Numeric keys: name, where in struct perfmod_gpu, integer or not,
  * whether 0 is refused (a capacity: no SMs, no bandwidth) or allowed
- * (none, e.g. no fp8 units). */
+ * (none, e.g. no fp8 units), and whether only 0 and 1 are (a flag). */
 struct gpu_key {
   const char *name;
   size_t offset;
   bool integer;
   bool positive;
+  bool flag;             /* 0 or 1 only */
 };
 
 #define F(field) offsetof (struct perfmod_gpu, field)
 static const struct gpu_key gpu_keys[] = {
-  { "sms", F (sms), true, true },
-  { "cores_per_sm", F (cores_per_sm), true, true },
-  { "clock_mhz", F (clock_mhz), false, true },
-  { "fp32_gflops", F (fp32_gflops), false, true },
-  { "tf32_tflops", F (tensor_tflops[PERFMOD_DTYPE_TF32]), false, false },
-  { "fp16_tflops", F (tensor_tflops[PERFMOD_DTYPE_FP16]), false, false },
-  { "bf16_tflops", F (tensor_tflops[PERFMOD_DTYPE_BF16]), false, false },
-  { "fp8_tflops", F (tensor_tflops[PERFMOD_DTYPE_FP8]), false, false },
-  { "mem_gb", F (mem_gb), false, true },
-  { "mem_bw_gbps", F (mem_bw_gbps), false, true },
-  { "l2_mb", F (l2_mb), false, true },
-  { "gpus_per_node", F (gpus_per_node), true, true },
-  { "link_gbps", F (link_gbps), false, true },
-  { "nic_gbps", F (nic_gbps), false, true },
-  { "link_efficiency", F (link_efficiency), false, false },
-  { "link_latency_us", F (link_latency_us), false, false },
-  { "nic_efficiency", F (nic_efficiency), false, false },
-  { "nic_latency_us", F (nic_latency_us), false, false },
-  { "oversubscription", F (oversubscription), false, false },
-  { "fp4_tflops", F (fp4_tflops), false, false },
-  { "fp32_matrix_tflops", F (fp32_matrix_tflops), false, false },
-  { "tdp_w", F (tdp_w), false, true },
-  { "base_clock_mhz", F (base_clock_mhz), false, true },
+  { "sms", F (sms), true, true, false },
+  { "cores_per_sm", F (cores_per_sm), true, true, false },
+  { "clock_mhz", F (clock_mhz), false, true, false },
+  { "fp32_gflops", F (fp32_gflops), false, true, false },
+  { "tf32_tflops", F (tensor_tflops[PERFMOD_DTYPE_TF32]), false, false, false },
+  { "fp16_tflops", F (tensor_tflops[PERFMOD_DTYPE_FP16]), false, false, false },
+  { "bf16_tflops", F (tensor_tflops[PERFMOD_DTYPE_BF16]), false, false, false },
+  { "fp8_tflops", F (tensor_tflops[PERFMOD_DTYPE_FP8]), false, false, false },
+  { "mem_gb", F (mem_gb), false, true, false },
+  { "mem_bw_gbps", F (mem_bw_gbps), false, true, false },
+  { "l2_mb", F (l2_mb), false, true, false },
+  { "gpus_per_node", F (gpus_per_node), true, true, false },
+  { "link_gbps", F (link_gbps), false, true, false },
+  { "nic_gbps", F (nic_gbps), false, true, false },
+  { "link_efficiency", F (link_efficiency), false, false, false },
+  { "link_latency_us", F (link_latency_us), false, false, false },
+  { "nic_efficiency", F (nic_efficiency), false, false, false },
+  { "nic_latency_us", F (nic_latency_us), false, false, false },
+  { "oversubscription", F (oversubscription), false, false, false },
+  { "fp4_tflops", F (fp4_tflops), false, false, false },
+  { "fp32_matrix_tflops", F (fp32_matrix_tflops), false, false, false },
+  { "tdp_w", F (tdp_w), false, true, false },
+  { "base_clock_mhz", F (base_clock_mhz), false, true, false },
   /* the engine's all-reduce per group size (2, 4, 8): all five of a size or none */
-  { "engine_ar2_oneshot_us", F (engine_ar[0].oneshot_us), false, true },
-  { "engine_ar2_oneshot_gbps", F (engine_ar[0].oneshot_gbps), false, true },
-  { "engine_ar2_twoshot_bytes", F (engine_ar[0].twoshot_bytes), false, true },
-  { "engine_ar2_twoshot_us", F (engine_ar[0].twoshot_us), false, true },
-  { "engine_ar2_twoshot_gbps", F (engine_ar[0].twoshot_gbps), false, true },
-  { "engine_ar4_oneshot_us", F (engine_ar[1].oneshot_us), false, true },
-  { "engine_ar4_oneshot_gbps", F (engine_ar[1].oneshot_gbps), false, true },
-  { "engine_ar4_twoshot_bytes", F (engine_ar[1].twoshot_bytes), false, true },
-  { "engine_ar4_twoshot_us", F (engine_ar[1].twoshot_us), false, true },
-  { "engine_ar4_twoshot_gbps", F (engine_ar[1].twoshot_gbps), false, true },
-  { "engine_ar8_oneshot_us", F (engine_ar[2].oneshot_us), false, true },
-  { "engine_ar8_oneshot_gbps", F (engine_ar[2].oneshot_gbps), false, true },
-  { "engine_ar8_twoshot_bytes", F (engine_ar[2].twoshot_bytes), false, true },
-  { "engine_ar8_twoshot_us", F (engine_ar[2].twoshot_us), false, true },
-  { "engine_ar8_twoshot_gbps", F (engine_ar[2].twoshot_gbps), false, true },
-  { "nvlink", F (nvlink), true, false },
-  { "nvls", F (nvls), true, false },
+  { "engine_ar2_oneshot_us", F (engine_ar[0].oneshot_us), false, true, false },
+  { "engine_ar2_oneshot_gbps", F (engine_ar[0].oneshot_gbps), false, true, false },
+  { "engine_ar2_twoshot_bytes", F (engine_ar[0].twoshot_bytes), false, true, false },
+  { "engine_ar2_twoshot_us", F (engine_ar[0].twoshot_us), false, true, false },
+  { "engine_ar2_twoshot_gbps", F (engine_ar[0].twoshot_gbps), false, true, false },
+  { "engine_ar4_oneshot_us", F (engine_ar[1].oneshot_us), false, true, false },
+  { "engine_ar4_oneshot_gbps", F (engine_ar[1].oneshot_gbps), false, true, false },
+  { "engine_ar4_twoshot_bytes", F (engine_ar[1].twoshot_bytes), false, true, false },
+  { "engine_ar4_twoshot_us", F (engine_ar[1].twoshot_us), false, true, false },
+  { "engine_ar4_twoshot_gbps", F (engine_ar[1].twoshot_gbps), false, true, false },
+  { "engine_ar8_oneshot_us", F (engine_ar[2].oneshot_us), false, true, false },
+  { "engine_ar8_oneshot_gbps", F (engine_ar[2].oneshot_gbps), false, true, false },
+  { "engine_ar8_twoshot_bytes", F (engine_ar[2].twoshot_bytes), false, true, false },
+  { "engine_ar8_twoshot_us", F (engine_ar[2].twoshot_us), false, true, false },
+  { "engine_ar8_twoshot_gbps", F (engine_ar[2].twoshot_gbps), false, true, false },
+  { "nvlink", F (nvlink), true, false, true },
+  { "nvls", F (nvls), true, false, true },
 };
 #undef F
 #define NKEYS (sizeof gpu_keys / sizeof gpu_keys[0])
@@ -165,8 +166,7 @@ handler (void *user, const char *section, const char *name, const char *value)
     int64_t iv;
     char *p = (char *) &e->gpu + gpu_keys[i].offset;
     if (gpu_keys[i].integer) {
-      bool flag = strcmp (name, "nvlink") == 0 || strcmp (name, "nvls") == 0;
-      if (flag && (!parse_int64 (value, &iv) || iv < 0 || iv > 1)) {
+      if (gpu_keys[i].flag && (!parse_int64 (value, &iv) || iv < 0 || iv > 1)) {
         pm_error ("%s:%d: %s: '%s' is not 0 or 1", ps->ini.path, ps->ini.line, name, value);
         ps->errors++;
         return 1;

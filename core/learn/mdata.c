@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "internal.h"
+#include "physics.h"
 
 /* Where the rows of one table land, and what the table is called in
  * reports (krow.set). */
@@ -533,8 +534,7 @@ read_deepep (struct table *t, bool ll)
       struct krow k = { 0 };
       k.kclass = PERFMOD_KERNEL_COMM;
       k.gpu = g;
-      k.op = intern (ll ? (dir ? "deepep_ll_combine" : "deepep_ll_dispatch")
-                        : (dir ? "deepep_normal_combine" : "deepep_normal_dispatch"));
+      k.op = intern (phys_deepep_ops[ll][dir]);
       k.dtype = dir ? PERFMOD_DTYPE_BF16 : PERFMOD_DTYPE_FP8;
       k.m = tokens;
       k.k = hidden;
