@@ -245,6 +245,10 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
                                     "zero", s->zero, "recompute", recompute_name (s->recompute),
                                     "sp", s->sp, "tpo", s->tpo, "gpus", gpus, "nodes", nodes, "microbatches",
                                     r[0].microbatches));
+    json_object_set_new (json_object_get (root, "strategy"), "dispatcher",
+                         json_string (dispatcher_name (s->dispatcher)));
+    json_object_set_new (json_object_get (root, "strategy"), "a2a_overlap",
+                         json_boolean (s->a2a_overlap));
     for (size_t p = 0; p < npred; p++) {
       json_t *comm = json_object (), *hidden = json_object ();
       for (int d = DIM_TP; d < NDIMS; d++) {
@@ -315,7 +319,7 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
             schedule_name (s->schedule), s->zero, recompute_name (s->recompute), s->sp,
             s->tpo ? " tpo=1" : "", kernels_name (s->kernels));
     char keys[16 * PM_MAX_STAGES];
-    strategy_split_keys (s, ' ', keys, sizeof keys);
+    strategy_extra_keys (s, ' ', keys, sizeof keys);
     fputs (keys, stdout);
     printf (": %d GPUs on %d node%s of %d, %d micro-batch%s per replica\n", gpus, nodes,
             nodes == 1 ? "" : "s", gpn, r[0].microbatches, r[0].microbatches == 1 ? "" : "es");
@@ -567,8 +571,10 @@ predict_serving (struct cli *c, struct plugin_set *set, struct workload *w,
             (long long) w->seq, w->prec->name, w->ge->name, (long long) w->m.layers);
     if (c->assumed)
       printf ("assumed: %s\n", c->assumed);
-    printf ("strategy: tp=%d pp=%d ep=%d dp=%d: %d GPU%s per replica, %d replica%s (%d GPUs)\n",
-            s->tp, s->pp, s->ep, s->dp, replica, replica == 1 ? "" : "s", s->dp,
+    char keys[64];
+    strategy_extra_keys (s, ' ', keys, sizeof keys);
+    printf ("strategy: tp=%d pp=%d ep=%d dp=%d%s: %d GPU%s per replica, %d replica%s (%d GPUs)\n",
+            s->tp, s->pp, s->ep, s->dp, keys, replica, replica == 1 ? "" : "s", s->dp,
             s->dp == 1 ? "" : "s", gpus);
     if (s->etp > 0)
       printf ("experts: ep=%d x etp=%d over the tp=%d ranks: %lld of the %lld experts per GPU, "

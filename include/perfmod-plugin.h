@@ -204,6 +204,20 @@ struct perfmod_parallel_case {
    * with the GEMMs beside them (PERFMOD_OVERLAP_GEMM; strategy key tpo,
    * Megatron-Core's --tp-comm-overlap; only with sequence_parallel). */
   int tp_comm_overlap;
+  /* Appended (check struct_size): how ep's tokens reach their experts
+   * (enum perfmod_dispatcher; strategy key dispatcher, Megatron-Core's
+   * --moe-token-dispatcher-type), and whether dispatch and combine hide
+   * behind another micro-batch's computation (strategy key a2a_overlap,
+   * Megatron-Core's --overlap-moe-expert-parallel-comm). */
+  int dispatcher;
+  int a2a_overlap;
+};
+
+/* How a routed layer's tokens reach the ranks of their experts. */
+enum perfmod_dispatcher {
+  PERFMOD_DISPATCH_ALLTOALL = 0, /* an all-to-all of each token's routed copies */
+  PERFMOD_DISPATCH_ALLGATHER = 1, /* every rank gathers every token, reduce-scatters back */
+  PERFMOD_DISPATCH_FLEX = 2      /* DeepEP's kernels (PERFMOD_COLL_DEEPEP) */
 };
 
 /* Graph-level parallelism.  A parallelism plugin's
@@ -215,7 +229,13 @@ enum perfmod_collective {
   PERFMOD_COLL_REDUCE_SCATTER = 2,
   PERFMOD_COLL_ALLGATHER = 3,
   PERFMOD_COLL_ALLTOALL = 4,
-  PERFMOD_COLL_SENDRECV = 5
+  PERFMOD_COLL_SENDRECV = 5,
+  /* Appended: DeepEP's dispatch (at PERFMOD_SITE_MOE_DISPATCH) or combine
+   * (at PERFMOD_SITE_MOE_COMBINE), its bytes an all-to-all's (the routed
+   * copies of the rank's tokens); the core costs DeepEP's kernel over the
+   * rank's tokens, the model's experts and top-k: the normal kernels, the
+   * low-latency ones in a decode step.  Elsewhere refused. */
+  PERFMOD_COLL_DEEPEP = 6
 };
 
 /* Where a collective runs: per layer and micro-batch, unless noted. */

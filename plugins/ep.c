@@ -1,6 +1,8 @@
 /* ep.c: expert parallelism: experts sharded over ranks, all-to-all dispatch and combine, load imbalance; and the seeds' closed form. */
 #include <config.h>
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,20 +62,39 @@ ep_config (void *state, const char *key, const char *value)
   return 0;
 }
 
-/* Each rank keeps experts/Z experts, fed with the tokens of all Z ranks:
- * its k routed copies of every token go out in an all-to-all (dispatch)
- * and come back in another (combine), and the backward pass does the
- * same with their gradients.  The busiest rank waits for the others. */
+/* Each rank keeps experts/Z experts, fed with the tokens of all Z ranks.
+ * Under the all-to-all dispatcher its k routed copies of every token go
+ * out in an all-to-all (dispatch) and come back in another (combine); the
+ * backward pass does the same with their gradients.  The busiest rank
+ * waits for the others.  DeepEP's kernels (dispatcher=flex) move the same
+ * copies, deduplicated per rank and node (the core's model of them).  The
+ * all-gather dispatcher gathers every rank's tokens, whatever their
+ * experts, and reduce-scatters the outputs back; its backward the
+ * reverse.  With a2a_overlap they hide behind another micro-batch's
+ * computation (Megatron-Core's 1F1B expert-parallel overlap). */
 static int
 ep_plan (void *state, const struct perfmod_parallel_case *c, struct perfmod_plan *p)
 {
   double routed = c->mb_tokens * c->experts_per_token * c->hidden * c->elem_bytes * S.imbalance;
+  bool has = c->struct_size >= offsetof (struct perfmod_parallel_case, a2a_overlap)
+                              + sizeof c->a2a_overlap;      /* a core that knows them */
+  int dispatcher = has ? c->dispatcher : PERFMOD_DISPATCH_ALLTOALL;
+  int overlap = has && c->a2a_overlap ? PERFMOD_OVERLAP_PHASE : 0;
   (void) state;
   p->experts = c->degree;
   p->expert_load = S.imbalance;
   for (int phase = 0; phase < 2; phase++) {
-    perfmod_plan_comm (p, PERFMOD_COLL_ALLTOALL, PERFMOD_SITE_MOE_DISPATCH, phase, routed, 0);
-    perfmod_plan_comm (p, PERFMOD_COLL_ALLTOALL, PERFMOD_SITE_MOE_COMBINE, phase, routed, 0);
+    if (dispatcher == PERFMOD_DISPATCH_ALLGATHER) {
+      double all = c->mb_tokens * c->degree * c->hidden * c->elem_bytes;
+      perfmod_plan_comm (p, phase ? PERFMOD_COLL_REDUCE_SCATTER : PERFMOD_COLL_ALLGATHER,
+                         PERFMOD_SITE_MOE_DISPATCH, phase, all, 0);
+      perfmod_plan_comm (p, phase ? PERFMOD_COLL_ALLGATHER : PERFMOD_COLL_REDUCE_SCATTER,
+                         PERFMOD_SITE_MOE_COMBINE, phase, all, 0);
+      continue;
+    }
+    int coll = dispatcher == PERFMOD_DISPATCH_FLEX ? PERFMOD_COLL_DEEPEP : PERFMOD_COLL_ALLTOALL;
+    perfmod_plan_comm (p, coll, PERFMOD_SITE_MOE_DISPATCH, phase, routed, overlap);
+    perfmod_plan_comm (p, coll, PERFMOD_SITE_MOE_COMBINE, phase, routed, overlap);
   }
   return 0;
 }

@@ -253,8 +253,9 @@ phys_nccl_time (const char *op, double bytes, double n, double ppn, const struct
  * "deepep_ll_dispatch" or "deepep_ll_combine"; m tokens on each rank, k
  * the hidden width, top_k experts per token among h, ranks the
  * expert-parallel group, b the SMs the normal kernels run on (0: as many
- * as they need).  The dispatch sends fp8 (and its scales), the combine
- * bf16.  The normal kernels send a token once to each rank holding one of
+ * as they need).  They send their dtype: SGLang's dispatch fp8 with a
+ * float scale per 128 values, its combine bf16; Megatron-Core's both bf16.
+ * The normal kernels send a token once to each rank holding one of
  * its experts, and once to each other node (forwarded over NVLink there);
  * the low-latency kernels send a copy per expert.  Each SM a normal
  * kernel runs on pushes about PHYS_DEEPEP_SM_BYTES_CLOCK bytes a clock
@@ -262,7 +263,13 @@ phys_nccl_time (const char *op, double bytes, double n, double ppn, const struct
  * per SM at 4 to 16 SMs, link-bound beyond), so few SMs cap the
  * bandwidth below the link's. */
 #define PHYS_DEEPEP_SM_BYTES_CLOCK 7.5
-#define PHYS_DEEPEP_LATENCY_S 1e-5   /* a nominal fixed cost the network corrects */
+/* The kernels' fixed costs on one node by [ll][combine], read off the same
+ * H100 table at 1 to 4 tokens (normal 25-27 us dispatch, 39 us combine at
+ * every SM count; low-latency 12 us each; GB200's are 34, 41 and 15). */
+static const double phys_deepep_latency_s[2][2] = { { 26e-6, 39e-6 }, { 12e-6, 12e-6 } };
+/* The SMs Megatron-Core's flex dispatcher and DeepEP's Buffer give the
+ * normal kernels by default (num_sms). */
+#define PHYS_DEEPEP_SMS 20
 
 /* DeepEP's four kernels by [ll][combine]. */
 static const char *const phys_deepep_ops[2][2] = {
@@ -317,7 +324,8 @@ phys_deepep_time (const struct perfmod_kernel *k, const struct perfmod_gpu *g,
   if (!phys_deepep_op (k->op, &ll, &combine) || n < 2 || !(tok > 0) || !(hid > 0) ||
       !(topk >= 1) || !(experts >= topk) || !(g->link_gbps > 0))
     return -1;
-  elem = combine ? 2 : 1 + 4.0 / 128;         /* bf16; fp8 and a float scale per 128 */
+  elem = k->dtype == PERFMOD_DTYPE_FP8 ? 1 + 4.0 / 128     /* a float scale per 128 values */
+         : k->elem_bytes > 0 ? k->elem_bytes : 2;
   ppn = phys_node_ranks (g, n);
   r->nodes = (int) ceil (n / ppn);
   link = phys_link_bw (g);
@@ -338,7 +346,7 @@ phys_deepep_time (const struct perfmod_kernel *k, const struct perfmod_gpu *g,
   sms = (double) k->b;
   if (!ll && sms > 0 && g->clock_mhz > 0)
     r->bw = fmin (link, sms * PHYS_DEEPEP_SM_BYTES_CLOCK * g->clock_mhz * 1e6);
-  r->seconds = PHYS_DEEPEP_LATENCY_S + fmax (r->link_bytes / r->bw,
+  r->seconds = phys_deepep_latency_s[ll][combine] + fmax (r->link_bytes / r->bw,
                                              nic > 0 ? r->nic_bytes / nic : 0);
   return 0;
 }

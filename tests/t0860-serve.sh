@@ -16,7 +16,7 @@ expect_one_line 2 'one of --concurrency, --rate and --trace' "no load refused" -
 expect_one_line 2 'one of --concurrency, --rate and --trace' "two loads refused" -- serve $L8 --isl 128 --osl 16 --concurrency 4 --rate 2
 expect_one_line 2 'needs --isl and --osl' "no lengths refused" -- serve $L8 --concurrency 4
 expect_one_line 2 "--engine 'tgi': expected vllm, sglang or trtllm" "an unknown engine named" -- serve $L8 --isl 128 --osl 16 --concurrency 4 --engine tgi
-expect_one_line 2 'takes tp, pp, ep, etp and dp' "a training key in --strategy refused" -- serve $L8 --isl 128 --osl 16 --concurrency 4 --strategy tp=2,mbs=2
+expect_one_line 2 'takes tp, pp, ep, etp, dispatcher and dp' "a training key in --strategy refused" -- serve $L8 --isl 128 --osl 16 --concurrency 4 --strategy tp=2,mbs=2
 expect_one_line 2 'needs both --prefill and --decode' "--prefill without --decode refused" -- serve $L8 --isl 128 --osl 16 --concurrency 4 --prefill tp=1
 expect_one_line 2 'spec-accept' "--spec without an acceptance refused" -- serve $L8 --isl 128 --osl 16 --concurrency 4 --spec eagle
 expect_one_line 2 "--rate '-3'" "a negative rate refused" -- serve $L8 --isl 128 --osl 16 --rate -3

@@ -45,7 +45,7 @@ refused_each () {
     fi
   done
 }
-refused_each "^perfmod: --decode 'tp=1,@': a serving replica takes tp, pp, ep, etp only\$" \
+refused_each "^perfmod: --decode 'tp=1,@': a serving replica takes tp, pp, ep, etp, dispatcher only\$" \
   serve $S --prefill tp=1 --decode tp=1,@ -- mbs=2 zero=1 cp=2 sp=1 tpo=1 kernels=te recompute=full \
   schedule=gpipe pp=2,vp=2,schedule=interleaved pp=2,split=16:16
 ok $([ "$n" -eq 10 ]; echo $?) "each training key in --decode refused naming it, without dp ($n of 10)"

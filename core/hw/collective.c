@@ -9,12 +9,12 @@
 #include "physics.h"
 
 static const char *const coll_names[] = { "?", "allreduce", "reduce_scatter", "allgather",
-                                          "alltoall", "sendrecv" };
+                                          "alltoall", "sendrecv", "deepep" };
 
 const char *
 collective_name (int coll)
 {
-  return coll >= PERFMOD_COLL_ALLREDUCE && coll <= PERFMOD_COLL_SENDRECV ? coll_names[coll] : "?";
+  return coll >= PERFMOD_COLL_ALLREDUCE && coll <= PERFMOD_COLL_DEEPEP ? coll_names[coll] : "?";
 }
 
 void
@@ -54,6 +54,27 @@ collective_seconds (int coll, double bytes, int size, int64_t stride, int gpus_p
     q = stride < gpus_per_node ? 2 : 1;
   }
   if (phys_nccl_time (ops[coll], bytes, size, q, gpu, &r) < 0)
+    return HUGE_VAL;
+  return r.seconds;
+}
+
+/* DeepEP's kernel k (physics.h, phys_deepep_time) over a group of size
+ * ranks, `stride` apart: its members per node decide what crosses the
+ * network.  Infinite where the GPU lacks the links it needs. */
+double
+group_deepep_seconds (const struct perfmod_kernel *k, int size, int64_t stride,
+                      int gpus_per_node, const struct perfmod_gpu *gpu)
+{
+  struct perfmod_kernel kk = *k;
+  struct perfmod_gpu g = *gpu;
+  struct phys_deepep r;
+  int q, nodes;
+  if (size <= 1 || k->m < 1)
+    return 0;
+  group_layout (size, stride, gpus_per_node, &q, &nodes);
+  kk.ranks = size;
+  g.gpus_per_node = q;
+  if (phys_deepep_time (&kk, &g, &r) < 0)
     return HUGE_VAL;
   return r.seconds;
 }

@@ -45,6 +45,10 @@ double engine_allreduce_seconds (double bytes, int size, const struct perfmod_gp
 /* A collective of a strategy dimension's group; with
  * `engine` (a serving engine's inference), a tensor-parallel all-reduce
  * within one node costs the engine's all-reduce where it is the cheaper. */
+/* DeepEP's kernel k (op, tokens, width, experts, top_k, SMs, dtype set)
+ * over a group of size ranks `stride` apart. */
+double group_deepep_seconds (const struct perfmod_kernel *k, int size, int64_t stride,
+                             int gpus_per_node, const struct perfmod_gpu *gpu);
 double group_collective_seconds (int coll, double bytes, int dim, int size, int64_t stride,
                                  int gpus_per_node, bool engine, const struct perfmod_gpu *gpu);
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "physics.h"
 
 /* The kernels are those Hugging Face's eager PyTorch models launch, with
  * the backward and gradient-accumulation kernels NeuSight's tracer assigns
@@ -89,7 +90,26 @@ site (struct bctx *c, int where)
     snprintf (name, sizeof name, "%s_%s_%s", dim_name (cs->dim), collective_name (cs->collective),
               phase == PHASE_FW ? "fw" : "bw");
     struct node *nd = add_node (c, name, "comm", 0, 1);
-    struct kop *o = node_add_op (nd, phase, PERFMOD_KERNEL_COMM, collective_name (cs->collective));
+    struct kop *o;
+    if (cs->collective == PERFMOD_COLL_DEEPEP) {
+      /* DeepEP: the low-latency kernels in a decode step, the normal ones
+       * otherwise (SGLang's deepep-mode auto); a backward's dispatch is
+       * the combine kernel on the gradients and its combine a dispatch.
+       * A serving engine sends fp8 (a scale per 128 values) and combines
+       * in bf16; Megatron-Core's flex dispatcher both in the activations'
+       * dtype. */
+      bool combine = (where == PERFMOD_SITE_MOE_COMBINE) != (phase == PHASE_BW);
+      o = node_add_op (nd, phase, PERFMOD_KERNEL_COMM,
+                       phys_deepep_ops[c->o->kv_len > 0][combine]);
+      o->m = (int64_t) ceil ((double) c->t * (sh->expert_load > 1 ? sh->expert_load : 1));
+      o->k = c->m->hidden;
+      o->h = c->m->experts;
+      o->top_k = c->m->top_k;
+      o->b = PHYS_DEEPEP_SMS;
+      o->dtype = c->train || combine ? PERFMOD_DTYPE_BF16 : PERFMOD_DTYPE_FP8;
+    }
+    else
+      o = node_add_op (nd, phase, PERFMOD_KERNEL_COMM, collective_name (cs->collective));
     o->bytes = cs->bytes;
     o->dim = cs->dim;
     o->overlap = cs->overlap;

@@ -101,6 +101,9 @@ struct kop {             /* one kernel of a node */
   double bytes;
   int dim;
   int overlap;           /* enum perfmod_overlap */
+  int dtype;             /* DeepEP's kernels: what they send (enum perfmod_dtype); they
+                            carry their tokens in m, width in k, the model's experts in h,
+                            top_k and their SMs in b */
   /* ATTENTION kernels: key/value heads, sliding window, causal mask */
   int64_t kv_heads, window;
   bool causal;

@@ -181,6 +181,8 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
     c.sequence_parallel = s->sp;
     c.megatron_core = s->kernels == KERNELS_TE;
     c.tp_comm_overlap = s->tpo;
+    c.dispatcher = s->dispatcher;
+    c.a2a_overlap = s->a2a_overlap;
     plan_init (&p);
     pm_current_plugin = pl->p.name;
     pm_plugin_errmsg[0] = '\0';
@@ -216,6 +218,16 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
      * plugin's experts and load stand, its all-to-alls do not. */
     if (dim == DIM_EP && s->etp > 0)
       continue;
+    for (int k = 0; k < p.ncomm; k++) {
+      int coll = p.comm[k].collective, where = p.comm[k].site;
+      if (coll < PERFMOD_COLL_ALLREDUCE || coll > PERFMOD_COLL_DEEPEP
+          || (coll == PERFMOD_COLL_DEEPEP && where != PERFMOD_SITE_MOE_DISPATCH
+              && where != PERFMOD_SITE_MOE_COMBINE)) {
+        pm_error ("%s: plan() returned collective %d at site %d, which this core does not run",
+                  pl->p.name, coll, where);
+        return -1;
+      }
+    }
     for (int k = 0; k < p.ncomm; k++) {
       struct comm_site *cs = &dp->comms[dp->ncomms++];
       cs->collective = p.comm[k].collective;
@@ -880,6 +892,19 @@ dist_check (const struct model_cfg *m, const struct dist_options *o)
               : s->kernels != KERNELS_TE ? "kernels=te (Megatron-Core with Transformer Engine)"
               : "a training step (--mode train)");
     return -1;
+  }
+  /* Megatron-Core's --overlap-moe-expert-parallel-comm: its checks */
+  if (s->a2a_overlap) {
+    const char *need = s->ep < 2 ? "ep>1"
+                       : s->dispatcher == PERFMOD_DISPATCH_ALLGATHER ? "dispatcher=alltoall or flex"
+                       : !o->train ? "a training step (--mode train)"
+                       : s->kernels != KERNELS_TE ? "kernels=te (Megatron-Core)"
+                       : s->pp > 1 && s->vp < 2 ? "vp>1 when pp>1"
+                       : s->recompute == RECOMPUTE_FULL ? "recompute other than full" : NULL;
+    if (need) {
+      pm_error ("a2a_overlap=1: expert-parallel communication overlap needs %s", need);
+      return -1;
+    }
   }
   if (strategy_uneven (s)) {
     if (strategy_check_split (s, m->layers, m->name) < 0)

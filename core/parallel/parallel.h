@@ -25,6 +25,8 @@ struct strategy {
   bool account_embed, account_loss;
   bool sp;               /* sequence parallelism with tp */
   bool tpo;              /* tp communication overlapped with the GEMMs (TE userbuffers) */
+  int dispatcher;        /* enum perfmod_dispatcher: ep's all-to-all, all-gather or DeepEP */
+  bool a2a_overlap;      /* ep's dispatch and combine behind another micro-batch's work */
   enum pm_schedule schedule;
   enum pm_recompute recompute;
   enum pm_kernels kernels;
@@ -51,6 +53,7 @@ void preset_db_free (struct preset_db *db);
 const char *schedule_name (enum pm_schedule s);
 const char *recompute_name (enum pm_recompute r);
 const char *kernels_name (enum pm_kernels k);
+const char *dispatcher_name (int d);    /* enum perfmod_dispatcher */
 /* Fit the strategy to the GPUs given and the batch; fills dp when unset. */
 /* nodes: --nodes (0: not given, dp stays as set or 1); gpus_per_node the
  * node's GPUs. */
@@ -63,9 +66,11 @@ bool strategy_default_zero (struct strategy *s, bool train);
  * PM_MAX_STAGES), as perfmod search tries it: layers / chunks each, the extra ones to the
  * middle chunks first. */
 void strategy_uneven_split (struct strategy *s, int64_t layers);
-/* The keys of s's uneven split (split=, first_layers=, last_layers=, account_embed=1,
- * account_loss=1), each after `sep`, into buf of len bytes (cut to fit; "" for none). */
-void strategy_split_keys (const struct strategy *s, char sep, char *buf, size_t len);
+/* The keys of s beyond the degrees, schedule and kernels that are not at their defaults:
+ * its uneven split (split=, first_layers=, last_layers=, account_embed=1, account_loss=1),
+ * dispatcher= and a2a_overlap=1, each after `sep`, into buf of len bytes (cut to fit; ""
+ * for none). */
+void strategy_extra_keys (const struct strategy *s, char sep, char *buf, size_t len);
 /* Whether s splits the layers unevenly (split=, first_layers/last_layers, account_*). */
 bool strategy_uneven (const struct strategy *s);
 /* The layers of pipeline chunk c of s (model order: rank c % pp's chunk c / pp) for a

@@ -72,7 +72,7 @@ struct worker {
 };
 
 enum { FX_TP, FX_PP, FX_DP, FX_EP, FX_MBS, FX_VP, FX_ZERO, FX_RECOMPUTE, FX_SP, FX_SCHEDULE,
-       FX_KERNELS, FX_CP, FX_TPO };
+       FX_KERNELS, FX_CP, FX_TPO, FX_DISPATCHER, FX_A2A_OVERLAP };
 
 /* Which keys fix gives: parsed as a strategy, each key's presence found
  * by name. */
@@ -80,7 +80,8 @@ static int
 fix_parse (struct search *x, const char *fix)
 {
   static const char *const keys[] = { "tp", "pp", "dp", "ep", "mbs", "vp", "zero", "recompute",
-                                      "sp", "schedule", "kernels", "cp", "tpo" };
+                                      "sp", "schedule", "kernels", "cp", "tpo", "dispatcher",
+                                      "a2a_overlap" };
   char **items;
   strategy_init (&x->fixed);
   x->fixed_mask = 0;
@@ -94,7 +95,7 @@ fix_parse (struct search *x, const char *fix)
       *eq = '\0';
     if ((k = word_index (*it, keys, sizeof keys / sizeof keys[0])) < 0) {
       pm_error ("--fix: %s cannot be fixed (fixable: tp, pp, dp, ep, mbs, vp, zero, recompute, "
-                "sp, tpo, schedule, kernels, cp)", *it);
+                "sp, tpo, schedule, kernels, cp, dispatcher, a2a_overlap)", *it);
       strv_free (items);
       return -1;
     }
@@ -109,7 +110,7 @@ fixed_ok (const struct search *x, int key, int value)
 {
   const struct strategy *f = &x->fixed;
   int want[] = { f->tp, f->pp, f->dp, f->ep, f->mbs, f->vp, f->zero, f->recompute, f->sp,
-                 f->schedule, f->kernels, f->cp, f->tpo };
+                 f->schedule, f->kernels, f->cp, f->tpo, f->dispatcher, f->a2a_overlap };
   return !(x->fixed_mask & 1u << key) || want[key] == value;
 }
 
@@ -150,6 +151,15 @@ consider (struct search *x, const struct strategy *s)
   }
   if (s->zero == 3 && s->pp > 1) {
     x->pruned[SEARCH_PRUNE_ZERO3_PP]++;
+    return;
+  }
+  /* the dispatcher and a2a_overlap are not searched: as fixed, and
+   * a2a_overlap=1 where Megatron-Core runs it (ep > 1, vp with pp, no
+   * full recomputation, its own layer) */
+  if (x->fixed_mask & 1u << FX_A2A_OVERLAP && x->fixed.a2a_overlap &&
+      (s->ep < 2 || (s->pp > 1 && s->vp < 2) || s->recompute == RECOMPUTE_FULL ||
+       s->kernels != KERNELS_TE)) {
+    x->pruned[SEARCH_PRUNE_FIXED]++;
     return;
   }
   if ((x->nconfigs & (x->nconfigs - 1)) == 0)
@@ -401,6 +411,8 @@ enumerate (struct search *x)
               strategy_uneven_split (&b, m->layers);
             b.kernels = kernels;
             b.kernels_set = true;
+            b.dispatcher = x->fixed.dispatcher;
+            b.a2a_overlap = x->fixed.a2a_overlap;
             /* one chunk per rank: GPipe beside 1F1B; tpo (Transformer
              * Engine's userbuffers) with sp and TE's layer */
             for (int sc = 0; sc < (pp > 1 && vp == 1 ? 2 : 1); sc++) {
@@ -438,7 +450,7 @@ strategy_string (const struct strategy *s, char *buf, size_t len)
   if (s->tpo && n > 0 && (size_t) n < len)
     n += snprintf (buf + n, len - (size_t) n, ",tpo=1");
   if (n > 0 && (size_t) n < len)
-    strategy_split_keys (s, ',', buf + n, len - (size_t) n);
+    strategy_extra_keys (s, ',', buf + n, len - (size_t) n);
 }
 
 /* The first struct_size bytes of res and the caller's row_size bytes of

@@ -9,10 +9,12 @@
 static const char *const sched_names[] = { "1f1b", "gpipe", "interleaved" };
 static const char *const recompute_names[] = { "none", "selective", "full" };
 static const char *const kernels_names[] = { "eager", "megatron", "te" };
+static const char *const dispatcher_names[] = { "alltoall", "allgather", "flex" };
 
 const char *schedule_name (enum pm_schedule s) { return sched_names[s]; }
 const char *recompute_name (enum pm_recompute r) { return recompute_names[r]; }
 const char *kernels_name (enum pm_kernels k) { return kernels_names[k]; }
+const char *dispatcher_name (int d) { return dispatcher_names[d]; }
 
 void
 strategy_init (struct strategy *s)
@@ -43,7 +45,7 @@ strategy_uneven_split (struct strategy *s, int64_t layers)
 }
 
 void
-strategy_split_keys (const struct strategy *s, char sep, char *buf, size_t len)
+strategy_extra_keys (const struct strategy *s, char sep, char *buf, size_t len)
 {
   int n = 0;
   if (len == 0)
@@ -59,7 +61,12 @@ strategy_split_keys (const struct strategy *s, char sep, char *buf, size_t len)
   if (s->account_embed && n >= 0 && (size_t) n < len)
     n += snprintf (buf + n, len - (size_t) n, "%caccount_embed=1", sep);
   if (s->account_loss && n >= 0 && (size_t) n < len)
-    snprintf (buf + n, len - (size_t) n, "%caccount_loss=1", sep);
+    n += snprintf (buf + n, len - (size_t) n, "%caccount_loss=1", sep);
+  if (s->dispatcher != PERFMOD_DISPATCH_ALLTOALL && n >= 0 && (size_t) n < len)
+    n += snprintf (buf + n, len - (size_t) n, "%cdispatcher=%s", sep,
+                   dispatcher_name (s->dispatcher));
+  if (s->a2a_overlap && n >= 0 && (size_t) n < len)
+    snprintf (buf + n, len - (size_t) n, "%ca2a_overlap=1", sep);
 }
 
 bool
@@ -200,14 +207,15 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
   static const char *const keys[] = { "tp", "pp", "dp", "ep", "mbs", "vp", "zero",
                                       "schedule", "recompute", "sp", "kernels", "split", "cp",
                                       "etp", "tpo", "first_layers", "last_layers",
-                                      "account_embed", "account_loss" };
+                                      "account_embed", "account_loss", "dispatcher",
+                                      "a2a_overlap" };
   int idx = word_index (key, keys, sizeof keys / sizeof keys[0]);
   int64_t v;
 
   if (idx < 0) {
     pm_error ("%s: unknown strategy key '%s' (known: tp, pp, dp, cp, ep, etp, mbs, vp, zero, "
               "schedule, recompute, sp, tpo, kernels, split, first_layers, last_layers, "
-              "account_embed, account_loss)", where, key);
+              "account_embed, account_loss, dispatcher, a2a_overlap)", where, key);
     return -1;
   }
   if (*seen & (1u << idx)) {
@@ -215,7 +223,7 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
     return -1;
   }
   *seen |= 1u << idx;
-  if (idx == 7 || idx == 8 || idx == 10) {
+  if (idx == 7 || idx == 8 || idx == 10 || idx == 19) {
     static const struct {
       const char *const *names;
       size_t n;
@@ -224,8 +232,9 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
       { sched_names, 3, "gpipe, 1f1b or interleaved" },
       { recompute_names, 3, "none, selective or full" },
       { kernels_names, 3, "eager, megatron or te" },
+      { dispatcher_names, 3, "alltoall, allgather or flex (DeepEP)" },
     };
-    int which = idx == 7 ? 0 : idx == 8 ? 1 : 2;
+    int which = idx == 7 ? 0 : idx == 8 ? 1 : idx == 10 ? 2 : 3;
     int e = word_index (val, enums[which].names, enums[which].n);
     if (e < 0) {
       pm_error ("%s: %s=%s: expected %s", where, key, val, enums[which].expected);
@@ -235,6 +244,8 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
       s->schedule = (enum pm_schedule) e;
     else if (idx == 8)
       s->recompute = (enum pm_recompute) e;
+    else if (idx == 19)
+      s->dispatcher = e;
     else {
       s->kernels = (enum pm_kernels) e;
       s->kernels_set = true;
@@ -270,13 +281,14 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
     s->sp = val[0] == '1';
     return 0;
   }
-  if (idx == 14) {
+  if (idx == 14 || idx == 20) {
     if (strcmp (val, "0") && strcmp (val, "1")) {
-      pm_error ("%s: tpo=%s: expected 0 or 1 (tp communication overlapped with the GEMMs)",
-                where, val);
+      pm_error ("%s: %s=%s: expected 0 or 1 (%s)", where, key, val,
+                idx == 14 ? "tp communication overlapped with the GEMMs"
+                : "ep's dispatch and combine overlapped with another micro-batch");
       return -1;
     }
-    s->tpo = val[0] == '1';
+    *(idx == 14 ? &s->tpo : &s->a2a_overlap) = val[0] == '1';
     return 0;
   }
   if (idx == 17 || idx == 18) {

@@ -394,6 +394,22 @@ group_comm_seconds (const struct kop *op, const struct perfmod_gpu *gpu,
     { "allgather", PERFMOD_COLL_ALLGATHER }, { "alltoall", PERFMOD_COLL_ALLTOALL },
     { "sendrecv", PERFMOD_COLL_SENDRECV },
   };
+  bool ll, combine;
+  if (phys_deepep_op (op->op, &ll, &combine)) {
+    struct perfmod_kernel k;
+    memset (&k, 0, sizeof k);
+    k.struct_size = sizeof k;
+    k.kclass = PERFMOD_KERNEL_COMM;
+    k.op = op->op;
+    kernel_set_dtype (&k, op->dtype);
+    k.m = op->m;
+    k.k = op->k;
+    k.h = op->h;
+    k.top_k = op->top_k;
+    k.b = op->b;
+    return group_deepep_seconds (&k, gr->size[op->dim], gr->stride[op->dim], gr->gpus_per_node,
+                                 gpu);
+  }
   for (size_t i = 0; i < sizeof colls / sizeof colls[0]; i++)
     if (strcmp (op->op, colls[i].name) == 0)
       return group_collective_seconds (colls[i].coll, op->bytes, op->dim, gr->size[op->dim],

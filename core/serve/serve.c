@@ -104,7 +104,7 @@ kv_budget (const struct serve_engine *e, const struct perfmod_gpu *gpu, const st
   }
 }
 
-/* Only the keys a serving replica takes (tp, pp, ep, etp, dp). */
+/* Only the keys a serving replica takes (tp, pp, ep, etp, dispatcher, dp). */
 static int
 layout_parse (struct strategy *s, const char *spec, const char *what, bool replicas)
 {
@@ -114,8 +114,9 @@ layout_parse (struct strategy *s, const char *spec, const char *what, bool repli
     return -1;
   strategy_init (&d);
   if (s->mbs != 1 || s->vp != 1 || s->zero || s->cp != 1 || s->sp || s->tpo || strategy_uneven (s) ||
-      s->kernels_set || s->recompute != RECOMPUTE_NONE || s->schedule != d.schedule) {
-    pm_error ("%s '%s': a serving replica takes tp, pp, ep, etp%s only", what, spec,
+      s->kernels_set || s->recompute != RECOMPUTE_NONE || s->schedule != d.schedule ||
+      s->a2a_overlap) {
+    pm_error ("%s '%s': a serving replica takes tp, pp, ep, etp, dispatcher%s only", what, spec,
               replicas ? " and dp (replicas)" : "");
     return -1;
   }

@@ -1,0 +1,99 @@
+#!/bin/sh
+# t1100-dispatcher.sh: how ep's tokens reach their experts in a graph (dispatcher=alltoall, allgather, flex: DeepEP's kernels) and a2a_overlap, each by hand; what Megatron-Core refuses, refused.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+plan 12
+
+# Mixtral 8x7B on 8 H100 of one node, ep=8 over the data-parallel ranks, one micro-batch of
+# 4096 tokens, roofline, Megatron-Core's layer: 32 routed layers, each dispatching and
+# combining forward and backward.
+train () {
+  run_pm --model mixtral-8x7b --gpu h100 --mode train --batch 8 --seq 4096 --format json \
+    --strategy "tp=1,pp=1,dp=8,ep=8,kernels=te$1"
+}
+field () { jq -r "$1" "$TMP/out"; }
+
+train ""
+a2a_ep=$(field '.predictions[0].comm_ms.ep') a2a_step=$(field '.predictions[0].step_ms')
+ok $([ "$rc" -eq 0 ] && [ "$(field '.strategy.dispatcher')" = alltoall ] &&
+     [ "$(field '.strategy.a2a_overlap')" = false ]; echo $?) \
+  "the strategy's dispatcher and a2a_overlap in JSON, all-to-all and off by default"
+
+# DeepEP's normal kernels in bf16 (Megatron-Core's flex dispatcher): 8 experts over 8 ranks,
+# top 2: another rank holds one of a token's experts with chance 1 - 7/8 x 6/7 = 1/4, so each
+# kernel sends 4096 tokens x 7 ranks x 1/4 x 4096 x 2 bytes over NVLink, at the slower of the
+# link's 450 x 0.8 GB/s and 20 SMs at 7.5 bytes a clock of 1980 MHz; plus its fixed cost:
+# dispatch 26 us, combine 39 us.  The backward runs a combine for the dispatch and a
+# dispatch for the combine: per layer 2 x (26 + 39) us + 4 kernels' transfers.
+train ",dispatcher=flex"
+flex_ep=$(field '.predictions[0].comm_ms.ep')
+link=$(gpu_key NVIDIA_H100_80GB_HBM3 link_gbps) clock=$(gpu_key NVIDIA_H100_80GB_HBM3 clock_mhz)
+eff=$(gpu_key defaults link_efficiency)
+ok $([ "$rc" -eq 0 ] && [ "$(field '.strategy.dispatcher')" = flex ] &&
+     awk -v got="$flex_ep" -v l="$link" -v e="$eff" -v c="$clock" 'BEGIN {
+       bw = l * e * 1e9; sm = 20 * 7.5 * c * 1e6; if (sm < bw) bw = sm
+       x = 4096 * 7 * 0.25 * 4096 * 2 / bw
+       want = 32 * (2 * (26e-6 + 39e-6) + 4 * x) * 1e3
+       exit !((got / want - 1)^2 < 1e-10) }'; echo $?) \
+  "dispatcher=flex: DeepEP's normal kernels per layer, by hand ($flex_ep ms of ep, all-to-all $a2a_ep)"
+
+# The all-gather dispatcher gathers every rank's 4096 tokens (8 x 4096 x 4096 x 2 bytes) and
+# reduce-scatters the outputs, the backward the reverse: per layer 2 x (all-gather +
+# reduce-scatter) of that buffer, NCCL's model as perfmod kernel gives it uncorrected.
+train ",dispatcher=allgather"
+ag_ep=$(field '.predictions[0].comm_ms.ep')
+coll () {
+  "$PERFMOD" kernel --op collective --coll "$1" --ranks 8 --bytes 268435456 --gpu h100-sxm \
+    --predictor tile-mlp --plugin-opt tile-mlp:comm_params=none --format csv | awk -F, 'NR == 2 { print $5 }'
+}
+ag=$(coll all_gather) rs=$(coll reduce_scatter)
+ok $([ "$rc" -eq 0 ] && awk -v got="$ag_ep" -v a="$ag" -v r="$rs" 'BEGIN {
+       exit !(a > 0 && r > 0 && (got / (32 * 2 * (a + r)) - 1)^2 < 1e-10) }'; echo $?) \
+  "dispatcher=allgather: an all-gather and a reduce-scatter of every rank's tokens a pass ($ag_ep ms)"
+
+# a2a_overlap hides dispatch and combine behind the phase's computation: the same ep time,
+# a shorter step, by no more than that time.
+train ",a2a_overlap=1"
+ov_step=$(field '.predictions[0].step_ms') ov_ep=$(field '.predictions[0].comm_ms.ep')
+ok $([ "$rc" -eq 0 ] && [ "$(field '.strategy.a2a_overlap')" = true ] &&
+     awk -v s="$ov_step" -v s0="$a2a_step" -v e="$ov_ep" -v e0="$a2a_ep" 'BEGIN {
+       exit !(e == e0 && s < s0 && s0 - s <= e * (1 + 1e-6)) }'; echo $?) \
+  "a2a_overlap=1: the all-to-alls hidden ($a2a_step -> $ov_step ms of $ov_ep ms)"
+
+# Megatron-Core's checks for --overlap-moe-expert-parallel-comm
+for bad in "ep=1:tp=1,pp=1,dp=8,ep=1,kernels=te,a2a_overlap=1:ep>1" \
+           "allgather:tp=1,pp=1,dp=8,ep=8,kernels=te,dispatcher=allgather,a2a_overlap=1:dispatcher=alltoall or flex" \
+           "pp without vp:tp=1,pp=2,dp=4,ep=4,kernels=te,a2a_overlap=1:vp>1 when pp>1" \
+           "full recomputation:tp=1,pp=1,dp=8,ep=8,kernels=te,recompute=full,a2a_overlap=1:recompute other than full"; do
+  what=${bad%%:*} rest=${bad#*:}
+  expect_one_line 2 "a2a_overlap=1: expert-parallel communication overlap needs ${rest#*:}" \
+    "a2a_overlap=1 with $what: refused, naming what it needs" -- \
+    --model mixtral-8x7b --gpu h100 --mode train --batch 8 --seq 4096 --strategy "${rest%%:*}"
+done
+expect_one_line 2 "dispatcher=deepep: expected alltoall, allgather or flex" \
+  "dispatcher=deepep: refused, naming the values" -- \
+  --model mixtral-8x7b --gpu h100 --mode train --batch 8 --seq 4096 --strategy tp=1,dp=8,ep=8,dispatcher=deepep
+
+# Serving with attention over 8 replicas and the experts over their GPUs (SGLang's wide
+# expert parallelism): a decode step of 64 sequences a GPU runs DeepEP's low-latency kernels,
+# a copy per routed expert, 7/8 of them over NVLink; the dispatch in fp8 with a float scale
+# per 128 values, the combine in bf16, each 12 us more.  Qwen3-30B-A3B: 48 layers, 2048 wide,
+# top 8.
+run_pm --model qwen3-30b-a3b --gpu h100 --dtype fp8 --engine --gen 16 --batch 512 --seq 512 \
+  --strategy tp=1,ep=8,dp=8,dispatcher=flex --format json
+tpot_comm=$(jq -r '.predictions[0].tpot_comm_ms' "$TMP/out")
+ok $([ "$rc" -eq 0 ] && awk -v got="$tpot_comm" -v l="$link" -v e="$eff" 'BEGIN {
+       b = 64 * 8 * 7 / 8 * 2048; bw = l * e * 1e9
+       want = 48 * (12e-6 + b * (1 + 4 / 128) / bw + 12e-6 + b * 2 / bw) * 1e3
+       exit !((got / want - 1)^2 < 1e-10) }'; echo $?) \
+  "serving dispatcher=flex: a decode step's low-latency dispatch and combine, by hand ($tpot_comm ms)"
+expect_one_line 2 "a2a_overlap=1: expert-parallel communication overlap needs a training step" \
+  "inference with a2a_overlap: refused (a training schedule's)" -- \
+  --model qwen3-30b-a3b --gpu h100 --gen 16 --batch 512 --seq 512 --strategy tp=1,ep=8,dp=8,a2a_overlap=1
+
+# perfmod search --fix dispatcher=flex,a2a_overlap=1: every layout it keeps has them, and ep > 1
+run_pm search --model mixtral-8x7b --gpu h100 --gpus 16 --global-batch 64 --seq 4096 \
+  --fix kernels=te,dispatcher=flex,a2a_overlap=1 --top 5 --format json
+ok $([ "$rc" -eq 0 ] && jq -e '(.best | length) > 0 and all(.best[]; (.strategy |
+       test("dispatcher=flex") and test("a2a_overlap=1") and (test("ep=1,") | not)))' \
+       "$TMP/out" >/dev/null; echo $?) "search --fix dispatcher=flex,a2a_overlap=1: every layout has them, with ep > 1"
+finish
