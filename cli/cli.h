@@ -23,6 +23,7 @@ struct cli {
   size_t nopts;
   char *command;           /* the command line as typed */
   bool per_op, explain, fusion, engine, keep_throttled, keep_floor;
+  int64_t per_op_chunk;  /* --per-op=N: the pipeline chunk (model order) it lists */
   const char *engine_name;      /* --engine=NAME: the engine (static name), else NULL */
   char **plugin_paths;
   size_t npaths;

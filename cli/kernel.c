@@ -31,9 +31,10 @@ kernel_usage (FILE *fp)
          "                                          a MoE layer's routed experts on one of\n"
          "                                          N ranks, fused (F: each expert's width)\n"
          "  deepep       --coll dispatch|combine [--ll] --tokens T --hidden D --experts E\n"
-         "               --top-k K --ranks R [--sms S]\n"
+         "               --top-k K --ranks R [--sms S] [--groups G --group-top-k g]\n"
          "                                          DeepEP's normal (or low-latency) kernel: T\n"
-         "                                          tokens a rank over R ranks, on S SMs; the\n"
+         "                                          tokens a rank over R ranks, on S SMs, each\n"
+         "                                          token's experts in g of G groups; the\n"
          "                                          dispatch sends fp8, the combine bf16\n"
          "--dtype defaults to bf16 where the GPU has bf16 matrix units, else fp16, else fp32.\n",
          fp);
@@ -43,6 +44,7 @@ struct kopts {
   const char *op, *gpu, *dtype, *predictors, *format, *fn, *coll, *engine;
   int64_t m, n, k, batch, seq, heads, kv_heads, head_dim, kv_len, window, rows, cols, ranks;
   int64_t tokens, hidden, ffn, experts, top_k, ep, sms;
+  int64_t groups, group_top_k; /* deepep: group-limited routing (0: none) */
   double bytes, load;
   bool no_gate;
   bool ll;               /* deepep: the low-latency kernels */
@@ -230,6 +232,13 @@ build_shape (const struct kopts *o, int dtype, struct perfmod_kernel *k)
       pm_error ("--sms: the low-latency kernels take the SMs they need");
       return -1;
     }
+    if ((o->groups > 0) != (o->group_top_k > 0) || o->group_top_k > o->groups ||
+        (o->groups > 0 && (o->groups > 1024 || o->experts % o->groups != 0))) {
+      pm_error ("--groups %lld --group-top-k %lld: give both, g of G groups, G (at most 1024) "
+                "dividing the %lld experts", (long long) o->groups, (long long) o->group_top_k,
+                (long long) o->experts);
+      return -1;
+    }
     k->kclass = PERFMOD_KERNEL_COMM;
     k->op = phys_deepep_ops[o->ll][combine];
     kernel_set_dtype (k, combine ? PERFMOD_DTYPE_BF16 : PERFMOD_DTYPE_FP8);
@@ -239,6 +248,8 @@ build_shape (const struct kopts *o, int dtype, struct perfmod_kernel *k)
     k->top_k = o->top_k;
     k->ranks = (int) o->ranks;
     k->b = o->sms;
+    k->route_groups = (int) o->groups;
+    k->route_group_topk = (int) o->group_top_k;
     k->bytes = (double) o->tokens * (double) o->top_k * (double) o->hidden * k->elem_bytes;
     return 0;
   }
@@ -264,7 +275,7 @@ parse (int argc, char **argv, struct kopts *o)
   enum { K_OP = 256, K_GPU, K_DTYPE, K_PRED, K_FORMAT, K_FN, K_COLL, K_M, K_N, K_K, K_BATCH,
          K_SEQ, K_HEADS, K_KVH, K_HD, K_KVLEN, K_WIN, K_ROWS, K_COLS, K_RANKS, K_BYTES,
          K_NOCAUSAL, K_BACKWARD, K_PPATH, K_POPT, K_TOKENS, K_HIDDEN, K_FFN, K_EXPERTS, K_TOPK,
-         K_EP, K_ENGINE, K_NOGATE, K_LOAD, K_LL, K_SMS };
+         K_EP, K_ENGINE, K_NOGATE, K_LOAD, K_LL, K_SMS, K_GROUPS, K_GROUPTOPK };
   static const struct option opts[] = {
     { "op", required_argument, NULL, K_OP }, { "gpu", required_argument, NULL, K_GPU },
     { "dtype", required_argument, NULL, K_DTYPE },
@@ -288,6 +299,8 @@ parse (int argc, char **argv, struct kopts *o)
     { "engine", required_argument, NULL, K_ENGINE }, { "no-gate", no_argument, NULL, K_NOGATE },
     { "load", required_argument, NULL, K_LOAD }, { "ll", no_argument, NULL, K_LL },
     { "sms", required_argument, NULL, K_SMS },
+    { "groups", required_argument, NULL, K_GROUPS },
+    { "group-top-k", required_argument, NULL, K_GROUPTOPK },
     { "plugin-path", required_argument, NULL, K_PPATH },
     { "plugin-opt", required_argument, NULL, K_POPT },
     { "verbose", no_argument, NULL, 'v' }, { "help", no_argument, NULL, 'h' },
@@ -336,6 +349,8 @@ parse (int argc, char **argv, struct kopts *o)
     case K_NOGATE: o->no_gate = true; break;
     case K_LL: o->ll = true; break;
     case K_SMS: ok = opt_int ("sms", optarg, 1, &o->sms); break;
+    case K_GROUPS: ok = opt_int ("groups", optarg, 1, &o->groups); break;
+    case K_GROUPTOPK: ok = opt_int ("group-top-k", optarg, 1, &o->group_top_k); break;
     case K_LOAD:
       if (!parse_double (optarg, &o->load) || !(o->load >= 1) || o->load > 1e6) {
         pm_error ("--load '%s': expected the busiest rank's load over the even share, 1 or more",

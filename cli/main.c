@@ -140,7 +140,7 @@ perfmod_main (int argc, char **argv)
     { "strategy", required_argument, NULL, O_STRAT },
     { "nodes", required_argument, NULL, O_NODES },
     { "gpus-per-node", required_argument, NULL, O_GPN },
-    { "per-op", no_argument, NULL, O_PEROP },
+    { "per-op", optional_argument, NULL, O_PEROP },
     { "format", required_argument, NULL, O_FORMAT },
     { "plugin-path", required_argument, NULL, O_PPATH },
     { "explain", no_argument, NULL, O_EXPLAIN },
@@ -219,7 +219,14 @@ perfmod_main (int argc, char **argv)
     case O_PRECISION: c.precision = optarg; break;
     case O_PRED: c.predictors = optarg; break;
     case O_STRAT: c.strategy = optarg; break;
-    case O_PEROP: c.per_op = true; break;
+    case O_PEROP:
+      c.per_op = true;
+      if (optarg && (!parse_int64 (optarg, &c.per_op_chunk) || c.per_op_chunk < 0 ||
+                     c.per_op_chunk >= PM_MAX_STAGES)) {
+        pm_error ("--per-op=%s: expected a pipeline chunk, 0 to %d", optarg, PM_MAX_STAGES - 1);
+        ok = false;
+      }
+      break;
     case O_FUSION: c.fusion = true; break;
     case O_ENGINE: {
       const struct serve_engine *e = optarg ? serve_engine_find (optarg) : NULL;

@@ -229,7 +229,7 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
     goto out;
   if (c->per_op && strcmp (c->format, "csv") == 0) {
     /* the CSV answer is the table of the ops, as without a strategy */
-    if (strategy_per_op (c, set, w, &o, names, npred, 0, NULL) == 0)
+    if (strategy_per_op (c, set, w, &o, names, npred, (int) c->per_op_chunk, NULL) == 0)
       rc = 0;
     goto out;
   }
@@ -275,7 +275,7 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
       json_object_set_new (e, "stages", stages);
       json_array_append_new (arr, e);
     }
-    if (c->per_op && strategy_per_op (c, set, w, &o, names, npred, 0, arr) < 0) {
+    if (c->per_op && strategy_per_op (c, set, w, &o, names, npred, (int) c->per_op_chunk, arr) < 0) {
       json_decref (arr);
       json_decref (root);
       goto out;
@@ -355,7 +355,7 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
             ((double) (t1.tv_sec - t0.tv_sec) * 1e3 + (double) (t1.tv_nsec - t0.tv_nsec) / 1e6));
     if (marked)
       puts (FALLBACK_FOOTNOTE);
-    if (c->per_op && strategy_per_op (c, set, w, &o, names, npred, 0, NULL) < 0)
+    if (c->per_op && strategy_per_op (c, set, w, &o, names, npred, (int) c->per_op_chunk, NULL) < 0)
       goto out;
   }
   if (c->explain &&

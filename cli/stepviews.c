@@ -103,7 +103,7 @@ strategy_per_op (const struct cli *c, struct plugin_set *set, const struct workl
     else if (!csv)
       printf ("\nper-op, %s: pipeline stage %d, chunk %d of %d (%lld layers%s%s), one "
               "micro-batch of %d x seq %lld on one device\n%-40s %-10s %-9s %-22s %-5s %5s %5s "
-              "%11s %11s %11s  %s\n", names[p], stage, stage, chunks, (long long) g.repeat,
+              "%11s %11s %11s  %s\n", names[p], stage % s->pp, stage, chunks, (long long) g.repeat,
               stage == 0 ? ", the embedding" : "", stage == chunks - 1 ? ", the output layer" : "",
               s->mbs, (long long) (w->seq / s->cp), "node", "op", "kind", "shape", "dtype",
               "layer", "count", "fw_ms", "bw_ms", "acc_ms", "collective");
@@ -126,7 +126,7 @@ strategy_per_op (const struct cli *c, struct plugin_set *set, const struct workl
                                                "fw_ms", t->t[PHASE_FW], "bw_ms", t->t[PHASE_BW],
                                                "acc_ms", t->t[PHASE_ACC], "collective", coll));
       else if (csv)
-        printf ("%s,%d,%d,%s,%s,%s,%s,%s,%d,%lld,%.9g,%.9g,%.9g,%s\n", names[p], stage, stage,
+        printf ("%s,%d,%d,%s,%s,%s,%s,%s,%d,%lld,%.9g,%.9g,%.9g,%s\n", names[p], stage % s->pp, stage,
                 g.nodes[i].name, g.nodes[i].opname, kind, shape, dtype, graph_layer (&g, i),
                 (long long) graph_weight (&g, i), t->t[PHASE_FW], t->t[PHASE_BW],
                 t->t[PHASE_ACC], coll);
@@ -138,7 +138,7 @@ strategy_per_op (const struct cli *c, struct plugin_set *set, const struct workl
     }
     if (json) {
       json_t *e = json_array_get (json_predictions, p);
-      json_t *po = json_pack ("{s:i, s:i, s:I, s:f, s:f, s:f, s:o}", "stage", stage, "chunk",
+      json_t *po = json_pack ("{s:i, s:i, s:I, s:f, s:f, s:f, s:o}", "stage", stage % s->pp, "chunk",
                               stage, "layers", (json_int_t) g.repeat, "fw_ms", fw, "bw_ms", bw,
                               "recompute_ms", rec, "ops", ops);
       if (e)
@@ -147,7 +147,7 @@ strategy_per_op (const struct cli *c, struct plugin_set *set, const struct workl
         json_decref (po);
     }
     else if (!csv)
-      printf ("(stage %d, one micro-batch: forward %.6f ms, backward %.6f ms with %.6f ms of "
+      printf ("(chunk %d, one micro-batch: forward %.6f ms, backward %.6f ms with %.6f ms of "
               "recompute: the rows times their count, as --explain's per-stage table has them "
               "with vp=1 and no overlapped collective)\n", stage, fw, bw + rec, rec);
     prediction_free (&pr);

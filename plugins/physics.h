@@ -304,6 +304,29 @@ phys_deepep_reach (double experts, double held, double topk)
   return 1 - none;
 }
 
+/* The other nodes of `nodes` a token's top_k experts reach.  Balanced:
+ * each with the chance its experts are among them.  Group-limited
+ * (DeepSeek-V3: the experts in G groups, a token's in g of them, groups
+ * whole on a node, G / nodes a node): each node, its own as any other,
+ * holds one of the token's groups with chance 1 - C(G - G/nodes, g) /
+ * C(G, g), s of them on average when it does, and is reached when one of
+ * the top_k among the g groups' experts falls in those s groups. */
+static inline double
+phys_deepep_nodes (const struct perfmod_kernel *k, double experts, double nodes, double topk)
+{
+  double G = PHYS_HAS (k, route_group_topk) ? k->route_groups : 0;
+  double g = PHYS_HAS (k, route_group_topk) ? k->route_group_topk : 0;
+  double per_node, picked, s;
+  if (nodes < 2)
+    return 0;
+  if (!(G >= 2 && g >= 1 && g < G && fmod (G, nodes) == 0 && fmod (experts, G) == 0))
+    return (nodes - 1) * phys_deepep_reach (experts, experts / nodes, topk);
+  per_node = G / nodes;
+  picked = phys_deepep_reach (G, per_node, g);       /* the node holds a chosen group */
+  s = g * per_node / G / picked;                     /* its chosen groups when it does */
+  return (nodes - 1) * picked * phys_deepep_reach (g * experts / G, s * experts / G, topk);
+}
+
 struct phys_deepep {
   double link_bytes, nic_bytes;  /* each rank sends, over NVLink and over its NIC */
   double bw;                     /* bytes/s the link part reaches (the SMs may cap it) */
@@ -339,8 +362,7 @@ phys_deepep_time (const struct perfmod_kernel *k, const struct perfmod_gpu *g,
   else {                     /* once per rank in the node, once per other node */
     double held = experts / n;
     r->link_bytes = tok * (ppn - 1) * phys_deepep_reach (experts, held, topk) * hid * elem;
-    r->nic_bytes = tok * (r->nodes - 1) * phys_deepep_reach (experts, held * ppn, topk) * hid
-                   * elem;
+    r->nic_bytes = tok * phys_deepep_nodes (k, experts, r->nodes, topk) * hid * elem;
   }
   r->bw = link;
   sms = (double) k->b;

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0805-hf-families.sh: Hugging Face configs of Qwen2/3 (+MoE), DeepSeek-V2/V3, gpt-oss, Gemma 1/2/3 and GPT-NeoX: built-ins against published parameter counts, graphs, sliding windows, MLA's cache, training and inference runs, refusals.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 40
+plan 41
 
 MODELS="qwen2-7b qwen3-8b qwen3-32b qwen3-30b-a3b qwen3-235b-a22b deepseek-v2-lite deepseek-v3
 gpt-oss-20b gpt-oss-120b gemma-7b gemma2-9b gemma3-27b gpt-neox-20b"
@@ -100,6 +100,12 @@ ok $(awk "$near"' $1 == "qwen1.5-moe-a2.7b" && near($NF, 14.3, 0.1) && near($(NF
      $1 == "deepseek-v2" && near($NF, 236, 1) && near($(NF-1) - 102400*5120, 21, 1) {a++}
      END {print a == 2 ? 0 : 1}' "$TMP/more") \
   "Qwen1.5-MoE-A2.7B (shared expert) and DeepSeek-V2 (q_lora_rank) configs match their published counts"
+# DeepSeek-V2's group-limited routing with more groups chosen than it has: refused, naming
+# the file and the key
+sed 's/"topk_group": 3/"topk_group": 9/' "$TMP/d/models/deepseek-v2.json" >"$TMP/dsv2-bad.json"
+expect_one_line 2 "dsv2-bad.json: key 'topk_group': needs 1 to n_group groups" \
+  "a DeepSeek config choosing more routing groups than n_group: refused with file and key" -- \
+  --model "$TMP/dsv2-bad.json" --gpu h100 --gen 8 --batch 2 --seq 512
 
 # --- each loads from a config.json path as it does by name ---
 rc=0
@@ -151,7 +157,7 @@ ok $([ "$rc" -eq 0 ] && awk -F, '$5 == "fw" && $1 == "decoder_layers_0_q_layerno
        $5 == "fw" && $1 == "decoder_layers_0_experts_fc1" && $4 == 6144 && $9 == 32 && $10 == 2048 && $11 == 1536 { e++ }
        END { exit !(q == 1 && k == 1 && e == 1) }' "$TMP/out"; echo $?) \
   "qwen3-30b-a3b trains in Megatron-Core's layer: q/k head norms, 128 experts of 32 tokens, 2 x 768 wide"
-expect_one_line 2 "kernels=te: Megatron-Core's layer is modelled for GPT, Llama, Mixtral and Qwen2/3 and their MoEs with every layer alike \(model_type gemma2 is not\)" \
+expect_one_line 2 "kernels=te: Megatron-Core's layer is modelled for GPT, Llama, Mixtral, DeepSeek-V2/V3, gpt-oss, and Qwen2/3 and their MoEs with every layer alike \(model_type gemma2 is not\)" \
   "kernels=te refused for a family without Megatron-Core's layer, naming both" -- \
   --model gemma2-9b --gpu h100 --mode train --strategy tp=1,kernels=te
 

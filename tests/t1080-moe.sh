@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1080-moe.sh: a MoE layer as one MOE kernel: its work by hand at the roofline, the engine's kernel in --engine=NAME graphs, tile-mlp's network and the parts a predictor without one predicts.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 16
+plan 18
 
 H100=NVIDIA_H100_80GB_HBM3
 peak=$(gpu_key $H100 bf16_tflops)
@@ -106,3 +106,38 @@ expect_fail 2 "--ep 3 does not divide the 8 experts" "kernel --op moe: ep must d
   kernel --op moe --tokens 8 --hidden 64 --ffn 64 --experts 8 --top-k 2 --ep 3
 expect_fail 2 "kernel --op moe needs --top-k" "kernel --op moe: a missing dimension named" -- \
   kernel --op moe --tokens 8 --hidden 64 --ffn 64 --experts 8
+
+# --- Megatron-Core's layer (kernels=te) for DeepSeek and gpt-oss ---
+# Columns of --per-op --format csv: 4 node, 7 shape (b x m x k x n for a Linear), 10 count
+te_ops () {
+  run_pm --model "$1" --gpu h100 --mode train --batch 8 --seq 4096 --per-op --format csv \
+    --strategy "tp=1,dp=8,ep=8,kernels=te$2"
+}
+# DeepSeek-V2-Lite (27 layers, the first dense; 2048 wide; 16 heads; no query bottleneck;
+# latent 512 + rope 64; nope 128 + rope 64 a query head, values 128; 64 experts of 1408,
+# top 6; two shared) on 8 H100, experts over the 8 data-parallel ranks, 4096 tokens each
+te_ops deepseek-v2-lite ",dispatcher=flex"
+ok $([ "$rc" -eq 0 ] && awk -F, '
+       function has(n, s, c) { return (n in shape) && shape[n] == s && count[n] == c }
+       { shape[$4] = $7; count[$4] = $10; if ($4 ~ /ep_deepep/) dee[$4 " " $14]++ }
+       END { exit !(has("decoder_layers_0_linear_q_proj", "1x4096x2048x3072", 1) &&
+                    has("decoder_layers_0_linear_kv_down_proj", "1x4096x2048x576", 1) &&
+                    has("decoder_layers_0_linear_kv_up_proj", "1x4096x512x4096", 1) &&
+                    has("decoder_layers_0_core_attention", "1x16x4096x4096x192", 1) &&
+                    has("decoder_layers_0_linear_fc1", "1x4096x2048x21888", 1) &&
+                    has("decoder_layers_1_router", "1x4096x2048x64", 26) &&
+                    has("decoder_layers_1_router_aux_loss", "4096x64", 26) &&
+                    has("decoder_layers_1_experts_fc1", "1x3072x2048x2816", 208) &&
+                    has("decoder_layers_1_shared_experts_linear_fc1", "1x4096x2048x5632", 26) &&
+                    length(dee) == 4) }' "$TMP/out"; echo $?) \
+  "deepseek-v2-lite in Megatron-Core's layer: MLA's projections, one dense layer, 26 routed with 8 x 3072 tokens, shared experts, DeepEP both ways"
+# gpt-oss-20b: 24 layers alternating sliding (a 128-token window) and full, biased q/k/v and
+# experts, 32 experts of 2880 top 4: 4 a rank, 4096 x 4 x 8 / 32 tokens each
+te_ops gpt-oss-20b ""
+ok $([ "$rc" -eq 0 ] && awk -F, '
+       { t[$4] = $11; c[$4] = $10; s[$4] = $7; a[$4] = $13 }
+       END { exit !(c["decoder_layers_0_core_attention"] == 12 && c["decoder_layers_1_core_attention"] == 12 &&
+                    t["decoder_layers_0_core_attention"] < t["decoder_layers_1_core_attention"] / 4 &&
+                    s["decoder_layers_0_experts_fc1"] == "1x4096x2880x5760" && c["decoder_layers_0_experts_fc1"] == 48 &&
+                    a["decoder_layers_0_experts_fc1"] > 0 && a["decoder_layers_0_router"] > 0) }' "$TMP/out"; echo $?) \
+  "gpt-oss-20b in Megatron-Core's layer: 12 sliding and 12 full layers, the window's attention cheaper, 4 biased experts a rank of 4096 tokens"

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1090-collectives.sh: tile-mlp's collectives on NCCL's cost model (never faster for a larger buffer, never faster than the links allow, the all-reduce the issue measured, a missing network refused) and DeepEP's tables and kernels by hand.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 12
+plan 14
 
 # coll_ms GPU OP RANKS BYTES: tile-mlp's and the roofline's ms, on one line
 coll_ms () {
@@ -123,3 +123,20 @@ ok $(awk -v t="$d" 'BEGIN { exit !(t != "" && (t / 0.4922 - 1)^2 < 0.01) }'; ech
 expect_fail 2 "--sms: the low-latency kernels take the SMs they need" \
   "kernel --op deepep --ll --sms: refused" -- \
   kernel --op deepep --coll dispatch --ll --sms 4 --tokens 8 --hidden 1024 --experts 8 --top-k 2 --ranks 8
+
+# Group-limited routing (DeepSeek-V3: 256 experts in 8 groups, a token's top 8 in 4 of them)
+# over 8 nodes of 8 H800, a group a node: another node holds one of the token's groups with
+# chance 1 - C(7, 4) / C(8, 4) = 1/2, and then one of its 8 experts among the 4 groups' 128
+# falls in that node's 32 with chance 1 - C(96, 8) / C(128, 8); the roofline's bound is those
+# fp8 copies over the GPU's NIC
+nic=$(gpu_key h800-sxm nic_gbps)
+run_pm kernel --op deepep --coll dispatch --tokens 4096 --hidden 7168 --experts 256 --top-k 8 \
+  --ranks 64 --groups 8 --group-top-k 4 --gpu h800 --predictor roofline --format csv
+ok $([ "$rc" -eq 0 ] && awk -F, -v n="$nic" 'NR == 2 { none = 1; for (i = 0; i < 8; i++) none *= (96 - i) / (128 - i)
+       want = 4096 * 7 * 0.5 * (1 - none) * 7168 * (1 + 4 / 128) / (n * 1e9) * 1e3
+       f = ($5 / want - 1)^2 < 1e-12 } END { exit !f }' "$TMP/out"; echo $?) \
+  "DeepEP across 8 nodes with group-limited routing: the nodes a token reaches, by hand"
+expect_fail 2 "--groups 8 --group-top-k 9: give both, g of G groups" \
+  "kernel --op deepep: more groups chosen than there are, refused" -- \
+  kernel --op deepep --coll dispatch --tokens 8 --hidden 1024 --experts 256 --top-k 8 --ranks 64 \
+  --groups 8 --group-top-k 9

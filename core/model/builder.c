@@ -105,6 +105,8 @@ site (struct bctx *c, int where)
       o->k = c->m->hidden;
       o->h = c->m->experts;
       o->top_k = c->m->top_k;
+      o->route_groups = (int) c->m->route_groups;
+      o->route_group_topk = (int) c->m->route_group_topk;
       o->b = PHYS_DEEPEP_SMS;
       o->dtype = c->train || combine ? PERFMOD_DTYPE_BF16 : PERFMOD_DTYPE_FP8;
     }
@@ -1345,21 +1347,15 @@ modern_layer (struct bctx *c)
     add2 (c, "add_2", tn, d, tnd);
 }
 
+/* The stage's layers, one built per kind (routed or not, sliding or not),
+ * each counted as many times as the stage has layers of its kind, named
+ * stem_I after the first of them. */
 static void
-modern_graph (struct bctx *c)
+layer_kinds (struct bctx *c, const char *stem, void (*layer) (struct bctx *c))
 {
   const struct model_cfg *m = c->m;
-  int64_t t = c->t, tn = c->tn, d = m->hidden, v = c->vp;
   int64_t first = c->sh->first_layer, n = c->sh->layers ? c->sh->layers : m->layers;
   int64_t count[4] = { 0 }, at[4] = { 0 };
-
-  if (c->sh->embed) {
-    embedding (c, m->family == FAM_NEOX ? "embed_in" : "embed_tokens", v, d);
-    site (c, PERFMOD_SITE_EMBED);
-    if (m->family == FAM_GEMMA)          /* x sqrt(hidden) */
-      unary (c, "embed_scale", "mulu", tn, d);
-  }
-  /* the stage's layers by kind: routed (1) and sliding (2) */
   for (int64_t i = first; i < first + n && i < m->layers; i++) {
     int k = (model_layer_moe (m, i) ? 1 : 0) | (model_layer_sliding (m, i) ? 2 : 0);
     if (count[k]++ == 0)
@@ -1371,14 +1367,14 @@ modern_graph (struct bctx *c)
     int64_t context = c->kv;
     if (count[k] == 0)
       continue;
-    set_prefix (c, "layers", (int) at[k]);
+    set_prefix (c, stem, (int) at[k]);
     c->moe = k & 1;
     if (k & 2) {
       c->window = m->window;
       if (c->kv > c->s && c->kv > m->window)   /* a decode step reads the window's keys */
         c->kv = m->window;
     }
-    modern_layer (c);
+    layer (c);
     c->kv = context;
     c->window = 0;
     for (size_t j = from; j < c->g->n; j++)
@@ -1387,6 +1383,21 @@ modern_graph (struct bctx *c)
   c->prefix[0] = '\0';
   c->g->layer_end = c->g->n;
   c->g->repeat = n;
+}
+
+static void
+modern_graph (struct bctx *c)
+{
+  const struct model_cfg *m = c->m;
+  int64_t t = c->t, tn = c->tn, d = m->hidden, v = c->vp;
+
+  if (c->sh->embed) {
+    embedding (c, m->family == FAM_NEOX ? "embed_in" : "embed_tokens", v, d);
+    site (c, PERFMOD_SITE_EMBED);
+    if (m->family == FAM_GEMMA)          /* x sqrt(hidden) */
+      unary (c, "embed_scale", "mulu", tn, d);
+  }
+  layer_kinds (c, "layers", modern_layer);
   if (c->sh->head) {
     norm_kernel (c, m->family == FAM_NEOX ? "final_layer_norm" : "norm", tn, d,
                  c->eng && !m->parallel_residual);
@@ -1475,10 +1486,13 @@ te_unfused_attention (struct bctx *c, int64_t h, int64_t kvh, int64_t dh, bool d
   mark_core (c, first);
 }
 
-/* Routed experts as Megatron-Core's MoE layer runs them: router GEMM,
- * fused top-k softmax, tokens permuted to their experts, each local
- * expert's fc1 (gate and up), SwiGLU and fc2 (a grouped GEMM: the same
- * products), the outputs unpermuted and weighted back. */
+/* Routed experts as Megatron-Core's MoE layer runs them: router GEMM
+ * (its bias where the model has one: gpt-oss, DeepSeek-V3's expert bias),
+ * fused top-k softmax (or sigmoid), in training the load-balancing loss
+ * over the scores (one more pass over them and its gradient), tokens
+ * permuted to their experts, each local expert's fc1 (gate and up),
+ * SwiGLU and fc2 (a grouped GEMM: the same products; gpt-oss's biases in
+ * their epilogues), the outputs unpermuted and weighted back. */
 static void
 te_moe (struct bctx *c, int64_t f)
 {
@@ -1488,21 +1502,61 @@ te_moe (struct bctx *c, int64_t f)
   int64_t reached = experts_reached (m, local, t * expert_feeds (sh), c->b * expert_feeds (sh),
                                      &te);
   double routed = (double) t * (double) m->top_k * (double) d;
+  bool bias = m->family == FAM_GPT_OSS;
   if (sh->expert_load > 1)
     te = (int64_t) ceil ((double) te * sh->expert_load);
-  linear (c, "router", t, d, m->experts, false);
+  linear (c, "router", t, d, m->experts, m->router_bias);
   te_vec (c, "router_topk", "softmax", t, m->experts, 2, 3, 0);
+  if (c->train)
+    te_vec (c, "router_aux_loss", "mul", t, m->experts, 2, 2, 0);
   copy (c, "permute", "index_select", routed, routed);
   site (c, PERFMOD_SITE_MOE_DISPATCH);
   {                                      /* the reached experts: one built, `reached` copies */
     size_t from = c->g->n;
-    linear (c, "experts_fc1", te, d, 2 * f, false);
+    linear (c, "experts_fc1", te, d, 2 * f, bias);
     te_vec (c, "experts_swiglu", "silu", te, f, 3, 5, 0);
-    linear (c, "experts_fc2", te, f, d, false);
+    linear (c, "experts_fc2", te, f, d, bias);
     set_copies (c, from, reached);
   }
   site (c, PERFMOD_SITE_MOE_COMBINE);
   copy (c, "unpermute", "index_add", routed, (double) t * (double) d);
+}
+
+/* Multi-head latent attention as Megatron-Core builds it with Transformer
+ * Engine (MLASelfAttention): the query down-projection and, after its
+ * norm (TE's LayerNormLinear), the up-projection to every head's nope and
+ * rope widths (one projection where q_lora_rank is 0); the key/value
+ * down-projection to the latent and the shared rope key, the latent's
+ * norm and its up-projection to every head's nope key and value; one
+ * fused rotary kernel over the queries' and the key's rope parts; queries
+ * and keys concatenated to nope + rope wide; fused attention (the values
+ * padded to the key width) or unfused; the output projection.  The
+ * down-projections are whole on every tensor-parallel rank. */
+static void
+te_mla (struct bctx *c)
+{
+  const struct model_cfg *m = c->m;
+  int64_t t = c->t, d = m->hidden, h = c->hp, nope = m->qk_nope_dim, rope = m->qk_rope_dim;
+  int64_t qk = nope + rope, vd = m->v_head_dim, kvl = m->kv_lora_rank, ql = m->q_lora_rank;
+  double tk = (double) t * (double) (h * qk);
+  if (ql > 0) {
+    linear (c, "linear_q_down_proj", t, d, ql, false);
+    te_norm (c, "q_layernorm", t, ql);
+    linear (c, "linear_q_up_proj", t, ql, h * qk, false);
+  }
+  else
+    linear (c, "linear_q_proj", t, d, h * qk, false);
+  linear (c, "linear_kv_down_proj", t, d, kvl + rope, false);
+  te_norm (c, "kv_layernorm", t, kvl);
+  linear (c, "linear_kv_up_proj", t, kvl, h * (nope + vd), false);
+  te_vec (c, "rotary", "mul", t * (h + 1), rope, 2, 2, 0);
+  copy (c, "query_cat", "cat", tk, tk);
+  copy (c, "key_cat", "cat", tk, tk);
+  if (c->flash)
+    flash_attention (c, h, h, qk);
+  else
+    te_unfused_attention (c, h, h, qk, false);
+  linear (c, "linear_proj", t, h * vd, d, false);
 }
 
 static void
@@ -1512,7 +1566,7 @@ te_layer (struct bctx *c)
   int64_t t = c->t, tn = c->tn, d = m->hidden, h = c->hp, kvh = c->kvp, dh = m->head_dim;
   int64_t f = c->fp;
   bool gpt = m->family == FAM_GPT2;      /* biases, dropout, GeLU; else none, SwiGLU */
-  bool routed = m->family == FAM_MIXTRAL || m->family == FAM_QWEN_MOE;
+  bool routed = c->moe;
 
   size_t at;                             /* the first node of a site's collectives */
 
@@ -1521,30 +1575,35 @@ te_layer (struct bctx *c)
   at = c->g->n;
   site (c, PERFMOD_SITE_ATTN_IN);
   pair_gemm (c, at, c->g->n, c->g->n);
-  linear (c, "linear_qkv", t, d, (h + 2 * kvh) * dh, gpt || m->qkv_bias);
-  if (m->qk_norm) {                      /* Qwen3: TE's norm over each query and key head */
-    te_norm (c, "q_layernorm", t * h, dh);
-    te_norm (c, "k_layernorm", t * kvh, dh);
+  if (m->kv_lora_rank > 0)
+    te_mla (c);
+  else {
+    linear (c, "linear_qkv", t, d, (h + 2 * kvh) * dh, gpt || m->qkv_bias);
+    if (m->qk_norm) {                    /* Qwen3: TE's norm over each query and key head */
+      te_norm (c, "q_layernorm", t * h, dh);
+      te_norm (c, "k_layernorm", t * kvh, dh);
+    }
+    if (!gpt)
+      te_vec (c, "rotary", "mul", t * (h + kvh), dh, 2, 2, 0);
+    if (c->flash)                        /* gpt-oss's sinks: one more logit a head, inside */
+      flash_attention (c, h, kvh, dh);
+    else
+      te_unfused_attention (c, h, kvh, dh, gpt);
+    linear (c, "linear_proj", t, h * dh, d, false);
   }
-  if (!gpt)
-    te_vec (c, "rotary", "mul", t * (h + kvh), dh, 2, 2, 0);
-  if (c->flash)
-    flash_attention (c, h, kvh, dh);
-  else
-    te_unfused_attention (c, h, kvh, dh, gpt);
-  linear (c, "linear_proj", t, h * dh, d, false);
   at = c->g->n;
   site (c, PERFMOD_SITE_ATTN_OUT);
   pair_gemm (c, at, c->g->n, at - 1);
-  te_residual (c, "bias_dropout_add_1", tn, d, gpt);
+  te_residual (c, "bias_dropout_add_1", tn, d, gpt || m->o_bias);
   te_norm (c, "pre_mlp_layernorm", tn, d);
   at = c->g->n;
   site (c, PERFMOD_SITE_MLP_IN);
   /* a routed layer's grouped GEMMs are not Transformer Engine's
    * userbuffer-overlapped linears: its collectives stay exposed */
   if (routed) {
-    te_moe (c, expert_width (c, m->family == FAM_MIXTRAL ? m->ffn : m->moe_ffn));
-    if (m->shared_ffn > 0) {             /* Qwen2-MoE's shared expert, gated by a sigmoid */
+    te_moe (c, expert_width (c, m->moe_ffn > 0 ? m->moe_ffn : m->ffn));
+    if (m->shared_ffn > 0) {             /* Qwen2-MoE's and DeepSeek's shared experts; Qwen2-MoE's
+                                            gated by a sigmoid */
       int64_t sf = m->shared_ffn / c->sh->ffn;
       linear (c, "shared_experts_linear_fc1", t, d, 2 * sf, false);
       te_vec (c, "shared_experts_swiglu", "silu", t, sf, 3, 5, 0);
@@ -1585,7 +1644,12 @@ te_graph (struct bctx *c)
       dropout (c, "embedding_dropout", tnd);
     }
   }
-  layer_span (c, "decoder_layers", te_layer);
+  if (model_layers_mixed (m))           /* dense-first, sliding and full layers */
+    layer_kinds (c, "decoder_layers", te_layer);
+  else {
+    c->moe = model_layer_moe (m, 0);
+    layer_span (c, "decoder_layers", te_layer);
+  }
   if (c->sh->head) {
     te_norm (c, "final_layernorm", tn, d);
     site (c, PERFMOD_SITE_LOGITS);
@@ -1774,7 +1838,8 @@ te_layer_exists (const struct model_cfg *m)
   if (m->family == FAM_QWEN || m->family == FAM_QWEN_MOE)
     return !model_layers_mixed (m) && !model_layer_sliding (m, 0) &&
            (m->family == FAM_QWEN || model_layer_moe (m, 0));
-  return m->family == FAM_GPT2 || m->family == FAM_LLAMA || m->family == FAM_MIXTRAL;
+  return m->family == FAM_GPT2 || m->family == FAM_LLAMA || m->family == FAM_MIXTRAL ||
+         m->family == FAM_DEEPSEEK || m->family == FAM_GPT_OSS;
 }
 
 enum pm_kernels
@@ -1808,9 +1873,9 @@ graph_build (struct graph *g, const struct model_cfg *m, const struct build_opti
     return -1;
   }
   if (o->te && !te_layer_exists (m)) {
-    pm_error ("%s: kernels=te: Megatron-Core's layer is modelled for GPT, Llama, Mixtral and "
-              "Qwen2/3 and their MoEs with every layer alike (model_type %s is not)", m->name,
-              m->arch);
+    pm_error ("%s: kernels=te: Megatron-Core's layer is modelled for GPT, Llama, Mixtral, "
+              "DeepSeek-V2/V3, gpt-oss, and Qwen2/3 and their MoEs with every layer alike "
+              "(model_type %s is not)", m->name, m->arch);
     return -1;
   }
   if (o->te && (o->fusion || o->megatron)) {

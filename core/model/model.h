@@ -41,6 +41,9 @@ struct model_cfg {
   int64_t shared_ffn;    /* shared experts' width, one SwiGLU beside the routed (0: none) */
   bool shared_gate;      /* Qwen2-MoE: the shared expert's sigmoid gate (d -> 1) */
   bool router_bias;      /* a bias per expert in the router (gpt-oss, DeepSeek-V3) */
+  /* group-limited routing (DeepSeek-V2/V3's n_group, topk_group): each token's
+   * experts in route_group_topk of route_groups groups; 0: none */
+  int64_t route_groups, route_group_topk;
   /* Multi-head latent attention (kv_lora_rank > 0): queries through a
    * q_lora_rank bottleneck (0: one projection), keys and values from a
    * kv_lora_rank latent plus a shared rope key of qk_rope_dim */
@@ -103,7 +106,8 @@ struct kop {             /* one kernel of a node */
   int overlap;           /* enum perfmod_overlap */
   int dtype;             /* DeepEP's kernels: what they send (enum perfmod_dtype); they
                             carry their tokens in m, width in k, the model's experts in h,
-                            top_k and their SMs in b */
+                            top_k, the routing's groups and their SMs in b */
+  int route_groups, route_group_topk;
   /* ATTENTION kernels: key/value heads, sliding window, causal mask */
   int64_t kv_heads, window;
   bool causal;

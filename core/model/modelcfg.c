@@ -214,6 +214,19 @@ modern_load (json_t *root, struct model_cfg *m, const char *path, int *errors)
     m->qkv_bias = m->o_bias = get_bool (root, "attention_bias", false, path, errors);
     m->shared_ffn = get_one (root, "n_shared_experts", PM_MAX_COUNT, path, errors) * m->moe_ffn;
     m->router_bias = arch_is (m, "deepseek_v3");     /* e_score_correction_bias */
+    {                           /* group-limited routing unless topk_method says greedy */
+      json_t *tm = json_object_get (root, "topk_method");
+      bool greedy = json_is_string (tm) && strcmp (json_string_value (tm), "greedy") == 0;
+      if (json_object_get (root, "n_group") != NULL && !greedy) {
+        m->route_groups = get_one (root, "n_group", PM_MAX_COUNT, path, errors);
+        m->route_group_topk = get_one (root, "topk_group", PM_MAX_COUNT, path, errors);
+        if (*errors == 0 && m->route_groups > 1 &&
+            (m->route_group_topk < 1 || m->route_group_topk > m->route_groups ||
+             m->experts % m->route_groups != 0))
+          refuse (path, "topk_group", "needs 1 to n_group groups, n_group dividing the experts",
+                  errors);
+      }
+    }
     m->mtp_layers = get_one (root, "num_nextn_predict_layers", PM_MAX_COUNT, path, errors);
     first_dense = get_one (root, "first_k_dense_replace", PM_MAX_COUNT, path, errors);
     if (json_object_get (root, "moe_layer_freq") != NULL) {

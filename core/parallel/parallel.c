@@ -870,9 +870,9 @@ dist_check (const struct model_cfg *m, const struct dist_options *o)
     return -1;
   }
   if (s->kernels == KERNELS_TE && !te_layer_exists (m)) {
-    pm_error ("%s: kernels=te: Megatron-Core's layer is modelled for GPT, Llama, Mixtral and "
-              "Qwen2/3 and their MoEs with every layer alike (model_type %s is not)", m->name,
-              m->arch);
+    pm_error ("%s: kernels=te: Megatron-Core's layer is modelled for GPT, Llama, Mixtral, "
+              "DeepSeek-V2/V3, gpt-oss, and Qwen2/3 and their MoEs with every layer alike "
+              "(model_type %s is not)", m->name, m->arch);
     return -1;
   }
   if (s->kernels == KERNELS_MEGATRON && o->fusion) {
@@ -1236,8 +1236,9 @@ dist_chunk_ops (struct plugin_set *set, struct plugin *pred, const struct model_
   struct run_options ro;
   if (dist_check (m, o) < 0 || compose (set, m, gpu, o, &dp) < 0)
     return -1;
-  if (stage < 0 || stage >= s->pp) {
-    pm_error ("pipeline stage %d: the strategy has %d (0 to %d)", stage, s->pp, s->pp - 1);
+  if (stage < 0 || stage >= chunks) {
+    pm_error ("pipeline chunk %d: the strategy has %d (0 to %d, model order)", stage, chunks,
+              chunks - 1);
     return -1;
   }
   comm_groups_init (&g, o);

@@ -322,7 +322,8 @@ kernel_same (const struct perfmod_kernel *a, const struct perfmod_kernel *b)
          a->out_elem_bytes == b->out_elem_bytes && a->kv_heads == b->kv_heads &&
          a->window == b->window && a->causal == b->causal && a->top_k == b->top_k &&
          a->gated == b->gated && a->expert_load == b->expert_load && a->engine == b->engine &&
-         a->experts_reached == b->experts_reached;
+         a->experts_reached == b->experts_reached && a->ranks == b->ranks &&
+         a->route_groups == b->route_groups && a->route_group_topk == b->route_group_topk;
 }
 
 struct memo *
@@ -407,6 +408,8 @@ group_comm_seconds (const struct kop *op, const struct perfmod_gpu *gpu,
     k.h = op->h;
     k.top_k = op->top_k;
     k.b = op->b;
+    k.route_groups = op->route_groups;
+    k.route_group_topk = op->route_group_topk;
     return group_deepep_seconds (&k, gr->size[op->dim], gr->stride[op->dim], gr->gpus_per_node,
                                  gpu);
   }
