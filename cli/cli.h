@@ -17,6 +17,7 @@ struct cli {
   const char *model, *opgraph, *gpu, *mode, *dtype, *precision, *predictors, *strategy, *format;
   const char *neusight, *table, *graph, *plot, *attention, *published;
   const char *data, *out, *reference, *in_dist, *features, *split;
+  const char *print;       /* --print megatron|nemo: the arguments that run the layout */
   int64_t batch, seq, nodes, gpus_per_node, layers, seed, epochs, members, gen;
   bool seed_given;
   char **plugin_opts;

@@ -18,9 +18,9 @@ static const char usage_text[] =
          "               [--dtype fp32|tf32|fp16|bf16|fp8] [--precision fp32|amp-fp16|bf16|fp8]\n"
          "               [--predictor NAME[,NAME...]]\n"
          "               [--strategy SPEC|PRESET] [--nodes N] [--gpus-per-node N] [--explain]\n"
-         "               [--per-op] [--format table|csv|json] [--plugin-path DIR]...\n"
+         "               [--per-op[=N]] [--format table|csv|json] [--plugin-path DIR]...\n"
          "               [--layers N] [--fusion] [--engine] [--attention flash|unfused]\n"
-         "               [--gen N]\n"
+         "               [--gen N] [--print megatron|nemo]\n"
          "               [--plot FILE.svg] [--verbose]\n"
          "       perfmod plugins | gpus | strategies [--plugin-path DIR]...\n"
          "       perfmod models [--model NAME|config.json]\n"
@@ -126,7 +126,7 @@ perfmod_main (int argc, char **argv)
          O_STRAT,
          O_NODES, O_GPN, O_PEROP, O_FORMAT, O_PPATH, O_EXPLAIN, O_NEUSIGHT, O_TABLE, O_LAYERS,
          O_DATA, O_OUT, O_SEED, O_EPOCHS, O_MEMBERS, O_REFERENCE, O_INDIST, O_POPT, O_FUSION, O_ENGINE, O_ATTENTION, O_PUBLISHED, O_GEN, O_GRAPH,
-         O_PLOT, O_KEEPTHR, O_KEEPFLOOR, O_FEATURES, O_SPLIT };
+         O_PLOT, O_KEEPTHR, O_KEEPFLOOR, O_FEATURES, O_SPLIT, O_PRINT };
   static const struct option opts[] = {
     { "model", required_argument, NULL, O_MODEL },
     { "opgraph", required_argument, NULL, O_OPGRAPH },
@@ -166,6 +166,7 @@ perfmod_main (int argc, char **argv)
     { "keep-floor", no_argument, NULL, O_KEEPFLOOR },
     { "features", required_argument, NULL, O_FEATURES },
     { "split", required_argument, NULL, O_SPLIT },
+    { "print", required_argument, NULL, O_PRINT },
     { "verbose", no_argument, NULL, 'v' },
     { "help", no_argument, NULL, 'h' },
     { "version", no_argument, NULL, 'V' },
@@ -245,6 +246,13 @@ perfmod_main (int argc, char **argv)
     case O_KEEPFLOOR: c.keep_floor = true; break;
     case O_FEATURES: c.features = optarg; break;
     case O_SPLIT: c.split = optarg; break;
+    case O_PRINT:
+      if (strcmp (optarg, "megatron") && strcmp (optarg, "nemo")) {
+        pm_error ("--print '%s': expected megatron or nemo", optarg);
+        ok = false;
+      }
+      c.print = optarg;
+      break;
     case O_GRAPH: c.graph = optarg; break;
     case O_PLOT: c.plot = optarg; break;
     case O_FORMAT: c.format = optarg; break;

@@ -158,6 +158,17 @@ plugin_opt_given (const struct cli *c, const char *prefix)
   return false;
 }
 
+/* Whether dp's gradients are reduced during the backward: dp:overlap as
+ * given, else the dp plugin's default (on under Megatron-Core's kernels). */
+static bool
+dp_overlaps (const struct cli *c, const struct strategy *s)
+{
+  for (size_t i = 0; i < c->nopts; i++)
+    if (strncmp (c->plugin_opts[i], "dp:overlap=", 11) == 0)
+      return strcmp (c->plugin_opts[i] + 11, "0") != 0;
+  return s->kernels == KERNELS_TE;
+}
+
 /* With --engine (inference) under tp: which all-reduce the engine's
  * tensor-parallel groups use, on the assumed: line. */
 static void
@@ -207,6 +218,22 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
   assume_engine_allreduce (c, w, s, gpn);
   if (dist_check (&w->m, &o) < 0) {
     rc = EXIT_USAGE;
+    goto out;
+  }
+  if (c->print) {                /* the arguments that run it, not a prediction */
+    char args[4096];
+    if (!w->train) {
+      pm_error ("--print %s: a training step's arguments (--mode train)", c->print);
+      rc = EXIT_USAGE;
+    }
+    else if (launch_args (strcmp (c->print, "nemo") == 0 ? LAUNCH_NEMO : LAUNCH_MEGATRON, s,
+                          &w->m, w->prec, w->batch, w->seq, dp_overlaps (c, s), args,
+                          sizeof args) < 0)
+      rc = EXIT_USAGE;
+    else {
+      puts (args);
+      rc = 0;
+    }
     goto out;
   }
   clock_gettime (CLOCK_MONOTONIC, &t0);

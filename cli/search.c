@@ -27,7 +27,7 @@ search_usage (FILE *fp)
          "               [--objective time|cost|tokens-per-s] [--format table|csv|json]\n"
          "               [--fix KEY=VALUE[,KEY=VALUE...]] [--max-tp N] [--max-cp N]\n"
          "               [--gpus-per-node N]\n"
-         "               [--jobs N] [--plot FILE.svg]\n"
+         "               [--jobs N] [--plot FILE.svg] [--print megatron|nemo]\n"
          "       perfmod search --serve ...: serving deployments (search --serve --help)\n"
          "               [--plugin-path DIR]... [--plugin-opt NAME:KEY=VALUE]...\n"
          "Every tp, pp, cp, dp, ep, micro-batch, schedule (1F1B, GPipe, interleaved with vp),\n"
@@ -36,11 +36,14 @@ search_usage (FILE *fp)
          "configurations that cannot run are pruned and counted by reason; the best --top\n"
          "are printed with a --strategy string that reruns each one.  --plot draws the best\n"
          "one's time to train (step time without --tokens) against the GPUs: --gpus N searches\n"
-         "N/4, N/2, N, 2N and 4N GPUs for it, --gpus N,M,... those counts (N: the table's).\n", fp);
+         "N/4, N/2, N, 2N and 4N GPUs for it, --gpus N,M,... those counts (N: the table's).\n"
+         "--print megatron|nemo prints the best one as Megatron-LM's arguments or as\n"
+         "Megatron-Bridge (NeMo) recipe overrides instead of the table.\n", fp);
 }
 
 struct sopts {
   const char *model, *gpu, *precision, *predictor, *format, *objective, *fix, *plot;
+  const char *print;     /* --print megatron|nemo: the best layout's arguments instead */
   int64_t *counts;       /* --gpus N,M,...: every count given (the first is gpus) */
   size_t ncounts;
   int64_t gpus, batch, seq, top, max_tp, max_cp, gpus_per_node, jobs;
@@ -94,7 +97,7 @@ parse (int argc, char **argv, struct sopts *o)
 {
   enum { S_MODEL = 256, S_GPU, S_GPUS, S_BATCH, S_SEQ, S_PREC, S_TOKENS, S_PRICE, S_PRED,
          S_TOP, S_OBJ, S_FORMAT, S_FIX, S_MAXTP, S_MAXCP, S_GPN, S_JOBS, S_PPATH, S_POPT,
-         S_PLOT };
+         S_PLOT, S_PRINT };
   static const struct option opts[] = {
     { "model", required_argument, NULL, S_MODEL }, { "gpu", required_argument, NULL, S_GPU },
     { "gpus", required_argument, NULL, S_GPUS },
@@ -112,6 +115,7 @@ parse (int argc, char **argv, struct sopts *o)
     { "plugin-path", required_argument, NULL, S_PPATH },
     { "plugin-opt", required_argument, NULL, S_POPT },
     { "plot", required_argument, NULL, S_PLOT },
+    { "print", required_argument, NULL, S_PRINT },
     { "verbose", no_argument, NULL, 'v' }, { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 }
   };
@@ -141,6 +145,12 @@ parse (int argc, char **argv, struct sopts *o)
     case S_PPATH: ptrv_push (&o->paths, &o->npaths, optarg); break;
     case S_POPT: ptrv_push (&o->popts, &o->npopts, optarg); break;
     case S_PLOT: o->plot = optarg; break;
+    case S_PRINT:
+      if ((ok = strcmp (optarg, "megatron") == 0 || strcmp (optarg, "nemo") == 0))
+        o->print = optarg;
+      else
+        pm_error ("--print '%s': expected megatron or nemo", optarg);
+      break;
     case 'v': pm_verbose++; break;
     case 'h': search_usage (stdout); return 1;
     default: getopt_error (opt, argv, opts, "perfmod search"); return -1;
@@ -433,6 +443,38 @@ progress (void *arg, uint64_t done, uint64_t total)
            (unsigned long long) done, (unsigned long long) total);
 }
 
+/* --print: the best layout as Megatron-LM's arguments or Megatron-Bridge's
+ * overrides (core/parallel/launch.c), dp's overlap as the dp plugin runs it. */
+static int
+print_launch (const struct sopts *o, const struct perfmod_search_result *res)
+{
+  struct strategy s;
+  struct model_cfg m;
+  const struct precision *pr = precision_train (res->precision);
+  bool overlap;
+  char args[4096];
+  int rc = EXIT_USAGE;
+  if (res->nbest == 0) {
+    pm_error ("--print %s: no layout fits, nothing to print", o->print);
+    return EXIT_RUNTIME;
+  }
+  strategy_init (&s);
+  if (pr == NULL || strategy_parse (&s, res->best[0].strategy, "search") < 0 ||
+      model_cfg_open (&m, o->model) < 0)
+    return EXIT_RUNTIME;
+  overlap = s.kernels == KERNELS_TE;
+  for (size_t i = 0; i < o->npopts; i++)
+    if (strncmp (o->popts[i], "dp:overlap=", 11) == 0)
+      overlap = strcmp (o->popts[i] + 11, "0") != 0;
+  if (launch_args (strcmp (o->print, "nemo") == 0 ? LAUNCH_NEMO : LAUNCH_MEGATRON, &s, &m, pr,
+                   o->batch, o->seq, overlap, args, sizeof args) == 0) {
+    puts (args);
+    rc = 0;
+  }
+  model_cfg_free (&m);
+  return rc;
+}
+
 int
 search_main (int argc, char **argv)
 {
@@ -541,7 +583,9 @@ search_main (int argc, char **argv)
   if (mpi_size > 1 && gather (&res, (size_t) o.top, &rc, mpi_rank, mpi_size) < 0)
     rc = EXIT_RUNTIME;
 #endif
-  if (rc == 0 && mpi_rank == 0)   /* rank 0 reports */
+  if (rc == 0 && mpi_rank == 0 && o.print)   /* the best layout's arguments, no table */
+    rc = print_launch (&o, &res);
+  else if (rc == 0 && mpi_rank == 0)          /* rank 0 reports */
     report (&o, &res, mpi_size > 1 ? pm_now () - t0 : res.seconds, stdout);
   /* every rank searches the chart's counts; rank 0 draws it */
   if (rc == 0 && o.plot && res.configurations > 0)

@@ -71,6 +71,16 @@ void strategy_uneven_split (struct strategy *s, int64_t layers);
  * dispatcher= and a2a_overlap=1, each after `sep`, into buf of len bytes (cut to fit; ""
  * for none). */
 void strategy_extra_keys (const struct strategy *s, char sep, char *buf, size_t len);
+/* ---- launch.c ---- */
+enum { LAUNCH_MEGATRON, LAUNCH_NEMO };
+/* The arguments that run s's training step of m (batch sequences of seq tokens, in pr, dp's
+ * gradients reduced during the backward when dp_overlap) as Megatron-LM's command line
+ * (LAUNCH_MEGATRON) or as overrides of a Megatron-Bridge recipe (LAUNCH_NEMO), into buf of
+ * len bytes; -1 after a message when the tool has no such run (kernels=eager, GPipe, etp). */
+int launch_args (int tool, const struct strategy *s, const struct model_cfg *m,
+                 const struct precision *pr, int64_t batch, int64_t seq, bool dp_overlap,
+                 char *buf, size_t len);
+
 /* Whether s splits the layers unevenly (split=, first_layers/last_layers, account_*). */
 bool strategy_uneven (const struct strategy *s);
 /* The layers of pipeline chunk c of s (model order: rank c % pp's chunk c / pp) for a
