@@ -158,6 +158,18 @@ plugin_opt_given (const struct cli *c, const char *prefix)
   return false;
 }
 
+/* After a table with a roofline column: what that column is. */
+static void
+bound_note (char **names, size_t npred)
+{
+  for (size_t p = 0; p < npred; p++)
+    if (strcmp (names[p], "roofline") == 0) {
+      puts ("(roofline: a bound, every kernel at the GPU's peak FLOP/s or memory bandwidth, "
+            "not a prediction of what runs)");
+      return;
+    }
+}
+
 /* Whether dp's gradients are reduced during the backward: dp:overlap as
  * given, else the dp plugin's default (on under Megatron-Core's kernels). */
 static bool
@@ -382,6 +394,7 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
             ((double) (t1.tv_sec - t0.tv_sec) * 1e3 + (double) (t1.tv_nsec - t0.tv_nsec) / 1e6));
     if (marked)
       puts (FALLBACK_FOOTNOTE);
+    bound_note (names, npred);
     if (c->per_op && strategy_per_op (c, set, w, &o, names, npred, (int) c->per_op_chunk, NULL) < 0)
       goto out;
   }
@@ -642,6 +655,7 @@ predict_serving (struct cli *c, struct plugin_set *set, struct workload *w,
             "batch per replica whose memory fits)\n", s->dp);
     if (marked)
       puts (FALLBACK_FOOTNOTE);
+    bound_note (names, npred);
   }
   if (c->explain &&
       explain_serving (set, pls[0], &w->m, &w->ge->gpu, &o, kv_len, explain_stream (c)) < 0)
@@ -718,9 +732,9 @@ cmd_predict (struct cli *c, struct plugin_set *set)
                 "generation", c->plot ? "--plot" : "--per-op");
       goto out;
     }
-    names = strv_split (c->predictors ? c->predictors : "roofline", ',');
+    names = strv_split (c->predictors ? c->predictors : PM_DEFAULT_PREDICTOR, ',');
     if (c->predictors == NULL)
-      assume (c, "--predictor roofline");
+      assume (c, PM_DEFAULT_PREDICTOR_TEXT);
     if (c->gen > 0) {
       if (train) {
         pm_error ("--gen: decode steps are predicted for inference (--mode inf)");
@@ -753,9 +767,9 @@ cmd_predict (struct cli *c, struct plugin_set *set)
   }
   flops = graph_flops (gp, w.prec, train);
 
-  names = strv_split (c->predictors ? c->predictors : "roofline", ',');
+  names = strv_split (c->predictors ? c->predictors : PM_DEFAULT_PREDICTOR, ',');
   if (c->predictors == NULL)
-    assume (c, "--predictor roofline");
+    assume (c, PM_DEFAULT_PREDICTOR_TEXT);
   npred = strv_len (names);
   pr = xcalloc (npred, sizeof *pr);
   x = xcalloc (npred, sizeof *x);
@@ -902,6 +916,7 @@ cmd_predict (struct cli *c, struct plugin_set *set)
             ((double) (t1.tv_sec - t0.tv_sec) * 1e3 + (double) (t1.tv_nsec - t0.tv_nsec) / 1e6));
     if (marked)
       puts (FALLBACK_FOOTNOTE);
+    bound_note (names, npred);
     if (c->per_op)
       print_per_op (c, gp, pr, npred);
   }

@@ -201,7 +201,7 @@ predict (perfmod_ctx *ctx, const struct perfmod_request *req, struct perfmod_res
               req->precision);
     return -1;
   }
-  if ((pred = predictor_find (&ctx->set, req->predictor ? req->predictor : "roofline")) == NULL)
+  if ((pred = predictor_find (&ctx->set, req->predictor ? req->predictor : PM_DEFAULT_PREDICTOR)) == NULL)
     return -1;
   if (model_cfg_open (&m, req->model) < 0)
     return -1;

@@ -10,7 +10,7 @@ e2e=$(awk '$1 == "e2e_ms" { print $2 }' "$TMP/out")
 ok $(awk -v e="$e2e" 'BEGIN { exit !(e > 10 && e < 10000) }'; echo $?) "default e2e is a plausible number of ms ($e2e)"
 
 run_pm --format json
-ok $([ $rc -eq 0 ] && jq -e '.predictions[0].predictor == "roofline" and (.predictions[0].e2e_ms > 0) and has("assumed")' "$TMP/out" >/dev/null && echo 0 || echo 1) \
+ok $([ $rc -eq 0 ] && jq -e '.predictions[0].predictor == "tile-mlp" and (.predictions[0].e2e_ms > 0) and has("assumed")' "$TMP/out" >/dev/null && echo 0 || echo 1) \
   "--format json: predictions array with predictor and e2e_ms"
 ok $(jq -e '.predictions[0] | has("fw_ms") and has("bw_ms")' "$TMP/out" >/dev/null; echo $?) "json has fw_ms and bw_ms"
 
@@ -20,7 +20,7 @@ ok $(awk -F, 'NR == 2 { f = 1; exit !($2 > $3 && $4 > 0 && ($3 + $4 - $2) < 1e-6
   "training: e2e = fw + bw (bw includes accumulation), bw > 0"
 
 run_pm --mode train --per-op --format csv
-ok $([ $rc -eq 0 ] && grep -q "^roofline,decoder_layers_0_linear_qkv,Linear,0,36," "$TMP/out" && echo 0 || echo 1) \
+ok $([ $rc -eq 0 ] && grep -q "^tile-mlp,decoder_layers_0_linear_qkv,Linear,0,36," "$TMP/out" && echo 0 || echo 1) \
   "--per-op lists layer kernels with their count (36 layers)"
 
 run_pm --help

@@ -86,7 +86,7 @@ expect_fail 1 "summary/summary.csv:3: mode 'decode': expected inf or train" \
 
 # An imported graph carries its batch and sequence into --explain.
 run_pm --gpu h100 --model "$NEUSIGHT/DLmodel_configs/gpt3_27.json" --opgraph "$NEUSIGHT/results/opgraph/gpt3_27-train-2048-1.csv" \
-  --mode train --strategy tp=8,pp=4 --explain --plugin-opt roofline:units=neusight
+  --mode train --strategy tp=8,pp=4 --explain --predictor roofline --plugin-opt roofline:units=neusight
 ok $([ $rc -eq 0 ] && grep -q 'batch 1 x seq 2048' "$TMP/out" && grep -q 'e2e_ms *701.165$' "$TMP/out" && echo 0 || echo 1) \
   "imported GPT-3 2.7B training graph: batch and sequence from the trace, NeuSight's roofline e2e (701.165 ms)"
 tm=$(awk 'BEGIN { printf "%.4f", 4*2048*2560*10240/(8*66.908e12)*1e3 }')

@@ -234,7 +234,7 @@ bw=$("$PERFMOD" gpus | awk 'NR==1{for (i=1;i<=NF;i++) if ($i=="mem_gbps") c=i} $
 rc=0
 for m in gpt-oss-120b qwen3-235b-a22b deepseek-v3; do
   a=$(awk -v m="$m" '$1==m{print $(NF-1)}' "$TMP/models")
-  run_pm --model "$m" --gpu h100 --gen 8 --batch 1 --seq 128 --format json
+  run_pm --model "$m" --gpu h100 --gen 8 --batch 1 --seq 128 --predictor roofline --format json
   r=$(awk -v t="$(tpot)" -v a="$a" -v bw="$bw" -v v="$(field "$m" vocab_size)" -v h="$(field "$m" hidden_size)" \
       'BEGIN{print t / ((a - v*h) * 2 / (bw * 1e9) * 1e3)}')
   awk -v r="$r" 'BEGIN{exit !(r > 1 && r < 1.15)}' || { diag "$m: tpot / active bytes at $bw GB/s = $r"; rc=1; }

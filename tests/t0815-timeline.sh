@@ -71,7 +71,7 @@ near () { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN{n="^[-+]?[0-9.]+([eE][-+]?[0-
   d=(b==0)?a:a/b-1; print (d<=t&&d>=-t)?0:1}'; }
 csvf () { awk -F, -v c="$2" 'NR==1{for(i=1;i<=NF;i++) if($i==c) k=i} NR==2{print $k}' "$1"; }
 
-S="--model gpt3-2.7b --gpu h100 --mode train --batch 16"
+S="--model gpt3-2.7b --gpu h100 --mode train --batch 16 --predictor roofline"
 
 # ---- the step's timeline ----
 run_pm $S --strategy tp=2,pp=4,dp=1 --plot "$TMP/a.svg" --format csv

@@ -171,7 +171,7 @@ run_pm --gpu h100 --model qwen3-32b --batch 2 --seq 128 --per-op --format csv --
 got=$(layer0)
 ok $(echo "$got" | awk '{ for (i = 1; i <= NF; i++) { if ($i ~ /:VECln$/) ln++; if ($i ~ /_pow:|_rsqrt:|_neg:|_cat:|^add_/) bad++ } exit !(NF == 11 && ln == 4 && bad == 0 && $3 == "self_attn_q_norm:VECln" && $4 == "self_attn_k_norm:VECln") }'; echo $?) \
   "--engine: Qwen3's q_norm and k_norm are one kernel each, 11 kernels a layer ($got)"
-run_pm --gpu h100 --model qwen3-30b-a3b --batch 1 --seq 128 --gen 16 --strategy tp=2 --engine --explain
+run_pm --gpu h100 --model qwen3-30b-a3b --batch 1 --seq 128 --gen 16 --strategy tp=2 --engine --explain --predictor roofline
 # the reached experts as one grouped GEMM (their weights side by side): at batch 1
 # the decode reaches top_k = 8 of the 128 experts, the 128-token prefill all of them, so
 # the memory-bound decode reads 8/128 of the prefill's expert weights
@@ -186,10 +186,10 @@ run_pm --gpu h100 --model llama3.1-8b --batch 2 --seq 128 --per-op --format csv
 got=$(layer0)
 ok $(echo "$got" | awk '{ for (i = 1; i <= NF; i++) { if ($i ~ /^input_layernorm_/) n++; if ($i ~ /^self_attn_[qkv]_proj:/) q++; if ($i ~ /^rope_[qk]_/) r++ } exit !(NF == 37 && n == 6 && q == 3 && r == 10 && $NF == "add_2:VECadd") }'; echo $?) \
   "without --engine a Llama layer is the eager one's 37 kernels (RMSNorm in 6, q/k/v apart, rope in 5 per q and k, the adds)"
-run_pm --gpu h100 --model llama3.1-8b --batch 2 --seq 128 --format csv
+run_pm --gpu h100 --model llama3.1-8b --batch 2 --seq 128 --format csv --predictor roofline
 ok $(awk -F, 'NR == 2 { f = 1; exit !($2 == "5.98554197") } END { if (!f) exit 1 }' "$TMP/out"; echo $?) \
   "without --engine the roofline's Llama-3.1-8B prefill is 5.98554197 ms, as before the engine's kernels"
-run_pm --gpu h100 --model llama3.1-8b --batch 2 --seq 128 --format csv --engine
+run_pm --gpu h100 --model llama3.1-8b --batch 2 --seq 128 --format csv --engine --predictor roofline
 ok $(awk -F, 'NR == 2 { f = 1; exit !($2 > 0 && $2 < 5.98554197) } END { if (!f) exit 1 }' "$TMP/out"; echo $?) \
   "with --engine the prefill is cheaper (fewer bytes; the logits of the last tokens only)"
 expect_fail 2 'inference only' "--engine with training refused" -- --model llama3.1-8b --mode train --engine --batch 1 --seq 128

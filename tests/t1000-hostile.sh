@@ -39,7 +39,7 @@ Name,OpName,FwOps,BwOps,AccOps,Prev,Next,InputShapes,OutputShape
 lin,Linear,"[['Linear', (64, 256, 512)]]",[],[],set(),set(),"[(64, 256)]","(64, 512)"
 EOF
 run_pm --opgraph "$TMP/bom.csv" --gpu a100 --format csv
-ok $([ $rc -eq 0 ] && grep -q '^roofline,[0-9]' "$TMP/out" && echo 0 || echo 1) "an op graph with a byte order mark loads"
+ok $([ $rc -eq 0 ] && grep -q '^tile-mlp,[0-9]' "$TMP/out" && echo 0 || echo 1) "an op graph with a byte order mark loads"
 mkdir -p "$TMP/kb"
 { printf '\357\273\277'; head -3 "$TMP/k/linear.csv"; } >"$TMP/kb/linear.csv"
 run_pm eval --data "$TMP/kb" --predictor roofline --format csv --neusight "$TMP/none"

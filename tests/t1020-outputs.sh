@@ -99,7 +99,7 @@ awk 'BEGIN { print "Name,OpName,FwOps,BwOps,AccOps,Prev,Next,InputShapes,OutputS
   print "input_ids,misc,[],[],[],set(),set(),[],\"(8, 512)\""
   print "n1,VECadd,\"[[\047VECadd\047, [8, 1024]]]\",[],[],set(),set(),\"[(8, 1024)]\",\"(8, 1024)\"" }' >"$W/graph.csv"
 run_pm --opgraph "$W/graph.csv" --format csv
-ok $([ "$rc" -eq 0 ] && grep -q '^roofline,[0-9]' "$TMP/out"; echo $?) "the trace used below predicts"
+ok $([ "$rc" -eq 0 ] && grep -q '^tile-mlp,[0-9]' "$TMP/out"; echo $?) "the trace used below predicts"
 cp "$W/graph.csv" "$W/graph.orig"
 ln -s graph.csv "$W/graph-link.csv"
 ln "$W/graph.csv" "$W/graph-hard.csv"

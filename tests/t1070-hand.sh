@@ -102,7 +102,7 @@ ok $([ "$rc" -eq 0 ] && awk -F, 'NR == 2 && $1 == "roofline" && $4 == "h800-sxm"
 # 4 x 16 x 32 heads x 80 x 2 bytes at the memory bandwidth; the backward reads and writes
 # twice that (dO, O, Q, K, V in; dQ, dK, dV out)
 bw=$(gpu_key $H100 mem_bw_gbps)
-run_pm --model gpt3-2.7b --gpu h100 --mode train --batch 1 --seq 16 --per-op --format csv
+run_pm --model gpt3-2.7b --gpu h100 --mode train --batch 1 --seq 16 --per-op --format csv --predictor roofline
 ok $([ "$rc" -eq 0 ] && awk -F, -v bw="$bw" '$3 == "ATTENTION" && $2 ~ /layers_0_/ {
        fw = 4 * 16 * 32 * 80 * 2 / (bw * 1e9) * 1e3; n++
        good = ($6 - fw)^2 < (1e-6 * fw)^2 && ($7 - 2 * fw)^2 < (1e-6 * fw)^2 } END { exit !(n == 1 && good) }' "$TMP/out"; echo $?) \

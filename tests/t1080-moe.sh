@@ -37,7 +37,7 @@ ok $(awk -F, -v bw="$bw" '$4 == "layers_0_experts" { n++
 
 # --engine alone keeps the experts' GEMMs as separate kernels (no engine: no fused MoE kernel)
 run_pm --model mixtral-8x7b --gpu h100 --mode inf --batch 4 --seq 512 --per-op --format csv --engine
-ok $([ "$rc" -eq 0 ] && grep -q '^roofline,layers_0_experts_gate_up_proj,Linear' "$TMP/out" &&
+ok $([ "$rc" -eq 0 ] && grep -q '^tile-mlp,layers_0_experts_gate_up_proj,Linear' "$TMP/out" &&
      ! grep -q ',MoE,' "$TMP/out"; echo $?) "--engine without a name: the experts' grouped GEMMs, no MOE kernel"
 
 expect_fail 2 "--engine=foo: expected vllm, sglang or trtllm" "--engine=foo refused, the engines named" -- \
@@ -110,7 +110,7 @@ expect_fail 2 "kernel --op moe needs --top-k" "kernel --op moe: a missing dimens
 # --- Megatron-Core's layer (kernels=te) for DeepSeek and gpt-oss ---
 # Columns of --per-op --format csv: 4 node, 7 shape (b x m x k x n for a Linear), 10 count
 te_ops () {
-  run_pm --model "$1" --gpu h100 --mode train --batch 8 --seq 4096 --per-op --format csv \
+  run_pm --model "$1" --gpu h100 --mode train --batch 8 --seq 4096 --per-op --format csv --predictor roofline \
     --strategy "tp=1,dp=8,ep=8,kernels=te$2"
 }
 # DeepSeek-V2-Lite (27 layers, the first dense; 2048 wide; 16 heads; no query bottleneck;

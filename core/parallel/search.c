@@ -640,7 +640,7 @@ search_run (struct plugin_set *set, const struct gpu_db *gpus,
   x.kernels = default_kernels (&m, x.pr, true);
   if (fix_parse (&x, req->fix) < 0)
     goto out;
-  if ((x.pred = predictor_find (set, req->predictor ? req->predictor : "roofline")) == NULL)
+  if ((x.pred = predictor_find (set, req->predictor ? req->predictor : PM_DEFAULT_PREDICTOR)) == NULL)
     goto out;
   x.best = xcalloc (x.top, sizeof *x.best);
   t0 = pm_now ();

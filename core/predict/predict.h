@@ -131,6 +131,12 @@ bool fused_kernel (const struct node *nd, int phase, const struct precision *pr,
  * bytes one parameter and one activation take.  Inference has one per
  * --dtype, training one per --precision (fp32, tf32, amp-fp16, bf16, fp8:
  * Transformer Engine's, GEMMs in fp8 and the rest in bf16). */
+/* The predictor a prediction, a search or a serving run uses when none is
+ * named: the one the validated tables measure most accurate (doc/precision.md);
+ * the roofline is a bound, named when asked for. */
+#define PM_DEFAULT_PREDICTOR "tile-mlp"
+#define PM_DEFAULT_PREDICTOR_TEXT \
+  "--predictor tile-mlp (the most accurate on the validated tables; roofline: a bound)"
 struct precision {
   const char *name;
   int gemm;              /* enum perfmod_dtype of LINEAR and BMM kernels */
