@@ -233,10 +233,12 @@ build_shape (const struct kopts *o, int dtype, struct perfmod_kernel *k)
       return -1;
     }
     if ((o->groups > 0) != (o->group_top_k > 0) || o->group_top_k > o->groups ||
-        (o->groups > 0 && (o->groups > 1024 || o->experts % o->groups != 0))) {
+        (o->groups > 0 && (o->groups > 1024 || o->experts % o->groups != 0 ||
+                           o->top_k > o->group_top_k * (o->experts / o->groups)))) {
       pm_error ("--groups %lld --group-top-k %lld: give both, g of G groups, G (at most 1024) "
-                "dividing the %lld experts", (long long) o->groups, (long long) o->group_top_k,
-                (long long) o->experts);
+                "dividing the %lld experts, g groups holding the top %lld",
+                (long long) o->groups, (long long) o->group_top_k, (long long) o->experts,
+                (long long) o->top_k);
       return -1;
     }
     k->kclass = PERFMOD_KERNEL_COMM;

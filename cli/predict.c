@@ -232,6 +232,13 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
     rc = EXIT_USAGE;
     goto out;
   }
+  if (c->per_op && c->per_op_chunk >= (int64_t) s->pp * (s->vp > 1 ? s->vp : 1)) {
+    pm_error ("pipeline chunk %lld: the strategy has %d (0 to %d, model order)",
+              (long long) c->per_op_chunk, s->pp * (s->vp > 1 ? s->vp : 1),
+              s->pp * (s->vp > 1 ? s->vp : 1) - 1);
+    rc = EXIT_USAGE;
+    goto out;
+  }
   if (c->print) {                /* the arguments that run it, not a prediction */
     char args[4096];
     if (!w->train) {
@@ -571,8 +578,9 @@ predict_serving (struct cli *c, struct plugin_set *set, struct workload *w,
     json_t *arr = json_array ();
     json_object_set_new (root, "gen", json_integer (c->gen));
     json_object_set_new (root, "strategy",
-                         json_pack ("{s:i, s:i, s:i, s:i, s:i, s:i, s:i}", "tp", s->tp, "pp",
-                                    s->pp, "ep", s->ep, "etp", s->etp, "dp", s->dp, "gpus", gpus,
+                         json_pack ("{s:i, s:i, s:i, s:i, s:i, s:s, s:i, s:i}", "tp", s->tp, "pp",
+                                    s->pp, "ep", s->ep, "etp", s->etp, "dp", s->dp, "dispatcher",
+                                    dispatcher_name (s->dispatcher), "gpus", gpus,
                                     "gpus_per_replica", replica));
     for (size_t p = 0; p < npred; p++) {
       json_t *e = json_pack ("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:b}",
@@ -691,6 +699,16 @@ cmd_predict (struct cli *c, struct plugin_set *set)
   bool have_decode = false;
   double flops;
 
+  if (c->print && (c->strategy == NULL || c->gen > 0)) {
+    pm_error ("--print %s: a training layout's arguments (--strategy with --mode train%s)",
+              c->print, c->gen > 0 ? ", not --gen" : "");
+    return EXIT_USAGE;
+  }
+  if (c->per_op_chunk > 0 && c->strategy == NULL) {
+    pm_error ("--per-op=%lld: a pipeline chunk of a --strategy (one device has chunk 0 only)",
+              (long long) c->per_op_chunk);
+    return EXIT_USAGE;
+  }
   if ((rc = workload_load (c, &w)) != 0)
     return rc;
   rc = EXIT_USAGE;

@@ -467,7 +467,7 @@ print_launch (const struct sopts *o, const struct perfmod_search_result *res)
     if (strncmp (o->popts[i], "dp:overlap=", 11) == 0)
       overlap = strcmp (o->popts[i] + 11, "0") != 0;
   if (launch_args (strcmp (o->print, "nemo") == 0 ? LAUNCH_NEMO : LAUNCH_MEGATRON, &s, &m, pr,
-                   o->batch, o->seq, overlap, args, sizeof args) == 0) {
+                   res->global_batch, res->seq, overlap, args, sizeof args) == 0) {
     puts (args);
     rc = 0;
   }

@@ -111,7 +111,7 @@ struct perfmod_kernel {
   /* Appended (check struct_size): group-limited routing (DeepSeek-V3's
    * n_group and topk_group): the experts fall in route_groups equal
    * groups and each token's top_k in route_group_topk of them; 0: none.
-   * DeepEP's kernels (COMM) and MOE kernels carry it. */
+   * DeepEP's kernels (COMM) carry it. */
   int route_groups;
   int route_group_topk;
 };

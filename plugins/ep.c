@@ -71,7 +71,10 @@ ep_config (void *state, const char *key, const char *value)
  * all-gather dispatcher gathers every rank's tokens, whatever their
  * experts, and reduce-scatters the outputs back; its backward the
  * reverse.  With a2a_overlap they hide behind another micro-batch's
- * computation (Megatron-Core's 1F1B expert-parallel overlap). */
+ * computation (Megatron-Core's 1F1B expert-parallel overlap): behind the
+ * phase's, where the step has two micro-batches or more; the first
+ * forward's and last backward's, with nothing beside them, are taken as
+ * hidden too. */
 static int
 ep_plan (void *state, const struct perfmod_parallel_case *c, struct perfmod_plan *p)
 {
@@ -79,7 +82,8 @@ ep_plan (void *state, const struct perfmod_parallel_case *c, struct perfmod_plan
   bool has = c->struct_size >= offsetof (struct perfmod_parallel_case, a2a_overlap)
                               + sizeof c->a2a_overlap;      /* a core that knows them */
   int dispatcher = has ? c->dispatcher : PERFMOD_DISPATCH_ALLTOALL;
-  int overlap = has && c->a2a_overlap ? PERFMOD_OVERLAP_PHASE : 0;
+  /* with one micro-batch there is no other one to overlap with */
+  int overlap = has && c->a2a_overlap && c->microbatches >= 2 ? PERFMOD_OVERLAP_PHASE : 0;
   (void) state;
   p->experts = c->degree;
   p->expert_load = S.imbalance;

@@ -310,7 +310,9 @@ phys_deepep_reach (double experts, double held, double topk)
  * whole on a node, G / nodes a node): each node, its own as any other,
  * holds one of the token's groups with chance 1 - C(G - G/nodes, g) /
  * C(G, g), s of them on average when it does, and is reached when one of
- * the top_k among the g groups' experts falls in those s groups. */
+ * the top_k among the g groups' experts falls in those s groups.  Where the
+ * nodes do not divide the groups (a group split across nodes), the
+ * balanced count. */
 static inline double
 phys_deepep_nodes (const struct perfmod_kernel *k, double experts, double nodes, double topk)
 {

@@ -3,7 +3,7 @@
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 command -v python3 >/dev/null || skip_all "python3 not found (the charts are parsed with xml.etree)"
 command -v jq >/dev/null || skip_all "jq not found"
-plan 34
+plan 37
 
 # tl FILE KEY...: facts of a timeline chart, one per line, from its rectangles'
 # data-* attributes (times in ms); exits 1 if the file is no well-formed SVG.
@@ -150,6 +150,13 @@ run_pm $P --per-op --format json
 ok $(jq -e '.predictions[0].per_op | .stage == 0 and .layers == 8 and (.ops | length) > 10' "$TMP/out" >/dev/null &&
      near "$(jq '.predictions[0].per_op | .bw_ms + .recompute_ms' "$TMP/out")" "$(jq '.predictions[0].stages[0].bw_ms' "$TMP/st.json")" 1e-7 |
      grep -q 0 && echo 0 || echo 1) "--per-op --format json: per_op names the stage, and adds up"
+run_pm $P --per-op=1 --format csv
+ok $([ "$rc" -eq 0 ] && awk -F, 'NR > 1 && $2 == 1 && $3 == 1 { n++ } NR > 1 && ($2 != 1 || $3 != 1) { bad++ }
+       END { exit !(n > 10 && bad == 0) }' "$TMP/out"; echo $?) "--per-op=1: the ops of stage 1's chunk, named so"
+expect_one_line 2 "pipeline chunk 9: the strategy has 4 \(0 to 3, model order\)" \
+  "--per-op=9 of 4 chunks: refused, naming the range" -- $P --per-op=9
+expect_one_line 2 "--per-op=2: a pipeline chunk of a --strategy" \
+  "--per-op=2 without a strategy: refused" -- --model gpt3-2.7b --gpu h100 --per-op=2
 run_pm $P --per-op
 ok $(grep -q '^per-op, roofline: pipeline stage 0, chunk 0 of 4 (8 layers, the embedding)' "$TMP/out" && echo 0 || echo 1) \
   "the table names the stage"

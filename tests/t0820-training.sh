@@ -50,7 +50,7 @@ expect_fail 2 "--attention flash: fused attention runs in bf16 or fp16 .* fp32" 
   "--attention flash with fp32 attention is refused" -- --model gpt2-large --mode train --precision fp32 --attention flash
 expect_fail 2 "--attention flash: .*Tesla_V100" "--attention flash on a V100 (no bf16 matrix units) is refused" -- \
   --model gpt2-large --gpu v100 --attention flash
-expect_fail 2 "kernels=te: Megatron-Core.s layer is modelled for GPT, Llama, Mixtral, DeepSeek-V2/V3, gpt-oss, and Qwen2/3" \
+expect_fail 2 "kernels=te: Megatron-Core.s layer is modelled for GPT, Llama, Mixtral, Qwen2/3 and their MoEs, DeepSeek-V2/V3 and gpt-oss" \
   "kernels=te on BERT is refused" -- --model bert-large --mode train --strategy kernels=te
 run_pm --model gpt2-large --mode train --precision fp32
 ok $([ $rc -eq 0 ] && grep -q 'attention unfused (fused attention needs bf16/fp16' "$TMP/out" &&

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1110-launch.sh: --print megatron|nemo: a layout as Megatron-LM's arguments or Megatron-Bridge's overrides, by hand; every flag and field one its tool documents (tests/launch-names.txt); search prints its best; what neither runs, refused.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 9
+plan 13
 
 NAMES="$top_srcdir/tests/launch-names.txt"
 L70="--model llama3.1-70b --gpu h100 --mode train --batch 1024 --seq 8192"
@@ -66,6 +66,17 @@ expect_one_line 2 "--print nemo: Megatron runs 1F1B or interleaved 1F1B, not GPi
   "--print with GPipe: refused, saying why" -- $L70 --strategy tp=8,pp=2,dp=8,schedule=gpipe --print nemo
 expect_one_line 2 "--print megatron: a training step's arguments \(--mode train\)" \
   "--print for inference: refused" -- --model llama3.1-70b --gpu h100 --batch 8 --seq 1024 --strategy tp=8 --print megatron
+expect_one_line 2 "--print megatron: a training layout's arguments \(--strategy with --mode train\)" \
+  "--print without a strategy: refused" -- $L70 --print megatron
+expect_one_line 2 "--print nemo: a training layout's arguments \(--strategy with --mode train, not --gen\)" \
+  "--print with --gen: refused" -- --model llama3.1-8b --gpu h100 --batch 8 --seq 1024 --gen 16 --strategy tp=2 --print nemo
+expect_one_line 2 "--print megatron: Megatron-Core needs sequence parallelism \(sp=1\) with tp > 1 and ep > 1" \
+  "--print of tp and ep without sp: refused (Megatron-Core asserts it)" -- \
+  --model mixtral-8x7b --gpu h100 --mode train --batch 64 --seq 4096 --strategy tp=2,ep=4,dp=4 --print megatron
+# without --seq the search's own sequence (GPT-2 Large's 1024 positions), not 0
+run_pm search --model gpt2-large --gpu h100 --gpus 8 --global-batch 64 --print megatron
+ok $([ "$rc" -eq 0 ] && grep -q -- "--global-batch-size 64 --seq-length 1024 " "$TMP/out"; echo $?) \
+  "search --print without --seq: the sequence the search used"
 expect_one_line 2 "--print 'deepspeed': expected megatron or nemo" \
   "--print of an unknown tool: refused, naming both" -- $L70 --strategy tp=8,pp=2,dp=8 --print deepspeed
 finish

@@ -1829,17 +1829,15 @@ size_check (const struct bctx *c)
   return 0;
 }
 
-/* Megatron-Core's layer is modelled for GPT, Llama, Mixtral, and Qwen2/3
- * and their MoEs whose layers are all alike (no dense-first or
- * sliding-window layers: one layer repeated, as te_graph builds it). */
+/* Megatron-Core's layer is modelled for GPT, Llama, Mixtral, Qwen2/3 and
+ * their MoEs, DeepSeek-V2/V3 and gpt-oss (one layer of each kind a stage
+ * holds: dense or routed, sliding or full). */
 bool
 te_layer_exists (const struct model_cfg *m)
 {
-  if (m->family == FAM_QWEN || m->family == FAM_QWEN_MOE)
-    return !model_layers_mixed (m) && !model_layer_sliding (m, 0) &&
-           (m->family == FAM_QWEN || model_layer_moe (m, 0));
   return m->family == FAM_GPT2 || m->family == FAM_LLAMA || m->family == FAM_MIXTRAL ||
-         m->family == FAM_DEEPSEEK || m->family == FAM_GPT_OSS;
+         m->family == FAM_QWEN || m->family == FAM_QWEN_MOE || m->family == FAM_DEEPSEEK ||
+         m->family == FAM_GPT_OSS;
 }
 
 enum pm_kernels
@@ -1874,8 +1872,8 @@ graph_build (struct graph *g, const struct model_cfg *m, const struct build_opti
   }
   if (o->te && !te_layer_exists (m)) {
     pm_error ("%s: kernels=te: Megatron-Core's layer is modelled for GPT, Llama, Mixtral, "
-              "DeepSeek-V2/V3, gpt-oss, and Qwen2/3 and their MoEs with every layer alike "
-              "(model_type %s is not)", m->name, m->arch);
+              "Qwen2/3 and their MoEs, DeepSeek-V2/V3 and gpt-oss (model_type %s is not)",
+              m->name, m->arch);
     return -1;
   }
   if (o->te && (o->fusion || o->megatron)) {

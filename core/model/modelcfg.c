@@ -222,9 +222,10 @@ modern_load (json_t *root, struct model_cfg *m, const char *path, int *errors)
         m->route_group_topk = get_one (root, "topk_group", PM_MAX_COUNT, path, errors);
         if (*errors == 0 && m->route_groups > 1 &&
             (m->route_group_topk < 1 || m->route_group_topk > m->route_groups ||
-             m->experts % m->route_groups != 0))
-          refuse (path, "topk_group", "needs 1 to n_group groups, n_group dividing the experts",
-                  errors);
+             m->experts % m->route_groups != 0 ||
+             m->top_k > m->route_group_topk * (m->experts / m->route_groups)))
+          refuse (path, "topk_group", "needs 1 to n_group groups, n_group dividing the experts, "
+                  "the chosen groups holding num_experts_per_tok experts", errors);
       }
     }
     m->mtp_layers = get_one (root, "num_nextn_predict_layers", PM_MAX_COUNT, path, errors);

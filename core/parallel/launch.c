@@ -85,6 +85,8 @@ launch_args (int tool, const struct strategy *s, const struct model_cfg *m,
                     ? "kernels=eager is PyTorch running Hugging Face's modules, not Megatron"
                     : s->schedule == SCHED_GPIPE ? "Megatron runs 1F1B or interleaved 1F1B, not GPipe"
                     : s->etp > 0 ? "etp= is a serving engine's layout"
+                    : s->tp > 1 && s->ep > 1 && !s->sp
+                    ? "Megatron-Core needs sequence parallelism (sp=1) with tp > 1 and ep > 1"
                     : s->kernels == KERNELS_MEGATRON && tool == LAUNCH_NEMO
                     ? "Megatron-Bridge builds Megatron-Core's layer (kernels=te)" : NULL;
   char lay[16 * PM_MAX_STAGES + 8];

@@ -871,8 +871,8 @@ dist_check (const struct model_cfg *m, const struct dist_options *o)
   }
   if (s->kernels == KERNELS_TE && !te_layer_exists (m)) {
     pm_error ("%s: kernels=te: Megatron-Core's layer is modelled for GPT, Llama, Mixtral, "
-              "DeepSeek-V2/V3, gpt-oss, and Qwen2/3 and their MoEs with every layer alike "
-              "(model_type %s is not)", m->name, m->arch);
+              "Qwen2/3 and their MoEs, DeepSeek-V2/V3 and gpt-oss (model_type %s is not)",
+              m->name, m->arch);
     return -1;
   }
   if (s->kernels == KERNELS_MEGATRON && o->fusion) {
@@ -892,6 +892,18 @@ dist_check (const struct model_cfg *m, const struct dist_options *o)
               : s->kernels != KERNELS_TE ? "kernels=te (Megatron-Core with Transformer Engine)"
               : "a training step (--mode train)");
     return -1;
+  }
+  /* a dispatcher moves ep's tokens: there must be some, between ranks
+   * (etp's experts are within the tp ranks: nothing is dispatched) */
+  if (s->dispatcher != PERFMOD_DISPATCH_ALLTOALL) {
+    const char *need = m->experts == 0 ? "a model with routed experts"
+                       : s->ep < 2 ? "ep>1" : s->etp > 0 ? "ep beside tp (etp= dispatches nothing)"
+                       : s->dispatcher == PERFMOD_DISPATCH_FLEX && o->prec->act_bytes > 2
+                       ? "16-bit activations (DeepEP sends bf16 or fp8)" : NULL;
+    if (need) {
+      pm_error ("dispatcher=%s: needs %s", dispatcher_name (s->dispatcher), need);
+      return -1;
+    }
   }
   /* Megatron-Core's --overlap-moe-expert-parallel-comm: its checks */
   if (s->a2a_overlap) {

@@ -68,8 +68,8 @@ bool strategy_default_zero (struct strategy *s, bool train);
 void strategy_uneven_split (struct strategy *s, int64_t layers);
 /* The keys of s beyond the degrees, schedule and kernels that are not at their defaults:
  * its uneven split (split=, first_layers=, last_layers=, account_embed=1, account_loss=1),
- * dispatcher= and a2a_overlap=1, each after `sep`, into buf of len bytes (cut to fit; ""
- * for none). */
+ * dispatcher= and a2a_overlap=1, each after `sep`, into buf of len bytes: whole keys, those
+ * that fit ("" for none). */
 void strategy_extra_keys (const struct strategy *s, char sep, char *buf, size_t len);
 /* ---- launch.c ---- */
 enum { LAUNCH_MEGATRON, LAUNCH_NEMO };

@@ -102,7 +102,14 @@ fix_parse (struct search *x, const char *fix)
     x->fixed_mask |= 1u << k;
   }
   strv_free (items);
-  return strategy_parse (&x->fixed, fix, "--fix");
+  if (strategy_parse (&x->fixed, fix, "--fix") < 0)
+    return -1;
+  if (x->fixed.a2a_overlap && x->fixed.dispatcher == PERFMOD_DISPATCH_ALLGATHER) {
+    pm_error ("--fix: a2a_overlap=1 with dispatcher=allgather: Megatron-Core overlaps the "
+              "all-to-all and flex dispatchers only");
+    return -1;
+  }
+  return 0;
 }
 
 static bool
@@ -153,12 +160,13 @@ consider (struct search *x, const struct strategy *s)
     x->pruned[SEARCH_PRUNE_ZERO3_PP]++;
     return;
   }
-  /* the dispatcher and a2a_overlap are not searched: as fixed, and
-   * a2a_overlap=1 where Megatron-Core runs it (ep > 1, vp with pp, no
-   * full recomputation, its own layer) */
-  if (x->fixed_mask & 1u << FX_A2A_OVERLAP && x->fixed.a2a_overlap &&
-      (s->ep < 2 || (s->pp > 1 && s->vp < 2) || s->recompute == RECOMPUTE_FULL ||
-       s->kernels != KERNELS_TE)) {
+  /* the dispatcher and a2a_overlap are not searched: as fixed, where ep > 1,
+   * and a2a_overlap=1 where Megatron-Core runs it (vp with pp, no full
+   * recomputation, its own layer) */
+  if ((x->fixed.dispatcher != PERFMOD_DISPATCH_ALLTOALL && s->ep < 2) ||
+      (x->fixed.a2a_overlap &&
+       (s->ep < 2 || (s->pp > 1 && s->vp < 2) || s->recompute == RECOMPUTE_FULL ||
+        s->kernels != KERNELS_TE))) {
     x->pruned[SEARCH_PRUNE_FIXED]++;
     return;
   }

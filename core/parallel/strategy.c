@@ -44,29 +44,52 @@ strategy_uneven_split (struct strategy *s, int64_t layers)
   s->nsplit = p;
 }
 
+/* Append key (its separator included) to buf when the whole of it fits. */
+static void
+append_key (char *buf, size_t len, const char *key)
+{
+  size_t n = strlen (buf), k = strlen (key);
+  if (n + k < len)
+    memcpy (buf + n, key, k + 1);
+}
+
 void
 strategy_extra_keys (const struct strategy *s, char sep, char *buf, size_t len)
 {
-  int n = 0;
+  char key[16 * PM_MAX_STAGES];
+  size_t n = 0;
   if (len == 0)
     return;
   buf[0] = '\0';
-  for (int i = 0; i < s->nsplit && n >= 0 && (size_t) n < len; i++)
-    n += i ? snprintf (buf + n, len - (size_t) n, ":%d", s->split[i])
-           : snprintf (buf + n, len - (size_t) n, "%csplit=%d", sep, s->split[i]);
-  if (s->first_layers && n >= 0 && (size_t) n < len)
-    n += snprintf (buf + n, len - (size_t) n, "%cfirst_layers=%d", sep, s->first_layers);
-  if (s->last_layers && n >= 0 && (size_t) n < len)
-    n += snprintf (buf + n, len - (size_t) n, "%clast_layers=%d", sep, s->last_layers);
-  if (s->account_embed && n >= 0 && (size_t) n < len)
-    n += snprintf (buf + n, len - (size_t) n, "%caccount_embed=1", sep);
-  if (s->account_loss && n >= 0 && (size_t) n < len)
-    n += snprintf (buf + n, len - (size_t) n, "%caccount_loss=1", sep);
-  if (s->dispatcher != PERFMOD_DISPATCH_ALLTOALL && n >= 0 && (size_t) n < len)
-    n += snprintf (buf + n, len - (size_t) n, "%cdispatcher=%s", sep,
-                   dispatcher_name (s->dispatcher));
-  if (s->a2a_overlap && n >= 0 && (size_t) n < len)
-    snprintf (buf + n, len - (size_t) n, "%ca2a_overlap=1", sep);
+  for (int i = 0; i < s->nsplit && n < sizeof key; i++)     /* a split whole or not at all */
+    n += (size_t) (i ? snprintf (key + n, sizeof key - n, ":%d", s->split[i])
+                   : snprintf (key, sizeof key, "%csplit=%d", sep, s->split[i]));
+  if (s->nsplit && n < sizeof key)
+    append_key (buf, len, key);
+  if (s->first_layers) {
+    snprintf (key, sizeof key, "%cfirst_layers=%d", sep, s->first_layers);
+    append_key (buf, len, key);
+  }
+  if (s->last_layers) {
+    snprintf (key, sizeof key, "%clast_layers=%d", sep, s->last_layers);
+    append_key (buf, len, key);
+  }
+  if (s->account_embed) {
+    snprintf (key, sizeof key, "%caccount_embed=1", sep);
+    append_key (buf, len, key);
+  }
+  if (s->account_loss) {
+    snprintf (key, sizeof key, "%caccount_loss=1", sep);
+    append_key (buf, len, key);
+  }
+  if (s->dispatcher != PERFMOD_DISPATCH_ALLTOALL) {
+    snprintf (key, sizeof key, "%cdispatcher=%s", sep, dispatcher_name (s->dispatcher));
+    append_key (buf, len, key);
+  }
+  if (s->a2a_overlap) {
+    snprintf (key, sizeof key, "%ca2a_overlap=1", sep);
+    append_key (buf, len, key);
+  }
 }
 
 bool
