@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0805-hf-families.sh: Hugging Face configs of Qwen2/3 (+MoE), DeepSeek-V2/V3, gpt-oss, Gemma 1/2/3 and GPT-NeoX: built-ins against published parameter counts, graphs, sliding windows, MLA's cache, training and inference runs, refusals.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 41
+plan 42
 
 MODELS="qwen2-7b qwen3-8b qwen3-32b qwen3-30b-a3b qwen3-235b-a22b deepseek-v2-lite deepseek-v3
 gpt-oss-20b gpt-oss-120b gemma-7b gemma2-9b gemma3-27b gpt-neox-20b"
@@ -100,6 +100,18 @@ ok $(awk "$near"' $1 == "qwen1.5-moe-a2.7b" && near($NF, 14.3, 0.1) && near($(NF
      $1 == "deepseek-v2" && near($NF, 236, 1) && near($(NF-1) - 102400*5120, 21, 1) {a++}
      END {print a == 2 ? 0 : 1}' "$TMP/more") \
   "Qwen1.5-MoE-A2.7B (shared expert) and DeepSeek-V2 (q_lora_rank) configs match their published counts"
+# Kimi K2 (model_type kimi_k2, DeepSeek-V3's architecture): 61 layers, the first dense;
+# per layer MLA's projections and two norms; 384 experts of 2048 and a shared one, the
+# router with its expert bias; untied embeddings: the count by hand, and the report's
+# rounded 1 trillion and 32 billion activated within 3 %
+run_pm models --model kimi-k2
+ok $([ "$rc" -eq 0 ] && awk 'NR == 2 && $2 == "kimi_k2" {
+       d = 7168; ql = 1536; h = 64; kvl = 512; r = 64; E = 384; V = 163840; m = 2048
+       att = d * ql + ql + ql * h * 192 + d * (kvl + r) + kvl + kvl * h * 256 + h * 128 * d + 2 * d
+       tot = 61 * att + 3 * d * 18432 + 60 * (E * 3 * d * m + 3 * d * m + d * E + E) + 2 * V * d + d
+       act = 61 * att + 3 * d * 18432 + 60 * (9 * 3 * d * m + d * E + E) + 2 * V * d + d
+       f = $NF == tot && $(NF-1) == act && ($NF / 1e12 - 1)^2 < 0.0009 && ($(NF-1) / 32e9 - 1)^2 < 0.0009 }
+     END { exit !f }' "$TMP/out"; echo $?) "Kimi K2 loads as DeepSeek-V3's architecture: its parameters by hand, the published 1T / 32B"
 # DeepSeek-V2's group-limited routing with more groups chosen than it has: refused, naming
 # the file and the key
 sed 's/"topk_group": 3/"topk_group": 9/' "$TMP/d/models/deepseek-v2.json" >"$TMP/dsv2-bad.json"

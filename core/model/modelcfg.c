@@ -55,12 +55,13 @@ static const struct {
   { "mistral", FAM_LLAMA }, { "mixtral", FAM_MIXTRAL }, { "switch_transformers", FAM_SWITCH },
   { "qwen2", FAM_QWEN }, { "qwen3", FAM_QWEN }, { "qwen2_moe", FAM_QWEN_MOE },
   { "qwen3_moe", FAM_QWEN_MOE }, { "deepseek_v2", FAM_DEEPSEEK }, { "deepseek_v3", FAM_DEEPSEEK },
+  { "kimi_k2", FAM_DEEPSEEK },           /* Kimi K2: DeepSeek-V3's architecture, renamed */
   { "gpt_oss", FAM_GPT_OSS }, { "gemma", FAM_GEMMA }, { "gemma2", FAM_GEMMA },
   { "gemma3_text", FAM_GEMMA }, { "gpt_neox", FAM_NEOX },
 };
 #define MODEL_TYPES "gpt2, opt, bert, llama, mistral, mixtral, switch_transformers, qwen2, " \
-  "qwen3, qwen2_moe, qwen3_moe, deepseek_v2, deepseek_v3, gpt_oss, gemma, gemma2, gemma3_text, " \
-  "gpt_neox"
+  "qwen3, qwen2_moe, qwen3_moe, deepseek_v2, deepseek_v3, kimi_k2, gpt_oss, gemma, gemma2, " \
+  "gemma3_text, gpt_neox"
 
 const char *
 family_name (int family)
@@ -213,7 +214,7 @@ modern_load (json_t *root, struct model_cfg *m, const char *path, int *errors)
     m->kv_heads = 0;
     m->qkv_bias = m->o_bias = get_bool (root, "attention_bias", false, path, errors);
     m->shared_ffn = get_one (root, "n_shared_experts", PM_MAX_COUNT, path, errors) * m->moe_ffn;
-    m->router_bias = arch_is (m, "deepseek_v3");     /* e_score_correction_bias */
+    m->router_bias = arch_is (m, "deepseek_v3") || arch_is (m, "kimi_k2"); /* the expert bias */
     {                           /* group-limited routing unless topk_method says greedy */
       json_t *tm = json_object_get (root, "topk_method");
       bool greedy = json_is_string (tm) && strcmp (json_string_value (tm), "greedy") == 0;
