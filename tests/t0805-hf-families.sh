@@ -4,8 +4,8 @@
 plan 42
 
 MODELS="qwen2-7b qwen3-8b qwen3-32b qwen3-30b-a3b qwen3-235b-a22b deepseek-v2-lite deepseek-v3
-gpt-oss-20b gpt-oss-120b gemma-7b gemma2-9b gemma3-27b gpt-neox-20b"
-MOES="qwen3-30b-a3b qwen3-235b-a22b deepseek-v2-lite deepseek-v3 gpt-oss-20b gpt-oss-120b"
+gpt-oss-20b gpt-oss-120b gemma-7b gemma2-9b gemma3-27b gpt-neox-20b glm-4.5-air"
+MOES="qwen3-30b-a3b qwen3-235b-a22b deepseek-v2-lite deepseek-v3 gpt-oss-20b gpt-oss-120b glm-4.5-air"
 cfg () { echo "$top_srcdir/models/$1.json"; }
 field () { sed -n "s/.*\"$2\": \([0-9]*\).*/\1/p" "$(cfg "$1")" | head -1; }
 
@@ -16,7 +16,7 @@ rc=0
 for m in $MODELS; do
   grep -q "^$m " "$TMP/out" || { diag "missing $m"; rc=1; }
 done
-ok $rc "perfmod models lists the thirteen new built-ins"
+ok $rc "perfmod models lists the fourteen new built-ins"
 
 # Published totals and active parameters (B), from the model cards and
 # reports: Qwen2 and Qwen3 model cards (7.6; 8.2; 32.8; 30.5/3.3; 235/22),
@@ -24,11 +24,12 @@ ok $rc "perfmod models lists the thirteen new built-ins"
 # main model without its 14B MTP module), OpenAI's gpt-oss model card
 # (116.83/5.13, 20.91/3.61), the Gemma reports (7B 8.54 = 786M embedding +
 # 7751M; Gemma 2 9B 9.24 = 917M + 8324M; Gemma 3 27B 27.02 = 1416M + 25600M,
-# its 417M vision encoder left out) and the GPT-NeoX-20B paper (20.55).
+# its 417M vision encoder left out), the GPT-NeoX-20B paper (20.55) and the
+# GLM-4.5 report (Air: 106/12, without its MTP layer).
 # Qwen count the embedding in the active parameters; DeepSeek and OpenAI
-# leave the input embedding out (column "emb": whether to subtract
-# vocab x hidden from perfmod's active count, which holds every weight a
-# token uses).  Tolerance: 2% plus half the last published digit.
+# leave the input embedding out, GLM both embeddings (column "emb": how many
+# vocab x hidden to subtract from perfmod's active count, which holds every
+# weight a token uses).  Tolerance: 2% plus half the last published digit.
 cat >"$TMP/published" <<'EOT'
 qwen2-7b 7.6 - 0.1 0
 qwen3-8b 8.2 - 0.1 0
@@ -43,22 +44,23 @@ gemma-7b 8.54 - 0.01 0
 gemma2-9b 9.24 - 0.01 0
 gemma3-27b 27.02 - 0.01 0
 gpt-neox-20b 20.55 - 0.01 0
+glm-4.5-air 106 12 1 2
 EOT
 while read -r m total active unit emb; do
   set -- $(awk -v m="$m" '$1==m{print $(NF-1), $NF}' "$TMP/out")
   a=$1 p=$2
-  [ "$emb" = 1 ] && a=$(awk -v a="$a" -v v="$(field "$m" vocab_size)" -v h="$(field "$m" hidden_size)" \
-                         'BEGIN{printf "%.0f", a - v*h}')
+  [ "$emb" != 0 ] && a=$(awk -v a="$a" -v v="$(field "$m" vocab_size)" -v h="$(field "$m" hidden_size)" \
+                          -v e="$emb" 'BEGIN{printf "%.0f", a - e*v*h}')
   echo "$m $total $p $active $a $unit"
 done <"$TMP/published" >"$TMP/counts"
 diag "$(cat "$TMP/counts")"
 near='function near(x, pub, unit) { d = x/1e9 - pub; if (d < 0) d = -d; return d <= 0.02*pub + unit/2 }'
 ok $(awk "$near"' { if (!near($3, $2, $6)) { print "total", $1 > "/dev/stderr"; bad++ } }
-     END { print (NR == 13 && !bad) ? 0 : 1 }' "$TMP/counts") \
-  "total parameters of the 13 built-ins within 2% of the published"
+     END { print (NR == 14 && !bad) ? 0 : 1 }' "$TMP/counts") \
+  "total parameters of the 14 built-ins within 2% of the published"
 ok $(awk "$near"' $4 != "-" { n++; if (!near($5, $4, $6)) { print "active", $1 > "/dev/stderr"; bad++ } }
-     END { print (n == 6 && !bad) ? 0 : 1 }' "$TMP/counts") \
-  "active parameters of the 6 MoEs within 2% of the published (each source's convention)"
+     END { print (n == 7 && !bad) ? 0 : 1 }' "$TMP/counts") \
+  "active parameters of the 7 MoEs within 2% of the published (each source's convention)"
 ok $(awk '$4 == "-" && $3 != $5 { bad++ } END { print bad ? 1 : 0 }' "$TMP/counts") \
   "dense models: active equals total"
 

@@ -56,12 +56,13 @@ static const struct {
   { "qwen2", FAM_QWEN }, { "qwen3", FAM_QWEN }, { "qwen2_moe", FAM_QWEN_MOE },
   { "qwen3_moe", FAM_QWEN_MOE }, { "deepseek_v2", FAM_DEEPSEEK }, { "deepseek_v3", FAM_DEEPSEEK },
   { "kimi_k2", FAM_DEEPSEEK },           /* Kimi K2: DeepSeek-V3's architecture, renamed */
+  { "glm4_moe", FAM_QWEN_MOE },          /* GLM-4.5: grouped-query attention, dense-first */
   { "gpt_oss", FAM_GPT_OSS }, { "gemma", FAM_GEMMA }, { "gemma2", FAM_GEMMA },
   { "gemma3_text", FAM_GEMMA }, { "gpt_neox", FAM_NEOX },
 };
 #define MODEL_TYPES "gpt2, opt, bert, llama, mistral, mixtral, switch_transformers, qwen2, " \
-  "qwen3, qwen2_moe, qwen3_moe, deepseek_v2, deepseek_v3, kimi_k2, gpt_oss, gemma, gemma2, " \
-  "gemma3_text, gpt_neox"
+  "qwen3, qwen2_moe, qwen3_moe, glm4_moe, deepseek_v2, deepseek_v3, kimi_k2, gpt_oss, gemma, " \
+  "gemma2, gemma3_text, gpt_neox"
 
 const char *
 family_name (int family)
@@ -150,8 +151,33 @@ modern_load (json_t *root, struct model_cfg *m, const char *path, int *errors)
     m->layer_kind = xcalloc ((size_t) layers, 1);
 
   switch (m->family) {
-  case FAM_QWEN:
   case FAM_QWEN_MOE:
+    if (arch_is (m, "glm4_moe")) {
+      /* GLM-4.5 (Glm4MoeForCausalLM): biased q/k/v (attention_bias), no
+       * o bias, q/k head norms where use_qk_norm, rotary over
+       * partial_rotary_factor of each head; first_k_dense_replace dense
+       * layers, then routed experts with n_shared_experts ungated shared
+       * ones and the expert bias (sigmoid, noaux_tc) */
+      double pct = get_number (root, "partial_rotary_factor", 0.5, path, errors);
+      m->qkv_bias = get_bool (root, "attention_bias", false, path, errors);
+      m->qk_norm = get_bool (root, "use_qk_norm", false, path, errors);
+      if (pct <= 0 || pct > 1)
+        refuse (path, "partial_rotary_factor", "must be a fraction in (0, 1]", errors);
+      else if (m->heads > 0)
+        m->rotary_dim = (int64_t) ((double) (m->head_dim ? m->head_dim : m->hidden / m->heads)
+                                   * pct);
+      m->shared_ffn = get_one (root, "n_shared_experts", PM_MAX_COUNT, path, errors) * m->moe_ffn;
+      m->router_bias = true;
+      m->mtp_layers = get_one (root, "num_nextn_predict_layers", PM_MAX_COUNT, path, errors);
+      first_dense = get_one (root, "first_k_dense_replace", PM_MAX_COUNT, path, errors);
+      if (first_dense > layers)
+        refuse (path, "first_k_dense_replace", "exceeds num_hidden_layers", errors);
+      for (int64_t i = first_dense; i < layers && m->experts > 0; i++)
+        m->layer_kind[i] |= LAYER_MOE;
+      break;
+    }
+    /* fall through */
+  case FAM_QWEN:
     if (arch_is (m, "qwen2") || arch_is (m, "qwen2_moe"))
       m->qkv_bias = true;        /* Qwen2's q, k and v projections have biases */
     else {
