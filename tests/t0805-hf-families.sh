@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0805-hf-families.sh: Hugging Face configs of Qwen2/3 (+MoE), DeepSeek-V2/V3, gpt-oss, Gemma 1/2/3 and GPT-NeoX: built-ins against published parameter counts, graphs, sliding windows, MLA's cache, training and inference runs, refusals.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 42
+plan 44
 
 MODELS="qwen2-7b qwen3-8b qwen3-32b qwen3-30b-a3b qwen3-235b-a22b deepseek-v2-lite deepseek-v3
 gpt-oss-20b gpt-oss-120b gemma-7b gemma2-9b gemma3-27b gpt-neox-20b glm-4.5-air"
@@ -274,9 +274,19 @@ expect_one_line 2 "attn.json: key 'attention_type'" "an unsupported attention_ty
 sed 's/"sliding_window": 4096,/"sliding_window": 4096.5,/' "$(cfg gemma2-9b)" >"$TMP/win.json"
 expect_one_line 2 "win.json: key 'sliding_window' must be an integer" "a non-integer sliding_window refused" -- \
   --model "$TMP/win.json" --gpu h100
+sed 's/"model_type": "qwen3"/"model_type": "rwkv7"/' "$(cfg qwen3-8b)" >"$TMP/rwkv.json"
+expect_one_line 2 "rwkv.json: model_type 'rwkv7' is not an architecture perfmod builds" \
+  "an unknown model_type refused, naming it" -- --model "$TMP/rwkv.json" --gpu h100
+# the families of the day whose layers perfmod has no model of: refused by what they have
+sed 's/"model_type": "qwen3"/"model_type": "qwen3_next"/' "$(cfg qwen3-8b)" >"$TMP/next.json"
+expect_one_line 2 "next.json: model_type 'qwen3_next': perfmod has no model of Qwen3-Next's Gated DeltaNet layers \(linear attention\)" \
+  "Qwen3-Next refused, naming its linear attention" -- --model "$TMP/next.json" --gpu h100
+sed 's/"model_type": "qwen3"/"model_type": "nemotron_h"/' "$(cfg qwen3-8b)" >"$TMP/nemo.json"
+expect_one_line 2 "nemo.json: model_type 'nemotron_h': perfmod has no model of Nemotron-H's Mamba-2 layers" \
+  "Nemotron-H refused, naming its Mamba layers" -- --model "$TMP/nemo.json" --gpu h100
 sed 's/"model_type": "qwen3"/"model_type": "mamba2"/' "$(cfg qwen3-8b)" >"$TMP/mamba.json"
-expect_one_line 2 "mamba.json: model_type 'mamba2' is not an architecture perfmod builds" \
-  "an unknown model_type refused, naming it" -- --model "$TMP/mamba.json" --gpu h100
+expect_one_line 2 "mamba.json: model_type 'mamba2': perfmod has no model of Mamba-2's selective state-space scan" \
+  "Mamba-2 refused, naming its scan" -- --model "$TMP/mamba.json" --gpu h100
 sed '0,/"sliding_attention"/s//"chunked_attention"/' "$(cfg gpt-oss-20b)" >"$TMP/chunked.json"
 expect_one_line 2 "chunked.json: key 'layer_types': only full_attention and sliding_attention" \
   "an attention kind perfmod does not model refused (layer_types)" -- --model "$TMP/chunked.json" --gpu h100

@@ -402,6 +402,32 @@ model_cfg_load (struct model_cfg *m, const char *path)
     if (strcmp (m->arch, families[f].model_type) == 0)
       break;
   if (f == sizeof families / sizeof families[0]) {
+    /* the families of 2025-2026 whose layers perfmod has no model of, by what
+     * they have that it lacks */
+    static const struct {
+      const char *model_type, *why;
+    } unmodelled[] = {
+      { "qwen3_next", "Qwen3-Next's Gated DeltaNet layers (linear attention)" },
+      { "qwen3_5", "Qwen3.5's Gated DeltaNet layers (linear attention)" },
+      { "qwen3_5_moe", "Qwen3.5's Gated DeltaNet layers (linear attention)" },
+      { "nemotron_h", "Nemotron-H's Mamba-2 layers (a selective state-space scan)" },
+      { "mamba", "Mamba's selective state-space scan" },
+      { "mamba2", "Mamba-2's selective state-space scan" },
+      { "jamba", "Jamba's Mamba layers (a selective state-space scan)" },
+      { "falcon_h1", "Falcon-H1's Mamba-2 heads (a selective state-space scan)" },
+      { "minimax", "MiniMax's lightning attention (linear attention)" },
+      { "minimax_m1", "MiniMax-M1's lightning attention (linear attention)" },
+      { "deepseek_v32", "DeepSeek sparse attention's indexer and top-k key selection" },
+      { "glm_moe_dsa", "DeepSeek sparse attention's indexer and top-k key selection" },
+    };
+    for (size_t u = 0; u < sizeof unmodelled / sizeof unmodelled[0]; u++)
+      if (strcmp (m->arch, unmodelled[u].model_type) == 0) {
+        pm_error ("%s: model_type '%s': perfmod has no model of %s; import a traced graph "
+                  "with --opgraph instead", path, m->arch, unmodelled[u].why);
+        json_decref (root);
+        model_cfg_free (m);
+        return -1;
+      }
     pm_error ("%s: model_type '%s' is not an architecture perfmod builds (%s); import a "
               "traced graph with --opgraph instead", path, m->arch, MODEL_TYPES);
     json_decref (root);
