@@ -295,6 +295,8 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
                          json_string (dispatcher_name (s->dispatcher)));
     json_object_set_new (json_object_get (root, "strategy"), "a2a_overlap",
                          json_boolean (s->a2a_overlap));
+    json_object_set_new (json_object_get (root, "strategy"), "shared_overlap",
+                         json_boolean (s->shared_overlap));
     for (size_t p = 0; p < npred; p++) {
       json_t *comm = json_object (), *hidden = json_object ();
       for (int d = DIM_TP; d < NDIMS; d++) {

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1100-dispatcher.sh: how ep's tokens reach their experts in a graph (dispatcher=alltoall, allgather, flex: DeepEP's kernels) and a2a_overlap, each by hand; what Megatron-Core refuses, refused.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 16
+plan 18
 
 # Mixtral 8x7B on 8 H100 of one node, ep=8 over the data-parallel ranks, one micro-batch of
 # 4096 tokens, roofline, Megatron-Core's layer: 32 routed layers, each dispatching and
@@ -103,6 +103,27 @@ ok $([ "$rc" -eq 0 ] && awk -v got="$tpot_comm" -v l="$link" -v e="$eff" 'BEGIN 
 expect_one_line 2 "a2a_overlap=1: expert-parallel communication overlap needs a training step" \
   "inference with a2a_overlap: refused (a training schedule's)" -- \
   --model qwen3-30b-a3b --gpu h100 --gen 16 --batch 512 --seq 512 --strategy tp=1,ep=8,dp=8,a2a_overlap=1
+
+# shared_overlap=1 (Megatron-Core's --moe-shared-expert-overlap): the shared experts run
+# beside dispatch and combine; per phase the shorter of the two hides.  DeepSeek-V2-Lite,
+# 26 routed layers with two shared experts, one micro-batch: the step shortens by
+# min(ep's forward, the shared experts' forward) + the same of the backwards, each the
+# --per-op rows times their count.
+DS="--model deepseek-v2-lite --gpu h100 --mode train --batch 8 --seq 4096 --predictor roofline"
+run_pm $DS --strategy tp=1,dp=8,ep=8,kernels=te --per-op --format csv
+parts=$(awk -F, '$4 ~ /_ep_/ { cf += $10 * $11; cb += $10 * $12 } $4 ~ /_shared_experts_/ { sf += $10 * $11; sb += $10 * $12 }
+              END { printf "%.9g %.9g %.9g %.9g", cf, cb, sf, sb }' "$TMP/out")
+run_pm $DS --strategy tp=1,dp=8,ep=8,kernels=te --format json
+s0=$(jq -r '.predictions[0].step_ms' "$TMP/out")
+run_pm $DS --strategy tp=1,dp=8,ep=8,kernels=te,shared_overlap=1 --format json
+s1=$(jq -r '.predictions[0].step_ms' "$TMP/out") h=$(jq -r '.predictions[0].overlapped_ms.ep' "$TMP/out")
+ok $([ "$rc" -eq 0 ] && [ "$(jq -r '.strategy.shared_overlap' "$TMP/out")" = true ] &&
+     echo "$parts" | awk -v s0="$s0" -v s1="$s1" -v h="$h" '{ m = ($1 < $3 ? $1 : $3) + ($2 < $4 ? $2 : $4)
+       exit !(m > 0 && ((s0 - s1) / m - 1)^2 < 1e-10 && (h / m - 1)^2 < 1e-10) }'; echo $?) \
+  "shared_overlap=1: per phase the shorter of ep's collectives and the shared experts hides, by hand ($s0 -> $s1 ms)"
+expect_one_line 2 "shared_overlap=1: the shared experts' overlap needs a model with shared experts" \
+  "shared_overlap=1 on Mixtral (no shared experts): refused" -- \
+  --model mixtral-8x7b --gpu h100 --mode train --batch 8 --seq 4096 --strategy tp=1,dp=8,ep=8,kernels=te,shared_overlap=1
 
 # perfmod search --fix dispatcher=flex,a2a_overlap=1: every layout it keeps has them, and ep > 1
 expect_one_line 2 "--fix: a2a_overlap=1 with dispatcher=allgather" \

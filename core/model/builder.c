@@ -1605,6 +1605,7 @@ te_layer (struct bctx *c)
     if (m->shared_ffn > 0) {             /* Qwen2-MoE's and DeepSeek's shared experts; Qwen2-MoE's
                                             gated by a sigmoid */
       int64_t sf = m->shared_ffn / c->sh->ffn;
+      size_t from = c->g->n;
       linear (c, "shared_experts_linear_fc1", t, d, 2 * sf, false);
       te_vec (c, "shared_experts_swiglu", "silu", t, sf, 3, 5, 0);
       linear (c, "shared_experts_linear_fc2", t, sf, d, false);
@@ -1612,6 +1613,8 @@ te_layer (struct bctx *c)
         linear (c, "shared_experts_gate", t, d, 1, false);
         te_vec (c, "shared_experts_gate_mul", "mul", t, d, 3, 3, 0);
       }
+      for (size_t i = from; i < c->g->n; i++)
+        c->g->nodes[i].shared_expert = true;
     }
   }
   else {

@@ -132,6 +132,8 @@ struct node {
   bool attn_core;        /* the attention core: re-run by selective recomputation */
   size_t gemm;           /* a site's collectives: 1 + the index of the GEMM node their
                             PERFMOD_OVERLAP_GEMM ones are pipelined with; 0: none */
+  bool shared_expert;    /* Megatron-Core's shared experts (what ep's dispatch and combine
+                            run beside with shared_overlap=1) */
 };
 struct graph {
   char *source;          /* file it came from, or "builder" */

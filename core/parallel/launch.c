@@ -151,6 +151,8 @@ launch_args (int tool, const struct strategy *s, const struct model_cfg *m,
     if (s->a2a_overlap)
       arg (&o, tool, "--overlap-moe-expert-parallel-comm",
            "comm_overlap.overlap_moe_expert_parallel_comm", NULL);
+    if (s->shared_overlap)
+      arg (&o, tool, "--moe-shared-expert-overlap", "model.moe_shared_expert_overlap", NULL);
   }
   arg (&o, tool, "--transformer-impl", NULL,
        s->kernels == KERNELS_TE ? "transformer_engine" : "local");

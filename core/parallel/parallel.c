@@ -295,6 +295,8 @@ struct chunk_times {
   double attn;           /* of fw: the attention cores (ms per micro-batch) */
   double tp_hidden;      /* tp's collectives hidden behind their GEMMs (tpo=1; ms per
                             micro-batch, forward and backward) */
+  double ep_hidden;      /* ep's dispatch and combine hidden beside the shared experts
+                            (shared_overlap=1; ms per micro-batch) */
   double flops;          /* per micro-batch */
   bool built;
 };
@@ -372,7 +374,7 @@ chunk_build (struct graph *gr, const struct model_cfg *m, const struct dist_opti
  * key holds exactly that, zero-padded. */
 struct chunk_key {
   const void *pred, *gpu, *prec, *engine_name;
-  int kernels, flash, fusion, train, embed, head, gpus_per_node, engine;
+  int kernels, flash, fusion, train, embed, head, gpus_per_node, engine, shared_overlap;
   int64_t mbs, seq, cp, layers, first_layer, kv_len;
   int heads, ffn, vocab, tokens, experts, expert_ffn, ep_in_tp;
   double expert_load;
@@ -525,6 +527,7 @@ chunk_key_of (struct chunk_key *k, const struct plugin *pred, const struct perfm
   k->gpu = gpu;
   k->prec = o->prec;
   k->kernels = o->s->kernels;
+  k->shared_overlap = o->s->shared_overlap;
   k->flash = o->flash;
   k->fusion = o->fusion;
   k->train = o->train;
@@ -734,13 +737,36 @@ gemm_overlap (const struct graph *gr, const struct prediction *pr, int chunks,
   }
 }
 
+/* Megatron-Core's shared-expert overlap (shared_overlap=1): the shared
+ * experts' kernels run on a stream of their own while ep's dispatch and
+ * combine travel, so of the two the shorter hides, phase by phase: what
+ * each phase hides, ms per micro-batch, goes to hidden[]. */
+static void
+shared_overlap (const struct graph *gr, const struct prediction *pr, double hidden[NPHASES])
+{
+  double comm[NPHASES] = { 0 }, shared[NPHASES] = { 0 };
+  for (size_t i = 0; i < gr->n; i++) {
+    const struct node *nd = &gr->nodes[i];
+    double w = (double) graph_weight (gr, i);
+    for (int p = PHASE_FW; p <= PHASE_BW; p++) {
+      if (nd->shared_expert)
+        shared[p] += w * pr->per_node[i].t[p];
+      else if (nd->nops[p] == 1 && nd->ops[p][0].kclass == PERFMOD_KERNEL_COMM &&
+               nd->ops[p][0].dim == DIM_EP)
+        comm[p] += w * pr->per_node[i].t[p];
+    }
+  }
+  for (int p = PHASE_FW; p <= PHASE_BW; p++)
+    hidden[p] += comm[p] < shared[p] ? comm[p] : shared[p];
+}
+
 static int
 chunk_compute (struct plugin *pred, const struct model_cfg *m, const struct perfmod_gpu *gpu,
                const struct dist_options *o, const struct dist_plan *dp,
                const struct comm_groups *g, int64_t layers, int64_t first_layer, bool embed,
                bool head, struct chunk_times_rc *times, size_t *kernels, size_t *unique)
 {
-  double gemm_hidden[NPHASES] = { 0 };
+  double gemm_hidden[NPHASES] = { 0 }, ep_hidden[NPHASES] = { 0 };
   struct chunk_times *out = &times->base;
   struct graph gr;
   struct prediction pr;
@@ -765,6 +791,8 @@ chunk_compute (struct plugin *pred, const struct model_cfg *m, const struct perf
   t[PHASE_BW] = pr.bw_ms;
   t[PHASE_ACC] = pr.acc_ms;
   gemm_overlap (&gr, &pr, g->size[DIM_TP], gemm_hidden);
+  if (o->s->shared_overlap)
+    shared_overlap (&gr, &pr, ep_hidden);
   /* Collectives marked to overlap (ZeRO-3's prefetched gathers) hide
    * behind the phase's computation, tp's pipelined ones (tpo=1) behind
    * their GEMMs; the rest is on the critical path. */
@@ -776,7 +804,7 @@ chunk_compute (struct plugin *pred, const struct model_cfg *m, const struct perf
     compute = t[p] - comm;
     exposed = (comm - pr.overlap_ms[p]) +
               (pr.overlap_ms[p] > compute ? pr.overlap_ms[p] - compute : 0);
-    exposed -= gemm_hidden[p];
+    exposed -= gemm_hidden[p] + ep_hidden[p];
     t[p] = compute + exposed;
     *(p == PHASE_FW ? &out->fw_comm : &out->bw_comm) += exposed;
   }
@@ -793,6 +821,7 @@ chunk_compute (struct plugin *pred, const struct model_cfg *m, const struct perf
    * pipelined as the first time (the paired GEMMs are in the layers) */
   times->recompute[RECOMPUTE_FULL] -= gemm_hidden[PHASE_FW];
   out->tp_hidden = gemm_hidden[PHASE_FW] + gemm_hidden[PHASE_BW];
+  out->ep_hidden = ep_hidden[PHASE_FW] + ep_hidden[PHASE_BW];
   out->recompute = 0;
   out->attn = 0;
   for (size_t i = 0; i < gr.n; i++)
@@ -915,6 +944,20 @@ dist_check (const struct model_cfg *m, const struct dist_options *o)
                        : s->recompute == RECOMPUTE_FULL ? "recompute other than full" : NULL;
     if (need) {
       pm_error ("a2a_overlap=1: expert-parallel communication overlap needs %s", need);
+      return -1;
+    }
+  }
+  /* Megatron-Core's --moe-shared-expert-overlap: the shared experts run on
+   * another stream while the routed tokens travel */
+  if (s->shared_overlap) {
+    const char *need = m->shared_ffn == 0 ? "a model with shared experts"
+                       : s->ep < 2 || s->etp > 0 ? "ep>1 beside tp (tokens to dispatch)"
+                       : s->a2a_overlap ? "a2a_overlap=0 (Megatron-Core runs one or the other)"
+                       : s->dispatcher == PERFMOD_DISPATCH_ALLGATHER ? "dispatcher=alltoall or flex"
+                       : !o->train ? "a training step (--mode train)"
+                       : s->kernels != KERNELS_TE ? "kernels=te (Megatron-Core)" : NULL;
+    if (need) {
+      pm_error ("shared_overlap=1: the shared experts' overlap needs %s", need);
       return -1;
     }
   }
@@ -1143,6 +1186,7 @@ dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cf
       for (int d = 0; d < NDIMS; d++)
         r->comm_ms[d] += times[k].comm[d] * r->microbatches;
       r->hidden_ms[DIM_TP] += times[k].tp_hidden * r->microbatches;
+      r->hidden_ms[DIM_EP] += times[k].ep_hidden * r->microbatches;
       r->flops += times[k].flops * r->microbatches;
     }
   }

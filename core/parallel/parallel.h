@@ -27,6 +27,7 @@ struct strategy {
   bool tpo;              /* tp communication overlapped with the GEMMs (TE userbuffers) */
   int dispatcher;        /* enum perfmod_dispatcher: ep's all-to-all, all-gather or DeepEP */
   bool a2a_overlap;      /* ep's dispatch and combine behind another micro-batch's work */
+  bool shared_overlap;   /* ep's dispatch and combine beside the shared experts' GEMMs */
   enum pm_schedule schedule;
   enum pm_recompute recompute;
   enum pm_kernels kernels;
@@ -68,7 +69,7 @@ bool strategy_default_zero (struct strategy *s, bool train);
 void strategy_uneven_split (struct strategy *s, int64_t layers);
 /* The keys of s beyond the degrees, schedule and kernels that are not at their defaults:
  * its uneven split (split=, first_layers=, last_layers=, account_embed=1, account_loss=1),
- * dispatcher= and a2a_overlap=1, each after `sep`, into buf of len bytes: whole keys, those
+ * dispatcher=, a2a_overlap=1 and shared_overlap=1, each after `sep`, into buf of len bytes: whole keys, those
  * that fit ("" for none). */
 void strategy_extra_keys (const struct strategy *s, char sep, char *buf, size_t len);
 /* ---- launch.c ---- */

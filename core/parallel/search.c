@@ -72,7 +72,7 @@ struct worker {
 };
 
 enum { FX_TP, FX_PP, FX_DP, FX_EP, FX_MBS, FX_VP, FX_ZERO, FX_RECOMPUTE, FX_SP, FX_SCHEDULE,
-       FX_KERNELS, FX_CP, FX_TPO, FX_DISPATCHER, FX_A2A_OVERLAP };
+       FX_KERNELS, FX_CP, FX_TPO, FX_DISPATCHER, FX_A2A_OVERLAP, FX_SHARED_OVERLAP };
 
 /* Which keys fix gives: parsed as a strategy, each key's presence found
  * by name. */
@@ -81,7 +81,7 @@ fix_parse (struct search *x, const char *fix)
 {
   static const char *const keys[] = { "tp", "pp", "dp", "ep", "mbs", "vp", "zero", "recompute",
                                       "sp", "schedule", "kernels", "cp", "tpo", "dispatcher",
-                                      "a2a_overlap" };
+                                      "a2a_overlap", "shared_overlap" };
   char **items;
   strategy_init (&x->fixed);
   x->fixed_mask = 0;
@@ -95,7 +95,7 @@ fix_parse (struct search *x, const char *fix)
       *eq = '\0';
     if ((k = word_index (*it, keys, sizeof keys / sizeof keys[0])) < 0) {
       pm_error ("--fix: %s cannot be fixed (fixable: tp, pp, dp, ep, mbs, vp, zero, recompute, "
-                "sp, tpo, schedule, kernels, cp, dispatcher, a2a_overlap)", *it);
+                "sp, tpo, schedule, kernels, cp, dispatcher, a2a_overlap, shared_overlap)", *it);
       strv_free (items);
       return -1;
     }
@@ -104,9 +104,14 @@ fix_parse (struct search *x, const char *fix)
   strv_free (items);
   if (strategy_parse (&x->fixed, fix, "--fix") < 0)
     return -1;
-  if (x->fixed.a2a_overlap && x->fixed.dispatcher == PERFMOD_DISPATCH_ALLGATHER) {
-    pm_error ("--fix: a2a_overlap=1 with dispatcher=allgather: Megatron-Core overlaps the "
-              "all-to-all and flex dispatchers only");
+  if ((x->fixed.a2a_overlap || x->fixed.shared_overlap) &&
+      x->fixed.dispatcher == PERFMOD_DISPATCH_ALLGATHER) {
+    pm_error ("--fix: %s=1 with dispatcher=allgather: Megatron-Core overlaps the all-to-all "
+              "and flex dispatchers only", x->fixed.a2a_overlap ? "a2a_overlap" : "shared_overlap");
+    return -1;
+  }
+  if (x->fixed.a2a_overlap && x->fixed.shared_overlap) {
+    pm_error ("--fix: a2a_overlap=1 with shared_overlap=1: Megatron-Core runs one or the other");
     return -1;
   }
   return 0;
@@ -117,7 +122,8 @@ fixed_ok (const struct search *x, int key, int value)
 {
   const struct strategy *f = &x->fixed;
   int want[] = { f->tp, f->pp, f->dp, f->ep, f->mbs, f->vp, f->zero, f->recompute, f->sp,
-                 f->schedule, f->kernels, f->cp, f->tpo, f->dispatcher, f->a2a_overlap };
+                 f->schedule, f->kernels, f->cp, f->tpo, f->dispatcher, f->a2a_overlap,
+                 f->shared_overlap };
   return !(x->fixed_mask & 1u << key) || want[key] == value;
 }
 
@@ -160,13 +166,14 @@ consider (struct search *x, const struct strategy *s)
     x->pruned[SEARCH_PRUNE_ZERO3_PP]++;
     return;
   }
-  /* the dispatcher and a2a_overlap are not searched: as fixed, where ep > 1,
-   * and a2a_overlap=1 where Megatron-Core runs it (vp with pp, no full
-   * recomputation, its own layer) */
+  /* the dispatcher and the overlaps are not searched: as fixed, where ep > 1,
+   * a2a_overlap=1 and shared_overlap=1 where Megatron-Core runs them (its own
+   * layer; a2a_overlap with vp where pp > 1 and no full recomputation) */
   if ((x->fixed.dispatcher != PERFMOD_DISPATCH_ALLTOALL && s->ep < 2) ||
       (x->fixed.a2a_overlap &&
        (s->ep < 2 || (s->pp > 1 && s->vp < 2) || s->recompute == RECOMPUTE_FULL ||
-        s->kernels != KERNELS_TE))) {
+        s->kernels != KERNELS_TE)) ||
+      (x->fixed.shared_overlap && (s->ep < 2 || s->kernels != KERNELS_TE))) {
     x->pruned[SEARCH_PRUNE_FIXED]++;
     return;
   }
@@ -421,6 +428,7 @@ enumerate (struct search *x)
             b.kernels_set = true;
             b.dispatcher = x->fixed.dispatcher;
             b.a2a_overlap = x->fixed.a2a_overlap;
+            b.shared_overlap = x->fixed.shared_overlap;
             /* one chunk per rank: GPipe beside 1F1B; tpo (Transformer
              * Engine's userbuffers) with sp and TE's layer */
             for (int sc = 0; sc < (pp > 1 && vp == 1 ? 2 : 1); sc++) {

@@ -90,6 +90,10 @@ strategy_extra_keys (const struct strategy *s, char sep, char *buf, size_t len)
     snprintf (key, sizeof key, "%ca2a_overlap=1", sep);
     append_key (buf, len, key);
   }
+  if (s->shared_overlap) {
+    snprintf (key, sizeof key, "%cshared_overlap=1", sep);
+    append_key (buf, len, key);
+  }
 }
 
 bool
@@ -231,14 +235,14 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
                                       "schedule", "recompute", "sp", "kernels", "split", "cp",
                                       "etp", "tpo", "first_layers", "last_layers",
                                       "account_embed", "account_loss", "dispatcher",
-                                      "a2a_overlap" };
+                                      "a2a_overlap", "shared_overlap" };
   int idx = word_index (key, keys, sizeof keys / sizeof keys[0]);
   int64_t v;
 
   if (idx < 0) {
     pm_error ("%s: unknown strategy key '%s' (known: tp, pp, dp, cp, ep, etp, mbs, vp, zero, "
               "schedule, recompute, sp, tpo, kernels, split, first_layers, last_layers, "
-              "account_embed, account_loss, dispatcher, a2a_overlap)", where, key);
+              "account_embed, account_loss, dispatcher, a2a_overlap, shared_overlap)", where, key);
     return -1;
   }
   if (*seen & (1u << idx)) {
@@ -304,14 +308,15 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
     s->sp = val[0] == '1';
     return 0;
   }
-  if (idx == 14 || idx == 20) {
+  if (idx == 14 || idx == 20 || idx == 21) {
     if (strcmp (val, "0") && strcmp (val, "1")) {
       pm_error ("%s: %s=%s: expected 0 or 1 (%s)", where, key, val,
                 idx == 14 ? "tp communication overlapped with the GEMMs"
-                : "ep's dispatch and combine overlapped with another micro-batch");
+                : idx == 20 ? "ep's dispatch and combine overlapped with another micro-batch"
+                : "ep's dispatch and combine overlapped with the shared experts");
       return -1;
     }
-    *(idx == 14 ? &s->tpo : &s->a2a_overlap) = val[0] == '1';
+    *(idx == 14 ? &s->tpo : idx == 20 ? &s->a2a_overlap : &s->shared_overlap) = val[0] == '1';
     return 0;
   }
   if (idx == 17 || idx == 18) {
