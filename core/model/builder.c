@@ -1583,8 +1583,9 @@ te_layer (struct bctx *c)
       te_norm (c, "q_layernorm", t * h, dh);
       te_norm (c, "k_layernorm", t * kvh, dh);
     }
-    if (!gpt)
-      te_vec (c, "rotary", "mul", t * (h + kvh), dh, 2, 2, 0);
+    if (!gpt)                            /* over rotary_dim of each head where partial (GLM) */
+      te_vec (c, "rotary", "mul", t * (h + kvh), m->rotary_dim > 0 ? m->rotary_dim : dh, 2, 2,
+              0);
     if (c->flash)                        /* gpt-oss's sinks: one more logit a head, inside */
       flash_attention (c, h, kvh, dh);
     else
