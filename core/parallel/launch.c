@@ -13,6 +13,8 @@ struct out {
   bool cut;
 };
 
+static void put (struct out *o, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+
 static void
 put (struct out *o, const char *fmt, ...)
 {
