@@ -818,8 +818,9 @@ chunk_compute (struct plugin *pred, const struct model_cfg *m, const struct perf
         if (rc == RECOMPUTE_FULL || gr.nodes[i].attn_core)
           times->recompute[rc] += pr.per_node[i].t[PHASE_FW] * (double) graph_weight (&gr, i);
   /* full recomputation runs the layers' forward collectives again,
-   * pipelined as the first time (the paired GEMMs are in the layers) */
-  times->recompute[RECOMPUTE_FULL] -= gemm_hidden[PHASE_FW];
+   * pipelined and overlapped as the first time (the paired GEMMs and the
+   * shared experts are in the layers) */
+  times->recompute[RECOMPUTE_FULL] -= gemm_hidden[PHASE_FW] + ep_hidden[PHASE_FW];
   out->tp_hidden = gemm_hidden[PHASE_FW] + gemm_hidden[PHASE_BW];
   out->ep_hidden = ep_hidden[PHASE_FW] + ep_hidden[PHASE_BW];
   out->recompute = 0;
