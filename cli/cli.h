@@ -63,6 +63,10 @@ FILE *explain_stream (const struct cli *c);
  * predictions to add it to, else printed as --format says). */
 int strategy_plot_write (const struct cli *c, const struct workload *w, const struct strategy *s,
                          const char *predictor, const struct timeline *t);
+/* Whether dp's gradients are reduced during the backward: the last
+ * --plugin-opt dp:overlap= given, else the dp plugin's default (on under
+ * Megatron-Core's kernels). */
+bool dp_overlaps (char **plugin_opts, size_t nopts, const struct strategy *s);
 int strategy_per_op (const struct cli *c, struct plugin_set *set, const struct workload *w,
                      const struct dist_options *o, char **names, size_t npred, int stage,
                      json_t *json_predictions);

@@ -170,15 +170,14 @@ bound_note (char **names, size_t npred)
     }
 }
 
-/* Whether dp's gradients are reduced during the backward: dp:overlap as
- * given, else the dp plugin's default (on under Megatron-Core's kernels). */
-static bool
-dp_overlaps (const struct cli *c, const struct strategy *s)
+bool
+dp_overlaps (char **plugin_opts, size_t nopts, const struct strategy *s)
 {
-  for (size_t i = 0; i < c->nopts; i++)
-    if (strncmp (c->plugin_opts[i], "dp:overlap=", 11) == 0)
-      return strcmp (c->plugin_opts[i] + 11, "0") != 0;
-  return s->kernels == KERNELS_TE;
+  bool on = s->kernels == KERNELS_TE;
+  for (size_t i = 0; i < nopts; i++)        /* the last given, as the plugin takes it */
+    if (strncmp (plugin_opts[i], "dp:overlap=", 11) == 0)
+      on = strcmp (plugin_opts[i] + 11, "0") != 0;
+  return on;
 }
 
 /* With --engine (inference) under tp: which all-reduce the engine's
@@ -246,7 +245,7 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
       rc = EXIT_USAGE;
     }
     else if (launch_args (strcmp (c->print, "nemo") == 0 ? LAUNCH_NEMO : LAUNCH_MEGATRON, s,
-                          &w->m, w->prec, w->batch, w->seq, dp_overlaps (c, s), args,
+                          &w->m, w->prec, w->batch, w->seq, dp_overlaps (c->plugin_opts, c->nopts, s), args,
                           sizeof args) < 0)
       rc = EXIT_USAGE;
     else {

@@ -462,10 +462,7 @@ print_launch (const struct sopts *o, const struct perfmod_search_result *res)
   if (pr == NULL || strategy_parse (&s, res->best[0].strategy, "search") < 0 ||
       model_cfg_open (&m, o->model) < 0)
     return EXIT_RUNTIME;
-  overlap = s.kernels == KERNELS_TE;
-  for (size_t i = 0; i < o->npopts; i++)
-    if (strncmp (o->popts[i], "dp:overlap=", 11) == 0)
-      overlap = strcmp (o->popts[i] + 11, "0") != 0;
+  overlap = dp_overlaps (o->popts, o->npopts, &s);
   if (launch_args (strcmp (o->print, "nemo") == 0 ? LAUNCH_NEMO : LAUNCH_MEGATRON, &s, &m, pr,
                    res->global_batch, res->seq, overlap, args, sizeof args) == 0) {
     puts (args);

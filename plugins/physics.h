@@ -336,22 +336,26 @@ struct phys_deepep {
   int nodes;
 };
 
-/* -1 for a kernel that is not DeepEP's or lacks what its cost needs. */
+/* DeepEP's kernel k over its ranks, ppn of them in each node (0: as many
+ * as fill a node of gpus_per_node), as phys_nccl_time takes them; -1 for
+ * a kernel that is not DeepEP's or lacks what its cost needs. */
 static inline int
-phys_deepep_time (const struct perfmod_kernel *k, const struct perfmod_gpu *g,
+phys_deepep_time (const struct perfmod_kernel *k, const struct perfmod_gpu *g, double ppn,
                   struct phys_deepep *r)
 {
   bool ll = false, combine = false;
   double n = PHYS_HAS (k, ranks) ? (double) k->ranks : 0, tok = (double) k->m;
   double hid = (double) k->k, topk = PHYS_HAS (k, top_k) ? (double) k->top_k : 0;
-  double experts = (double) k->h, elem, ppn, link, nic, sms;
+  double experts = (double) k->h, elem, link, nic, sms;
   memset (r, 0, sizeof *r);
   if (!phys_deepep_op (k->op, &ll, &combine) || n < 2 || !(tok > 0) || !(hid > 0) ||
       !(topk >= 1) || !(experts >= topk) || !(g->link_gbps > 0))
     return -1;
   elem = k->dtype == PERFMOD_DTYPE_FP8 ? 1 + 4.0 / 128     /* a float scale per 128 values */
          : k->elem_bytes > 0 ? k->elem_bytes : 2;
-  ppn = phys_node_ranks (g, n);
+  if (!(ppn > 0))
+    ppn = phys_node_ranks (g, n);
+  ppn = fmax (1, fmin (ppn, n));
   r->nodes = (int) ceil (n / ppn);
   link = phys_link_bw (g);
   nic = phys_nic_bw (g);
@@ -475,7 +479,7 @@ phys_cost_of (const struct perfmod_kernel *k, const struct perfmod_gpu *gpu,
   case PERFMOD_KERNEL_COMM: {
     double n = PHYS_HAS (k, ranks) ? (double) k->ranks : 0;
     struct phys_deepep dp;
-    if (gpu && phys_deepep_time (k, gpu, &dp) == 0) {
+    if (gpu && phys_deepep_time (k, gpu, 0, &dp) == 0) {
       /* the slower of the link's share (at the link's full bandwidth: a
        * bound) and the NIC's */
       phys_slower_share (dp.link_bytes, gpu->link_gbps * 1e9, dp.nic_bytes, gpu->nic_gbps * 1e9,

@@ -221,7 +221,7 @@ tc_case_of (const struct perfmod_kernel *k, const struct perfmod_gpu *g, int fea
      * kernel reaches (its efficiency and, with few SMs, their cap) */
     struct phys_deepep dp;
     bool ll = false, combine = false;
-    if (phys_deepep_time (k, g, &dp) < 0)
+    if (phys_deepep_time (k, g, 0, &dp) < 0)
       return -1;
     phys_deepep_op (k->op, &ll, &combine);
     c->base = dp.seconds;

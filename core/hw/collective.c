@@ -66,15 +66,13 @@ group_deepep_seconds (const struct perfmod_kernel *k, int size, int64_t stride,
                       int gpus_per_node, const struct perfmod_gpu *gpu)
 {
   struct perfmod_kernel kk = *k;
-  struct perfmod_gpu g = *gpu;
   struct phys_deepep r;
   int q, nodes;
   if (size <= 1 || k->m < 1)
     return 0;
   group_layout (size, stride, gpus_per_node, &q, &nodes);
   kk.ranks = size;
-  g.gpus_per_node = q;
-  if (phys_deepep_time (&kk, &g, &r) < 0)
+  if (phys_deepep_time (&kk, gpu, q, &r) < 0)
     return HUGE_VAL;
   return r.seconds;
 }

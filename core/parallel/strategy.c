@@ -1,6 +1,7 @@
 /* strategy.c: parallelism strategies: "tp=8,pp=4" specs and named presets from strategies.d. */
 #include <config.h>
 
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,56 +45,52 @@ strategy_uneven_split (struct strategy *s, int64_t layers)
   s->nsplit = p;
 }
 
-/* Append key (its separator included) to buf when the whole of it fits. */
+/* Append the key fmt formats (its separator included) to buf when the
+ * whole of it fits. */
+static void append_key (char *buf, size_t len, const char *fmt, ...)
+  __attribute__ ((format (printf, 3, 4)));
+
 static void
-append_key (char *buf, size_t len, const char *key)
+append_key (char *buf, size_t len, const char *fmt, ...)
 {
-  size_t n = strlen (buf), k = strlen (key);
-  if (n + k < len)
-    memcpy (buf + n, key, k + 1);
+  char key[64];
+  size_t n = strlen (buf);
+  va_list ap;
+  int k;
+  va_start (ap, fmt);
+  k = vsnprintf (key, sizeof key, fmt, ap);
+  va_end (ap);
+  if (k > 0 && (size_t) k < sizeof key && n + (size_t) k < len)
+    memcpy (buf + n, key, (size_t) k + 1);
 }
 
 void
 strategy_extra_keys (const struct strategy *s, char sep, char *buf, size_t len)
 {
-  char key[16 * PM_MAX_STAGES];
+  char split[16 * PM_MAX_STAGES];
   size_t n = 0;
   if (len == 0)
     return;
   buf[0] = '\0';
-  for (int i = 0; i < s->nsplit && n < sizeof key; i++)     /* a split whole or not at all */
-    n += (size_t) (i ? snprintf (key + n, sizeof key - n, ":%d", s->split[i])
-                   : snprintf (key, sizeof key, "%csplit=%d", sep, s->split[i]));
-  if (s->nsplit && n < sizeof key)
-    append_key (buf, len, key);
-  if (s->first_layers) {
-    snprintf (key, sizeof key, "%cfirst_layers=%d", sep, s->first_layers);
-    append_key (buf, len, key);
-  }
-  if (s->last_layers) {
-    snprintf (key, sizeof key, "%clast_layers=%d", sep, s->last_layers);
-    append_key (buf, len, key);
-  }
-  if (s->account_embed) {
-    snprintf (key, sizeof key, "%caccount_embed=1", sep);
-    append_key (buf, len, key);
-  }
-  if (s->account_loss) {
-    snprintf (key, sizeof key, "%caccount_loss=1", sep);
-    append_key (buf, len, key);
-  }
-  if (s->dispatcher != PERFMOD_DISPATCH_ALLTOALL) {
-    snprintf (key, sizeof key, "%cdispatcher=%s", sep, dispatcher_name (s->dispatcher));
-    append_key (buf, len, key);
-  }
-  if (s->a2a_overlap) {
-    snprintf (key, sizeof key, "%ca2a_overlap=1", sep);
-    append_key (buf, len, key);
-  }
-  if (s->shared_overlap) {
-    snprintf (key, sizeof key, "%cshared_overlap=1", sep);
-    append_key (buf, len, key);
-  }
+  for (int i = 0; i < s->nsplit && n < sizeof split; i++)   /* a split whole or not at all */
+    n += (size_t) (i ? snprintf (split + n, sizeof split - n, ":%d", s->split[i])
+                   : snprintf (split, sizeof split, "%csplit=%d", sep, s->split[i]));
+  if (s->nsplit && n < sizeof split && strlen (buf) + n < len)
+    memcpy (buf, split, n + 1);
+  if (s->first_layers)
+    append_key (buf, len, "%cfirst_layers=%d", sep, s->first_layers);
+  if (s->last_layers)
+    append_key (buf, len, "%clast_layers=%d", sep, s->last_layers);
+  if (s->account_embed)
+    append_key (buf, len, "%caccount_embed=1", sep);
+  if (s->account_loss)
+    append_key (buf, len, "%caccount_loss=1", sep);
+  if (s->dispatcher != PERFMOD_DISPATCH_ALLTOALL)
+    append_key (buf, len, "%cdispatcher=%s", sep, dispatcher_name (s->dispatcher));
+  if (s->a2a_overlap)
+    append_key (buf, len, "%ca2a_overlap=1", sep);
+  if (s->shared_overlap)
+    append_key (buf, len, "%cshared_overlap=1", sep);
 }
 
 bool

@@ -209,6 +209,8 @@ kop_to_kernel (const struct kop *o, const struct node *nd, const struct precisio
   k->gated = o->gated;
   k->expert_load = o->load;
   k->engine = o->engine;
+  k->route_groups = o->route_groups;
+  k->route_group_topk = o->route_group_topk;
   kernel_set_dtype (k, dtype);
   switch (o->kclass) {
   case PERFMOD_KERNEL_ELEMENTWISE:
@@ -385,10 +387,11 @@ describe (const struct perfmod_kernel *k, char *buf, size_t len)
             (long long) k->h);
 }
 
-/* A built graph's collective over its dimension's group. */
+/* A built graph's collective over its dimension's group (nd its node, pr
+ * the run's precision: DeepEP's kernels are kernels of the graph). */
 static double
-group_comm_seconds (const struct kop *op, const struct perfmod_gpu *gpu,
-                    const struct comm_groups *gr)
+group_comm_seconds (const struct kop *op, const struct node *nd, const struct perfmod_gpu *gpu,
+                    const struct comm_groups *gr, const struct precision *pr)
 {
   static const struct { const char *name; int coll; } colls[] = {
     { "allreduce", PERFMOD_COLL_ALLREDUCE }, { "reduce_scatter", PERFMOD_COLL_REDUCE_SCATTER },
@@ -398,18 +401,8 @@ group_comm_seconds (const struct kop *op, const struct perfmod_gpu *gpu,
   bool ll, combine;
   if (phys_deepep_op (op->op, &ll, &combine)) {
     struct perfmod_kernel k;
-    memset (&k, 0, sizeof k);
-    k.struct_size = sizeof k;
-    k.kclass = PERFMOD_KERNEL_COMM;
-    k.op = op->op;
-    kernel_set_dtype (&k, op->dtype);
-    k.m = op->m;
-    k.k = op->k;
-    k.h = op->h;
-    k.top_k = op->top_k;
-    k.b = op->b;
-    k.route_groups = op->route_groups;
-    k.route_group_topk = op->route_group_topk;
+    kop_to_kernel (op, nd, pr, &k);
+    kernel_set_dtype (&k, op->dtype);     /* what DeepEP sends, not the run's */
     return group_deepep_seconds (&k, gr->size[op->dim], gr->stride[op->dim], gr->gpus_per_node,
                                  gpu);
   }
@@ -547,7 +540,7 @@ predict_graph (struct plugin *pred, const struct graph *g, const struct perfmod_
         for (size_t j = 0; j < nd->nops[p] && rc == 0; j++) {
           const struct kop *op = &nd->ops[p][j];
           if (op->kclass == PERFMOD_KERNEL_COMM && op->dim != DIM_NONE) {
-            double ms = o->groups ? group_comm_seconds (op, gpu, o->groups) * 1e3 : 0;
+            double ms = o->groups ? group_comm_seconds (op, nd, gpu, o->groups, o->prec) * 1e3 : 0;
             memset (&e, 0, sizeof e);
             e.seconds = ms / 1e3;
             node_add (t, p, &e);
