@@ -13,6 +13,7 @@
  * step by the metric's rule (published_step). */
 struct pub_run {
   char *id, *model, *gpu, *precision, *recompute, *metric, *flops, *source;
+  char *keys;                 /* more strategy keys, as --strategy takes them, or NULL */
   int64_t gpus, tp, pp, dp, cp, ep, vp, mbs, batch, seq, sp;
   int zero;                   /* -1: Megatron's distributed optimizer where dp > 1 */
   bool unfused;               /* attention: the scores materialised */
@@ -28,10 +29,13 @@ static const char *const metrics[] = { "step_s", "tokens_per_s_per_gpu", "tokens
  * Narayanan et al. 2021's (eq. 3: 96 B s l h^2 (1 + s/6h + V/16lh), with
  * full recomputation's extra forward), the same without recomputation
  * (72 ... V/12lh), 6 N per token, 6 N + 12 l h s per token (PaLM's, with
- * attention), and 6 N with N the parameters a token touches (MoE: top-k of
- * the experts). */
+ * attention), 6 N with N the parameters a token touches (MoE: top-k of the
+ * experts), and Megatron-Core's num_floating_point_operations (v0.9:
+ * grouped-query attention over the whole s x s square, top-k experts,
+ * SwiGLU's 3/2). */
 static const char *const flops_rules[] = { "megatron-recompute", "megatron", "6n", "6n-attn",
-                                           "6n-active" };
+                                           "6n-active", "megatron-core" };
+#define N_FLOPS_RULES (sizeof flops_rules / sizeof *flops_rules)
 
 static void
 run_free (struct pub_run *r)
@@ -44,6 +48,7 @@ run_free (struct pub_run *r)
   free (r->metric);
   free (r->flops);
   free (r->source);
+  free (r->keys);
 }
 
 /* The columns, in the order struct pub_run's integers are read. */
@@ -57,7 +62,8 @@ runs_load (const char *path, struct pub_run **out, size_t *nout)
   static const char *const str_cols[] = { "id", "model", "gpu", "precision", "recompute",
                                           "metric", "value", "source" };
   struct csv_reader r;
-  int col_s[8], col_i[11], col_flops = -1, col_mem = -1, col_zero = -1, col_att = -1, col_tpo = -1, rc;
+  int col_s[8], col_i[11], col_flops = -1, col_mem = -1, col_zero = -1, col_att = -1, col_tpo = -1;
+  int col_keys = -1, rc;
   struct pub_run *v = NULL;
   size_t n = 0;
   bool header = false;
@@ -88,6 +94,7 @@ runs_load (const char *path, struct pub_run **out, size_t *nout)
       col_zero = csv_column (f, r.nfields, "zero");
       col_att = csv_column (f, r.nfields, "attention");
       col_tpo = csv_column (f, r.nfields, "tpo");
+      col_keys = csv_column (f, r.nfields, "keys");
       if (!ok)
         goto fail;
       header = true;
@@ -144,6 +151,27 @@ runs_load (const char *path, struct pub_run **out, size_t *nout)
       }
       x.tpo = f[col_tpo][0] == '1';
     }
+    if (col_keys >= 0 && (size_t) col_keys < r.nfields && f[col_keys][0]) {
+      /* the file separates keys with ';' (its fields with ','); checked
+       * here so that a bad key names its line */
+      struct strategy chk;
+      char *where = xasprintf ("%s:%ld: keys", path, r.line);
+      int bad;
+      x.keys = xstrdup (f[col_keys]);
+      for (char *c = x.keys; *c; c++)
+        if (*c == ';')
+          *c = ',';
+      strategy_init (&chk);
+      chk.pp = (int) x.pp;
+      chk.vp = (int) x.vp;
+      chk.schedule = x.vp > 1 ? SCHED_INTERLEAVED : SCHED_1F1B;
+      bad = strategy_parse (&chk, x.keys, where);
+      free (where);
+      if (bad < 0) {
+        free (x.keys);
+        goto fail;
+      }
+    }
     if (word_index (f[col_s[5]], metrics, 5) < 0) {
       pm_error ("%s:%ld: metric '%s': expected step_s, tokens_per_s_per_gpu, tokens_per_s, "
                 "tflops_per_gpu or mfu", path, r.line, f[col_s[5]]);
@@ -151,10 +179,11 @@ runs_load (const char *path, struct pub_run **out, size_t *nout)
     }
     if (strcmp (f[col_s[5]], "tflops_per_gpu") == 0 || strcmp (f[col_s[5]], "mfu") == 0) {
       const char *fl = col_flops >= 0 && (size_t) col_flops < r.nfields ? f[col_flops] : "";
-      if (word_index (fl, flops_rules, 5) < 0) {
+      if (word_index (fl, flops_rules, N_FLOPS_RULES) < 0) {
         pm_error ("%s:%ld: flops '%s': a %s row says how its source counted FLOPs "
-                  "(megatron-recompute, megatron, 6n, 6n-attn or 6n-active)", path, r.line, fl,
-                  f[col_s[5]]);
+                  "(megatron-recompute, megatron, 6n, 6n-attn, 6n-active or megatron-core)",
+                  path, r.line, fl, f[col_s[5]]);
+        run_free (&x);
         goto fail;
       }
       x.flops = xstrdup (fl);
@@ -162,10 +191,12 @@ runs_load (const char *path, struct pub_run **out, size_t *nout)
     if (x.tp * x.pp * x.dp * x.cp != x.gpus) {
       pm_error ("%s:%ld: tp x pp x dp x cp = %lld, not the %lld GPUs", path, r.line,
                 (long long) (x.tp * x.pp * x.dp * x.cp), (long long) x.gpus);
+      run_free (&x);
       goto fail;
     }
     if (x.sp > 1) {
       pm_error ("%s:%ld: sp=%lld: expected 0 or 1", path, r.line, (long long) x.sp);
+      run_free (&x);
       goto fail;
     }
     x.id = xstrdup (f[col_s[0]]);
@@ -220,11 +251,17 @@ source_flops (const struct pub_run *x, const struct model_cfg *m)
 {
   double b = (double) x->batch, s = (double) x->seq, l = (double) m->layers;
   double h = (double) m->hidden, v = (double) m->vocab, p = model_params (m);
-  switch (word_index (x->flops, flops_rules, 5)) {
+  switch (word_index (x->flops, flops_rules, N_FLOPS_RULES)) {
   case 0: return 96 * b * s * l * h * h * (1 + s / (6 * h) + v / (16 * l * h));
   case 1: return 72 * b * s * l * h * h * (1 + s / (6 * h) + v / (12 * l * h));
   case 2: return 6 * p * b * s;
   case 3: return (6 * p + 12 * l * h * s) * b * s;
+  case 5: {
+    double q = (double) (m->heads * m->head_dim) / h, g = (double) m->kv_heads / m->heads;
+    double f = (double) (m->moe_ffn ? m->moe_ffn : m->ffn), k = m->experts > 0 ? m->top_k : 1;
+    double gated = m->gelu && m->layernorm ? 1 : 1.5;  /* NeoX's GeLU is not gated */
+    return 12 * b * s * l * h * h * ((1 + g + s / h) * q + f / h * k * gated + v / (2 * l * h));
+  }
   default: {
     double emb, head, experts;
     model_param_parts (m, &emb, &head, &experts);
@@ -273,6 +310,8 @@ run_setup (const struct pub_run *x, const struct model_cfg *m, const struct gpu_
   s->zero = x->zero >= 0 ? x->zero : x->dp > 1 ? 1 : 0;
   s->kernels = default_kernels (m, pr, true);
   s->kernels_set = true;
+  if (x->keys && strategy_parse (s, x->keys, x->id) < 0)  /* checked as the file was read */
+    return "its keys";
   memset (d, 0, sizeof *d);
   d->s = s;
   d->prec = pr;

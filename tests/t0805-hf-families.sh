@@ -144,7 +144,7 @@ done
 ok $rc "training steps and --gen runs predicted for every built-in"
 rc=0
 for m in $MOES; do
-  for st in tp=8 dp=8,ep=8 tp=8,ep=8; do
+  for st in tp=8 dp=8,ep=8 tp=8,ep=8,sp=1,etp=1; do
     run_pm --model "$m" --gpu h100 --predictor roofline --mode train --batch 64 --seq 2048 \
       --strategy "$st" --format csv
     awk -F, 'NR==2 && $2 > 0 {f=1} END{exit !f}' "$TMP/out" && [ "$rc" -eq 0 ] ||

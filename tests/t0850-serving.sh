@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0850-serving.sh: --gen under a strategy (the engine's kernels with --engine, per replica: tensor parallelism speeds the decode step, shards the KV cache, pipeline stages split it, experts a batch reaches, the largest batch that fits, the formats agree), its bad input, and the engine's fused kernels and all-reduce (perfmod serve and reproduce --table serving: t0860-serve.sh).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 46
+plan 47
 
 # field NAME: the CSV column NAME of the first prediction in $TMP/out
 field () {
@@ -100,7 +100,9 @@ expect_one_line 2 'ep=3 does not divide the 8 experts' "ep not dividing the expe
 moecfg moeC 1004
 expect_one_line 2 'etp=8 does not divide the expert width 1004' "etp not dividing the expert width is refused" -- \
   --model "$TMP/moeC/config.json" --gen 16 --strategy tp=8,ep=1,etp=8
-expect_one_line 2 'etp=1: .*not training' "etp with training is refused" -- \
+expect_one_line 2 'etp=2 in training: needs etp=1' "an expert tp other than 1 in training is refused" -- \
+  --model "$TMP/moeA/config.json" --mode train --batch 4 --seq 256 --strategy tp=4,ep=2,etp=2,sp=1
+expect_one_line 2 'etp=1 in training: needs tp>1 with sp=1' "etp=1 in training without sequence parallelism is refused" -- \
   --model "$TMP/moeA/config.json" --mode train --batch 4 --seq 256 --strategy tp=4,ep=4,etp=1
 expect_one_line 2 'ep=4: the model has no experts' "etp on a dense model is refused" -- \
   --model llama3.1-8b --gen 16 --strategy tp=4,ep=4,etp=1

@@ -101,7 +101,8 @@ site (struct bctx *c, int where)
       bool combine = (where == PERFMOD_SITE_MOE_COMBINE) != (phase == PHASE_BW);
       o = node_add_op (nd, phase, PERFMOD_KERNEL_COMM,
                        phys_deepep_ops[c->o->kv_len > 0][combine]);
-      o->m = (int64_t) ceil ((double) c->t * (sh->expert_load > 1 ? sh->expert_load : 1));
+      o->m = (int64_t) ceil ((double) (sh->moe_tp_after ? c->tn : c->t)
+                             * (sh->expert_load > 1 ? sh->expert_load : 1));
       o->k = c->m->hidden;
       o->h = c->m->experts;
       o->top_k = c->m->top_k;
@@ -1492,15 +1493,21 @@ te_unfused_attention (struct bctx *c, int64_t h, int64_t kvh, int64_t dh, bool d
  * over the scores (one more pass over them and its gradient), tokens
  * permuted to their experts, each local expert's fc1 (gate and up),
  * SwiGLU and fc2 (a grouped GEMM: the same products; gpt-oss's biases in
- * their epilogues), the outputs unpermuted and weighted back. */
+ * their epilogues), the outputs unpermuted and weighted back.  Under
+ * sequence parallelism (sh->moe_tp_after) the router and the permutation
+ * see the rank's share of the tokens; the experts, every tp rank's. */
 static void
 te_moe (struct bctx *c, int64_t f)
 {
   const struct model_cfg *m = c->m;
   const struct shard *sh = c->sh;
-  int64_t local = m->experts / sh->experts, t = c->t, d = m->hidden, te;
-  int64_t reached = experts_reached (m, local, t * expert_feeds (sh), c->b * expert_feeds (sh),
-                                     &te);
+  int64_t local = m->experts / sh->experts, d = m->hidden, te;
+  int64_t t = sh->moe_tp_after ? c->tn : c->t;
+  /* tokens the experts see: every tp rank's share, or with whole experts
+   * (etp=1) the ep ranks' shares alone */
+  int64_t fed = sh->moe_tp_after && sh->expert_ffn == 1 ? c->tn : c->t;
+  int64_t reached = experts_reached (m, local, fed * expert_feeds (sh),
+                                     c->b * expert_feeds (sh), &te);
   double routed = (double) t * (double) m->top_k * (double) d;
   bool bias = m->family == FAM_GPT_OSS;
   if (sh->expert_load > 1)
@@ -1597,8 +1604,12 @@ te_layer (struct bctx *c)
   pair_gemm (c, at, c->g->n, at - 1);
   te_residual (c, "bias_dropout_add_1", tn, d, gpt || m->o_bias);
   te_norm (c, "pre_mlp_layernorm", tn, d);
+  /* a routed layer's tokens stay sharded where they are gathered after
+   * dispatch (moe_tp_after): only its shared experts, a tp MLP, gather */
+  bool mlp_site = !routed || !c->sh || !c->sh->moe_tp_after || m->shared_ffn > 0;
   at = c->g->n;
-  site (c, PERFMOD_SITE_MLP_IN);
+  if (mlp_site)
+    site (c, PERFMOD_SITE_MLP_IN);
   /* a routed layer's grouped GEMMs are not Transformer Engine's
    * userbuffer-overlapped linears: its collectives stay exposed */
   if (routed) {
@@ -1628,7 +1639,8 @@ te_layer (struct bctx *c)
     linear (c, "linear_fc2", t, f, d, false);
   }
   at = c->g->n;
-  site (c, PERFMOD_SITE_MLP_OUT);
+  if (mlp_site)
+    site (c, PERFMOD_SITE_MLP_OUT);
   if (!routed)
     pair_gemm (c, at, c->g->n, at - 1);
   te_residual (c, "bias_dropout_add_2", tn, d, gpt);
@@ -1753,7 +1765,8 @@ switch_graph (struct bctx *c)
 /* About a second's building (a node holds a few hundred bytes). */
 #define MAX_EXPERT_BLOCKS (1 << 17)
 
-static const struct shard no_shard = { 1, 1, 1, 1, 1, 1.0, 0, 0, true, true, NULL, 0, 0, false };
+static const struct shard no_shard = { 1, 1, 1, 1, 1, 1.0, 0, 0, true, true, NULL, 0, 0, false,
+                                        false };
 
 /* Degrees the model's shapes cannot take are refused, naming both. */
 static int

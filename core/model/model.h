@@ -172,6 +172,12 @@ struct shard {           /* one rank's share of the model (divisors 1: none) */
   int expert_ffn;        /* the routed experts' width divisor; 0: ffn's */
   bool ep_in_tp;         /* the expert-parallel ranks are the tensor-parallel ones: each
                             has every token, none come from other ranks */
+  /* Megatron-Core's routed layer under sequence parallelism: the router
+   * and the permutation run over the rank's tokens/tokens share, and the
+   * routed copies are gathered over tp after dispatch (scattered back
+   * before combine), so the block has no MLP_IN/MLP_OUT site of its own
+   * (its shared experts, a tp MLP, keep them) */
+  bool moe_tp_after;
 };
 struct build_options {
   int64_t batch, seq;    /* sequences and tokens per sequence */

@@ -86,7 +86,7 @@ launch_args (int tool, const struct strategy *s, const struct model_cfg *m,
   const char *why = s->kernels == KERNELS_EAGER
                     ? "kernels=eager is PyTorch running Hugging Face's modules, not Megatron"
                     : s->schedule == SCHED_GPIPE ? "Megatron runs 1F1B or interleaved 1F1B, not GPipe"
-                    : s->etp > 0 ? "etp= is a serving engine's layout"
+                    : s->etp > 1 ? "etp= above 1 is a serving engine's layout"
                     : s->tp > 1 && s->ep > 1 && !s->sp
                     ? "Megatron-Core needs sequence parallelism (sp=1) with tp > 1 and ep > 1"
                     : s->kernels == KERNELS_MEGATRON && tool == LAUNCH_NEMO
@@ -115,6 +115,8 @@ launch_args (int tool, const struct strategy *s, const struct model_cfg *m,
     arg_int (&o, tool, "--context-parallel-size", "model.context_parallel_size", s->cp);
   if (s->ep > 1)
     arg_int (&o, tool, "--expert-model-parallel-size", "model.expert_model_parallel_size", s->ep);
+  if (s->etp == 1)                       /* whole experts (the default is tp) */
+    arg_int (&o, tool, "--expert-tensor-parallel-size", "model.expert_tensor_parallel_size", 1);
   if (s->sp)
     arg (&o, tool, "--sequence-parallel", "model.sequence_parallel", NULL);
   arg_int (&o, tool, "--micro-batch-size", "train.micro_batch_size", s->mbs);

@@ -144,9 +144,20 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
   dp->ncomms = 0;
   dp->param_all = model_params (m);
   model_param_parts (m, &dp->param_embed, &dp->param_head, &dp->param_experts);
-  /* ep within the tp ranks (etp given): the experts' width over etp */
+  /* Megatron-Core's MoE layer with tp and sequence parallelism: each
+   * rank routes its own share of the sequence and dispatches it over ep
+   * (MoEAlltoAllTokenDispatcher; DeepEP's flex dispatcher moves the same
+   * copies).  With its default expert tp (= tp) the routed copies are then
+   * all-gathered over tp, and reduce-scattered back before combine; with
+   * etp=1 (--expert-tensor-parallel-size 1, as Megatron-Bridge's recipes
+   * run) each expert is whole on one of the ep ranks, drawn from tp x dp,
+   * and nothing is gathered.  The all-gather dispatcher gathers the
+   * hidden states instead (tp's MLP_IN gather stands). */
+  dp->moe_tp_after = o->train && s->kernels == KERNELS_TE && s->sp && s->tp > 1 &&
+                     m->experts > 0 && s->dispatcher != PERFMOD_DISPATCH_ALLGATHER;
+  /* the experts' width over etp; in inference ep within the tp ranks */
   dp->expert_ffn = s->etp > 0 ? s->etp : 0;
-  dp->ep_in_tp = s->etp > 0;
+  dp->ep_in_tp = s->etp > 0 && !o->train;
   for (size_t i = 0; i < sizeof plan_order / sizeof plan_order[0]; i++) {
     int dim = plan_order[i], degree = degree_of (s, dim);
     struct perfmod_parallel_case c;
@@ -167,6 +178,8 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
     /* a decode step: one new token per sequence */
     parallel_case_init (&c, degree, m, s, gpu, pr->gemm, o->batch, o->kv_len > 0 ? 1 : o->seq);
     c.mb_tokens = (double) s->mbs * (o->kv_len > 0 ? 1.0 : (double) o->seq / (double) s->cp);
+    if (dim == DIM_EP && dp->moe_tp_after)  /* ep dispatches the rank's sequence shard */
+      c.mb_tokens /= s->tp;
     c.elem_bytes = pr->act_bytes;
     c.heads = (double) m->heads;
     c.kv_heads = (double) m->kv_heads;
@@ -216,7 +229,7 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
      * the feed-forward (MLP_OUT) sums their outputs, as TensorRT-LLM,
      * vLLM and SGLang do without attention data parallelism.  The ep
      * plugin's experts and load stand, its all-to-alls do not. */
-    if (dim == DIM_EP && s->etp > 0)
+    if (dim == DIM_EP && dp->ep_in_tp)
       continue;
     for (int k = 0; k < p.ncomm; k++) {
       int coll = p.comm[k].collective, where = p.comm[k].site;
@@ -239,6 +252,24 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
                     : p.comm[k].overlap != 0 ? PERFMOD_OVERLAP_PHASE : PERFMOD_OVERLAP_NONE;
       cs->dim = dim;
     }
+  }
+  /* Megatron-Core's routed copies over tp (dp->moe_tp_after): gathered
+   * after dispatch and reduce-scattered before combine in the forward,
+   * the reverse in the backward; the copies of the micro-batch's tokens
+   * (the busiest rank's under imbalance), the whole buffer. */
+  if (dp->moe_tp_after && s->etp == 0 && dp->ncomms + 4 <= sizeof dp->comms / sizeof dp->comms[0]) {
+    double copies = (double) s->mbs * (double) o->seq / (double) s->cp * (double) m->top_k
+                    * (double) m->hidden * pr->act_bytes * dp->plan.expert_load;
+    for (int ph = 0; ph < 2; ph++)
+      for (int at = 0; at < 2; at++) {
+        struct comm_site *cs = &dp->comms[dp->ncomms++];
+        cs->collective = (ph ^ at) ? PERFMOD_COLL_REDUCE_SCATTER : PERFMOD_COLL_ALLGATHER;
+        cs->site = at ? PERFMOD_SITE_MOE_COMBINE : PERFMOD_SITE_MOE_DISPATCH;
+        cs->phase = ph;
+        cs->bytes = copies;
+        cs->overlap = PERFMOD_OVERLAP_NONE;
+        cs->dim = DIM_TP;
+      }
   }
   /* Context parallelism (Megatron's ring attention): each layer passes
    * the key/value blocks of the rank's heads round the cp ranks, the
@@ -345,6 +376,7 @@ chunk_build (struct graph *gr, const struct model_cfg *m, const struct dist_opti
   sh.ncomms = dp->ncomms;
   sh.expert_ffn = dp->expert_ffn;
   sh.ep_in_tp = dp->ep_in_tp;
+  sh.moe_tp_after = dp->moe_tp_after;
   memset (&bo, 0, sizeof bo);
   bo.batch = o->s->mbs;
   bo.seq = o->seq / o->s->cp;          /* this rank's share of the sequence */
@@ -376,7 +408,7 @@ struct chunk_key {
   const void *pred, *gpu, *prec, *engine_name;
   int kernels, flash, fusion, train, embed, head, gpus_per_node, engine, shared_overlap;
   int64_t mbs, seq, cp, layers, first_layer, kv_len;
-  int heads, ffn, vocab, tokens, experts, expert_ffn, ep_in_tp;
+  int heads, ffn, vocab, tokens, experts, expert_ffn, ep_in_tp, moe_tp_after;
   double expert_load;
   int size[NDIMS];
   int64_t stride[NDIMS];
@@ -549,6 +581,7 @@ chunk_key_of (struct chunk_key *k, const struct plugin *pred, const struct perfm
   k->expert_load = dp->plan.expert_load;
   k->expert_ffn = dp->expert_ffn;
   k->ep_in_tp = dp->ep_in_tp;
+  k->moe_tp_after = dp->moe_tp_after;
   k->cp = o->s->cp;
   k->ncomms = 0;
   for (size_t i = 0; i < dp->ncomms; i++) {
@@ -927,7 +960,8 @@ dist_check (const struct model_cfg *m, const struct dist_options *o)
    * (etp's experts are within the tp ranks: nothing is dispatched) */
   if (s->dispatcher != PERFMOD_DISPATCH_ALLTOALL) {
     const char *need = m->experts == 0 ? "a model with routed experts"
-                       : s->ep < 2 ? "ep>1" : s->etp > 0 ? "ep beside tp (etp= dispatches nothing)"
+                       : s->ep < 2 ? "ep>1"
+                       : s->etp > 0 && !o->train ? "ep beside tp (etp= dispatches nothing)"
                        : s->dispatcher == PERFMOD_DISPATCH_FLEX && o->prec->act_bytes > 2
                        ? "16-bit activations (DeepEP sends bf16 or fp8)" : NULL;
     if (need) {
@@ -952,7 +986,8 @@ dist_check (const struct model_cfg *m, const struct dist_options *o)
    * another stream while the routed tokens travel */
   if (s->shared_overlap) {
     const char *need = m->shared_ffn == 0 ? "a model with shared experts"
-                       : s->ep < 2 || s->etp > 0 ? "ep>1 beside tp (tokens to dispatch)"
+                       : s->ep < 2 || (s->etp > 0 && !o->train)
+                       ? "ep>1 beside tp (tokens to dispatch)"
                        : s->a2a_overlap ? "a2a_overlap=0 (Megatron-Core runs one or the other)"
                        : s->dispatcher == PERFMOD_DISPATCH_ALLGATHER ? "dispatcher=alltoall or flex"
                        : !o->train ? "a training step (--mode train)"
@@ -993,14 +1028,23 @@ dist_check (const struct model_cfg *m, const struct dist_options *o)
               (long long) m->experts);
     return -1;
   }
-  /* etp: the routed experts over ep x etp = tp ranks, the attention's
-   * (serving engines without attention data parallelism) */
-  if (s->etp > 0) {
-    if (o->train) {
-      pm_error ("etp=%d: experts over ep within the tp ranks is modelled for inference (serving "
-                "engines), not training", s->etp);
+  /* etp: in inference the routed experts over ep x etp = tp ranks, the
+   * attention's (serving engines without attention data parallelism); in
+   * training Megatron-Core's --expert-tensor-parallel-size 1 */
+  if (s->etp > 0 && o->train) {
+    const char *need = s->etp != 1 ? "etp=1 (the default is Megatron-Core's, the experts over tp)"
+                       : m->experts == 0 ? "a model with routed experts"
+                       : s->kernels != KERNELS_TE ? "kernels=te (Megatron-Core)"
+                       : s->tp < 2 || !s->sp ? "tp>1 with sp=1 (experts beside sequence-parallel "
+                                               "attention)"
+                       : s->dispatcher == PERFMOD_DISPATCH_ALLGATHER
+                       ? "dispatcher=alltoall or flex" : NULL;
+    if (need) {
+      pm_error ("etp=%d in training: needs %s", s->etp, need);
       return -1;
     }
+  }
+  else if (s->etp > 0) {
     if (m->experts == 0) {
       pm_error ("%s: etp=%d: the model has no experts", m->name, s->etp);
       return -1;
@@ -1020,6 +1064,15 @@ dist_check (const struct model_cfg *m, const struct dist_options *o)
                 (long long) (m->moe_ffn ? m->moe_ffn : m->ffn));
       return -1;
     }
+  }
+  /* Megatron-Core's default expert tp is tp: ep x tp ranks hold each
+   * layer's experts, which the tp x dp ranks of a stage must fill */
+  if (o->train && s->kernels == KERNELS_TE && s->etp == 0 && s->tp > 1 && s->ep > 1 &&
+      s->dp % s->ep != 0) {
+    pm_error ("ep=%d with tp=%d: Megatron-Core's experts over ep x tp = %d ranks do not fit "
+              "the tp x dp = %d of a stage; etp=1 keeps each expert whole on one rank", s->ep,
+              s->tp, s->ep * s->tp, s->tp * s->dp);
+    return -1;
   }
   /* the families after Switch replicate key/value heads over tp ranks
    * beyond their number (as vLLM and Megatron-Core do) */

@@ -198,6 +198,8 @@ struct dist_plan {       /* the plugins' plans composed */
   double param_all, param_embed, param_head, param_experts;
   int expert_ffn;        /* the routed experts' width divisor (etp, else plan.ffn) */
   bool ep_in_tp;         /* ep's ranks are tp's: each has every token (etp given) */
+  bool moe_tp_after;     /* routed layers keep tp's sequence shard; their copies are
+                            gathered over tp after dispatch (Megatron-Core, shard.h) */
   struct comm_site comms[4 * PERFMOD_MAX_COMMS];
   size_t ncomms;
 };
