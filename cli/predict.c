@@ -135,10 +135,12 @@ static void
 explain_stages (const struct strategy *s, const struct dist_result *r, char **names, size_t npred,
                 FILE *out)
 {
+  char mods[80];
+  rmod_names (s->recompute_modules ? s->recompute_modules : RM_CORE_ATTN, mods, sizeof mods);
   fprintf (out, "\nper pipeline stage, one micro-batch (ms; recompute=%s runs %s again in the "
            "backward):\n%-10s %-6s %12s %12s %12s\n", recompute_name (s->recompute),
            s->recompute == RECOMPUTE_FULL ? "each layer's forward"
-           : s->recompute == RECOMPUTE_SELECTIVE ? "the attention core" : "nothing",
+           : s->recompute == RECOMPUTE_SELECTIVE ? mods : "nothing",
            "predictor", "stage", "forward", "backward", "recompute");
   for (size_t p = 0; p < npred; p++)
     for (int k = 0; k < s->pp; k++)
@@ -296,6 +298,14 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
                          json_boolean (s->a2a_overlap));
     json_object_set_new (json_object_get (root, "strategy"), "shared_overlap",
                          json_boolean (s->shared_overlap));
+    {                                   /* what selective recomputation runs again */
+      char mods[80];
+      json_object_set_new (json_object_get (root, "strategy"), "recompute_modules",
+                           s->recompute == RECOMPUTE_SELECTIVE
+                           ? json_string (rmod_names (s->recompute_modules ? s->recompute_modules
+                                                      : RM_CORE_ATTN, mods, sizeof mods))
+                           : json_null ());
+    }
     for (size_t p = 0; p < npred; p++) {
       json_t *comm = json_object (), *hidden = json_object ();
       for (int d = DIM_TP; d < NDIMS; d++) {
@@ -781,7 +791,7 @@ cmd_predict (struct cli *c, struct plugin_set *set)
   }
   if (w.have_model) {
     struct memory_options mo = { w.prec, batch, seq, train, s.recompute, 0, c->gen, NULL,
-                                 w.flash, w.kernels == KERNELS_TE };
+                                 w.flash, w.kernels == KERNELS_TE, s.recompute_modules };
     memory_estimate (&w.m, &mo, &ge->gpu, &mem);
   }
   flops = graph_flops (gp, w.prec, train);

@@ -335,8 +335,18 @@ set_prefix (struct bctx *c, const char *stem, int i)
 static void
 mark_core (struct bctx *c, size_t first)
 {
-  for (size_t i = first; i < c->g->n; i++)
+  for (size_t i = first; i < c->g->n; i++) {
     c->g->nodes[i].attn_core = true;
+    c->g->nodes[i].rmod = RM_CORE_ATTN;
+  }
+}
+
+/* Nodes [first, now) are Megatron-Core's recompute module `module`. */
+static void
+mark_rmod (struct bctx *c, size_t first, unsigned char module)
+{
+  for (size_t i = first; i < c->g->n; i++)
+    c->g->nodes[i].rmod = module;
 }
 
 /* Fused attention (FlashAttention 2/3, cuDNN's through Transformer
@@ -1519,9 +1529,11 @@ te_moe (struct bctx *c, int64_t f)
   copy (c, "permute", "index_select", routed, routed);
   site (c, PERFMOD_SITE_MOE_DISPATCH);
   {                                      /* the reached experts: one built, `reached` copies */
-    size_t from = c->g->n;
+    size_t from = c->g->n, act;
     linear (c, "experts_fc1", te, d, 2 * f, bias);
+    act = c->g->n;
     te_vec (c, "experts_swiglu", "silu", te, f, 3, 5, 0);
+    mark_rmod (c, act, RM_MOE_ACT);
     linear (c, "experts_fc2", te, f, d, bias);
     set_copies (c, from, reached);
   }
@@ -1546,19 +1558,25 @@ te_mla (struct bctx *c)
   int64_t t = c->t, d = m->hidden, h = c->hp, nope = m->qk_nope_dim, rope = m->qk_rope_dim;
   int64_t qk = nope + rope, vd = m->v_head_dim, kvl = m->kv_lora_rank, ql = m->q_lora_rank;
   double tk = (double) t * (double) (h * qk);
+  size_t up;
   if (ql > 0) {
     linear (c, "linear_q_down_proj", t, d, ql, false);
     te_norm (c, "q_layernorm", t, ql);
+    up = c->g->n;
     linear (c, "linear_q_up_proj", t, ql, h * qk, false);
+    mark_rmod (c, up, RM_MLA_UP);
   }
   else
     linear (c, "linear_q_proj", t, d, h * qk, false);
   linear (c, "linear_kv_down_proj", t, d, kvl + rope, false);
   te_norm (c, "kv_layernorm", t, kvl);
+  up = c->g->n;                          /* Megatron-Core's mla_up_proj module: the
+                                            up-projections and the rotary */
   linear (c, "linear_kv_up_proj", t, kvl, h * (nope + vd), false);
   te_vec (c, "rotary", "mul", t * (h + 1), rope, 2, 2, 0);
   copy (c, "query_cat", "cat", tk, tk);
   copy (c, "key_cat", "cat", tk, tk);
+  mark_rmod (c, up, RM_MLA_UP);
   if (c->flash)
     flash_attention (c, h, h, qk);
   else
@@ -1578,7 +1596,9 @@ te_layer (struct bctx *c)
   size_t at;                             /* the first node of a site's collectives */
 
   site (c, PERFMOD_SITE_PARAMS);
+  at = c->g->n;
   te_norm (c, "input_layernorm", tn, d);
+  mark_rmod (c, at, RM_LAYERNORM);
   at = c->g->n;
   site (c, PERFMOD_SITE_ATTN_IN);
   pair_gemm (c, at, c->g->n, c->g->n);
@@ -1603,7 +1623,9 @@ te_layer (struct bctx *c)
   site (c, PERFMOD_SITE_ATTN_OUT);
   pair_gemm (c, at, c->g->n, at - 1);
   te_residual (c, "bias_dropout_add_1", tn, d, gpt || m->o_bias);
+  at = c->g->n;
   te_norm (c, "pre_mlp_layernorm", tn, d);
+  mark_rmod (c, at, RM_LAYERNORM);
   /* a routed layer's tokens stay sharded where they are gathered after
    * dispatch (moe_tp_after): only its shared experts, a tp MLP, gather */
   bool mlp_site = !routed || !c->sh || !c->sh->moe_tp_after || m->shared_ffn > 0;
@@ -1630,6 +1652,7 @@ te_layer (struct bctx *c)
     }
   }
   else {
+    size_t mlp = c->g->n;
     pair_gemm (c, at, c->g->n, c->g->n);
     linear (c, "linear_fc1", t, d, gpt ? f : 2 * f, false);
     if (gpt)
@@ -1637,6 +1660,7 @@ te_layer (struct bctx *c)
     else
       te_vec (c, "swiglu", "silu", t, f, 3, 5, 0);
     linear (c, "linear_fc2", t, f, d, false);
+    mark_rmod (c, mlp, RM_MLP);
   }
   at = c->g->n;
   if (mlp_site)

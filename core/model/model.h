@@ -118,6 +118,16 @@ struct kop {             /* one kernel of a node */
   double load;
   const char *engine;
 };
+/* Megatron-Core's recompute modules (--recompute-modules): which nodes
+ * of its layer (kernels=te) selective recomputation may run again. */
+enum pm_rmod {
+  RM_CORE_ATTN = 1,      /* the attention core (Korthikanti et al.'s selective) */
+  RM_LAYERNORM = 2,      /* the input and pre-MLP norms (their outputs discarded) */
+  RM_MOE_ACT = 4,        /* the routed experts' activation (fc2's input discarded) */
+  RM_MLA_UP = 8,         /* MLA's up-projections and rotary (the expanded q, k, v) */
+  RM_MLP = 16            /* a dense layer's MLP (checkpointed: its input kept) */
+};
+#define RM_NAMES 5
 struct node {
   char *name;
   char *opname;          /* NeuSight's node class: Linear, VECadd, fused, misc... */
@@ -130,6 +140,7 @@ struct node {
   int64_t copies;        /* identical copies a layer runs (the experts reached under even
                             routing, built once); 0: one */
   bool attn_core;        /* the attention core: re-run by selective recomputation */
+  unsigned char rmod;    /* enum pm_rmod: the recompute module it belongs to; 0: none */
   size_t gemm;           /* a site's collectives: 1 + the index of the GEMM node their
                             PERFMOD_OVERLAP_GEMM ones are pipelined with; 0: none */
   bool shared_expert;    /* Megatron-Core's shared experts (what ep's dispatch and combine

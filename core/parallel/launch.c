@@ -139,6 +139,16 @@ launch_args (int tool, const struct strategy *s, const struct model_cfg *m,
   if (s->recompute != RECOMPUTE_NONE)
     arg (&o, tool, "--recompute-granularity", "model.recompute_granularity",
          recompute_name (s->recompute));
+  if (s->recompute == RECOMPUTE_SELECTIVE && s->recompute_modules) {
+    /* Megatron-LM takes the modules as words, the Bridge as a list */
+    char mods[80], list[96];
+    rmod_names (s->recompute_modules, mods, sizeof mods);
+    for (char *c = mods; *c; c++)
+      if (*c == '+')
+        *c = tool == LAUNCH_MEGATRON ? ' ' : ',';
+    snprintf (list, sizeof list, tool == LAUNCH_MEGATRON ? "%s" : "[%s]", mods);
+    arg (&o, tool, "--recompute-modules", "model.recompute_modules", list);
+  }
   if (s->recompute == RECOMPUTE_FULL) {
     arg (&o, tool, "--recompute-method", "model.recompute_method", "uniform");
     arg_int (&o, tool, "--recompute-num-layers", "model.recompute_num_layers", 1);

@@ -22,7 +22,7 @@
  * norm, dropout and residual terms (its 10) only with sequence parallelism. */
 static double
 layer_activations (const struct model_cfg *m, double b, double s, double eb, double gin,
-                   enum pm_recompute rc, double tp, bool sp, bool flash)
+                   enum pm_recompute rc, unsigned mods, double tp, bool sp, bool flash)
 {
   double h = (double) m->hidden, a = (double) m->heads, f = (double) m->ffn;
   double r = (double) m->kv_heads / (double) m->heads, sbh = s * b * h, k = 1;
@@ -44,7 +44,16 @@ layer_activations (const struct model_cfg *m, double b, double s, double eb, dou
    * recomputes the scores in its backward and regenerates the dropout
    * mask from the RNG state) */
   scores = flash ? 4 * a * s * b : a * s * s * b * (attn_dropout ? 2 * eb + 1 : eb);
-  return replicated / (sp ? tp : 1) + split / tp + (rc == RECOMPUTE_SELECTIVE ? 0 : scores / tp);
+  if (rc == RECOMPUTE_SELECTIVE) {      /* the modules run again keep nothing */
+    if (mods & RM_LAYERNORM)
+      replicated -= 2 * gin * sbh;
+    if (mods & RM_MOE_ACT && m->experts > 0)
+      split -= k * s * b * f * gin;
+    if (mods & RM_MLP && m->experts == 0)
+      split -= s * b * f * (eb * (gated ? 2 : 1) + gin);
+  }
+  return replicated / (sp ? tp : 1) + split / tp
+         + (rc == RECOMPUTE_SELECTIVE && (mods == 0 || mods & RM_CORE_ATTN) ? 0 : scores / tp);
 }
 
 /* The families after Switch: the same accounting with each one's widths.
@@ -54,16 +63,17 @@ layer_activations (const struct model_cfg *m, double b, double s, double eb, dou
  * and the shared ones per token); Gemma 2/3 keep two more norm inputs. */
 static double
 modern_layer_activations (const struct model_cfg *m, double b, double s, double eb, double gin,
-                          enum pm_recompute rc, double tp, bool sp, bool flash)
+                          enum pm_recompute rc, unsigned mods, double tp, bool sp, bool flash)
 {
   double h = (double) m->hidden, a = (double) m->heads, sb = s * b, sbh = sb * h;
-  double qkv, ctx, f = 0, replicated, split, scores;
+  double qkv, ctx, f = 0, fr = 0, fd = 0, up = 0, replicated, split, scores;
   bool gated = !m->layernorm;
   if (rc == RECOMPUTE_FULL)
     return sbh * eb / (sp ? tp : 1);
   if (m->kv_lora_rank > 0) {
     double qk = (double) (m->qk_nope_dim + m->qk_rope_dim), v = (double) m->v_head_dim;
-    qkv = a * (2 * qk + v) + (double) (m->kv_lora_rank + m->q_lora_rank);
+    up = a * (2 * qk + v);              /* the up-projected q, k, v (mla_up_proj's) */
+    qkv = up + (double) (m->kv_lora_rank + m->q_lora_rank);
     ctx = a * v;
   }
   else {
@@ -71,13 +81,32 @@ modern_layer_activations (const struct model_cfg *m, double b, double s, double 
     ctx = (double) (m->heads * m->head_dim);
   }
   for (int64_t i = 0; i < m->layers; i++)
-    f += model_layer_moe (m, i) ? (double) (m->top_k * m->moe_ffn + m->shared_ffn)
-       : (double) m->ffn;
+    if (model_layer_moe (m, i)) {
+      f += (double) (m->top_k * m->moe_ffn + m->shared_ffn);
+      fr += (double) (m->top_k * m->moe_ffn);
+    }
+    else {
+      f += (double) m->ffn;
+      fd += (double) m->ffn;
+    }
   f /= (double) m->layers;
+  fr /= (double) m->layers;            /* the routed experts', the dense layers' share */
+  fd /= (double) m->layers;
   replicated = sbh * (2 * gin + (gated ? 0 : 2)) + (m->post_norms ? 4 : 2) * sbh * eb;
   split = sb * (eb * qkv + gin * ctx) + sb * f * (eb * (gated ? 2 : 1) + gin);
   scores = flash ? 4 * a * s * b : a * s * s * b * eb;
-  return replicated / (sp ? tp : 1) + split / tp + (rc == RECOMPUTE_SELECTIVE ? 0 : scores / tp);
+  if (rc == RECOMPUTE_SELECTIVE) {      /* the modules run again keep nothing */
+    if (mods & RM_LAYERNORM)
+      replicated -= 2 * gin * sbh;
+    if (mods & RM_MOE_ACT)
+      split -= sb * fr * gin;
+    if (mods & RM_MLP)
+      split -= sb * fd * (eb * (gated ? 2 : 1) + gin);
+    if (mods & RM_MLA_UP)
+      split -= sb * eb * up;
+  }
+  return replicated / (sp ? tp : 1) + split / tp
+         + (rc == RECOMPUTE_SELECTIVE && (mods == 0 || mods & RM_CORE_ATTN) ? 0 : scores / tp);
 }
 
 /* KV cache elements per sequence of `cached` tokens, summed over the
@@ -128,10 +157,11 @@ memory_estimate (const struct model_cfg *m, const struct memory_options *o,
      * alone, as Hopper's fp8 GEMMs take it) */
     double gin = pr->gemm == PERFMOD_DTYPE_FP8 ? 1 : eb;
     out->activations = copies * (m->family >= FAM_QWEN
-                                 ? modern_layer_activations (m, b, s, eb, gin, o->recompute, tp,
-                                                             sp, o->flash)
-                                 : layer_activations (m, b, s, eb, gin, o->recompute, tp, sp,
-                                                      o->flash));
+                                 ? modern_layer_activations (m, b, s, eb, gin, o->recompute,
+                                                             o->recompute_modules, tp, sp,
+                                                             o->flash)
+                                 : layer_activations (m, b, s, eb, gin, o->recompute,
+                                                      o->recompute_modules, tp, sp, o->flash));
     /* logits and their gradient in fp32 for the loss (the last stage):
      * PyTorch's cross-entropy keeps both; Megatron-Core's keeps the fp32
      * softmax alone and turns it into the gradient in place.  The

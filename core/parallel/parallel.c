@@ -336,8 +336,32 @@ struct chunk_times {
 struct chunk_times_rc {
   struct chunk_times base; /* recompute none's, less bw: */
   double bw_acc;           /* the backward's and the accumulation's ms */
-  double recompute[3];     /* what each recomputation adds */
+  double recompute_full;   /* what full recomputation adds */
+  double recompute_mod[RM_NAMES]; /* what recomputing each module adds (enum pm_rmod's bits) */
 };
+
+/* The ms selective recomputation of the strategy's modules adds. */
+static double
+selective_ms (const double mod[RM_NAMES], unsigned modules)
+{
+  double t = 0;
+  if (modules == 0)
+    modules = RM_CORE_ATTN;
+  for (int b = 0; b < RM_NAMES; b++)
+    if (modules & (1u << b))
+      t += mod[b];
+  return t;
+}
+
+/* The module bit of node i, or -1. */
+static int
+rmod_bit (const struct graph *g, size_t i)
+{
+  for (int b = 0; b < RM_NAMES; b++)
+    if (g->nodes[i].rmod & (1u << b))
+      return b;
+  return -1;
+}
 
 /* The model's index of chunk c's first layer: where its layers' kinds
  * differ (dense-first, sliding), which layers a chunk holds matters. */
@@ -662,7 +686,9 @@ chunk_times_of (const struct chunk_times_rc *t, const struct dist_options *o,
 {
   int rc = o->train ? (int) o->s->recompute : RECOMPUTE_NONE;
   *out = t->base;
-  out->recompute = t->recompute[rc];
+  out->recompute = rc == RECOMPUTE_FULL ? t->recompute_full
+                   : rc == RECOMPUTE_SELECTIVE ? selective_ms (t->recompute_mod,
+                                                               o->s->recompute_modules) : 0;
   out->bw = t->bw_acc + out->recompute;
 }
 
@@ -844,16 +870,20 @@ chunk_compute (struct plugin *pred, const struct model_cfg *m, const struct perf
   /* Recomputation runs forwards again before the backward: selective
    * the attention core (Korthikanti et al. 2022), full the whole layer
    * with its collectives. */
-  memset (times->recompute, 0, sizeof times->recompute);
+  times->recompute_full = 0;
+  memset (times->recompute_mod, 0, sizeof times->recompute_mod);
   if (o->train)
-    for (int rc = RECOMPUTE_SELECTIVE; rc <= RECOMPUTE_FULL; rc++)
-      for (size_t i = gr.layer_begin; i < gr.layer_end; i++)
-        if (rc == RECOMPUTE_FULL || gr.nodes[i].attn_core)
-          times->recompute[rc] += pr.per_node[i].t[PHASE_FW] * (double) graph_weight (&gr, i);
+    for (size_t i = gr.layer_begin; i < gr.layer_end; i++) {
+      double ms = pr.per_node[i].t[PHASE_FW] * (double) graph_weight (&gr, i);
+      int b = rmod_bit (&gr, i);
+      times->recompute_full += ms;
+      if (b >= 0)
+        times->recompute_mod[b] += ms;
+    }
   /* full recomputation runs the layers' forward collectives again,
    * pipelined and overlapped as the first time (the paired GEMMs and the
    * shared experts are in the layers) */
-  times->recompute[RECOMPUTE_FULL] -= gemm_hidden[PHASE_FW] + ep_hidden[PHASE_FW];
+  times->recompute_full -= gemm_hidden[PHASE_FW] + ep_hidden[PHASE_FW];
   out->tp_hidden = gemm_hidden[PHASE_FW] + gemm_hidden[PHASE_BW];
   out->ep_hidden = ep_hidden[PHASE_FW] + ep_hidden[PHASE_BW];
   out->recompute = 0;
@@ -966,6 +996,20 @@ dist_check (const struct model_cfg *m, const struct dist_options *o)
                        ? "16-bit activations (DeepEP sends bf16 or fp8)" : NULL;
     if (need) {
       pm_error ("dispatcher=%s: needs %s", dispatcher_name (s->dispatcher), need);
+      return -1;
+    }
+  }
+  /* Megatron-Core's recompute modules: nodes of its layer (kernels=te) */
+  if (s->recompute_modules & ~(unsigned) RM_CORE_ATTN) {
+    unsigned mods = s->recompute_modules;
+    const char *need = !o->train ? "a training step (--mode train)"
+                       : s->kernels != KERNELS_TE ? "kernels=te (Megatron-Core's layer)"
+                       : mods & RM_MLA_UP && m->kv_lora_rank == 0
+                       ? "multi-head latent attention for mla_up_proj"
+                       : mods & RM_MOE_ACT && m->experts == 0 ? "routed experts for moe_act"
+                       : NULL;
+    if (need) {
+      pm_error ("recompute_modules: needs %s", need);
       return -1;
     }
   }
@@ -1152,6 +1196,7 @@ rank_memory (const struct model_cfg *m, const struct perfmod_gpu *gpu,
   mo.megatron_core = s->kernels == KERNELS_TE;
   mo.train = o->train;
   mo.recompute = s->recompute;
+  mo.recompute_modules = s->recompute_modules;
   mo.gen = o->gen;
   mo.shard = &ms;
   mo.flash = o->flash;
@@ -1364,10 +1409,12 @@ dist_chunk_ops (struct plugin_set *set, struct plugin *pred, const struct model_
     return -1;
   }
   *recompute_ms = 0;
-  if (o->train && s->recompute != RECOMPUTE_NONE)
+  if (o->train && s->recompute != RECOMPUTE_NONE) {
+    unsigned mods = s->recompute_modules ? s->recompute_modules : RM_CORE_ATTN;
     for (size_t i = gr->layer_begin; i < gr->layer_end; i++)
-      if (s->recompute == RECOMPUTE_FULL || gr->nodes[i].attn_core)
+      if (s->recompute == RECOMPUTE_FULL || (gr->nodes[i].rmod & mods))
         *recompute_ms += pr->per_node[i].t[PHASE_FW] * (double) graph_weight (gr, i);
+  }
   return 0;
 }
 

@@ -5,6 +5,10 @@
 /* ---- strategy.c ---- */
 enum pm_schedule { SCHED_1F1B, SCHED_GPIPE, SCHED_INTERLEAVED };
 enum pm_recompute { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL };
+/* What selective recomputation runs again (Megatron-Core's
+ * --recompute-modules; bits of struct node's rmod, enum pm_rmod in
+ * model.h); the attention core alone where none are given. */
+const char *rmod_names (unsigned mask, char *buf, size_t len);
 /* Whose kernels run the model: PyTorch eager (Hugging Face's modules, as
  * NeuSight traced them), Megatron-LM's fused fp32 GPT layer, or
  * Megatron-Core's layer with Transformer Engine's fused kernels. */
@@ -30,6 +34,8 @@ struct strategy {
   bool shared_overlap;   /* ep's dispatch and combine beside the shared experts' GEMMs */
   enum pm_schedule schedule;
   enum pm_recompute recompute;
+  unsigned recompute_modules; /* RM_* bits recompute=selective runs again; 0: the attention
+                                 core (RM_CORE_ATTN) */
   enum pm_kernels kernels;
   bool dp_set;
   bool zero_set;         /* zero given (else strategy_default_zero's) */
@@ -105,6 +111,7 @@ struct memory_options {
   const struct mem_shard *shard; /* NULL: the whole model on one device */
   bool flash;            /* fused attention: no scores kept */
   bool megatron_core;    /* kernels=te: Megatron-Core's cross-entropy */
+  unsigned recompute_modules; /* with selective: enum pm_rmod bits (0: the attention core) */
 };
 struct mem_shard {       /* one device's share under graph-level parallelism */
   int tp;                /* activations split over tensor-parallel ranks */

@@ -7,6 +7,10 @@
 
 #include "internal.h"
 
+/* Megatron-Core's names of the modules, in enum pm_rmod's bit order. */
+static const char *const rmod_list[RM_NAMES] = { "core_attn", "layernorm", "moe_act",
+                                                 "mla_up_proj", "mlp" };
+
 static const char *const sched_names[] = { "1f1b", "gpipe", "interleaved" };
 static const char *const recompute_names[] = { "none", "selective", "full" };
 static const char *const kernels_names[] = { "eager", "megatron", "te" };
@@ -91,6 +95,28 @@ strategy_extra_keys (const struct strategy *s, char sep, char *buf, size_t len)
     append_key (buf, len, "%ca2a_overlap=1", sep);
   if (s->shared_overlap)
     append_key (buf, len, "%cshared_overlap=1", sep);
+  if (s->recompute_modules) {
+    char mods[80];
+    append_key (buf, len, "%crecompute_modules=%s", sep,
+                rmod_names (s->recompute_modules, mods, sizeof mods));
+  }
+}
+
+const char *
+rmod_names (unsigned mask, char *buf, size_t len)
+{
+  size_t n = 0;
+  if (len == 0)
+    return buf;
+  buf[0] = '\0';
+  for (int b = 0; b < RM_NAMES; b++)
+    if (mask & (1u << b)) {
+      int k = snprintf (buf + n, len - n, "%s%s", n ? "+" : "", rmod_list[b]);
+      if (k < 0 || (size_t) k >= len - n)
+        break;
+      n += (size_t) k;
+    }
+  return buf;
 }
 
 bool
@@ -232,14 +258,15 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
                                       "schedule", "recompute", "sp", "kernels", "split", "cp",
                                       "etp", "tpo", "first_layers", "last_layers",
                                       "account_embed", "account_loss", "dispatcher",
-                                      "a2a_overlap", "shared_overlap" };
+                                      "a2a_overlap", "shared_overlap", "recompute_modules" };
   int idx = word_index (key, keys, sizeof keys / sizeof keys[0]);
   int64_t v;
 
   if (idx < 0) {
     pm_error ("%s: unknown strategy key '%s' (known: tp, pp, dp, cp, ep, etp, mbs, vp, zero, "
               "schedule, recompute, sp, tpo, kernels, split, first_layers, last_layers, "
-              "account_embed, account_loss, dispatcher, a2a_overlap, shared_overlap)", where, key);
+              "account_embed, account_loss, dispatcher, a2a_overlap, shared_overlap, "
+              "recompute_modules)", where, key);
     return -1;
   }
   if (*seen & (1u << idx)) {
@@ -293,6 +320,23 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
       }
       else
         s->split[s->nsplit++] = (int) n;
+    }
+    strv_free (parts);
+    return rc;
+  }
+  if (idx == 22) {                      /* "layernorm+moe_act" */
+    char **parts = strv_split (val, '+');
+    int rc = 0;
+    s->recompute_modules = 0;
+    for (char **p = parts; *p && rc == 0; p++) {
+      int b = word_index (*p, rmod_list, RM_NAMES);
+      if (b < 0) {
+        pm_error ("%s: recompute_modules=%s: '%s' is not a module (core_attn, layernorm, "
+                  "moe_act, mla_up_proj, mlp; joined by +)", where, val, *p);
+        rc = -1;
+      }
+      else
+        s->recompute_modules |= 1u << b;
     }
     strv_free (parts);
     return rc;
@@ -365,6 +409,14 @@ strategy_parse (struct strategy *s, const char *spec, const char *where)
     rc = set_key (s, trim (*it), trim (eq + 1), where, &seen);
   }
   strv_free (items);
+  /* modules are selective recomputation's: given alone they ask for it */
+  if (rc == 0 && s->recompute_modules && !(seen & (1u << 8)) && s->recompute == RECOMPUTE_NONE)
+    s->recompute = RECOMPUTE_SELECTIVE;
+  if (rc == 0 && s->recompute_modules && s->recompute != RECOMPUTE_SELECTIVE) {
+    pm_error ("%s: recompute_modules needs recompute=selective (not %s)", where,
+              recompute_name (s->recompute));
+    rc = -1;
+  }
   if (rc == 0 && s->schedule == SCHED_INTERLEAVED && s->vp < 2) {
     pm_error ("%s: schedule=interleaved needs vp>=2 virtual stages per rank", where);
     rc = -1;
