@@ -298,6 +298,7 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
                          json_boolean (s->a2a_overlap));
     json_object_set_new (json_object_get (root, "strategy"), "shared_overlap",
                          json_boolean (s->shared_overlap));
+    json_object_set_new (json_object_get (root, "strategy"), "mtp", json_integer (s->mtp));
     {                                   /* what selective recomputation runs again */
       char mods[80];
       json_object_set_new (json_object_get (root, "strategy"), "recompute_modules",

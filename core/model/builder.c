@@ -1670,6 +1670,37 @@ te_layer (struct bctx *c)
   te_residual (c, "bias_dropout_add_2", tn, d, gpt);
 }
 
+/* Megatron-Core's multi-token prediction layer k (MultiTokenPredictionLayer,
+ * DeepSeek-V3's MTP module), after the output layer on the last stage:
+ * the tokens one further on embedded again (the shared embedding), that
+ * and the previous depth's hidden state normed (enorm, hnorm),
+ * concatenated and projected back to the width (eh_proj), one more layer
+ * of the model's last kind, its final norm, the shared output layer and
+ * its loss.  Outside the repeated layers: counted once, recomputed never. */
+static void
+te_mtp (struct bctx *c, int k)
+{
+  const struct model_cfg *m = c->m;
+  int64_t t = c->t, tn = c->tn, d = m->hidden, v = c->vp;
+  bool moe = c->moe;
+  set_prefix (c, "mtp_layers", k);
+  embedding (c, "embedding", v, d);
+  site (c, PERFMOD_SITE_EMBED);
+  te_norm (c, "enorm", tn, d);
+  te_norm (c, "hnorm", tn, d);
+  copy (c, "concat", "cat", 2.0 * (double) tn * (double) d, 2.0 * (double) tn * (double) d);
+  linear (c, "eh_proj", tn, 2 * d, d, false);
+  c->moe = model_layer_moe (m, m->layers - 1);
+  set_prefix (c, "mtp_layers", k);
+  te_layer (c);
+  c->moe = moe;
+  te_norm (c, "final_layernorm", tn, d);
+  site (c, PERFMOD_SITE_LOGITS);
+  linear (c, "output_layer", t, d, v, false);
+  te_vec (c, "cross_entropy", "softmax", t, v, 1, 2, 0);
+  c->prefix[0] = '\0';
+}
+
 static void
 te_graph (struct bctx *c)
 {
@@ -1698,6 +1729,8 @@ te_graph (struct bctx *c)
      * their gradient from them */
     if (c->train)
       te_vec (c, "cross_entropy", "softmax", t, v, 1, 2, 0);
+    for (int64_t k = 0; c->train && k < c->o->mtp; k++)
+      te_mtp (c, (int) k);
   }
 }
 

@@ -205,6 +205,8 @@ struct build_options {
                             heads read in place, logits of the last token only */
   const char *engine_name; /* the engine (a static name): its fused MoE kernel; NULL: none */
   const struct shard *shard; /* NULL: the whole model on one device */
+  int64_t mtp;           /* Megatron-Core's multi-token prediction layers after the output
+                            layer (kernels=te training, the last stage); 0: none */
 };
 int graph_build (struct graph *g, const struct model_cfg *m, const struct build_options *o);
 /* Whether Megatron-Core's layer (kernels=te) is modelled for m's family. */

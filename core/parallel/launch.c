@@ -155,6 +155,8 @@ launch_args (int tool, const struct strategy *s, const struct model_cfg *m,
   }
   if (s->tpo)
     arg (&o, tool, "--tp-comm-overlap", "comm_overlap.tp_comm_overlap", NULL);
+  if (s->mtp > 0)
+    arg_int (&o, tool, "--mtp-num-layers", "model.mtp_num_layers", s->mtp);
   if (m->experts > 0) {
     arg (&o, tool, "--moe-grouped-gemm", NULL, NULL);
     arg (&o, tool, "--moe-token-dispatcher-type", "model.moe_token_dispatcher_type",

@@ -414,6 +414,7 @@ chunk_build (struct graph *gr, const struct model_cfg *m, const struct dist_opti
   bo.engine = o->engine;
   bo.engine_name = o->engine_name;
   bo.shard = &sh;
+  bo.mtp = head && o->train ? o->s->mtp : 0;
   return graph_build (gr, m, &bo);
 }
 
@@ -430,7 +431,7 @@ chunk_build (struct graph *gr, const struct model_cfg *m, const struct dist_opti
  * key holds exactly that, zero-padded. */
 struct chunk_key {
   const void *pred, *gpu, *prec, *engine_name;
-  int kernels, flash, fusion, train, embed, head, gpus_per_node, engine, shared_overlap;
+  int kernels, flash, fusion, train, embed, head, gpus_per_node, engine, shared_overlap, mtp;
   int64_t mbs, seq, cp, layers, first_layer, kv_len;
   int heads, ffn, vocab, tokens, experts, expert_ffn, ep_in_tp, moe_tp_after;
   double expert_load;
@@ -593,6 +594,7 @@ chunk_key_of (struct chunk_key *k, const struct plugin *pred, const struct perfm
   k->mbs = o->s->mbs;
   k->seq = o->seq;
   k->kv_len = o->kv_len;
+  k->mtp = head && o->train ? o->s->mtp : 0;
   k->engine = o->engine;
   k->engine_name = o->engine_name;
   k->layers = layers;
@@ -999,6 +1001,12 @@ dist_check (const struct model_cfg *m, const struct dist_options *o)
       return -1;
     }
   }
+  /* Megatron-Core's multi-token prediction: its layer after the loss */
+  if (s->mtp > 0 && (!o->train || s->kernels != KERNELS_TE)) {
+    pm_error ("mtp=%d: multi-token prediction layers need %s", s->mtp,
+              !o->train ? "a training step (--mode train)" : "kernels=te (Megatron-Core's layer)");
+    return -1;
+  }
   /* Megatron-Core's recompute modules: nodes of its layer (kernels=te) */
   if (s->recompute_modules & ~(unsigned) RM_CORE_ATTN) {
     unsigned mods = s->recompute_modules;
@@ -1180,6 +1188,17 @@ rank_memory (const struct model_cfg *m, const struct perfmod_gpu *gpu,
   ms.params = device_params (m, dp, rank_share (m, s, r), embed, head,
                             m->tied && p > 1 && head);
   ms.layer_copies = o->train ? lpc * inflight : lpc * v;
+  if (head && o->train && s->mtp > 0) {
+    /* the multi-token prediction layers: a layer's weights and eh_proj's
+     * each, the embedding's copy where the first stage has it, and their
+     * activations with the last chunk's micro-batches in flight */
+    double d = (double) m->hidden, layers = (double) s->mtp;
+    ms.params += device_params (m, dp, layers / (double) m->layers, false, false, false)
+                 + layers * (2 * d * d + 2 * d) / dp->plan.ffn;
+    if (p > 1 && !m->tied)
+      ms.params += (double) m->vocab * d / dp->plan.vocab;
+    ms.layer_copies += layers * inflight / v;
+  }
   ms.embed = embed;
   ms.head = head;
   ms.vocab = dp->plan.vocab;

@@ -36,6 +36,8 @@ struct strategy {
   enum pm_recompute recompute;
   unsigned recompute_modules; /* RM_* bits recompute=selective runs again; 0: the attention
                                  core (RM_CORE_ATTN) */
+  int mtp;               /* multi-token prediction layers on the last stage (Megatron-Core's
+                            --mtp-num-layers); 0: none */
   enum pm_kernels kernels;
   bool dp_set;
   bool zero_set;         /* zero given (else strategy_default_zero's) */

@@ -95,6 +95,8 @@ strategy_extra_keys (const struct strategy *s, char sep, char *buf, size_t len)
     append_key (buf, len, "%ca2a_overlap=1", sep);
   if (s->shared_overlap)
     append_key (buf, len, "%cshared_overlap=1", sep);
+  if (s->mtp)
+    append_key (buf, len, "%cmtp=%d", sep, s->mtp);
   if (s->recompute_modules) {
     char mods[80];
     append_key (buf, len, "%crecompute_modules=%s", sep,
@@ -258,7 +260,8 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
                                       "schedule", "recompute", "sp", "kernels", "split", "cp",
                                       "etp", "tpo", "first_layers", "last_layers",
                                       "account_embed", "account_loss", "dispatcher",
-                                      "a2a_overlap", "shared_overlap", "recompute_modules" };
+                                      "a2a_overlap", "shared_overlap", "recompute_modules",
+                                      "mtp" };
   int idx = word_index (key, keys, sizeof keys / sizeof keys[0]);
   int64_t v;
 
@@ -266,7 +269,7 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
     pm_error ("%s: unknown strategy key '%s' (known: tp, pp, dp, cp, ep, etp, mbs, vp, zero, "
               "schedule, recompute, sp, tpo, kernels, split, first_layers, last_layers, "
               "account_embed, account_loss, dispatcher, a2a_overlap, shared_overlap, "
-              "recompute_modules)", where, key);
+              "recompute_modules, mtp)", where, key);
     return -1;
   }
   if (*seen & (1u << idx)) {
@@ -369,9 +372,12 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
     *(idx == 17 ? &s->account_embed : &s->account_loss) = val[0] == '1';
     return 0;
   }
-  if (!parse_int64 (val, &v) || (idx == 6 ? (v < 0 || v > 3) : (v < 1 || v > PM_MAX_GPUS))) {
+  if (!parse_int64 (val, &v) || (idx == 6 ? (v < 0 || v > 3) : idx == 23 ? (v < 0 || v > 16)
+                                 : (v < 1 || v > PM_MAX_GPUS))) {
     if (idx == 6)
       pm_error ("%s: %s=%s: expected a ZeRO stage 0, 1, 2 or 3", where, key, val);
+    else if (idx == 23)
+      pm_error ("%s: mtp=%s: expected 0 to 16 multi-token prediction layers", where, val);
     else
       pm_error ("%s: %s=%s: expected an integer from 1 to %d", where, key, val, PM_MAX_GPUS);
     return -1;
@@ -388,6 +394,7 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
   case 13: s->etp = (int) v; break;
   case 15: s->first_layers = (int) v; break;
   case 16: s->last_layers = (int) v; break;
+  case 23: s->mtp = (int) v; break;
   }
   return 0;
 }
