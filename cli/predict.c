@@ -1,10 +1,13 @@
 /* predict.c: perfmod (predict): one run or a step under a strategy, per predictor, as a table, CSV or JSON. */
 #include <config.h>
 
+#include <errno.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -687,6 +690,193 @@ out:
   return rc;
 }
 
+/* One GPU's answer of a --gpu list: the run's JSON, captured from stdout
+ * (the one place every prediction path writes it); NULL after its own
+ * message on stderr. */
+static json_t *
+predict_one_gpu (const struct cli *c, struct plugin_set *set, const char *gpu, int *rc)
+{
+  struct cli one = *c;
+  FILE *tmp = tmpfile ();
+  json_t *root = NULL;
+  json_error_t err;
+  int saved;
+  one.gpu = gpu;
+  one.format = "json";
+  one.assumed = NULL;
+  if (tmp == NULL || fflush (stdout) != 0 || (saved = dup (STDOUT_FILENO)) < 0) {
+    pm_error ("--gpu %s: cannot hold its answer: %s", gpu, strerror (errno));
+    if (tmp)
+      fclose (tmp);
+    *rc = EXIT_RUNTIME;
+    return NULL;
+  }
+  if (dup2 (fileno (tmp), STDOUT_FILENO) < 0) {
+    pm_error ("--gpu %s: cannot hold its answer: %s", gpu, strerror (errno));
+    close (saved);
+    fclose (tmp);
+    *rc = EXIT_RUNTIME;
+    return NULL;
+  }
+  *rc = cmd_predict (&one, set);
+  fflush (stdout);
+  dup2 (saved, STDOUT_FILENO);
+  close (saved);
+  free (one.assumed);
+  if (*rc == 0) {
+    rewind (tmp);
+    if ((root = json_loadf (tmp, 0, &err)) == NULL) {
+      pm_error ("--gpu %s: its answer did not read back: %s", gpu, err.text);
+      *rc = EXIT_RUNTIME;
+    }
+  }
+  fclose (tmp);
+  return root;
+}
+
+/* A number of an answer, NAN where it has none. */
+static double
+num (const json_t *o, const char *key)
+{
+  const json_t *v = json_object_get (o, key);
+  return json_is_number (v) ? json_number_value (v) : NAN;
+}
+
+/* A cell: the number, or '-' (the table) or nothing (CSV) where absent. */
+static void
+cell (double v, int decimals, int width, bool csv)
+{
+  char buf[48];
+  if (isnan (v))
+    snprintf (buf, sizeof buf, "%s", csv ? "" : "-");
+  else
+    snprintf (buf, sizeof buf, "%.*f", decimals, v);
+  if (csv)
+    printf (",%s", buf);
+  else
+    printf (" %*s", width, buf);
+}
+
+/* An assumed: line with the GPU's names (as given, as gpus.d has it)
+ * taken out, to compare the GPUs' assumptions. */
+static char *
+without_gpu (const char *assumed, const char *given, const char *name)
+{
+  char *s = xstrdup (assumed ? assumed : "");
+  const char *cut[] = { name, given };   /* the longer first: "h200-sxm" holds "h200" */
+  for (int k = 0; k < 2; k++) {
+    size_t len = cut[k] ? strlen (cut[k]) : 0;
+    char *p;
+    while (len && (p = strstr (s, cut[k])) != NULL)
+      memmove (p, p + len, strlen (p + len) + 1);
+  }
+  return s;
+}
+
+/* perfmod --gpu A,B,...: the same run on each GPU, one table side by side
+ * (JSON: each GPU's whole answer under "gpus"). */
+static int
+predict_gpus (struct cli *c, struct plugin_set *set)
+{
+  char **names = strv_split (c->gpu, ',');
+  size_t n = strv_len (names);
+  json_t **answers = xcalloc (n, sizeof *answers);
+  bool csv = strcmp (c->format, "csv") == 0, json = strcmp (c->format, "json") == 0;
+  int rc = 0;
+
+  if (c->plot || c->per_op || c->explain || c->print) {
+    pm_error ("--gpu %s: a list compares the GPUs in one table; --plot, --per-op, --explain and "
+              "--print take one GPU", c->gpu);
+    rc = EXIT_USAGE;
+    goto out;
+  }
+  for (size_t i = 0; i < n; i++)
+    if (names[i][0] == '\0') {
+      pm_error ("--gpu %s: an empty name in the list", c->gpu);
+      rc = EXIT_USAGE;
+      goto out;
+    }
+  for (size_t i = 0; i < n && rc == 0; i++)
+    answers[i] = predict_one_gpu (c, set, names[i], &rc);
+  if (rc != 0)
+    goto out;
+  if (json) {
+    json_t *root = json_object (), *arr = json_array ();
+    for (size_t i = 0; i < n; i++)
+      json_array_append (arr, answers[i]);
+    json_object_set_new (root, "gpus", arr);
+    json_dumpf (root, stdout, JSON_INDENT (2) | JSON_REAL_PRECISION (10));
+    putchar ('\n');
+    json_decref (root);
+    goto out;
+  }
+  if (csv)
+    printf ("gpu,predictor,step_ms,ttft_ms,tpot_ms,tokens_per_s,mfu,memory_gb,capacity_gb,oom\n");
+  else {
+    const json_t *a = answers[0];
+    printf ("perfmod %s: %s, %s, batch %lld x seq %lld, %s, on %zu GPUs\n", PACKAGE_VERSION,
+            json_string_value (json_object_get (a, "model")),
+            json_string_value (json_object_get (a, "mode")),
+            (long long) json_integer_value (json_object_get (a, "batch")),
+            (long long) json_integer_value (json_object_get (a, "seq")),
+            json_string_value (json_object_get (a, "precision")), n);
+    /* each GPU's assumptions; after the first, "the same" where they differ
+     * only by the GPU's name */
+    char *first = without_gpu (json_string_value (json_object_get (answers[0], "assumed")),
+                               names[0], json_string_value (json_object_get (answers[0], "gpu")));
+    for (size_t i = 0; i < n; i++) {
+      const char *as = json_string_value (json_object_get (answers[i], "assumed"));
+      const char *gpu = json_string_value (json_object_get (answers[i], "gpu"));
+      char *mine = without_gpu (as, names[i], gpu);
+      if (i == 0)
+        printf ("assumed on %s: %s\n", gpu, as);
+      else if (strcmp (mine, first) == 0)
+        printf ("assumed on %s: the same (--gpu %s)\n", gpu, names[i]);
+      else
+        printf ("assumed on %s: %s\n", gpu, as);
+      free (mine);
+    }
+    free (first);
+    printf ("\n%-26s %-10s %12s %10s %10s %10s %6s %10s %10s\n", "gpu", "predictor",
+            "step_ms", "ttft_ms", "tpot_ms", "tokens/s", "mfu_%", "mem_GB", "of_GB");
+  }
+  for (size_t i = 0; i < n; i++) {
+    const char *gpu = json_string_value (json_object_get (answers[i], "gpu"));
+    const json_t *preds = json_object_get (answers[i], "predictions"), *p;
+    size_t k;
+    json_array_foreach (preds, k, p) {
+      const json_t *mem = json_object_get (p, "memory");
+      bool oom = json_is_true (json_object_get (mem, "oom"));
+      /* a training step's step_ms, one pass's e2e_ms; with --gen its
+       * ttft, tpot and tokens/s (its e2e_ms is the prefill's alone) */
+      double t = num (p, "step_ms"), ttft = num (p, "ttft_ms");
+      if (isnan (t) && isnan (ttft))
+        t = num (p, "e2e_ms");
+      if (csv)
+        printf ("%s,%s", gpu, json_string_value (json_object_get (p, "predictor")));
+      else
+        printf ("%-26s %-10s", k ? "" : gpu, json_string_value (json_object_get (p, "predictor")));
+      cell (t, 3, 12, csv);
+      cell (ttft, 3, 10, csv);
+      cell (num (p, "tpot_ms"), 3, 10, csv);
+      cell (num (p, "tokens_per_s"), 1, 10, csv);
+      cell (csv ? num (p, "mfu") : 100 * num (p, "mfu"), csv ? 4 : 1, 6, csv);
+      cell (num (mem, "total"), csv ? 4 : 2, 10, csv);
+      cell (num (mem, "capacity"), csv ? 4 : 2, 10, csv);
+      printf (csv ? ",%s\n" : "%s\n", csv ? (oom ? "true" : "false") : oom ? "  OOM" : "");
+    }
+  }
+  if (!csv && !json)
+    printf ("\n(step_ms: a training step or one pass; ttft, tpot and tokens/s with --gen; "
+            "memory per GPU in GB of 10^9 bytes against the card's)\n");
+out:
+  for (size_t i = 0; i < n; i++)
+    json_decref (answers[i]);
+  free (answers);
+  strv_free (names);
+  return rc;
+}
+
 int
 cmd_predict (struct cli *c, struct plugin_set *set)
 {
@@ -711,6 +901,8 @@ cmd_predict (struct cli *c, struct plugin_set *set)
   bool have_decode = false;
   double flops;
 
+  if (c->gpu && strchr (c->gpu, ','))
+    return predict_gpus (c, set);
   if (c->print && (c->strategy == NULL || c->gen > 0)) {
     pm_error ("--print %s: a training layout's arguments (--strategy with --mode train%s)",
               c->print, c->gen > 0 ? ", not --gen" : "");
