@@ -50,8 +50,9 @@ expect_one_line 2 'ep=8 with tp=2: .*etp=1 keeps each expert whole' \
   "ep x tp beyond tp x dp is refused, naming etp=1" -- \
   --model mixtral-8x7b --gpu h100 --mode train --batch 8 --seq 1024 --strategy tp=2,ep=8,dp=4,sp=1
 run_pm --model mixtral-8x7b --gpu h100 --mode train --batch 8 --seq 1024 --predictor roofline \
-  --strategy tp=2,ep=8,dp=4,sp=1,etp=1
-ok $([ "$rc" -eq 0 ] && [ -s "$TMP/out" ]; echo $?) "the same with etp=1 is predicted"
+  --strategy tp=2,ep=8,dp=4,sp=1,etp=1 --format json
+ok $([ "$rc" -eq 0 ] && jq -e '.predictions[0].step_ms > 0 and .strategy.ep == 8' "$TMP/out" \
+     >/dev/null; echo $?) "the same with etp=1 is predicted"
 run_pm --model mixtral-8x7b --gpu h100 --mode train --batch 8 --seq 1024 --predictor roofline \
   --strategy tp=2,ep=8,dp=4,sp=1,etp=1 --print megatron
 ok $([ "$rc" -eq 0 ] && grep -q -- '--expert-tensor-parallel-size 1' "$TMP/out" &&

@@ -20,7 +20,8 @@ ok $(awk -F, -v a="$step_h100" -v b="$step_h200" -v c="$step_b200" '
   NR == 2 {o1 = near($3, a)} NR == 3 {o2 = near($3, b)} NR == 4 {o3 = near($3, c)}
   END {exit !(o1 && o2 && o3)}' "$TMP/out"; echo $?) \
   "each row's step_ms is that GPU's own prediction ($step_h100, $step_h200, $step_b200)"
-ok $(awk -F, 'NR > 1 && ($4 != "" || $5 != "" || $10 != "false") {bad = 1} END {exit bad}' "$TMP/out"
+ok $(awk -F, 'NR > 1 && ($4 != "" || $5 != "" || $10 != "false" || $3 + 0 <= 0) {bad = 1}
+               END {exit bad || NR != 4}' "$TMP/out"
      echo $?) "a training step has no ttft or tpot: empty cells, not zeros"
 
 run_pm $args --gpu h100,h200 --format json
