@@ -22,8 +22,8 @@ static void
 search_usage (FILE *fp)
 {
   fputs ("Usage: perfmod search --model NAME|config.json --gpus N[,N...] --global-batch B\n"
-         "               [--gpu NAME] [--seq S] [--precision P] [--tokens T]\n"
-         "               [--price-per-gpu-hour USD] [--predictor NAME] [--top N]\n"
+         "               [--gpu NAME[,NAME...]] [--seq S] [--precision P] [--tokens T]\n"
+         "               [--price-per-gpu-hour USD[,USD...]] [--predictor NAME] [--top N]\n"
          "               [--objective time|cost|tokens-per-s] [--format table|csv|json]\n"
          "               [--fix KEY=VALUE[,KEY=VALUE...]] [--max-tp N] [--max-cp N]\n"
          "               [--gpus-per-node N]\n"
@@ -48,6 +48,8 @@ struct sopts {
   size_t ncounts;
   int64_t gpus, batch, seq, top, max_tp, max_cp, gpus_per_node, jobs;
   double tokens, price;
+  double *prices;        /* --price-per-gpu-hour A,B,...: one per GPU of a --gpu list */
+  size_t nprices;
   char **paths, **popts;
   size_t npaths, npopts;
 };
@@ -132,7 +134,17 @@ parse (int argc, char **argv, struct sopts *o)
     case S_SEQ: ok = parse_int_range ("--seq", optarg, 1, (int64_t) 1 << 31, &o->seq); break;
     case S_PREC: o->precision = optarg; break;
     case S_TOKENS: ok = opt_num ("tokens", optarg, 1, &o->tokens); break;
-    case S_PRICE: ok = opt_num ("price-per-gpu-hour", optarg, 0, &o->price); break;
+    case S_PRICE: {                      /* one price, or one per GPU of a --gpu list */
+      char **items = strv_split (optarg, ',');
+      free (o->prices);
+      o->nprices = strv_len (items);
+      o->prices = xcalloc (o->nprices ? o->nprices : 1, sizeof *o->prices);
+      for (size_t i = 0; ok && i < o->nprices; i++)
+        ok = opt_num ("price-per-gpu-hour", items[i], 0, &o->prices[i]);
+      o->price = o->nprices ? o->prices[0] : 0;
+      strv_free (items);
+      break;
+    }
     case S_PRED: o->predictor = optarg; break;
     case S_TOP: ok = parse_int_range ("--top", optarg, 1, 1000, &o->top); break;
     case S_OBJ: o->objective = optarg; break;
@@ -182,6 +194,19 @@ parse (int argc, char **argv, struct sopts *o)
   }
   if (strcmp (o->objective, "cost") == 0 && !(o->price > 0)) {
     pm_error ("--objective cost needs --price-per-gpu-hour");
+    return -1;
+  }
+  size_t ngpu = 1;
+  for (const char *c = o->gpu; c && *c; c++)
+    ngpu += *c == ',';
+  if (o->nprices > 1 && o->nprices != ngpu) {
+    pm_error ("--price-per-gpu-hour: %zu prices for %zu GPUs (one, or one per --gpu)",
+              o->nprices, ngpu);
+    return -1;
+  }
+  if (ngpu > 1 && (o->plot || o->print)) {
+    pm_error ("--gpu %s: a list ranks the GPUs' best layouts in one table; %s takes one GPU",
+              o->gpu, o->plot ? "--plot" : "--print");
     return -1;
   }
   return 0;
@@ -472,6 +497,142 @@ print_launch (const struct sopts *o, const struct perfmod_search_result *res)
   return rc;
 }
 
+/* One GPU's best rows of a --gpu list. */
+struct gpu_row {
+  const char *gpu;                       /* as gpus.d names it (the result's) */
+  struct perfmod_search_row row;
+  size_t order;                          /* GPU by GPU, each one's rank: ties keep it */
+};
+
+static const char *cmp_objective;       /* qsort has no context argument */
+
+static int
+cmp_rows (const void *pa, const void *pb)
+{
+  const struct perfmod_search_row *a = &((const struct gpu_row *) pa)->row;
+  const struct perfmod_search_row *b = &((const struct gpu_row *) pb)->row;
+  double x = a->step_ms, y = b->step_ms;
+  if (strcmp (cmp_objective, "cost") == 0)
+    x = a->cost_usd, y = b->cost_usd;
+  else if (strcmp (cmp_objective, "tokens-per-s") == 0)
+    x = -a->tokens_per_s, y = -b->tokens_per_s;
+  if (x != y)
+    return x < y ? -1 : 1;
+  size_t oa = ((const struct gpu_row *) pa)->order, ob = ((const struct gpu_row *) pb)->order;
+  return (oa > ob) - (oa < ob);
+}
+
+/* perfmod search --gpu A,B,...: each GPU searched in turn (its own price
+ * where a list gives one), their best layouts ranked together by the
+ * objective.  Nothing is printed unless every GPU was searched. */
+static int
+search_gpus (const struct sopts *o, struct plugin_set *set, const struct gpu_db *gpus,
+             struct perfmod_search_request *req)
+{
+  char **names = strv_split (o->gpu, ',');
+  size_t n = strv_len (names), nrows = 0;
+  struct perfmod_search_result *res = xcalloc (n, sizeof *res);
+  struct gpu_row *rows = NULL;
+  bool csv = strcmp (o->format, "csv") == 0, json = strcmp (o->format, "json") == 0;
+  int rc = 0;
+
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    int p;
+    if (names[i][0] == '\0') {
+      pm_error ("--gpu %s: an empty name in the list", o->gpu);
+      rc = EXIT_USAGE;
+      break;
+    }
+    res[i].struct_size = sizeof res[i];
+    res[i].row_size = sizeof (struct perfmod_search_row);
+    req->gpu = names[i];
+    req->price_per_gpu_hour = o->nprices > 1 ? o->prices[i] : o->price;
+    p = search_run (set, gpus, req, &res[i]);
+    if (p != 0)
+      rc = p == SEARCH_BAD_REQUEST ? EXIT_USAGE : EXIT_RUNTIME;
+    else {
+      rows = xrealloc (rows, (nrows + res[i].nbest) * sizeof *rows);
+      for (size_t k = 0; k < res[i].nbest; k++) {
+        rows[nrows].gpu = res[i].gpu;
+        rows[nrows].order = nrows;
+        rows[nrows++].row = res[i].best[k];
+      }
+    }
+  }
+  if (req->progress)
+    fputs ("\r\033[K", stderr);
+  if (rc != 0)
+    goto out;
+  cmp_objective = o->objective;
+  qsort (rows, nrows, sizeof *rows, cmp_rows);
+  if (nrows > (size_t) o->top)
+    nrows = (size_t) o->top;
+  if (json) {
+    json_t *root = json_object (), *arr = json_array (), *per = json_array ();
+    json_object_set_new (root, "model", json_string (res[0].model));
+    json_object_set_new (root, "gpus", json_integer (res[0].gpus));
+    json_object_set_new (root, "objective", json_string (o->objective));
+    for (size_t i = 0; i < n; i++)
+      json_array_append_new (per, json_pack ("{s:s, s:I, s:I, s:f}", "gpu", res[i].gpu,
+                                             "configurations", (json_int_t) res[i].configurations,
+                                             "predicted", (json_int_t) res[i].predicted,
+                                             "seconds", res[i].seconds));
+    json_object_set_new (root, "searched", per);
+    for (size_t i = 0; i < nrows; i++) {
+      const struct perfmod_search_row *f = &rows[i].row;
+      json_array_append_new (arr, json_pack ("{s:i, s:s, s:s, s:f, s:f, s:f, s:f, s:f, s:f}",
+                                             "rank", (int) i + 1, "gpu", rows[i].gpu,
+                                             "strategy", f->strategy, "step_ms", f->step_ms,
+                                             "tokens_per_s", f->tokens_per_s, "mfu", f->mfu,
+                                             "memory_gb", f->memory_gb,
+                                             "train_hours", f->train_hours,
+                                             "cost_usd", f->cost_usd));
+    }
+    json_object_set_new (root, "best", arr);
+    json_dumpf (root, stdout, JSON_INDENT (2) | JSON_REAL_PRECISION (10));
+    putchar ('\n');
+    json_decref (root);
+    goto out;
+  }
+  if (csv)
+    printf ("rank,gpu,strategy,step_ms,tokens_per_s,mfu,memory_gb,train_hours,cost_usd\n");
+  else {
+    printf ("perfmod search: %s on %lld GPUs of each kind, global batch %lld x seq %lld, %s, "
+            "ranked by %s\n", res[0].model, (long long) res[0].gpus,
+            (long long) res[0].global_batch, (long long) res[0].seq, res[0].predictor,
+            o->objective);
+    for (size_t i = 0; i < n; i++) {    /* each GPU's own best, whatever the ranking shows */
+      printf ("  %-24s %llu configurations, %llu predicted, %.2f s; ", res[i].gpu,
+              (unsigned long long) res[i].configurations, (unsigned long long) res[i].predicted,
+              res[i].seconds);
+      if (res[i].nbest)
+        printf ("its best %.1f ms a step, %.0f tokens/s, $%.4g\n", res[i].best[0].step_ms,
+                res[i].best[0].tokens_per_s, res[i].best[0].cost_usd);
+      else
+        printf ("none fits\n");
+    }
+    printf ("\n%4s %-24s %11s %12s %6s %8s %10s %10s  %s\n", "rank", "gpu", "step_ms",
+            "tokens/s", "mfu_%", "mem_GB", "train_h", "cost_$", "strategy");
+  }
+  for (size_t i = 0; i < nrows; i++) {
+    const struct perfmod_search_row *f = &rows[i].row;
+    if (csv)
+      printf ("%zu,%s,\"%s\",%.9g,%.9g,%.6f,%.6g,%.6g,%.6g\n", i + 1, rows[i].gpu, f->strategy,
+              f->step_ms, f->tokens_per_s, f->mfu, f->memory_gb, f->train_hours, f->cost_usd);
+    else
+      printf ("%4zu %-24s %11.1f %12.0f %6.1f %8.1f %10.4g %10.4g  %s\n", i + 1, rows[i].gpu,
+              f->step_ms, f->tokens_per_s, 100 * f->mfu, f->memory_gb, f->train_hours,
+              f->cost_usd, f->strategy);
+  }
+out:
+  for (size_t i = 0; i < n; i++)
+    search_result_free (&res[i]);
+  free (res);
+  free (rows);
+  strv_free (names);
+  return rc;
+}
+
 int
 search_main (int argc, char **argv)
 {
@@ -508,6 +669,7 @@ search_main (int argc, char **argv)
   if ((p = parse (argc, argv, &o)) != 0) {
     free (o.paths);
     free (o.popts);
+    free (o.prices);
 #ifdef HAVE_MPI
     if (mpi)
       MPI_Finalize ();
@@ -562,6 +724,17 @@ search_main (int argc, char **argv)
   mallopt (M_TRIM_THRESHOLD, 256 << 20);
   mallopt (M_MMAP_THRESHOLD, 64 << 20);
 #endif
+  if (strchr (o.gpu ? o.gpu : "", ',')) {
+    if (mpi_size > 1) {
+      pm_error ("--gpu %s: a list is searched by one process, not under mpirun", o.gpu);
+      rc = EXIT_USAGE;
+    }
+    else
+      rc = search_gpus (&o, &set, &gpus, &req);
+    if (rc == 0)
+      plugins_note_fallbacks (&set, stderr);
+    goto out;
+  }
   t0 = pm_now ();
   if (mpi_rank > 0)               /* rank 0 says why a request is refused */
     pm_error_capture (rank_err, sizeof rank_err);
@@ -598,6 +771,7 @@ out:
   free (o.paths);
   free (o.popts);
   free (o.counts);
+  free (o.prices);
 #ifdef HAVE_MPI
   if (mpi)
     MPI_Finalize ();
