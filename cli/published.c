@@ -165,6 +165,8 @@ runs_load (const char *path, struct pub_run **out, size_t *nout)
       chk.pp = (int) x.pp;
       chk.vp = (int) x.vp;
       chk.schedule = x.vp > 1 ? SCHED_INTERLEAVED : SCHED_1F1B;
+      if (word_index (f[col_s[4]], recompute_modes, 3) >= 0)
+        chk.recompute = (enum pm_recompute) word_index (f[col_s[4]], recompute_modes, 3);
       bad = strategy_parse (&chk, x.keys, where);
       free (where);
       if (bad < 0) {

@@ -193,7 +193,9 @@ struct perfmod_parallel_case {
   double link_bytes_per_s;  /* W: bandwidth of the link this dimension's group uses */
   const char *link_name;    /* "intra-node" or "inter-node" */
   /* Appended (check struct_size): what plan() needs. */
-  double mb_tokens;         /* tokens of one micro-batch on one rank */
+  double mb_tokens;         /* tokens of one micro-batch on one rank (ep's case: those its
+                               routed layers dispatch, 1/tp of them under Megatron-Core's
+                               sequence parallelism) */
   double elem_bytes;        /* bytes per activation element */
   double heads, kv_heads;   /* attention heads and key/value heads */
   double vocab;             /* vocabulary rows */

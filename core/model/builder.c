@@ -1691,7 +1691,6 @@ te_mtp (struct bctx *c, int k)
   copy (c, "concat", "cat", 2.0 * (double) tn * (double) d, 2.0 * (double) tn * (double) d);
   linear (c, "eh_proj", tn, 2 * d, d, false);
   c->moe = model_layer_moe (m, m->layers - 1);
-  set_prefix (c, "mtp_layers", k);
   te_layer (c);
   c->moe = moe;
   te_norm (c, "final_layernorm", tn, d);

@@ -257,7 +257,8 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
    * after dispatch and reduce-scattered before combine in the forward,
    * the reverse in the backward; the copies of the micro-batch's tokens
    * (the busiest rank's under imbalance), the whole buffer. */
-  if (dp->moe_tp_after && s->etp == 0 && dp->ncomms + 4 <= sizeof dp->comms / sizeof dp->comms[0]) {
+  if (dp->moe_tp_after && s->etp == 0 &&
+      dp->ncomms + 4 <= sizeof dp->comms / sizeof dp->comms[0]) {
     double copies = (double) s->mbs * (double) o->seq / (double) s->cp * (double) m->top_k
                     * (double) m->hidden * pr->act_bytes * dp->plan.expert_load;
     for (int ph = 0; ph < 2; ph++)
