@@ -271,6 +271,27 @@ static const double phys_deepep_latency_s[2][2] = { { 26e-6, 39e-6 }, { 12e-6, 1
  * normal kernels by default (num_sms). */
 #define PHYS_DEEPEP_SMS 20
 
+/* The bytes DeepEP's normal kernels register on each of `ranks` ranks, as
+ * Megatron-Core's flex dispatcher asks for them (fused_a2a.get_buffer:
+ * DeepEP's Config size hints for the rank count, 20 SMs, hidden_bytes the
+ * width at 2 bytes): per channel (SMs / 2) and NVLink peer (8 at most) a
+ * ring of received tokens (256 for one node, 288 to 64 ranks, 560 to 128,
+ * 720 beyond), each the hidden state and up to 128 top-k indices (int64),
+ * weights and scales (float), 8 bytes of source metadata; across nodes
+ * as much again per node for RDMA (128 tokens, twice); DeepEP's 32 MiB
+ * workspace. */
+static inline double
+phys_deepep_buffer_bytes (int ranks, double hidden_bytes)
+{
+  double ch = PHYS_DEEPEP_SMS / 2, nvl = ranks < 8 ? ranks : 8, rdma = ranks / 8 > 1 ? ranks / 8 : 1;
+  double recv = ranks <= 8 ? 256 : ranks <= 64 ? 288 : ranks <= 128 ? 560 : 720;
+  double tok = hidden_bytes + 8 + 128 * 8 + 128 * 4 + 128 * 4;
+  double bytes = ch * nvl * ((2 * rdma + 3) * 4 + recv * tok);
+  if (ranks > 8)
+    bytes += ch * rdma * ((8 * 2 + 2) * 2 * 4 + 128 * 2 * (tok + 16));
+  return bytes + 32.0 * 1048576;
+}
+
 /* DeepEP's four kernels by [ll][combine]. */
 static const char *const phys_deepep_ops[2][2] = {
   { "deepep_normal_dispatch", "deepep_normal_combine" },

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1100-dispatcher.sh: how ep's tokens reach their experts in a graph (dispatcher=alltoall, allgather, flex: DeepEP's kernels) and a2a_overlap, each by hand; what Megatron-Core refuses, refused.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 18
+plan 19
 
 # Mixtral 8x7B on 8 H100 of one node, ep=8 over the data-parallel ranks, one micro-batch of
 # 4096 tokens, roofline, Megatron-Core's layer: 32 routed layers, each dispatching and
@@ -134,4 +134,21 @@ run_pm search --model mixtral-8x7b --gpu h100 --gpus 16 --global-batch 64 --seq 
 ok $([ "$rc" -eq 0 ] && jq -e '(.best | length) > 0 and all(.best[]; (.strategy |
        test("dispatcher=flex") and test("a2a_overlap=1") and (test("ep=1,") | not)))' \
        "$TMP/out" >/dev/null; echo $?) "search --fix dispatcher=flex,a2a_overlap=1: every layout has them, with ep > 1"
+# DeepEP's buffers (Megatron-Core's get_buffer, DeepEP's size hints, 20 SMs: 10 channels):
+# Mixtral on one node of 8, hidden 4096 at 2 bytes: 10 x 8 x ((2 + 3) x 4 + 256 x (8192 + 8 +
+# 1024 + 512 + 512)) = 209880640 NVLink bytes; Qwen3-30B-A3B over 16 ranks on two nodes,
+# hidden 2048: 10 x 8 x (7 x 4 + 288 x 6152) = 141744320 NVLink and 10 x 2 x (18 x 2 x 4 +
+# 128 x 2 x (6152 + 16)) = 31583040 RDMA bytes; each with the 33554432-byte workspace
+act () {
+  run_pm --model "$1" --gpu h100 --mode train --batch "$2" --seq 4096 --predictor roofline \
+    --format json --strategy "$3"
+  jq -r '.predictions[0].memory.activations' "$TMP/out"
+}
+mix=$(awk -v a="$(act mixtral-8x7b 8 dp=8,ep=8,dispatcher=flex)" \
+          -v b="$(act mixtral-8x7b 8 dp=8,ep=8)" 'BEGIN {printf "%.9f", a - b}')
+qw=$(awk -v a="$(act qwen3-30b-a3b 16 dp=16,ep=16,dispatcher=flex)" \
+         -v b="$(act qwen3-30b-a3b 16 dp=16,ep=16)" 'BEGIN {printf "%.9f", a - b}')
+ok $(awk -v m="$mix" -v q="$qw" 'BEGIN {exit !((m - 0.243435072)^2 < 1e-12 && (q - 0.206881792)^2 < 1e-12)}'
+     echo $?) "DeepEP's buffers: 0.243435072 GB a rank on one node of 8, 0.206881792 over 16 ($mix, $qw)"
+
 finish

@@ -179,6 +179,8 @@ memory_estimate (const struct model_cfg *m, const struct memory_options *o,
      * gradient; qkv, fc1 weight gradient) */
     if (sh && sh->tpo)
       out->activations += TE_UB_BUFFERS * b * s * h * eb;
+    if (sh)
+      out->activations += sh->comm_buffers;
   }
   else {
     out->weights = p * pr->weight_bytes;

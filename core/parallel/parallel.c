@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "physics.h"
 
 /* The plugins are asked in this fixed order: each sees the shares the
  * earlier ones left (dp's gradients are those of a tp/ep/pp shard). */
@@ -1207,6 +1208,9 @@ rank_memory (const struct model_cfg *m, const struct perfmod_gpu *gpu,
   ms.gradients = dp->plan.gradients;
   ms.optimizer = dp->plan.optimizer;
   ms.gradient_buffers = dp->plan.gradient_buffers;
+  /* DeepEP's buffers under the flex dispatcher, over the ep group */
+  if (o->train && s->dispatcher == PERFMOD_DISPATCH_FLEX && s->ep > 1)
+    ms.comm_buffers = phys_deepep_buffer_bytes (s->ep, 2.0 * (double) m->hidden);
   memset (&mo, 0, sizeof mo);
   mo.prec = o->prec;
   /* inference keeps every sequence's KV cache: the replica's whole batch

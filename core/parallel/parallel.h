@@ -125,6 +125,8 @@ struct mem_shard {       /* one device's share under graph-level parallelism */
   int vocab;             /* logits split over this many ranks */
   double weights, gradients, optimizer; /* ZeRO divisors */
   double gradient_buffers; /* extra unsharded gradient copies (data-parallel buckets) */
+  double comm_buffers;   /* bytes communication libraries register (DeepEP's), counted with
+                            the activations as Transformer Engine's userbuffers are */
 };
 struct memory_estimate { /* bytes */
   double weights, gradients, optimizer, activations, kv_cache, reserve, total;
