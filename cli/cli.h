@@ -78,7 +78,8 @@ int perfmod_main (int argc, char **argv);
 int cmd_plugins (struct plugin_set *set);
 int cmd_gpus (void);
 int cmd_strategies (void);
-int cmd_models (const char *model);
+/* fmt: table, csv or json */
+int cmd_models (const char *model, const char *fmt);
 int cmd_graph (struct cli *c, struct plugin_set *set);
 int cmd_predict (struct cli *c, struct plugin_set *set);
 int cmd_train (struct cli *c);

@@ -1,6 +1,7 @@
 /* list.c: perfmod plugins, gpus, strategies, models: the tables of what is installed. */
 #include <config.h>
 
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,47 +68,80 @@ cmd_strategies (void)
   return 0;
 }
 
+enum { MODELS_TABLE, MODELS_CSV, MODELS_JSON };
+
 /* One row of perfmod models: kv_B_tok is what one token's keys and values
- * take in a bf16 cache over every layer (MLA: the latent and the rope key). */
+ * take in a bf16 cache over every layer (MLA: the latent and the rope key).
+ * JSON rows go into arr under the same names as CSV's header. */
 static void
-model_row (const struct model_cfg *m, int w)
+model_row (const struct model_cfg *m, int w, int format, json_t *arr)
 {
   double kv = m->family == FAM_BERT ? 0 : 2.0 * (double) m->layers * model_kv_width (m);
-  printf ("%-*s %-20s %6lld %6lld %6lld %6lld %7lld %7lld %9.0f %14.0f %14.0f\n", w, m->name,
-          m->arch, (long long) (m->layers + m->dec_layers), (long long) m->hidden,
-          (long long) m->heads, (long long) m->kv_heads, (long long) m->ffn,
-          (long long) m->experts, kv, model_active_params (m), model_params (m));
+  long long layers = (long long) (m->layers + m->dec_layers);
+  if (format == MODELS_JSON)
+    json_array_append_new (arr, json_pack ("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, "
+                                           "s:f, s:f}", "model", m->name, "model_type", m->arch,
+                                           "layers", (json_int_t) layers,
+                                           "hidden", (json_int_t) m->hidden,
+                                           "heads", (json_int_t) m->heads,
+                                           "kv_heads", (json_int_t) m->kv_heads,
+                                           "ffn", (json_int_t) m->ffn,
+                                           "experts", (json_int_t) m->experts,
+                                           "top_k", (json_int_t) (m->experts ? m->top_k : 0),
+                                           "kv_bytes_per_token", kv,
+                                           "active_params", model_active_params (m),
+                                           "params", model_params (m)));
+  else if (format == MODELS_CSV)
+    printf ("%s,%s,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%.0f,%.0f,%.0f\n", m->name, m->arch, layers,
+            (long long) m->hidden, (long long) m->heads, (long long) m->kv_heads,
+            (long long) m->ffn, (long long) m->experts, (long long) (m->experts ? m->top_k : 0),
+            kv, model_active_params (m), model_params (m));
+  else
+    printf ("%-*s %-20s %6lld %6lld %6lld %6lld %7lld %7lld %9.0f %14.0f %14.0f\n", w, m->name,
+            m->arch, layers, (long long) m->hidden, (long long) m->heads,
+            (long long) m->kv_heads, (long long) m->ffn, (long long) m->experts, kv,
+            model_active_params (m), model_params (m));
 }
 
 static void
-models_header (int w)
+models_header (int w, int format)
 {
   /* params stays the last column (scripts read $NF); active: what a
    * token uses, the routed experts it is not sent to left out */
-  printf ("%-*s %-20s %6s %6s %6s %6s %7s %7s %9s %14s %14s\n", w, "model", "model_type", "layers",
-          "hidden", "heads", "kv", "ffn", "experts", "kv_B_tok", "active", "params");
+  if (format == MODELS_CSV)
+    printf ("model,model_type,layers,hidden,heads,kv_heads,ffn,experts,top_k,"
+            "kv_bytes_per_token,active_params,params\n");
+  else if (format == MODELS_TABLE)
+    printf ("%-*s %-20s %6s %6s %6s %6s %7s %7s %9s %14s %14s\n", w, "model", "model_type",
+            "layers", "hidden", "heads", "kv", "ffn", "experts", "kv_B_tok", "active", "params");
 }
 
 /* perfmod models: every built-in, or the one --model names (a built-in or a config.json). */
 int
-cmd_models (const char *model)
+cmd_models (const char *model, const char *fmt)
 {
   char *dir, **files;
   int rc = 0, w = 14;
+  int format = strcmp (fmt, "csv") == 0 ? MODELS_CSV : strcmp (fmt, "json") == 0 ? MODELS_JSON
+               : MODELS_TABLE;
+  json_t *arr = format == MODELS_JSON ? json_array () : NULL;
   if (model) {
     struct model_cfg m;
-    if (model_cfg_open (&m, model) < 0)
+    if (model_cfg_open (&m, model) < 0) {
+      json_decref (arr);
       return EXIT_USAGE;
+    }
     w = (int) strlen (m.name) > w ? (int) strlen (m.name) : w;
-    models_header (w);
-    model_row (&m, w);
+    models_header (w, format);
+    model_row (&m, w, format, arr);
     model_cfg_free (&m);
-    return 0;
+    goto done;
   }
   dir = xasprintf ("%s/models", pm_datadir ());
   if ((files = list_dir (dir, ".json")) == NULL) {
     pm_error ("%s: no built-in models", dir);
     free (dir);
+    json_decref (arr);
     return EXIT_RUNTIME;
   }
   /* the model column as wide as the longest file stem */
@@ -116,17 +150,28 @@ cmd_models (const char *model)
     int n = (int) strlen (base ? base + 1 : *f) - 5;
     w = n > w ? n : w;
   }
-  models_header (w);
+  models_header (w, format);
   for (char **f = files; *f; f++) {
     struct model_cfg m;
     if (model_cfg_load (&m, *f) < 0)
       rc = EXIT_USAGE;
     else {
-      model_row (&m, w);
+      model_row (&m, w, format, arr);
       model_cfg_free (&m);
     }
   }
   strv_free (files);
   free (dir);
+done:
+  if (arr) {                            /* the answer whole, or nothing */
+    if (rc == 0) {
+      json_t *root = json_pack ("{s:o}", "models", arr);
+      json_dumpf (root, stdout, JSON_INDENT (2) | JSON_REAL_PRECISION (15));
+      putchar ('\n');
+      json_decref (root);
+    }
+    else
+      json_decref (arr);
+  }
   return rc;
 }

@@ -23,7 +23,7 @@ static const char usage_text[] =
          "               [--gen N] [--print megatron|nemo]\n"
          "               [--plot FILE.svg] [--verbose]\n"
          "       perfmod plugins | gpus | strategies [--plugin-path DIR]...\n"
-         "       perfmod models [--model NAME|config.json]\n"
+         "       perfmod models [--model NAME|config.json] [--format table|csv|json]\n"
          "       perfmod graph [--model ...|--opgraph ...] [--format table|csv]: the kernels\n"
          "       perfmod reproduce [--neusight DIR] [--graph opgraph|builder]\n"
          "               [--table inf|train|perop|nodesum|distributed|all|published|serving]\n"
@@ -304,13 +304,17 @@ perfmod_main (int argc, char **argv)
     goto usage;
   }
 
-  if ((strcmp (cmd, "gpus") == 0 || strcmp (cmd, "strategies") == 0 || strcmp (cmd, "models") == 0 ||
+  if ((strcmp (cmd, "gpus") == 0 || strcmp (cmd, "strategies") == 0 ||
        strcmp (cmd, "plugins") == 0) && strcmp (c.format, "table") != 0) {
     pm_error ("--format %s: perfmod %s prints a table", c.format, cmd);
     goto usage;
   }
   if (strcmp (cmd, "models") == 0) {
-    rc = cmd_models (c.model);
+    if (strcmp (c.format, "table") && strcmp (c.format, "csv") && strcmp (c.format, "json")) {
+      pm_error ("--format '%s': expected table, csv or json", c.format);
+      goto usage;
+    }
+    rc = cmd_models (c.model, c.format);
     cli_free (&c);
     return rc;
   }

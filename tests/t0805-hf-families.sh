@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0805-hf-families.sh: Hugging Face configs of Qwen2/3 (+MoE), DeepSeek-V2/V3, gpt-oss, Gemma 1/2/3 and GPT-NeoX: built-ins against published parameter counts, graphs, sliding windows, MLA's cache, training and inference runs, refusals.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 45
+plan 48
 
 MODELS="qwen2-7b qwen3-8b qwen3-32b qwen3-30b-a3b qwen3-235b-a22b deepseek-v2-lite deepseek-v3
 gpt-oss-20b gpt-oss-120b gemma-7b gemma2-9b gemma3-27b gpt-neox-20b glm-4.5-air"
@@ -311,6 +311,22 @@ ok $([ "$rc" -eq 0 ] && [ "$(grep -c . "$TMP/out")" -eq 2 ] &&
 run_pm models --model "$top_srcdir/models/deepseek-v3.json"
 ok $([ "$rc" -eq 0 ] && awk 'NR == 2 && $(NF-2) == 61 * (512 + 64) * 2 { f = 1 } END { exit !f }' "$TMP/out"; echo $?) \
   "models --model FILE: a config file's row (DeepSeek-V3's latent cache, 70,272 bytes a token)"
+# the same under CSV's and JSON's names: Kimi K2 by hand (61 layers, 384 experts, top 8, MLA's
+# 61 x (512 + 64) x 2 bytes a token), the same numbers as the table's
+run_pm models --model kimi-k2 --format json
+ok $([ "$rc" -eq 0 ] && jq -e '.models | length == 1 and .[0].model == "kimi-k2" and
+     .[0].layers == 61 and .[0].experts == 384 and .[0].top_k == 8 and
+     .[0].kv_bytes_per_token == 61 * 576 * 2 and .[0].params > .[0].active_params' "$TMP/out" \
+     >/dev/null; echo $?) "models --format json: Kimi K2 under the CSV's names, by hand"
+kimi_p=$(jq -r '.models[0].params' "$TMP/out")
+run_pm models --format csv
+ok $([ "$rc" -eq 0 ] && [ "$(head -1 "$TMP/out")" = \
+  model,model_type,layers,hidden,heads,kv_heads,ffn,experts,top_k,kv_bytes_per_token,active_params,params ] &&
+  [ "$(grep -c . "$TMP/out")" -eq "$(ls "$top_srcdir"/models/*.json | wc -l | awk '{print $1 + 1}')" ] &&
+  awk -F, -v p="$kimi_p" '$1 == "kimi-k2" && $NF == p {f = 1} END {exit !f}' "$TMP/out"; echo $?) \
+  "models --format csv: a row per built-in, Kimi K2's parameters as JSON's"
+expect_one_line 2 "--format 'xml': expected table, csv or json" "models --format xml is refused" -- \
+  models --format xml
 # Hugging Face model IDs from the local cache, no network: HF_HOME/hub's snapshot that
 # refs/main names; HF_HUB_CACHE; the one snapshot when refs/main is missing; else said
 hub="$TMP/hf/hub/models--acme--tiny-8b"
