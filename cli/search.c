@@ -262,6 +262,69 @@ gather (struct perfmod_search_result *res, size_t top, int *rc, int rank, int si
 }
 #endif
 
+/* A row's time to train and cost exist where --tokens (and a price) were
+ * given: null in JSON, an empty CSV cell, '-' in the table otherwise. */
+static bool
+hours_given (const struct sopts *o)
+{
+  return o->tokens > 0;
+}
+
+static bool
+cost_given (const struct sopts *o)
+{
+  return o->tokens > 0 && o->price > 0;
+}
+
+/* One best row, as JSON (gpu NULL: a single GPU's search). */
+static json_t *
+row_json (const struct sopts *o, const struct perfmod_search_row *f, size_t rank, const char *gpu)
+{
+  json_t *r = json_pack ("{s:I, s:s, s:f, s:f, s:f, s:f}", "rank", (json_int_t) rank,
+                         "strategy", f->strategy, "step_ms", f->step_ms, "tokens_per_s",
+                         f->tokens_per_s, "mfu", f->mfu, "memory_gb", f->memory_gb);
+  if (gpu)
+    json_object_set_new (r, "gpu", json_string (gpu));
+  json_object_set_new (r, "train_hours", hours_given (o) ? json_real (f->train_hours) : json_null ());
+  json_object_set_new (r, "cost_usd", cost_given (o) ? json_real (f->cost_usd) : json_null ());
+  return r;
+}
+
+/* One best row of the CSV (gpu NULL: no gpu column). */
+static void
+row_csv (const struct sopts *o, const struct perfmod_search_row *f, size_t rank, const char *gpu,
+         FILE *out)
+{
+  fprintf (out, "%zu,", rank);
+  if (gpu)
+    fprintf (out, "%s,", gpu);
+  fprintf (out, "\"%s\",%.9g,%.9g,%.6f,%.6g,", f->strategy, f->step_ms, f->tokens_per_s, f->mfu,
+           f->memory_gb);
+  if (hours_given (o))
+    fprintf (out, "%.6g", f->train_hours);
+  fputc (',', out);
+  if (cost_given (o))
+    fprintf (out, "%.6g", f->cost_usd);
+  fputc ('\n', out);
+}
+
+/* One best row of the table (gpu NULL: no gpu column). */
+static void
+row_table (const struct sopts *o, const struct perfmod_search_row *f, size_t rank,
+           const char *gpu, FILE *out)
+{
+  char hours[24] = "-", cost[24] = "-";
+  if (hours_given (o))
+    snprintf (hours, sizeof hours, "%.4g", f->train_hours);
+  if (cost_given (o))
+    snprintf (cost, sizeof cost, "%.4g", f->cost_usd);
+  fprintf (out, "%4zu ", rank);
+  if (gpu)
+    fprintf (out, "%-24s ", gpu);
+  fprintf (out, "%11.1f %12.0f %6.1f %8.1f %10s %10s  %s\n", f->step_ms, f->tokens_per_s,
+           100 * f->mfu, f->memory_gb, hours, cost, f->strategy);
+}
+
 static void
 report (const struct sopts *o, const struct perfmod_search_result *res, double seconds, FILE *out)
 {
@@ -285,15 +348,8 @@ report (const struct sopts *o, const struct perfmod_search_result *res, double s
       json_object_set_new (pr, res->pruned[i].key, json_integer ((json_int_t) res->pruned[i].n));
     json_object_set_new (root, "pruned", pr);
     json_object_set_new (root, "seconds", json_real (seconds));
-    for (size_t i = 0; i < res->nbest; i++) {
-      const struct perfmod_search_row *f = &res->best[i];
-      json_array_append_new (arr, json_pack ("{s:I, s:s, s:f, s:f, s:f, s:f, s:f, s:f}",
-                                             "rank", (json_int_t) i + 1, "strategy", f->strategy,
-                                             "step_ms", f->step_ms, "tokens_per_s",
-                                             f->tokens_per_s, "mfu", f->mfu, "memory_gb",
-                                             f->memory_gb, "train_hours", f->train_hours,
-                                             "cost_usd", f->cost_usd));
-    }
+    for (size_t i = 0; i < res->nbest; i++)
+      json_array_append_new (arr, row_json (o, &res->best[i], i + 1, NULL));
     json_object_set_new (root, "best", arr);
     json_dumpf (root, out, JSON_INDENT (2) | JSON_REAL_PRECISION (10));
     fputc ('\n', out);
@@ -302,11 +358,8 @@ report (const struct sopts *o, const struct perfmod_search_result *res, double s
   }
   if (csv) {
     fprintf (out, "rank,strategy,step_ms,tokens_per_s,mfu,memory_gb,train_hours,cost_usd\n");
-    for (size_t i = 0; i < res->nbest; i++) {
-      const struct perfmod_search_row *f = &res->best[i];
-      fprintf (out, "%zu,\"%s\",%.9g,%.9g,%.6f,%.6g,%.6g,%.6g\n", i + 1, f->strategy, f->step_ms,
-               f->tokens_per_s, f->mfu, f->memory_gb, f->train_hours, f->cost_usd);
-    }
+    for (size_t i = 0; i < res->nbest; i++)
+      row_csv (o, &res->best[i], i + 1, NULL, out);
     return;
   }
   fprintf (out, "perfmod search: %s on %lld x %s, global batch %lld x seq %lld, %s, %s\n",
@@ -321,12 +374,8 @@ report (const struct sopts *o, const struct perfmod_search_result *res, double s
                (unsigned long long) res->pruned[i].n);
   fprintf (out, "\n%4s %11s %12s %6s %8s %10s %10s  %s\n", "rank", "step_ms", "tokens/s", "mfu_%",
            "mem_GB", "train_h", "cost_$", "strategy");
-  for (size_t i = 0; i < res->nbest; i++) {
-    const struct perfmod_search_row *f = &res->best[i];
-    fprintf (out, "%4zu %11.1f %12.0f %6.1f %8.1f %10.4g %10.4g  %s\n", i + 1, f->step_ms,
-             f->tokens_per_s, 100 * f->mfu, f->memory_gb, f->train_hours, f->cost_usd,
-             f->strategy);
-  }
+  for (size_t i = 0; i < res->nbest; i++)
+    row_table (o, &res->best[i], i + 1, NULL, out);
   if (res->nbest)
     fprintf (out, "\nrerun the best: perfmod --model %s --gpu %s --mode train --precision %s "
              "--batch %lld --seq %lld --nodes %lld --gpus-per-node %lld --predictor %s "
@@ -578,16 +627,8 @@ search_gpus (const struct sopts *o, struct plugin_set *set, const struct gpu_db 
                                              "predicted", (json_int_t) res[i].predicted,
                                              "seconds", res[i].seconds));
     json_object_set_new (root, "searched", per);
-    for (size_t i = 0; i < nrows; i++) {
-      const struct perfmod_search_row *f = &rows[i].row;
-      json_array_append_new (arr, json_pack ("{s:i, s:s, s:s, s:f, s:f, s:f, s:f, s:f, s:f}",
-                                             "rank", (int) i + 1, "gpu", rows[i].gpu,
-                                             "strategy", f->strategy, "step_ms", f->step_ms,
-                                             "tokens_per_s", f->tokens_per_s, "mfu", f->mfu,
-                                             "memory_gb", f->memory_gb,
-                                             "train_hours", f->train_hours,
-                                             "cost_usd", f->cost_usd));
-    }
+    for (size_t i = 0; i < nrows; i++)
+      json_array_append_new (arr, row_json (o, &rows[i].row, i + 1, rows[i].gpu));
     json_object_set_new (root, "best", arr);
     json_dumpf (root, stdout, JSON_INDENT (2) | JSON_REAL_PRECISION (10));
     putchar ('\n');
@@ -605,25 +646,20 @@ search_gpus (const struct sopts *o, struct plugin_set *set, const struct gpu_db 
       printf ("  %-24s %llu configurations, %llu predicted, %.2f s; ", res[i].gpu,
               (unsigned long long) res[i].configurations, (unsigned long long) res[i].predicted,
               res[i].seconds);
-      if (res[i].nbest)
+      if (res[i].nbest && cost_given (o))
         printf ("its best %.1f ms a step, %.0f tokens/s, $%.4g\n", res[i].best[0].step_ms,
                 res[i].best[0].tokens_per_s, res[i].best[0].cost_usd);
+      else if (res[i].nbest)
+        printf ("its best %.1f ms a step, %.0f tokens/s\n", res[i].best[0].step_ms,
+                res[i].best[0].tokens_per_s);
       else
         printf ("none fits\n");
     }
     printf ("\n%4s %-24s %11s %12s %6s %8s %10s %10s  %s\n", "rank", "gpu", "step_ms",
             "tokens/s", "mfu_%", "mem_GB", "train_h", "cost_$", "strategy");
   }
-  for (size_t i = 0; i < nrows; i++) {
-    const struct perfmod_search_row *f = &rows[i].row;
-    if (csv)
-      printf ("%zu,%s,\"%s\",%.9g,%.9g,%.6f,%.6g,%.6g,%.6g\n", i + 1, rows[i].gpu, f->strategy,
-              f->step_ms, f->tokens_per_s, f->mfu, f->memory_gb, f->train_hours, f->cost_usd);
-    else
-      printf ("%4zu %-24s %11.1f %12.0f %6.1f %8.1f %10.4g %10.4g  %s\n", i + 1, rows[i].gpu,
-              f->step_ms, f->tokens_per_s, 100 * f->mfu, f->memory_gb, f->train_hours,
-              f->cost_usd, f->strategy);
-  }
+  for (size_t i = 0; i < nrows; i++)
+    (csv ? row_csv : row_table) (o, &rows[i].row, i + 1, rows[i].gpu, stdout);
 out:
   for (size_t i = 0; i < n; i++)
     search_result_free (&res[i]);
