@@ -325,6 +325,36 @@ run_setup (const struct pub_run *x, const struct model_cfg *m, const struct gpu_
   return NULL;
 }
 
+/* One prediction of a run: its signed error (%), whether the model has
+ * routed experts, whether it was predicted out of memory. */
+struct pub_err {
+  double e;
+  bool moe, oom;
+};
+
+/* One line of the summary over the predictions of group (-1 all, 0 the
+ * dense models', 1 the MoE models'). */
+static void
+summary_line (FILE *out, const char *label, const struct pub_err *v, size_t k, int group)
+{
+  double *a = xcalloc (k ? k : 1, sizeof *a), sum = 0, med = 0;
+  size_t m = 0, within = 0, fast = 0, oom = 0;
+  for (size_t j = 0; j < k; j++)
+    if (group < 0 || (int) v[j].moe == group) {
+      a[m++] = fabs (v[j].e);
+      sum += fabs (v[j].e);
+      within += fabs (v[j].e) <= 15;
+      fast += v[j].e < -20;
+      oom += v[j].oom;
+    }
+  qsort (a, m, sizeof *a, cmp_double);
+  if (m)
+    med = m % 2 ? a[m / 2] : (a[m / 2 - 1] + a[m / 2]) / 2;
+  fprintf (out, "%-10s %5zu %14.1f %12.1f %7zu/%-2zu %14zu %13zu\n", label, m, med,
+           m ? sum / (double) m : 0, within, m, oom, fast);
+  free (a);
+}
+
 int
 reproduce_published (struct plugin_set *set, const struct gpu_db *gpus,
                      const struct reproduce_options *o)
@@ -333,8 +363,8 @@ reproduce_published (struct plugin_set *set, const struct gpu_db *gpus,
   size_t npred = strv_len (o->predictors), n = 0, nskip = 0;
   struct pub_run *runs = NULL;
   struct plugin **pls;
-  double **errs;
-  size_t *nerr, *noom;
+  struct pub_err **errs;
+  size_t *nerr;
   char **skipped;
   int rc = 0;
 
@@ -348,7 +378,6 @@ reproduce_published (struct plugin_set *set, const struct gpu_db *gpus,
     }
   errs = xcalloc (npred, sizeof *errs);
   nerr = xcalloc (npred, sizeof *nerr);
-  noom = xcalloc (npred, sizeof *noom);
   skipped = xcalloc (n, sizeof *skipped);
   for (size_t p = 0; p < npred; p++)
     errs[p] = xcalloc (n, sizeof **errs);
@@ -399,8 +428,7 @@ reproduce_published (struct plugin_set *set, const struct gpu_db *gpus,
         break;
       }
       e = (res.step_ms / 1e3 - pub) / pub * 100;
-      errs[p][nerr[p]++] = fabs (e);
-      noom[p] += res.mem.oom;
+      errs[p][nerr[p]++] = (struct pub_err) { e, m.experts > 0, res.mem.oom };
       if (csv)
         fprintf (o->out, "%s,%s,%s,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%s,%s,%s,%.6g,"
                  "%.6g,%.2f,%.2f,%s,%s\n", x->id, x->model, x->gpu, (long long) x->gpus,
@@ -419,23 +447,16 @@ reproduce_published (struct plugin_set *set, const struct gpu_db *gpus,
   }
   if (rc == 0) {
     FILE *sum = csv ? o->err : o->out;
-    fprintf (sum, "\n%-10s %5s %14s %12s %10s %14s\n", "predictor", "runs", "median_|err|_%",
-             "mean_|err|_%", "within_15%", "predicted_OOM");
+    fprintf (sum, "\n%-10s %5s %14s %12s %10s %14s %13s\n", "predictor", "runs",
+             "median_|err|_%", "mean_|err|_%", "within_15%", "predicted_OOM", "fast_>20%");
     for (size_t p = 0; p < npred; p++) {
-      double sum_e = 0, med = 0;
-      size_t k = nerr[p], within = 0;
-      qsort (errs[p], k, sizeof **errs, cmp_double);
-      for (size_t j = 0; j < k; j++) {
-        sum_e += errs[p][j];
-        within += errs[p][j] <= 15;
-      }
-      if (k)
-        med = k % 2 ? errs[p][k / 2] : (errs[p][k / 2 - 1] + errs[p][k / 2]) / 2;
-      fprintf (sum, "%-10s %5zu %14.1f %12.1f %7zu/%-2zu %14zu\n", o->predictors[p], k, med,
-               k ? sum_e / k : 0, within, k, noom[p]);
+      summary_line (sum, o->predictors[p], errs[p], nerr[p], -1);
+      summary_line (sum, "  dense", errs[p], nerr[p], 0);
+      summary_line (sum, "  MoE", errs[p], nerr[p], 1);
     }
     fprintf (sum, "(%zu runs from %s; error = predicted / published - 1 of the step time; every "
-             "run ran, so a predicted OOM is a miss)\n", n, o->published);
+             "run ran, so a predicted OOM is a miss; fast_>20%%: predicted more than 20 %% too "
+             "fast; MoE: the models with routed experts)\n", n, o->published);
     for (size_t j = 0; j < nskip; j++)
       fprintf (sum, "skipped %s\n", skipped[j]);
   }
@@ -446,7 +467,6 @@ reproduce_published (struct plugin_set *set, const struct gpu_db *gpus,
   free (skipped);
   free (errs);
   free (nerr);
-  free (noom);
 out0:
   free (pls);
   for (size_t i = 0; i < n; i++)

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1120-moe-tp.sh: Megatron-Core's routed layer beside tensor and sequence parallelism, by hand: each rank routes and dispatches its own share of the sequence; the copies gathered over tp after dispatch (expert tp = tp) or experts whole (etp=1); what Megatron-Core refuses, refused; published-runs' keys column and FLOPs rule.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 13
+plan 14
 
 # Mixtral 8x7B (hidden 4096, 8 experts, top 2, expert width 14336) on 8 H100: tp=2 with
 # sequence parallelism, ep=4 over tp x dp, one micro-batch of 1024 tokens in bf16.  Each
@@ -85,5 +85,17 @@ run_pm reproduce --table published --predictor roofline --format csv
 n=$(awk -F, '$2 ~ /^(gpt-oss-120b|qwen3-30b-a3b|qwen3-235b-a22b|deepseek-v3|mixtral-8x7b)$/' "$TMP/out" | wc -l)
 ok $([ "$rc" -eq 0 ] && [ "$n" -ge 25 ] && ! grep -q '^skipped' "$TMP/err"; echo $?) \
   "the shipped MoE runs ($n) are all predicted"
+# the summary's dense and MoE lines: as many runs as the rows of each, and the MoE median
+# (to the CSV's rounding) and the count more than 20 % too fast those of its error_pct
+awk -F, 'NR > 1 {moe = $2 ~ /^(gpt-oss-120b|qwen3-30b-a3b|qwen3-235b-a22b|deepseek-v3|mixtral-8x7b)$/
+  print (moe ? "moe" : "dense"), ($18 < 0 ? -$18 : $18), ($18 < -20)}' "$TMP/out" > "$TMP/e"
+med=$(awk '$1 == "moe" {print $2}' "$TMP/e" | sort -g | awk '{v[NR] = $1}
+  END {printf "%.3f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}')
+fast=$(awk '$1 == "moe" {f += $3} END {print f}' "$TMP/e")
+nd=$(awk '$1 == "dense"' "$TMP/e" | wc -l)
+ok $(awk -v n="$n" -v nd="$nd" -v med="$med" -v fast="$fast" '
+  $1 == "MoE" {m = ($2 == n && ($3 - med)^2 <= 0.06^2 && $NF == fast)} $1 == "dense" {d = ($2 == nd)}
+  END {exit !(m && d)}' "$TMP/err"; echo $?) \
+  "the summary's MoE line: $n runs, median $med %, $fast more than 20 % too fast, as the rows say"
 
 finish
