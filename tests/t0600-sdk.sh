@@ -2,7 +2,7 @@
 # t0600-sdk.sh: install perfmod into a temporary prefix, build the example plugin out of tree with
 # pkg-config, and run a prediction with it through --plugin-path.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 15
+plan 17
 # make install with DESTDIR: the configured prefix, staged under $TMP/dest.
 dest="$TMP/dest"
 (cd "$top_builddir" && ${MAKE:-make} install DESTDIR="$dest" >"$TMP/install.log" 2>&1)
@@ -83,6 +83,46 @@ print(r["step_ms"] > 0 and perfmod.__version__)' >"$TMP/py" 2>&1
 else
   tap_n=$((tap_n + 1))
   echo "ok $tap_n # SKIP python3 not configured"
+fi
+# make install puts the package where the configured python3 looks under the prefix
+# (Debian's: lib/python3.X/dist-packages below /usr/local), where it looks there at all
+pyc=$(sed -n 's/^PYTHON = //p' "$top_builddir/Makefile")
+prefix=$(sed -n 's/^prefix=//p' "$pc")
+under=$([ -n "$pyc" ] && [ "$pyc" != : ] && "$pyc" -c 'import sys
+p = sys.argv[1].rstrip("/") + "/"
+print(" ".join(d for d in sys.path if d.startswith(p)))' "$prefix" 2>/dev/null)
+if [ -n "$under" ] && [ -n "$pkg" ]; then
+  site=$(dirname "$(dirname "${pkg#"$dest"}")")
+  ok $(echo " $under " | grep -qF " $site "; echo $?) \
+    "make install's Python package is in $site, on $pyc's path"
+else
+  tap_n=$((tap_n + 1))
+  echo "ok $tap_n # SKIP the configured python3 looks nowhere under $prefix"
+fi
+# pip install ./python: the package made from its template with libperfmod's directory
+# and version as pkg-config gives them (the staged perfmod.pc), by a python3 with pip,
+# setuptools and wheel (Debian's python3-pip, python3-setuptools, python3-wheel); offline
+py=
+for p in python3 /usr/bin/python3; do
+  command -v "$p" >/dev/null 2>&1 && "$p" -c 'import setuptools, wheel' 2>/dev/null &&
+    "$p" -m pip --version >/dev/null 2>&1 && { py=$p; break; }
+done
+if [ -n "$py" ]; then
+  cp -r "$top_srcdir/python" "$TMP/pysrc"         # pip builds in the tree it is given
+  chmod -R u+w "$TMP/pysrc"
+  rm -f "$TMP/pysrc/perfmod/__init__.py"
+  "$py" -m pip install --no-build-isolation --no-deps --no-index --target "$TMP/pip" \
+    "$TMP/pysrc" >"$TMP/pip.log" 2>&1
+  env $(san_env) PYTHONPATH="$TMP/pip" "$py" -c '
+import perfmod
+r = perfmod.predict("gpt3-2.7b", gpu="h100", strategy="tp=2,dp=4", batch=64, seq=2048)
+print(perfmod._LIBRARY, r["step_ms"] > 0, perfmod.__version__)' >"$TMP/pipy" 2>&1
+  ok $([ "$(cat "$TMP/pipy")" = "$libdir/libperfmod.so.0 True $("$bin" --version | sed -n '1s/^perfmod \([^ ]*\).*/\1/p')" ]
+       echo $?) "pip install ./python: libperfmod found through pkg-config ($libdir), it predicts"
+  [ $tap_failed -eq 0 ] || diag "$(cat "$TMP/pipy" "$TMP/pip.log")"
+else
+  tap_n=$((tap_n + 1))
+  echo "ok $tap_n # SKIP no python3 with pip, setuptools and wheel"
 fi
 nm -D --defined-only "$libdir/libperfmod.so" | awk '$2 == "T" { print $3 }' | sort > "$TMP/syms"
 ok $([ "$(tr '\n' ' ' < "$TMP/syms")" = "perfmod_close perfmod_open perfmod_predict perfmod_search perfmod_search_result_free perfmod_serve perfmod_version " ] &&
