@@ -302,6 +302,8 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
     json_object_set_new (json_object_get (root, "strategy"), "shared_overlap",
                          json_boolean (s->shared_overlap));
     json_object_set_new (json_object_get (root, "strategy"), "mtp", json_integer (s->mtp));
+    json_object_set_new (json_object_get (root, "strategy"), "etp",   /* null: expert tp = tp */
+                         s->etp > 0 ? json_integer (s->etp) : json_null ());
     {                                   /* what selective recomputation runs again */
       char mods[80];
       json_object_set_new (json_object_get (root, "strategy"), "recompute_modules",
@@ -372,11 +374,13 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
             (long long) w->m.layers);
     if (c->assumed)
       printf ("assumed: %s\n", c->assumed);
-    char cpbuf[24] = "";
+    char cpbuf[24] = "", etpbuf[24] = "";
     if (s->cp > 1)
       snprintf (cpbuf, sizeof cpbuf, " cp=%d", s->cp);
-    printf ("strategy: tp=%d pp=%d dp=%d%s ep=%d mbs=%d vp=%d schedule=%s zero=%d recompute=%s "
-            "sp=%d%s kernels=%s", s->tp, s->pp, s->dp, cpbuf, s->ep, s->mbs, s->vp,
+    if (s->etp > 0)                      /* whole experts (Megatron-Core's expert tp 1) */
+      snprintf (etpbuf, sizeof etpbuf, " etp=%d", s->etp);
+    printf ("strategy: tp=%d pp=%d dp=%d%s ep=%d%s mbs=%d vp=%d schedule=%s zero=%d recompute=%s "
+            "sp=%d%s kernels=%s", s->tp, s->pp, s->dp, cpbuf, s->ep, etpbuf, s->mbs, s->vp,
             schedule_name (s->schedule), s->zero, recompute_name (s->recompute), s->sp,
             s->tpo ? " tpo=1" : "", kernels_name (s->kernels));
     char keys[16 * PM_MAX_STAGES];
@@ -784,6 +788,11 @@ predict_gpus (struct cli *c, struct plugin_set *set)
   bool csv = strcmp (c->format, "csv") == 0, json = strcmp (c->format, "json") == 0;
   int rc = 0;
 
+  if (!csv && !json && strcmp (c->format, "table") != 0) {
+    pm_error ("--format '%s': expected table, csv or json", c->format);
+    rc = EXIT_USAGE;
+    goto out;
+  }
   if (c->plot || c->per_op || c->explain || c->print) {
     pm_error ("--gpu %s: a list compares the GPUs in one table; --plot, --per-op, --explain and "
               "--print take one GPU", c->gpu);

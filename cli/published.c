@@ -165,9 +165,17 @@ runs_load (const char *path, struct pub_run **out, size_t *nout)
       chk.pp = (int) x.pp;
       chk.vp = (int) x.vp;
       chk.schedule = x.vp > 1 ? SCHED_INTERLEAVED : SCHED_1F1B;
-      if (word_index (f[col_s[4]], recompute_modes, 3) >= 0)
-        chk.recompute = (enum pm_recompute) word_index (f[col_s[4]], recompute_modes, 3);
+      int rc_col = word_index (f[col_s[4]], recompute_modes, 3);
+      if (rc_col >= 0)
+        chk.recompute = (enum pm_recompute) rc_col;
       bad = strategy_parse (&chk, x.keys, where);
+      /* the columns say the run's numbers and recomputation; keys may add,
+       * not contradict (recompute_modules needs the column's selective) */
+      if (bad == 0 && rc_col >= 0 && (int) chk.recompute != rc_col) {
+        pm_error ("%s: %s says recompute=%s, the row's column %s", where, x.keys,
+                  recompute_name (chk.recompute), f[col_s[4]]);
+        bad = -1;
+      }
       free (where);
       if (bad < 0) {
         free (x.keys);
@@ -177,6 +185,7 @@ runs_load (const char *path, struct pub_run **out, size_t *nout)
     if (word_index (f[col_s[5]], metrics, 5) < 0) {
       pm_error ("%s:%ld: metric '%s': expected step_s, tokens_per_s_per_gpu, tokens_per_s, "
                 "tflops_per_gpu or mfu", path, r.line, f[col_s[5]]);
+      run_free (&x);
       goto fail;
     }
     if (strcmp (f[col_s[5]], "tflops_per_gpu") == 0 || strcmp (f[col_s[5]], "mfu") == 0) {
@@ -262,7 +271,9 @@ source_flops (const struct pub_run *x, const struct model_cfg *m)
     double q = (double) (m->heads * m->head_dim) / h, g = (double) m->kv_heads / m->heads;
     double f = (double) (m->moe_ffn ? m->moe_ffn : m->ffn), k = m->experts > 0 ? m->top_k : 1;
     double gated = m->gelu && m->layernorm ? 1 : 1.5;  /* NeoX's GeLU is not gated */
-    return 12 * b * s * l * h * h * ((1 + g + s / h) * q + f / h * k * gated + v / (2 * l * h));
+    double shared = (double) m->shared_ffn / h * gated;  /* its shared-expert term */
+    return 12 * b * s * l * h * h * ((1 + g + s / h) * q + f / h * k * gated + shared
+                                     + v / (2 * l * h));
   }
   default: {
     double emb, head, experts;

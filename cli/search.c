@@ -204,6 +204,11 @@ parse (int argc, char **argv, struct sopts *o)
               o->nprices, ngpu);
     return -1;
   }
+  if (ngpu > 1 && strcmp (o->objective, "cost") == 0 && !(o->tokens > 0)) {
+    pm_error ("--objective cost over a --gpu list needs --tokens (the cost to train them; "
+              "without, every layout costs nothing)");
+    return -1;
+  }
   if (ngpu > 1 && (o->plot || o->print)) {
     pm_error ("--gpu %s: a list ranks the GPUs' best layouts in one table; %s takes one GPU",
               o->gpu, o->plot ? "--plot" : "--print");

@@ -275,8 +275,8 @@ static const double phys_deepep_latency_s[2][2] = { { 26e-6, 39e-6 }, { 12e-6, 1
  * Megatron-Core's flex dispatcher asks for them (fused_a2a.get_buffer:
  * DeepEP's Config size hints for the rank count, 20 SMs, hidden_bytes the
  * width at 2 bytes): per channel (SMs / 2) and NVLink peer (8 at most) a
- * ring of received tokens (256 for one node, 288 to 64 ranks, 560 to 128,
- * 720 beyond), each the hidden state and up to 128 top-k indices (int64),
+ * ring of received tokens (256 for one node, 288 to 64 ranks, 480 to 96,
+ * 560 to 128, 720 beyond), each the hidden state and up to 128 top-k indices (int64),
  * weights and scales (float), 8 bytes of source metadata; across nodes
  * as much again per node for RDMA (128 tokens, twice); DeepEP's 32 MiB
  * workspace. */
@@ -284,7 +284,8 @@ static inline double
 phys_deepep_buffer_bytes (int ranks, double hidden_bytes)
 {
   double ch = PHYS_DEEPEP_SMS / 2, nvl = ranks < 8 ? ranks : 8, rdma = ranks / 8 > 1 ? ranks / 8 : 1;
-  double recv = ranks <= 8 ? 256 : ranks <= 64 ? 288 : ranks <= 128 ? 560 : 720;
+  double recv = ranks <= 8 ? 256 : ranks <= 64 ? 288 : ranks <= 96 ? 480 : ranks <= 128 ? 560
+                : 720;
   double tok = hidden_bytes + 8 + 128 * 8 + 128 * 4 + 128 * 4;
   double bytes = ch * nvl * ((2 * rdma + 3) * 4 + recv * tok);
   if (ranks > 8)

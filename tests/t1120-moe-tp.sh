@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1120-moe-tp.sh: Megatron-Core's routed layer beside tensor and sequence parallelism, by hand: each rank routes and dispatches its own share of the sequence; the copies gathered over tp after dispatch (expert tp = tp) or experts whole (etp=1); what Megatron-Core refuses, refused; published-runs' keys column and FLOPs rule.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 14
+plan 15
 
 # Mixtral 8x7B (hidden 4096, 8 experts, top 2, expert width 14336) on 8 H100: tp=2 with
 # sequence parallelism, ep=4 over tp x dp, one micro-batch of 1024 tokens in bf16.  Each
@@ -51,8 +51,8 @@ expect_one_line 2 'ep=8 with tp=2: .*etp=1 keeps each expert whole' \
   --model mixtral-8x7b --gpu h100 --mode train --batch 8 --seq 1024 --strategy tp=2,ep=8,dp=4,sp=1
 run_pm --model mixtral-8x7b --gpu h100 --mode train --batch 8 --seq 1024 --predictor roofline \
   --strategy tp=2,ep=8,dp=4,sp=1,etp=1 --format json
-ok $([ "$rc" -eq 0 ] && jq -e '.predictions[0].step_ms > 0 and .strategy.ep == 8' "$TMP/out" \
-     >/dev/null; echo $?) "the same with etp=1 is predicted"
+ok $([ "$rc" -eq 0 ] && jq -e '.predictions[0].step_ms > 0 and .strategy.ep == 8 and
+     .strategy.etp == 1' "$TMP/out" >/dev/null; echo $?) "the same with etp=1 is predicted, etp=1 in its JSON"
 run_pm --model mixtral-8x7b --gpu h100 --mode train --batch 8 --seq 1024 --predictor roofline \
   --strategy tp=2,ep=8,dp=4,sp=1,etp=1 --print megatron
 ok $([ "$rc" -eq 0 ] && grep -q -- '--expert-tensor-parallel-size 1' "$TMP/out" &&
@@ -67,6 +67,10 @@ expect_one_line 2 "bad.csv:2: keys: .*dispatcher" "a bad key in published-runs n
   reproduce --table published --published "$TMP/bad.csv" --predictor roofline
 printf '%s\n%s%s,note\n' "$hdr" "$row_mix" "split=1:1" > "$TMP/bad.csv"
 expect_one_line 2 "bad.csv:2: keys: split gives 2" "a split that does not fit pp x vp is refused at its line" -- \
+  reproduce --table published --published "$TMP/bad.csv" --predictor roofline
+printf '%s\n%s%s,note\n' "$hdr" "$row_mix" "recompute_modules=moe_act" > "$TMP/bad.csv"
+expect_one_line 2 "bad.csv:2: keys: recompute_modules=moe_act says recompute=selective, the row's column none" \
+  "keys that contradict the row's recompute column are refused at its line" -- \
   reproduce --table published --published "$TMP/bad.csv" --predictor roofline
 # Megatron-Core's count for Mixtral 8x7B: 12 B s l h^2 ((1 + 8/32 + 4096/4096) + 14336/4096
 # x 2 x 3/2 + 32000 / (2 x 32 x 4096)) = 12 x 256 x 4096 x 32 x 4096^2 x 12.8722... =

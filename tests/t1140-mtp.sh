@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1140-mtp.sh: Megatron-Core's multi-token prediction layers (mtp=N) on the last stage, by hand: what they run, what they hold, what is refused, the launch flag.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 7
+plan 8
 
 one () {  # Mixtral 8x7B on one H100, one sequence of 4096 tokens, roofline
   run_pm --model mixtral-8x7b --gpu h100 --mode train --dtype bf16 --batch 1 --seq 4096 \
@@ -19,6 +19,17 @@ ok $([ "$3" = 1 ] && [ "$rc" -eq 0 ]; echo $?) "mtp=1 is predicted and named in 
 # 2 bytes: 2969665536 (the final norm's 1/32 share, 128 parameters, within the tolerance)
 ok $(awk -v a="$w1" -v b="$w0" 'BEGIN {d = a - b - 2.969665536; exit !(d < 0.000001 && d > -0.000001)}'
      echo $?) "mtp=1 holds one layer and eh_proj more: 2.969665536 GB of weights ($w0 -> $w1)"
+# what it keeps: one more layer's activations (those of a 33rd layer) and its head's fp32
+# logits, 4 bytes x 4096 tokens x 32000 = 524288000 bytes
+one --format json --strategy "tp=1,kernels=te"
+a0=$(jq -r '.predictions[0].memory.activations' "$TMP/out")
+one --format json --strategy "tp=1,kernels=te,mtp=1"
+a1=$(jq -r '.predictions[0].memory.activations' "$TMP/out")
+one --format json --strategy "tp=1,kernels=te" --layers 33
+a33=$(jq -r '.predictions[0].memory.activations' "$TMP/out")
+ok $(awk -v a0="$a0" -v a1="$a1" -v a33="$a33" 'BEGIN {d = (a1 - a0) - (a33 - a0) - 0.524288000
+     exit !(d < 0.000001 && d > -0.000001)}'; echo $?) \
+  "mtp=1 keeps a layer's activations and its logits more ($a0 -> $a1 GB; a 33rd layer $a33)"
 # what it runs: the MTP nodes of --per-op, their forward, backward and accumulation
 one --per-op=0 --strategy "tp=1,kernels=te,mtp=1"
 sum=$(awk '$1 ~ /^mtp_layers_0_/ {s += $7 * ($8 + $9 + $10)} END {printf "%.6f", s}' "$TMP/out")

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1150-gpu-list.sh: perfmod --gpu A,B,C: the same run on each GPU in one table side by side (text, CSV, JSON), each row the GPU's own prediction; bad lists refused with nothing on stdout.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 8
+plan 9
 
 args="--model llama3-8b --mode train --batch 8 --seq 4096 --strategy dp=8 --predictor roofline"
 # each GPU alone
@@ -36,6 +36,8 @@ ok $([ "$rc" -eq 0 ] && grep -q '^assumed on h200-sxm: the same (--gpu h200)$' "
 run_pm $args --gpu h100,nope
 ok $([ "$rc" -eq 2 ] && grep -q "nope" "$TMP/err" && [ ! -s "$TMP/out" ]; echo $?) \
   "an unknown GPU in the list: exit 2 naming it, nothing on stdout"
+expect_one_line 2 "--format 'xml': expected table, csv or json" "a bad --format with a list is refused" -- \
+  $args --gpu h100,h200 --format xml
 expect_one_line 2 "an empty name in the list" "an empty name in the list is refused" -- \
   $args --gpu h100,
 expect_one_line 2 "take one GPU" "--plot with a list is refused" -- \

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1160-search-gpus.sh: perfmod search --gpu A,B,...: each GPU searched, their best layouts ranked together by the objective at each GPU's own price, each the GPU's own search's; bad lists refused with nothing on stdout.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 8
+plan 9
 
 args="search --model llama3-8b --gpus 8 --global-batch 64 --seq 4096 --predictor roofline --tokens 1e9"
 # each GPU alone, at its price: the best's cost
@@ -33,6 +33,10 @@ ok $([ "$(jq -r '[.searched[].gpu] | join(" ")' "$TMP/out")" = "NVIDIA_H100_80GB
      jq -e '.best[0].step_ms <= .best[1].step_ms and .best[0].gpu == "b200-sxm"' "$TMP/out" >/dev/null
      echo $?) "JSON: each GPU searched, the best ranked by time (B200 first) with their gpu"
 
+expect_one_line 2 'objective cost over a --gpu list needs --tokens' \
+  "cost over a list without --tokens (every layout free) is refused" -- \
+  search --model llama3-8b --gpus 8 --global-batch 64 --predictor roofline --gpu h100,a100 \
+  --price-per-gpu-hour 4,1 --objective cost
 expect_one_line 2 '2 prices for 3 GPUs' "a price list of another length is refused" -- \
   $args --gpu h100,h200,b200 --price-per-gpu-hour 2.5,3.5
 run_pm $args --gpu h100,nope

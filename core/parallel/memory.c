@@ -168,8 +168,9 @@ memory_estimate (const struct model_cfg *m, const struct memory_options *o,
      * embedding's output (the first), counted in 2 bytes whatever the
      * precision (an fp32 run holds 4: kept, as the distributed table's
      * memory column reproduces with it) */
-    if (!sh || sh->head)
-      out->activations += (o->megatron_core ? 4 : 2 * 4) * b * s * v / (sh ? sh->vocab : 1);
+    if (!sh || sh->head)                 /* and each multi-token prediction head's */
+      out->activations += (o->megatron_core ? 4 : 2 * 4) * b * s * v / (sh ? sh->vocab : 1)
+                          * (1 + (sh ? sh->mtp : 0));
     if (!sh || sh->embed)
       out->activations += s * b * h * 2;
     /* tp communication overlap (tpo=1): Transformer Engine's userbuffers

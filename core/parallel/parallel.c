@@ -1122,10 +1122,10 @@ dist_check (const struct model_cfg *m, const struct dist_options *o)
   /* Megatron-Core's default expert tp is tp: ep x tp ranks hold each
    * layer's experts, which the tp x dp ranks of a stage must fill */
   if (o->train && s->kernels == KERNELS_TE && s->etp == 0 && s->tp > 1 && s->ep > 1 &&
-      s->dp % s->ep != 0) {
+      ((int64_t) s->dp * s->cp) % s->ep != 0) {
     pm_error ("ep=%d with tp=%d: Megatron-Core's experts over ep x tp = %d ranks do not fit "
-              "the tp x dp = %d of a stage; etp=1 keeps each expert whole on one rank", s->ep,
-              s->tp, s->ep * s->tp, s->tp * s->dp);
+              "the tp x cp x dp = %d of a stage; etp=1 keeps each expert whole on one rank",
+              s->ep, s->tp, s->ep * s->tp, s->tp * s->cp * s->dp);
     return -1;
   }
   /* the families after Switch replicate key/value heads over tp ranks
@@ -1200,6 +1200,7 @@ rank_memory (const struct model_cfg *m, const struct perfmod_gpu *gpu,
     if (p > 1 && !m->tied)
       ms.params += (double) m->vocab * d / dp->plan.vocab;
     ms.layer_copies += layers * inflight / v;
+    ms.mtp = s->mtp;
   }
   ms.embed = embed;
   ms.head = head;

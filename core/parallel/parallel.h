@@ -127,6 +127,7 @@ struct mem_shard {       /* one device's share under graph-level parallelism */
   double gradient_buffers; /* extra unsharded gradient copies (data-parallel buckets) */
   double comm_buffers;   /* bytes communication libraries register (DeepEP's), counted with
                             the activations as Transformer Engine's userbuffers are */
+  int mtp;               /* multi-token prediction heads beside the output layer (head) */
 };
 struct memory_estimate { /* bytes */
   double weights, gradients, optimizer, activations, kv_cache, reserve, total;
