@@ -2,6 +2,7 @@
 #include <config.h>
 
 #include <jansson.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,8 +80,8 @@ model_row (const struct model_cfg *m, int w, int format, json_t *arr)
   double kv = m->family == FAM_BERT ? 0 : 2.0 * (double) m->layers * model_kv_width (m);
   long long layers = (long long) (m->layers + m->dec_layers);
   if (format == MODELS_JSON)
-    json_array_append_new (arr, json_pack ("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, "
-                                           "s:f, s:f}", "model", m->name, "model_type", m->arch,
+    json_array_append_new (arr, json_pack ("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
+                                           "s:I, s:I}", "model", m->name, "model_type", m->arch,
                                            "layers", (json_int_t) layers,
                                            "hidden", (json_int_t) m->hidden,
                                            "heads", (json_int_t) m->heads,
@@ -88,9 +89,10 @@ model_row (const struct model_cfg *m, int w, int format, json_t *arr)
                                            "ffn", (json_int_t) m->ffn,
                                            "experts", (json_int_t) m->experts,
                                            "top_k", (json_int_t) (m->experts ? m->top_k : 0),
-                                           "kv_bytes_per_token", kv,
-                                           "active_params", model_active_params (m),
-                                           "params", model_params (m)));
+                                           "kv_bytes_per_token", (json_int_t) llround (kv),
+                                           "active_params",
+                                           (json_int_t) llround (model_active_params (m)),
+                                           "params", (json_int_t) llround (model_params (m))));
   else if (format == MODELS_CSV)
     printf ("%s,%s,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%.0f,%.0f,%.0f\n", m->name, m->arch, layers,
             (long long) m->hidden, (long long) m->heads, (long long) m->kv_heads,

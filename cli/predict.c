@@ -761,8 +761,9 @@ cell (double v, int decimals, int width, bool csv)
     printf (" %*s", width, buf);
 }
 
-/* An assumed: line with the GPU's names (as given, as gpus.d has it)
- * taken out, to compare the GPUs' assumptions. */
+/* An assumed: line with the GPU's names (gpus.d's, then as given: the
+ * given alias may be part of gpus.d's name) taken out, to compare the
+ * GPUs' assumptions. */
 static char *
 without_gpu (const char *assumed, const char *given, const char *name)
 {
@@ -819,8 +820,13 @@ predict_gpus (struct cli *c, struct plugin_set *set)
     json_decref (root);
     goto out;
   }
-  if (csv)
+  if (csv) {                            /* as one GPU's CSV: the assumptions on stderr */
+    for (size_t i = 0; i < n; i++)
+      fprintf (stderr, "perfmod: assumed on %s: %s\n",
+               json_string_value (json_object_get (answers[i], "gpu")),
+               json_string_value (json_object_get (answers[i], "assumed")));
     printf ("gpu,predictor,step_ms,ttft_ms,tpot_ms,tokens_per_s,mfu,memory_gb,capacity_gb,oom\n");
+  }
   else {
     const json_t *a = answers[0];
     printf ("perfmod %s: %s, %s, batch %lld x seq %lld, %s, on %zu GPUs\n", PACKAGE_VERSION,

@@ -162,8 +162,13 @@ runs_load (const char *path, struct pub_run **out, size_t *nout)
         if (*c == ';')
           *c = ',';
       strategy_init (&chk);
+      chk.tp = (int) x.tp;
       chk.pp = (int) x.pp;
+      chk.dp = (int) x.dp;
+      chk.cp = (int) x.cp;
+      chk.ep = (int) x.ep;
       chk.vp = (int) x.vp;
+      chk.mbs = (int) x.mbs;
       chk.schedule = x.vp > 1 ? SCHED_INTERLEAVED : SCHED_1F1B;
       int rc_col = word_index (f[col_s[4]], recompute_modes, 3);
       if (rc_col >= 0)
@@ -171,6 +176,11 @@ runs_load (const char *path, struct pub_run **out, size_t *nout)
       bad = strategy_parse (&chk, x.keys, where);
       /* the columns say the run's numbers and recomputation; keys may add,
        * not contradict (recompute_modules needs the column's selective) */
+      if (bad == 0 && (chk.tp != x.tp || chk.pp != x.pp || chk.dp != x.dp || chk.cp != x.cp ||
+                       chk.ep != x.ep || chk.vp != x.vp || chk.mbs != x.mbs)) {
+        pm_error ("%s: %s: tp, pp, dp, cp, ep, vp and mbs are the row's columns", where, x.keys);
+        bad = -1;
+      }
       if (bad == 0 && rc_col >= 0 && (int) chk.recompute != rc_col) {
         pm_error ("%s: %s says recompute=%s, the row's column %s", where, x.keys,
                   recompute_name (chk.recompute), f[col_s[4]]);

@@ -625,12 +625,21 @@ search_gpus (const struct sopts *o, struct plugin_set *set, const struct gpu_db 
     json_t *root = json_object (), *arr = json_array (), *per = json_array ();
     json_object_set_new (root, "model", json_string (res[0].model));
     json_object_set_new (root, "gpus", json_integer (res[0].gpus));
+    json_object_set_new (root, "global_batch", json_integer (res[0].global_batch));
+    json_object_set_new (root, "seq", json_integer (res[0].seq));
+    json_object_set_new (root, "precision", json_string (res[0].precision));
+    json_object_set_new (root, "predictor", json_string (res[0].predictor));
     json_object_set_new (root, "objective", json_string (o->objective));
-    for (size_t i = 0; i < n; i++)
-      json_array_append_new (per, json_pack ("{s:s, s:I, s:I, s:f}", "gpu", res[i].gpu,
+    for (size_t i = 0; i < n; i++) {
+      json_t *pr = json_object ();
+      for (int k = 0; k < res[i].npruned; k++)
+        json_object_set_new (pr, res[i].pruned[k].key,
+                             json_integer ((json_int_t) res[i].pruned[k].n));
+      json_array_append_new (per, json_pack ("{s:s, s:I, s:I, s:o, s:f}", "gpu", res[i].gpu,
                                              "configurations", (json_int_t) res[i].configurations,
                                              "predicted", (json_int_t) res[i].predicted,
-                                             "seconds", res[i].seconds));
+                                             "pruned", pr, "seconds", res[i].seconds));
+    }
     json_object_set_new (root, "searched", per);
     for (size_t i = 0; i < nrows; i++)
       json_array_append_new (arr, row_json (o, &rows[i].row, i + 1, rows[i].gpu));
@@ -665,6 +674,8 @@ search_gpus (const struct sopts *o, struct plugin_set *set, const struct gpu_db 
   }
   for (size_t i = 0; i < nrows; i++)
     (csv ? row_csv : row_table) (o, &rows[i].row, i + 1, rows[i].gpu, stdout);
+  if (!csv && nrows == 0)
+    printf ("\nno configuration fits on any of them: every one was pruned (see the counts)\n");
 out:
   for (size_t i = 0; i < n; i++)
     search_result_free (&res[i]);

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1120-moe-tp.sh: Megatron-Core's routed layer beside tensor and sequence parallelism, by hand: each rank routes and dispatches its own share of the sequence; the copies gathered over tp after dispatch (expert tp = tp) or experts whole (etp=1); what Megatron-Core refuses, refused; published-runs' keys column and FLOPs rule.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 15
+plan 16
 
 # Mixtral 8x7B (hidden 4096, 8 experts, top 2, expert width 14336) on 8 H100: tp=2 with
 # sequence parallelism, ep=4 over tp x dp, one micro-batch of 1024 tokens in bf16.  Each
@@ -67,6 +67,10 @@ expect_one_line 2 "bad.csv:2: keys: .*dispatcher" "a bad key in published-runs n
   reproduce --table published --published "$TMP/bad.csv" --predictor roofline
 printf '%s\n%s%s,note\n' "$hdr" "$row_mix" "split=1:1" > "$TMP/bad.csv"
 expect_one_line 2 "bad.csv:2: keys: split gives 2" "a split that does not fit pp x vp is refused at its line" -- \
+  reproduce --table published --published "$TMP/bad.csv" --predictor roofline
+printf '%s\n%s%s,note\n' "$hdr" "$row_mix" "ep=4" > "$TMP/bad.csv"
+expect_one_line 2 "bad.csv:2: keys: ep=4: tp, pp, dp, cp, ep, vp and mbs are the row's columns" \
+  "keys that change the row's parallel degrees are refused at its line" -- \
   reproduce --table published --published "$TMP/bad.csv" --predictor roofline
 printf '%s\n%s%s,note\n' "$hdr" "$row_mix" "recompute_modules=moe_act" > "$TMP/bad.csv"
 expect_one_line 2 "bad.csv:2: keys: recompute_modules=moe_act says recompute=selective, the row's column none" \

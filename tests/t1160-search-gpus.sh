@@ -30,7 +30,9 @@ ok $(grep '^  h200-sxm ' "$TMP/out" | grep -qF "its best" &&
 run_pm $args --gpu h100,b200 --price-per-gpu-hour 2.5,6 --top 3 --format json
 ok $([ "$(jq -r '[.searched[].gpu] | join(" ")' "$TMP/out")" = "NVIDIA_H100_80GB_HBM3 b200-sxm" ] &&
      [ "$(jq -r '.best | length' "$TMP/out")" = 3 ] &&
-     jq -e '.best[0].step_ms <= .best[1].step_ms and .best[0].gpu == "b200-sxm"' "$TMP/out" >/dev/null
+     jq -e '.best[0].step_ms <= .best[1].step_ms and .best[0].gpu == "b200-sxm" and
+            .global_batch == 64 and .seq == 4096 and .searched[1].pruned.memory >= 0' \
+       "$TMP/out" >/dev/null
      echo $?) "JSON: each GPU searched, the best ranked by time (B200 first) with their gpu"
 
 expect_one_line 2 'objective cost over a --gpu list needs --tokens' \
