@@ -85,19 +85,24 @@ else
   echo "ok $tap_n # SKIP python3 not configured"
 fi
 # make install puts the package where the configured python3 looks under the prefix
-# (Debian's: lib/python3.X/dist-packages below /usr/local), where it looks there at all
+# (Debian's: lib/python3.X/dist-packages below /usr/local), else where automake puts it
 pyc=$(sed -n 's/^PYTHON = //p' "$top_builddir/Makefile")
 prefix=$(sed -n 's/^prefix=//p' "$pc")
 under=$([ -n "$pyc" ] && [ "$pyc" != : ] && "$pyc" -c 'import sys
 p = sys.argv[1].rstrip("/") + "/"
 print(" ".join(d for d in sys.path if d.startswith(p)))' "$prefix" 2>/dev/null)
-if [ -n "$under" ] && [ -n "$pkg" ]; then
-  site=$(dirname "$(dirname "${pkg#"$dest"}")")
-  ok $(echo " $under " | grep -qF " $site "; echo $?) \
+site=$(dirname "$(dirname "${pkg#"$dest"}")")
+if [ -n "$under" ]; then
+  ok $([ -n "$pkg" ] && echo " $under " | grep -qF " $site "; echo $?) \
     "make install's Python package is in $site, on $pyc's path"
+elif [ -n "$pyc" ] && [ "$pyc" != : ]; then
+  # it looks nowhere there: automake's choice, which PYTHONPATH then names
+  ver=$("$pyc" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+  ok $([ -n "$pkg" ] && [ "$site" = "$prefix/lib/python$ver/site-packages" ]; echo $?) \
+    "make install's Python package is in automake's $site ($pyc looks nowhere under $prefix)"
 else
   tap_n=$((tap_n + 1))
-  echo "ok $tap_n # SKIP the configured python3 looks nowhere under $prefix"
+  echo "ok $tap_n # SKIP python3 not configured"
 fi
 # pip install ./python: the package made from its template with libperfmod's directory
 # and version as pkg-config gives them (the staged perfmod.pc), by a python3 with pip,
