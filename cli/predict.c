@@ -139,7 +139,7 @@ explain_stages (const struct strategy *s, const struct dist_result *r, char **na
                 FILE *out)
 {
   char mods[80];
-  rmod_names (s->recompute_modules ? s->recompute_modules : RM_CORE_ATTN, mods, sizeof mods);
+  rmod_names (strategy_rmods (s), mods, sizeof mods);
   fprintf (out, "\nper pipeline stage, one micro-batch (ms; recompute=%s runs %s again in the "
            "backward):\n%-10s %-6s %12s %12s %12s\n", recompute_name (s->recompute),
            s->recompute == RECOMPUTE_FULL ? "each layer's forward"
@@ -308,8 +308,7 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
       char mods[80];
       json_object_set_new (json_object_get (root, "strategy"), "recompute_modules",
                            s->recompute == RECOMPUTE_SELECTIVE
-                           ? json_string (rmod_names (s->recompute_modules ? s->recompute_modules
-                                                      : RM_CORE_ATTN, mods, sizeof mods))
+                           ? json_string (rmod_names (strategy_rmods (s), mods, sizeof mods))
                            : json_null ());
     }
     for (size_t p = 0; p < npred; p++) {

@@ -55,6 +55,27 @@ run_free (struct pub_run *r)
 static const char *const int_cols[] = { "gpus", "tp", "pp", "dp", "cp", "ep", "vp", "mbs",
                                         "global_batch", "seq", "sp" };
 
+/* The strategy a row's columns give: its degrees, micro-batch, sequence
+ * parallelism, tp overlap, schedule and recompute (-1: left at none). */
+static void
+row_strategy (const struct pub_run *x, int recompute, struct strategy *s)
+{
+  strategy_init (s);
+  s->cp = (int) x->cp;
+  s->tp = (int) x->tp;
+  s->pp = (int) x->pp;
+  s->dp = (int) x->dp;
+  s->dp_set = true;
+  s->ep = (int) x->ep;
+  s->vp = (int) x->vp;
+  s->mbs = (int) x->mbs;
+  s->sp = x->sp != 0;
+  s->tpo = x->tpo;
+  s->schedule = x->vp > 1 ? SCHED_INTERLEAVED : SCHED_1F1B;
+  if (recompute >= 0)
+    s->recompute = (enum pm_recompute) recompute;
+}
+
 /* Read the file; -1 after a message naming file:line. */
 static int
 runs_load (const char *path, struct pub_run **out, size_t *nout)
@@ -161,18 +182,8 @@ runs_load (const char *path, struct pub_run **out, size_t *nout)
       for (char *c = x.keys; *c; c++)
         if (*c == ';')
           *c = ',';
-      strategy_init (&chk);
-      chk.tp = (int) x.tp;
-      chk.pp = (int) x.pp;
-      chk.dp = (int) x.dp;
-      chk.cp = (int) x.cp;
-      chk.ep = (int) x.ep;
-      chk.vp = (int) x.vp;
-      chk.mbs = (int) x.mbs;
-      chk.schedule = x.vp > 1 ? SCHED_INTERLEAVED : SCHED_1F1B;
       int rc_col = word_index (f[col_s[4]], recompute_modes, 3);
-      if (rc_col >= 0)
-        chk.recompute = (enum pm_recompute) rc_col;
+      row_strategy (&x, rc_col, &chk);
       bad = strategy_parse (&chk, x.keys, where);
       /* the columns say the run's numbers and recomputation; keys may add,
        * not contradict (recompute_modules needs the column's selective) */
@@ -315,19 +326,7 @@ static const char *
 run_setup (const struct pub_run *x, const struct model_cfg *m, const struct gpu_entry *ge,
            const struct precision *pr, struct strategy *s, struct dist_options *d)
 {
-  strategy_init (s);
-  s->cp = (int) x->cp;
-  s->tp = (int) x->tp;
-  s->pp = (int) x->pp;
-  s->dp = (int) x->dp;
-  s->dp_set = true;
-  s->ep = (int) x->ep;
-  s->vp = (int) x->vp;
-  s->mbs = (int) x->mbs;
-  s->sp = x->sp != 0;
-  s->tpo = x->tpo;
-  s->schedule = x->vp > 1 ? SCHED_INTERLEAVED : SCHED_1F1B;
-  s->recompute = (enum pm_recompute) word_index (x->recompute, recompute_modes, 3);
+  row_strategy (x, word_index (x->recompute, recompute_modes, 3), s);
   /* Megatron-Core's distributed optimizer, as its and NeMo's recipes run,
    * unless the run says */
   s->zero = x->zero >= 0 ? x->zero : x->dp > 1 ? 1 : 0;

@@ -342,13 +342,11 @@ struct chunk_times_rc {
   double recompute_mod[RM_NAMES]; /* what recomputing each module adds (enum pm_rmod's bits) */
 };
 
-/* The ms selective recomputation of the strategy's modules adds. */
+/* The ms selective recomputation of these modules adds. */
 static double
 selective_ms (const double mod[RM_NAMES], unsigned modules)
 {
   double t = 0;
-  if (modules == 0)
-    modules = RM_CORE_ATTN;
   for (int b = 0; b < RM_NAMES; b++)
     if (modules & (1u << b))
       t += mod[b];
@@ -692,7 +690,7 @@ chunk_times_of (const struct chunk_times_rc *t, const struct dist_options *o,
   *out = t->base;
   out->recompute = rc == RECOMPUTE_FULL ? t->recompute_full
                    : rc == RECOMPUTE_SELECTIVE ? selective_ms (t->recompute_mod,
-                                                               o->s->recompute_modules) : 0;
+                                                               strategy_rmods (o->s)) : 0;
   out->bw = t->bw_acc + out->recompute;
 }
 
@@ -1435,7 +1433,7 @@ dist_chunk_ops (struct plugin_set *set, struct plugin *pred, const struct model_
   }
   *recompute_ms = 0;
   if (o->train && s->recompute != RECOMPUTE_NONE) {
-    unsigned mods = s->recompute_modules ? s->recompute_modules : RM_CORE_ATTN;
+    unsigned mods = strategy_rmods (s);
     for (size_t i = gr->layer_begin; i < gr->layer_end; i++)
       if (s->recompute == RECOMPUTE_FULL || (gr->nodes[i].rmod & mods))
         *recompute_ms += pr->per_node[i].t[PHASE_FW] * (double) graph_weight (gr, i);

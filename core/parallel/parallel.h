@@ -56,6 +56,9 @@ struct preset_db {
 void strategy_init (struct strategy *s);
 /* Parse "tp=8,pp=4" into s.  where names the origin for messages. */
 int strategy_parse (struct strategy *s, const char *spec, const char *where);
+/* The modules s's selective recomputation runs again: those given, else
+ * the attention core. */
+unsigned strategy_rmods (const struct strategy *s);
 int preset_db_load (struct preset_db *db, const char *dir);
 const struct preset *preset_db_find (const struct preset_db *db, const char *name);
 void preset_db_free (struct preset_db *db);

@@ -104,6 +104,12 @@ strategy_extra_keys (const struct strategy *s, char sep, char *buf, size_t len)
   }
 }
 
+unsigned
+strategy_rmods (const struct strategy *s)
+{
+  return s->recompute_modules ? s->recompute_modules : RM_CORE_ATTN;
+}
+
 const char *
 rmod_names (unsigned mask, char *buf, size_t len)
 {
