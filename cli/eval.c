@@ -57,6 +57,7 @@ struct group {                  /* one line of the modern report */
   const char *set, *cls, *gpu;
   int dtype;
   size_t n, failed;
+  size_t n_iv, in_iv;           /* rows with an 80 % interval, and those measured inside it */
   double sum_abs, sum_signed;
   double *err;                  /* |error| of each row, for the median */
   size_t cap;
@@ -103,16 +104,24 @@ group_cmp (const void *pa, const void *pb)
   return c;
 }
 
-/* A row's predicted time: its kernel timed alone (a MoE layer's: the
- * MOE kernel, which a predictor without a MoE model predicts as its
- * parts, plugin.c). */
+/* ms of seconds into buf, for a CSV cell. */
+static const char *
+fmt_ms (char *buf, size_t n, double seconds)
+{
+  snprintf (buf, n, "%.9g", seconds * 1e3);
+  return buf;
+}
+
+/* A row's prediction: its kernel timed alone (a MoE layer's: the MOE
+ * kernel, which a predictor without a MoE model predicts as its parts,
+ * plugin.c), with the predictor's spread. */
 static int
-row_predict (struct plugin *pred, const struct krow *row, double *t)
+row_estimate (struct plugin *pred, const struct krow *row, struct perfmod_estimate *est)
 {
   struct perfmod_kernel k;
   krow_kernel (row, &k);
   k.isolated = 1;
-  return plugin_predict (pred, &k, &row->gpu->gpu, t);
+  return plugin_estimate (pred, &k, &row->gpu->gpu, est);
 }
 
 /* The modern tables: every kept row predicted by each predictor; MAPE,
@@ -133,12 +142,12 @@ eval_modern (struct plugin **preds, char **names, size_t npred, const struct kse
   }
   if (o->per_kernel)
     fprintf (out, "predictor,file,line,table,gpu,class,dtype,b,m,n,k,h,kv_heads,ranks,bytes,"
-            "measurements,measured_ms,predicted_ms,error_pct,top_k\n");
+            "measurements,measured_ms,predicted_ms,error_pct,top_k,spread_ms,low_ms,high_ms\n");
   else if (csv)
-    fprintf (out, "predictor,table,class,dtype,gpu,rows,mape_pct,median_pct,bias_pct\n");
+    fprintf (out, "predictor,table,class,dtype,gpu,rows,mape_pct,median_pct,bias_pct,in80_pct\n");
   else
-    fprintf (out, "%-10s %-20s %-14s %-5s %-26s %7s %8s %8s %8s\n", "predictor", "table", "class",
-            "dtype", "gpu", "rows", "mape_%", "median_%", "bias_%");
+    fprintf (out, "%-10s %-20s %-14s %-9s %-26s %7s %8s %8s %8s %8s\n", "predictor", "table",
+            "class", "dtype", "gpu", "rows", "mape_%", "median_%", "bias_%", "in80_%");
   for (size_t p = 0; p < npred; p++) {
     struct group *gv = NULL;
     size_t ng = 0;
@@ -146,12 +155,14 @@ eval_modern (struct plugin **preds, char **names, size_t npred, const struct kse
     for (size_t i = 0; i < ks->n; i++) {
       const struct krow *row = &ks->v[i];
       struct group *g;
+      struct perfmod_estimate est;
+      char lo[32], hi[32];
       double t, e;
       if (!krow_in_split (row, o->split, o->seed))
         continue;
       kept++;
       g = group_of (&gv, &ng, row);
-      if (row_predict (preds[p], row, &t) < 0) {
+      if (row_estimate (preds[p], row, &est) < 0) {
         /* a predictor's bad input file fails every row alike: said once */
         if (plugins_input_fault ()) {
           pm_error ("%s: %s", names[p], pm_plugin_errmsg);
@@ -168,6 +179,7 @@ eval_modern (struct plugin **preds, char **names, size_t npred, const struct kse
           g->why = xstrdup (pm_plugin_errmsg);
         continue;
       }
+      t = est.seconds;
       e = (t - row->latency_s) / row->latency_s;
       if (g->n == g->cap) {
         g->cap = g->cap ? 2 * g->cap : 256;
@@ -177,14 +189,20 @@ eval_modern (struct plugin **preds, char **names, size_t npred, const struct kse
       evaluated++;
       g->sum_abs += fabs (e);
       g->sum_signed += e;
+      if (est.high > 0) {
+        g->n_iv++;
+        g->in_iv += row->latency_s >= est.low && row->latency_s <= est.high;
+      }
       if (o->per_kernel)
         fprintf (out, "%s,%s,%ld,%s,%s,%s,%s,%lld,%lld,%lld,%lld,%lld,%lld,%d,%.0f,%d,%.9g,%.9g,%.6f,"
-                 "%lld\n",
+                 "%lld,%.9g,%s,%s\n",
                 names[p], row->file, row->line, row->set, row->gpu->name,
                 krow_report_class (row), dtype_name (row->dtype), (long long) row->b,
                 (long long) row->m, (long long) row->n, (long long) row->k, (long long) row->h,
                 (long long) row->kv_heads, row->ranks, row->bytes, row->nmeas,
-                row->latency_s * 1e3, t * 1e3, 100 * e, (long long) row->top_k);
+                row->latency_s * 1e3, t * 1e3, 100 * e, (long long) row->top_k,
+                est.spread * 1e3, est.high > 0 ? fmt_ms (lo, sizeof lo, est.low) : "",
+                est.high > 0 ? fmt_ms (hi, sizeof hi, est.high) : "");
     }
     if (ng)
       qsort (gv, ng, sizeof *gv, group_cmp);
@@ -197,12 +215,17 @@ eval_modern (struct plugin **preds, char **names, size_t npred, const struct kse
         qsort (g->err, g->n, sizeof *g->err, dbl_cmp);
         double med = g->n % 2 ? g->err[g->n / 2] : 0.5 * (g->err[g->n / 2 - 1] + g->err[g->n / 2]);
         double mape = 100 * g->sum_abs / (double) g->n, bias = 100 * g->sum_signed / (double) g->n;
+        char in80[16] = "";     /* the share measured inside the 80 % interval, where given */
+        if (g->n_iv)
+          snprintf (in80, sizeof in80, "%.*f", csv ? 4 : 2,
+                    100.0 * (double) g->in_iv / (double) g->n_iv);
         if (csv)
-          fprintf (out, "%s,%s,%s,%s,%s,%zu,%.4f,%.4f,%.4f\n", names[p], g->set, g->cls,
-                  dtype_name (g->dtype), g->gpu, g->n, mape, 100 * med, bias);
+          fprintf (out, "%s,%s,%s,%s,%s,%zu,%.4f,%.4f,%.4f,%s\n", names[p], g->set, g->cls,
+                  dtype_name (g->dtype), g->gpu, g->n, mape, 100 * med, bias, in80);
         else
-          fprintf (out, "%-10s %-20s %-14s %-5s %-26s %7zu %8.2f %8.2f %+8.2f\n", names[p],
-                  g->set, g->cls, dtype_name (g->dtype), g->gpu, g->n, mape, 100 * med, bias);
+          fprintf (out, "%-10s %-20s %-14s %-9s %-26s %7zu %8.2f %8.2f %+8.2f %8s\n", names[p],
+                  g->set, g->cls, dtype_name (g->dtype), g->gpu, g->n, mape, 100 * med, bias,
+                  g->n_iv ? in80 : "-");
       }
       free (g->err);
       free (g->why);
@@ -212,7 +235,8 @@ eval_modern (struct plugin **preds, char **names, size_t npred, const struct kse
   if (!csv && !o->per_kernel)
     fprintf (out, "\n%zu shapes (%s) from %zu tables; each is the median of one shape's\n"
             "measurements across kernel libraries and versions (a MoE layer's per engine);\n"
-            "bias_%%: mean signed error.\n",
+            "bias_%%: mean signed error; in80_%%: the share measured inside the predictor's\n"
+            "80 %% interval, where it gives one.\n",
             kept, o->split == SPLIT_ALL ? "all" : o->split == SPLIT_HOLDOUT
             ? "the seeded 20 % held out" : "the 80 % kept for training", strv_len (ks->files));
   if (fclose (out) != 0) {

@@ -416,10 +416,10 @@ kernel_main (int argc, char **argv)
   }
   if (o.dtype) {
     if ((dtype = dtype_parse (o.dtype)) < 0) {
-      pm_error ("--dtype '%s': expected fp32, tf32, fp16, bf16 or fp8", o.dtype);
+      pm_error ("--dtype '%s': expected " DTYPE_NAMES_TEXT, o.dtype);
       goto out;
     }
-    if (dtype != PERFMOD_DTYPE_FP32 && !(ge->gpu.tensor_tflops[dtype] > 0)) {
+    if (!gpu_has_units (&ge->gpu, dtype)) {
       pm_error ("--dtype %s: %s has no %s matrix units in gpus.d", o.dtype, ge->name, o.dtype);
       goto out;
     }
@@ -456,13 +456,13 @@ kernel_main (int argc, char **argv)
   double moved = k.kclass == PERFMOD_KERNEL_COMM ? pc.comm_bytes : pc.bytes;
   if (!json && !csv)
     printf ("perfmod kernel: %s, %s, on %s; %.4g GFLOP, %.4g MB%s\n"
-            "assumed: %s%s\n\n%-12s %12s %10s %10s  %s\n", o.op, dtype_name (dtype), ge->name,
-            pc.flops / 1e9, moved / 1e6,
+            "assumed: %s%s\n\n%-12s %12s %10s %10s  %-19s  %s\n", o.op, dtype_name (dtype),
+            ge->name, pc.flops / 1e9, moved / 1e6,
             k.kclass == PERFMOD_KERNEL_COMM ? " over the link per GPU" : "",
             o.dtype ? "" : "--dtype ", o.dtype ? "nothing" : dtype_name (dtype), "predictor",
-            "ms", "TFLOP/s", "GB/s", "note");
+            "ms", "TFLOP/s", "GB/s", "80% interval (ms)", "note");
   else if (csv)
-    printf ("predictor,op,dtype,gpu,ms,spread_ms,tflops,gbps,note\n");
+    printf ("predictor,op,dtype,gpu,ms,spread_ms,tflops,gbps,note,low_ms,high_ms\n");
   else
     printf ("{\"op\": \"%s\", \"dtype\": \"%s\", \"gpu\": \"%s\", \"flops\": %.17g, "
             "\"bytes\": %.17g, \"predictions\": [", o.op, dtype_name (dtype), ge->name, pc.flops,
@@ -476,16 +476,26 @@ kernel_main (int argc, char **argv)
                 kclass_name (k.kclass));
     else if (est[i].basis)
       snprintf (note, sizeof note, "%s", est[i].basis);
+    /* the interval where the predictor measured one: "-" / empty / null */
+    bool iv = est[i].high > 0;
+    char lo[32] = "", hi[32] = "", span[48] = "-";
+    if (iv) {
+      snprintf (lo, sizeof lo, "%.9g", est[i].low * 1e3);
+      snprintf (hi, sizeof hi, "%.9g", est[i].high * 1e3);
+      snprintf (span, sizeof span, "%.4f-%.4f", est[i].low * 1e3, est[i].high * 1e3);
+    }
     if (json)
       printf ("%s{\"predictor\": \"%s\", \"ms\": %.9g, \"spread_ms\": %.9g, \"tflops\": %.9g, "
-              "\"gbps\": %.9g, \"note\": \"%s\"}", i ? ", " : "", preds[i], ms,
-              est[i].spread * 1e3, pc.flops / sec / 1e12, moved / sec / 1e9, note);
+              "\"gbps\": %.9g, \"note\": \"%s\", \"low_ms\": %s, \"high_ms\": %s}", i ? ", " : "",
+              preds[i], ms, est[i].spread * 1e3, pc.flops / sec / 1e12, moved / sec / 1e9, note,
+              iv ? lo : "null", iv ? hi : "null");
     else if (csv)
-      printf ("%s,%s,%s,%s,%.9g,%.9g,%.9g,%.9g,%s\n", preds[i], o.op, dtype_name (dtype), ge->name,
-              ms, est[i].spread * 1e3, pc.flops / sec / 1e12, moved / sec / 1e9, note);
+      printf ("%s,%s,%s,%s,%.9g,%.9g,%.9g,%.9g,%s,%s,%s\n", preds[i], o.op, dtype_name (dtype),
+              ge->name, ms, est[i].spread * 1e3, pc.flops / sec / 1e12, moved / sec / 1e9, note,
+              lo, hi);
     else
-      printf ("%-12s %12.4f %10.1f %10.1f  %s\n", preds[i], ms, pc.flops / sec / 1e12,
-              moved / sec / 1e9, note);
+      printf ("%-12s %12.4f %10.1f %10.1f  %-19s  %s\n", preds[i], ms, pc.flops / sec / 1e12,
+              moved / sec / 1e9, span, note);
   }
   if (json)
     printf ("]}\n");

@@ -27,7 +27,7 @@ eval_filters (const struct cli *c, const struct gpu_db *gpus, int *dtype,
   *split = SPLIT_ALL;
   *tables = NULL;
   if (c->dtype && (*dtype = dtype_parse (c->dtype)) < 0) {
-    pm_error ("--dtype '%s': expected fp32, tf32, fp16, bf16 or fp8", c->dtype);
+    pm_error ("--dtype '%s': expected " DTYPE_NAMES_TEXT, c->dtype);
     return -1;
   }
   if (c->gpu) {

@@ -276,7 +276,9 @@ run_request (const struct serving_run *r, const char *predictor, bool moe,
   q->model = r->builtin;
   q->gpu = r->system;
   q->engine = r->backend;
-  q->dtype = strcmp (r->gemm, "bf16") == 0 ? "bf16" : "fp8";
+  /* fp8_static is fp8 with its scale fixed ahead, the same GEMMs */
+  q->dtype = strcmp (r->gemm, "bf16") == 0 ? "bf16"
+           : strcmp (r->gemm, "fp8_block") == 0 ? "fp8_block" : "fp8";
   q->predictor = predictor;
   q->concurrency = r->conc;
   q->isl = r->isl;

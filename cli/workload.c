@@ -152,7 +152,7 @@ precision_resolve (struct cli *c, struct workload *w, int dtype)
   }
   for (int i = 0; i < 2 && val; i++) {
     int d = i ? w->prec->other : w->prec->gemm;
-    if (d != PERFMOD_DTYPE_FP32 && w->ge->gpu.tensor_tflops[d] <= 0) {
+    if (!gpu_has_units (&w->ge->gpu, d)) {
       pm_error ("%s %s: %s has no %s matrix units in gpus.d", opt, val, w->ge->name,
                 dtype_name (d));
       return -1;
@@ -203,7 +203,13 @@ workload_load (struct cli *c, struct workload *w)
   }
   w->train = strcmp (c->mode, "train") == 0;
   if (c->dtype && (dtype = dtype_parse (c->dtype)) < 0) {
-    pm_error ("--dtype '%s': expected fp32, tf32, fp16, bf16 or fp8", c->dtype);
+    pm_error ("--dtype '%s': expected " DTYPE_NAMES_TEXT, c->dtype);
+    return EXIT_USAGE;
+  }
+  if (c->dtype && w->train && precision_of_dtype (dtype, true) == NULL) {
+    pm_error ("--dtype %s: training is modelled in fp32, tf32, fp16, bf16 and fp8 "
+              "(Transformer Engine's per-tensor recipe); %s is modelled for inference and "
+              "serving", c->dtype, c->dtype);
     return EXIT_USAGE;
   }
   if (c->precision && precision_train (c->precision) == NULL) {

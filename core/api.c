@@ -116,7 +116,7 @@ perfmod_open (const char *datadir, const char *plugindir, char *err, size_t errl
   for (size_t i = 0; i < ctx->set.n; i++)
     if (ctx->set.v[i].p.kind == PERFMOD_PLUGIN_PREDICTOR)
       for (int kc = 0; kc < 16; kc++)
-        for (int dt = 0; dt < PERFMOD_DTYPE_COUNT; dt++)
+        for (int dt = 0; dt < PERFMOD_DTYPE_NTYPES; dt++)
           plugin_covers (&ctx->set.v[i], kc, dt);
   leave ();
   ctx_add (ctx);
@@ -197,8 +197,13 @@ predict (perfmod_ctx *ctx, const struct perfmod_request *req, struct perfmod_res
     return -1;
   }
   if ((pr = request_precision (req, ge, train)) == NULL) {
-    pm_error ("precision '%s': expected fp32, amp-fp16, bf16, fp8 or tf32 (or a dtype)",
-              req->precision);
+    pm_error ("precision '%s': expected fp32, amp-fp16, bf16, fp8 or tf32 in training, "
+              "or a dtype (" DTYPE_NAMES_TEXT ") in inference", req->precision);
+    return -1;
+  }
+  if (!gpu_has_units (&ge->gpu, pr->gemm) || !gpu_has_units (&ge->gpu, pr->other)) {
+    pm_error ("precision %s: %s has no %s matrix units in gpus.d", pr->name, ge->name,
+              dtype_name (gpu_has_units (&ge->gpu, pr->gemm) ? pr->other : pr->gemm));
     return -1;
   }
   if ((pred = predictor_find (&ctx->set, req->predictor ? req->predictor : PM_DEFAULT_PREDICTOR)) == NULL)

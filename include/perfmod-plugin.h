@@ -23,15 +23,27 @@ extern "C" {
 #define PERFMOD_PLUGIN_PREDICTOR   1
 #define PERFMOD_PLUGIN_PARALLELISM 2
 
-/* Numeric element types.  FP32 is NeuSight's convention and the default. */
+/* Numeric element types.  FP32 is NeuSight's convention and the default.
+ * The first PERFMOD_DTYPE_COUNT have a slot in perfmod_gpu's
+ * tensor_tflops; the ones appended after them (the ABI fixes that array's
+ * size) take their peaks from fields of their own, and
+ * perfmod_gpu_peak_flops gives every dtype's.  PERFMOD_DTYPE_NTYPES
+ * counts them all. */
 enum perfmod_dtype {
   PERFMOD_DTYPE_FP32 = 0,
   PERFMOD_DTYPE_TF32 = 1,
   PERFMOD_DTYPE_FP16 = 2,
   PERFMOD_DTYPE_BF16 = 3,
-  PERFMOD_DTYPE_FP8  = 4
+  PERFMOD_DTYPE_FP8  = 4,   /* e4m3, one scale per tensor (or per row): Hopper's and Ada's */
+  /* Appended: Blackwell's 4-bit floats, e2m1 with an e4m3 scale per 16
+   * values (and one fp32 scale per tensor); their peak is fp4_tflops. */
+  PERFMOD_DTYPE_NVFP4 = 5,
+  /* Appended: fp8 (e4m3) with a float scale per 128 values of a row and
+   * per 128 x 128 block of a weight (DeepSeek-V3's); fp8's peak. */
+  PERFMOD_DTYPE_FP8_BLOCK = 6
 };
 #define PERFMOD_DTYPE_COUNT 5
+#define PERFMOD_DTYPE_NTYPES 7
 
 /* Kernel classes.  Dimension conventions follow NeuSight: BMM (B,M,N,K)
  * multiplies (B,M,N) x (B,N,K) -> (B,M,K); LINEAR (M,N,K) is an (M,N) input
@@ -170,6 +182,12 @@ struct perfmod_gpu {
 static inline double
 perfmod_gpu_peak_flops (const struct perfmod_gpu *gpu, int dtype)
 {
+  if (dtype == PERFMOD_DTYPE_FP8_BLOCK)
+    dtype = PERFMOD_DTYPE_FP8;
+  if (dtype == PERFMOD_DTYPE_NVFP4 &&
+      gpu->struct_size >= offsetof (struct perfmod_gpu, fp4_tflops) + sizeof gpu->fp4_tflops &&
+      gpu->fp4_tflops > 0)
+    return gpu->fp4_tflops * 1e12;
   if (dtype > PERFMOD_DTYPE_FP32 && dtype < PERFMOD_DTYPE_COUNT &&
       gpu->tensor_tflops[dtype] > 0)
     return gpu->tensor_tflops[dtype] * 1e12;
@@ -334,6 +352,11 @@ struct perfmod_estimate {
                                ensemble); 0 when the predictor has none */
   const char *basis;        /* NULL: the predictor's own model; else a short static
                                phrase saying what was used instead, e.g. "memory-bound" */
+  /* Appended: write these only where the host's estimate_size holds
+   * them (an older core's struct ends before them).  An 80 % interval of
+   * the time, seconds, low <= seconds <= high, its width calibrated on
+   * measurements the predictor was not trained on; both 0: none. */
+  double low, high;
 };
 
 /* Services the core offers every plugin; passed to init(). */
@@ -379,7 +402,18 @@ struct perfmod_host {
    * status 2, bad input, rather than 1.  params_load and mlp_load report
    * their own faults so. */
   void (*input_error) (const char *fmt, ...);
+
+  /* Appended.  sizeof (struct perfmod_estimate) of the core: a member
+   * appended to it may be written only where it ends within this. */
+  size_t estimate_size;
 };
+
+/* Whether the core reads an estimate's member m (see estimate_size). */
+#define PERFMOD_ESTIMATE_HAS(host, m)                                                        \
+  ((host)->struct_size >= offsetof (struct perfmod_host, estimate_size) +                  \
+   sizeof (host)->estimate_size &&                                                          \
+   (host)->estimate_size >= offsetof (struct perfmod_estimate, m) +                         \
+   sizeof (((struct perfmod_estimate *) 0)->m))
 
 /* The plugin.  Fill the fields you implement; leave the rest NULL. */
 struct perfmod_plugin {

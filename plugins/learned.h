@@ -74,8 +74,8 @@ learned_config (struct learned *l, const char *key, const char *value)
  *   dtypes.linear: fp32,bf16,fp8
  * (perfmod train: params_set (p, "dtypes.linear", "fp32,bf16,fp8")).  An
  * unknown name refuses the file when it is loaded. */
-static const char *const learned_dtype_names[PERFMOD_DTYPE_COUNT] = {
-  "fp32", "tf32", "fp16", "bf16", "fp8"
+static const char *const learned_dtype_names[PERFMOD_DTYPE_NTYPES] = {
+  "fp32", "tf32", "fp16", "bf16", "fp8", "nvfp4", "fp8_block"
 };
 static const char *const learned_dtype_classes[] = {
   "linear", "bmm", "elementwise", "softmax", "layernorm", "attention", "moe"
@@ -112,12 +112,12 @@ learned_dtype_mask (struct learned *l, const char *key, const char *list, unsign
       p++, n--;
     while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
       n--;
-    for (d = 0; d < PERFMOD_DTYPE_COUNT; d++)
+    for (d = 0; d < PERFMOD_DTYPE_NTYPES; d++)
       if (strlen (learned_dtype_names[d]) == n && strncmp (p, learned_dtype_names[d], n) == 0)
         break;
-    if (d == PERFMOD_DTYPE_COUNT) {
+    if (d == PERFMOD_DTYPE_NTYPES) {
       learned_bad (l) ("%s: %s: '%.*s' is no dtype (expected a comma list of fp32, tf32, "
-                      "fp16, bf16, fp8)", l->path, key, (int) n, p);
+                      "fp16, bf16, fp8, nvfp4, fp8_block)", l->path, key, (int) n, p);
       return -1;
     }
     *mask |= 1u << d;

@@ -66,7 +66,7 @@ tc_predict (const struct perfmod_host *host, const struct perfmod_kernel *k,
   memset (&own, 0, sizeof own);
   memcpy (&own, k, k->struct_size < sizeof own ? k->struct_size : sizeof own);
   scale = tc_as_forward (&own);
-  if ((grp = lr_group_of (&own)) < 0 || own.dtype < 0 || own.dtype >= PERFMOD_DTYPE_COUNT ||
+  if ((grp = lr_group_of (&own)) < 0 || own.dtype < 0 || own.dtype >= PERFMOD_DTYPE_NTYPES ||
       (rc = learned_optional (&TC, &tc_state)) == 0)
     return 0;
   if (rc < 0 || phys_cost_of (&own, gpu, &c) < 0)

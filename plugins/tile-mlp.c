@@ -51,6 +51,13 @@ static struct state {
   int tcfeatures[TC_NGROUPS];   /* enum tc_features of the file each group came from */
   int tc_state;                 /* learned_optional's */
   int tc_ready;                 /* loaded and checked */
+  /* The tensor-core GEMMs' networks (every dtype, nvfp4 and fp8_block
+   * among them): DATADIR/params/tile-mlp-gemm.params unless gemm_params=
+   * names another (perfmod train --table gemm,vidur_layer,aiter_gemm,
+   * llmcompass_gemm); tc_params' file keeps attention and vector kernels.
+   * Without it a GEMM is predicted as its fp32 equivalent, marked. */
+  struct learned gemm;
+  int gemm_state, gemm_ready;
   /* The MoE layers' network: DATADIR/params/tile-mlp-moe.params unless
    * moe_params= names another (perfmod train --table moe); without it a
    * MoE layer is predicted as its parts (the core's decomposition). */
@@ -72,8 +79,9 @@ tm_init (const struct perfmod_host *h, void **state)
   memset (&S, 0, sizeof S);
   *state = &S;
   if (learned_init (&S.tc, h, TILEMLP_NAME) < 0 || learned_init (&S.moe, h, TILEMLP_NAME) < 0
-      || learned_init (&S.comm, h, TILEMLP_NAME) < 0)
+      || learned_init (&S.comm, h, TILEMLP_NAME) < 0 || learned_init (&S.gemm, h, TILEMLP_NAME) < 0)
     return -1;
+  S.gemm.suffix = "-gemm";
   S.moe.suffix = "-moe";
   S.comm.suffix = "-comm";
   return learned_init (&S.l, h, TILEMLP_NAME);
@@ -105,12 +113,13 @@ tm_fini (void *state)
         s->l.host->mlp_free (s->tcnet[g][e]);
   learned_fini (&s->comm);
   learned_fini (&s->moe);
+  learned_fini (&s->gemm);
   learned_fini (&s->tc);
   learned_fini (&s->l);
 }
 
-static const char *const tm_keys[] = { "params", "clamp", "tc_params", "moe_params",
-                                       "comm_params", NULL };
+static const char *const tm_keys[] = { "params", "clamp", "tc_params", "gemm_params",
+                                       "moe_params", "comm_params", NULL };
 
 static int
 tm_config (void *state, const char *key, const char *value)
@@ -126,6 +135,8 @@ tm_config (void *state, const char *key, const char *value)
   }
   if (strcmp (key, "tc_params") == 0)
     return learned_optional_config (&s->tc, &s->tc_state, value);
+  if (strcmp (key, "gemm_params") == 0)
+    return learned_optional_config (&s->gemm, &s->gemm_state, value);
   if (strcmp (key, "moe_params") == 0)
     return learned_optional_config (&s->moe, &s->moe_state, value);
   if (strcmp (key, "comm_params") == 0)
@@ -495,19 +506,21 @@ tc_load (struct state *s, struct learned *l, int *state, int *ready, unsigned wa
 #endif
 }
 
-/* The tensor-core file's networks (every group but the MoE layers' and
- * the collectives', which have files of their own). */
+/* The tensor-core file's networks (attention and vector kernels: the
+ * GEMMs', the MoE layers' and the collectives' have files of their own). */
 static int
 tc_setup (struct state *s)
 {
   return tc_load (s, &s->tc, &s->tc_state, &s->tc_ready,
-                  ~(1u << TC_MOE | 1u << TC_COMM | 1u << TC_DEEPEP));
+                  ~(1u << TC_GEMM | 1u << TC_MOE | 1u << TC_COMM | 1u << TC_DEEPEP));
 }
 
 /* The file of the group that models g's kernels, loaded. */
 static int
 tc_setup_group (struct state *s, int g)
 {
+  if (g == TC_GEMM)
+    return tc_load (s, &s->gemm, &s->gemm_state, &s->gemm_ready, 1u << TC_GEMM);
   if (g == TC_MOE)
     return tc_load (s, &s->moe, &s->moe_state, &s->moe_ready, 1u << TC_MOE);
   if (g == TC_COMM || g == TC_DEEPEP)
@@ -567,8 +580,31 @@ tc_comm_monotone (struct state *s, const struct perfmod_kernel *k, const struct 
   return 0;
 }
 
+/* The file group g's networks came from. */
+static struct learned *
+tc_file (struct state *s, int g)
+{
+  return g == TC_GEMM ? &s->gemm : g == TC_MOE ? &s->moe
+       : g == TC_COMM || g == TC_DEEPEP ? &s->comm : &s->tc;
+}
+
+/* Whether gpu is among the GPUs group g's file was trained on (its gpus
+ * key, a comma list of gpus.d sections). */
+static bool
+tc_trained_on (struct state *s, int g, const struct perfmod_gpu *gpu)
+{
+  struct learned *l = tc_file (s, g);
+  const char *v = l->params ? s->l.host->params_get (l->params, "gpus") : NULL;
+  size_t n = strlen (gpu->name);
+  for (const char *p = v; p && *p; p = strchr (p, ',') ? strchr (p, ',') + 1 : NULL)
+    if (strncmp (p, gpu->name, n) == 0 && (p[n] == ',' || p[n] == '\0'))
+      return true;
+  return false;
+}
+
 /* A kernel the tensor-core networks model: the geometric mean of the
- * members' times, their spread; 0 if none models it. */
+ * members' times, their spread and, where the group's errors were
+ * measured (tc_interval80), an 80 % interval; 0 if none models it. */
 static int
 tc_estimate (struct state *s, const struct perfmod_kernel *k, const struct perfmod_gpu *gpu,
              struct perfmod_estimate *est)
@@ -595,6 +631,12 @@ tc_estimate (struct state *s, const struct perfmod_kernel *k, const struct perfm
   }
   est->seconds *= scale;
   est->spread = est->seconds * (exp (sd) - 1);
+  double w = own.dtype >= 0 && own.dtype < PERFMOD_DTYPE_NTYPES
+             ? tc_interval80[g][own.dtype][tc_trained_on (s, g, gpu) ? 0 : 1] : 0;
+  if (w > 0 && PERFMOD_ESTIMATE_HAS (s->l.host, high)) {
+    est->low = est->seconds * exp (-w);
+    est->high = est->seconds * exp (w);
+  }
   return 1;
 }
 
@@ -659,7 +701,7 @@ static int
 tm_predict (void *state, const struct perfmod_kernel *k, const struct perfmod_gpu *gpu,
             double *seconds)
 {
-  struct perfmod_estimate est = { 0, 0, NULL };
+  struct perfmod_estimate est = { .seconds = 0 };
   int rc = tm_estimate (state, k, gpu, &est);
   *seconds = est.seconds;
   return rc;
@@ -676,6 +718,8 @@ tm_dtypes (void *state, int kclass)
     mask = 0;
   if (kclass == PERFMOD_KERNEL_MOE)
     return tc_setup_group (s, TC_MOE) > 0 ? learned_dtypes (&s->moe, kclass, 1) : 0;
+  if (kclass == PERFMOD_KERNEL_LINEAR || kclass == PERFMOD_KERNEL_BMM)
+    return mask | (tc_setup_group (s, TC_GEMM) > 0 ? learned_dtypes (&s->gemm, kclass, 1) : 0);
   if (tc_setup (s) > 0) {
     unsigned tc = learned_dtypes (&s->tc, kclass, 1), half = (1u << PERFMOD_DTYPE_FP16) |
                                                             (1u << PERFMOD_DTYPE_BF16);

@@ -1,6 +1,6 @@
 #!/bin/sh
 # modern-eval.sh: the learned predictors on ../shared/moderndata, validated two ways: (a) the
-# seeded 20 % of each GPU's shapes held out, (b) leave one GPU out over the four aiconfigurator
+# seeded 20 % of each GPU's shapes held out, (b) leave one GPU out over the five aiconfigurator
 # GPUs (vidur's per-layer ops over A100/H100/A40).  Usage: scripts/modern-eval.sh [DATA [OUTDIR]]
 # Prints the eval tables; the parameters of each fold are left in OUTDIR.  PREDICTORS (default
 # "tile-mlp linreg") chooses which are trained; roofline is always printed beside them.
@@ -28,13 +28,18 @@ train_and_eval () {
     [ "$p" = tile-mlp ] && extra="--members $members"
     "$run" train --predictor "$p" --data "$data" --seed "$seed" $extra "$@" --out "$out/$p-$name.params"
     list="$list,$p" opts="$opts --plugin-opt $p:tc_params=$out/$p-$name.params"
+    # tile-mlp reads its GEMM networks from a file of their own: this one's
+    [ "$p" = tile-mlp ] && opts="$opts --plugin-opt $p:gemm_params=$out/$p-$name.params"
   done
   # shellcheck disable=SC2086
   "$run" eval --data "$data" $evalargs --predictor "$list" $opts
 }
 
-echo "== (a) in-distribution: the seeded 20 % of every GPU's shapes held out"
-train_and_eval in-dist "--table $tables --split holdout" -- --table "$tables" --split train
+# IN_DIST=0 leaves (a) out (to run it and the folds side by side)
+if [ "${IN_DIST:-1}" != 0 ]; then
+  echo "== (a) in-distribution: the seeded 20 % of every GPU's shapes held out"
+  train_and_eval in-dist "--table $tables --split holdout" -- --table "$tables" --split train
+fi
 
 # The folds: the GPU left out (its gpus.d sections) and the ones trained on.
 # aiconfigurator's H100 rows join NeuSight's section by their device column and
@@ -44,12 +49,23 @@ fold () {
   echo "== (b) leave one GPU out: $name (trained on $train)"
   train_and_eval "logo-$name" "--table $tabs --gpu $test" -- --table "$tabs" --in-dist "$train"
 }
-A100=a100-sxm-80gb H100=NVIDIA_H100_80GB_HBM3,h100-sxm L40S=l40s RTX=rtx-pro-6000-server
+A100=a100-sxm-80gb H100=NVIDIA_H100_80GB_HBM3,h100-sxm L40S=l40s RTX=rtx-pro-6000-server GB200=gb200
 aic=${AIC_TABLES:-gemm,context_attention}
-fold a100 "$A100" "$H100,$L40S,$RTX" "$aic"
-fold h100 "$H100" "$A100,$L40S,$RTX" "$aic"
-fold l40s "$L40S" "$A100,$H100,$RTX" "$aic"
-fold rtx-pro-6000 "$RTX" "$A100,$H100,$L40S" "$aic"
+# FOLDS chooses the aiconfigurator folds (default all five; "none" for the vidur ones alone);
+# VIDUR=0 leaves vidur's out
+folds=${FOLDS:-a100 h100 l40s rtx-pro-6000 gb200}
+for f in $folds; do
+  case $f in
+  a100) fold a100 "$A100" "$H100,$L40S,$RTX,$GB200" "$aic" ;;
+  h100) fold h100 "$H100" "$A100,$L40S,$RTX,$GB200" "$aic" ;;
+  l40s) fold l40s "$L40S" "$A100,$H100,$RTX,$GB200" "$aic" ;;
+  rtx-pro-6000) fold rtx-pro-6000 "$RTX" "$A100,$H100,$L40S,$GB200" "$aic" ;;
+  gb200) fold gb200 "$GB200" "$A100,$H100,$L40S,$RTX" "$aic" ;;
+  none) ;;
+  *) echo "modern-eval.sh: FOLDS: no fold '$f'" >&2; exit 2 ;;
+  esac
+done
+[ "${VIDUR:-1}" = 0 ] && exit 0
 fold vidur-a100 "$A100" "$H100,a40" vidur_layer
 fold vidur-h100 "$H100" "$A100,a40" vidur_layer
 fold vidur-a40 a40 "$A100,$H100" vidur_layer

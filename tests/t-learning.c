@@ -642,6 +642,58 @@ test_nccl (void)
   ok (phys_nccl_time ("all_reduce", 1e6, 8, 0, &nv, &r) < 0, "nccl: no link bandwidth: refused");
 }
 
+/* A predictor that answers 1 ms with the interval in fake_iv. */
+static double fake_iv[2];
+
+static int
+fake_estimate (void *state, const struct perfmod_kernel *k, const struct perfmod_gpu *gpu,
+               struct perfmod_estimate *e)
+{
+  (void) state, (void) k, (void) gpu;
+  e->seconds = 1e-3;
+  e->low = fake_iv[0];
+  e->high = fake_iv[1];
+  return 0;
+}
+
+/* An estimate's 80 % interval: passed through when it holds the time,
+ * refused when it does not; a MoE layer predicted as its parts adds the
+ * parts' bounds. */
+static void
+test_interval (void)
+{
+  struct plugin pl;
+  struct perfmod_kernel k;
+  struct perfmod_gpu g;
+  struct perfmod_estimate e;
+  memset (&pl, 0, sizeof pl);
+  memset (&k, 0, sizeof k);
+  memset (&g, 0, sizeof g);
+  pl.p.name = "fake";
+  pl.p.estimate = fake_estimate;
+  k.struct_size = sizeof k;
+  k.kclass = PERFMOD_KERNEL_LINEAR;
+  k.op = "linear";
+  k.b = 1, k.m = k.n = k.k = 64;
+  kernel_set_dtype (&k, PERFMOD_DTYPE_FP32);
+  g.struct_size = sizeof g;
+  g.name = "g";
+  g.fp32_gflops = 1000;
+  g.mem_bw_gbps = 1000;
+  ok (PERFMOD_ESTIMATE_HAS (&pm_host, high), "the core says it reads an estimate's interval");
+  fake_iv[0] = 0.5e-3, fake_iv[1] = 2e-3;
+  ok (plugin_estimate (&pl, &k, &g, &e) == 0 && e.low == 0.5e-3 && e.high == 2e-3,
+      "an interval around the time is passed on");
+  fake_iv[0] = 1.5e-3, fake_iv[1] = 2e-3;
+  ok (plugin_estimate (&pl, &k, &g, &e) < 0 && strstr (pm_plugin_errmsg, "invalid interval"),
+      "an interval that does not hold the time is refused");
+  fake_iv[0] = 0, fake_iv[1] = 2e-3;
+  ok (plugin_estimate (&pl, &k, &g, &e) < 0, "an interval from 0 is refused");
+  fake_iv[0] = fake_iv[1] = 0;
+  ok (plugin_estimate (&pl, &k, &g, &e) == 0 && e.low == 0 && e.high == 0,
+      "no interval: both 0");
+}
+
 int
 main (void)
 {
@@ -656,6 +708,7 @@ main (void)
   test_fit_line ();
   test_tilemlp ();
   test_nccl ();
+  test_interval ();
   done_testing ();
   char *cmd = xasprintf ("rm -rf '%s'", tmpdir);
   if (system (cmd) != 0)

@@ -47,8 +47,8 @@ moe=$(awk -F, 'NR > 1 && $4 == "moe" { n++; t = $18 } END { print n, t }' "$TMP/
 ok $(echo "$moe" | awk '{ b = 2 * 8 * 384 * 256 + 2 * 128 * (5 * 256 + 2 * 256 + 2 * 128 + 128)
      want = b / 3430e9 * 1e3; d = $2 / want - 1; exit !($1 == 1 && d < 1e-6 && d > -1e-6) }'; echo $?) \
   "moe: one balanced bf16 layer kept, its weights and activations over the bandwidth ($moe)"
-ok $(awk -F, 'NR > 1 && $4 == "gemm"' "$TMP/out" | wc -l | awk '{ print ($1 == 3) ? 0 : 1 }') \
-  "gemm: three shapes (bf16 4096^3, fp8 4096^3, bf16 16x1024x8192); m = 0 and unmodelled dtypes left out"
+ok $(awk -F, 'NR > 1 && $4 == "gemm"' "$TMP/out" | wc -l | awk '{ print ($1 == 4) ? 0 : 1 }') \
+  "gemm: four shapes (bf16, fp8 and fp8_block 4096^3, bf16 16x1024x8192); m = 0 and int8_wo left out"
 ok $(awk -F, 'NR > 1 && $4 == "gemm" && $7 == "bf16" && $9 == 4096 { print ($16 == 3 && $17 == 2) ? 0 : 1 }' "$TMP/out") \
   "one row per shape: the median of its three measurements (1, 2, 6 ms -> 2 ms)"
 # The physical roofline: max(2mnk / peak, bytes / bandwidth), the peak per dtype from gpus.d.
@@ -58,10 +58,10 @@ peaks=$("$PERFMOD" gpus | awk 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i }
 set -- $peaks
 bf16=$1 fp8=$2 bw=$3
 ok $(awk -F, -v p="$bf16" -v q="$fp8" -v bw="$bw" 'NR > 1 && $4 == "gemm" && $9 == 4096 {
-       pk = ($7 == "fp8") ? q : p; e = ($7 == "fp8") ? 1 : 2
-       t = 2 * 4096^3 / (pk * 1e12); m = (4096 * 4096 * (2 * e + (($7 == "fp8") ? 2 : e))) / (bw * 1e9)
+       f8 = ($7 == "fp8" || $7 == "fp8_block"); pk = f8 ? q : p; e = f8 ? 1 : 2
+       t = 2 * 4096^3 / (pk * 1e12); m = (4096 * 4096 * (2 * e + (f8 ? 2 : e))) / (bw * 1e9)
        if (m > t) t = m; d = $18 / (t * 1e3) - 1; if (d < -1e-6 || d > 1e-6) bad++; n++ }
-     END { print (n == 2 && !bad) ? 0 : 1 }' "$TMP/out") "roofline: FLOPs over each dtype's peak (bf16 and fp8), physical bytes"
+     END { print (n == 3 && !bad) ? 0 : 1 }' "$TMP/out") "roofline: FLOPs over each dtype's peak (bf16, fp8; fp8_block at fp8's), physical bytes"
 ok $(awk -F, -v bw="$bw" 'NR > 1 && $4 == "gemm" && $9 == 16 {
        t = 2 * (16 * 8192 + 8192 * 1024 + 16 * 1024) / (bw * 1e9); d = $18 / (t * 1e3) - 1
        print (d > -1e-6 && d < 1e-6) ? 0 : 1 }' "$TMP/out") "roofline: a memory-bound GEMM at the bandwidth (bytes in 1e9, not 2^30)"
@@ -82,8 +82,8 @@ run_pm eval --data "$D" --predictor roofline --dtype fp8 --format csv
 ok $(awk -F, 'NR > 1 { n++; if ($4 != "fp8") bad++ } END { print (n == 1 && !bad) ? 0 : 1 }' "$TMP/out") \
   "--dtype fp8 keeps the fp8 rows only"
 run_pm eval --data "$D" --predictor roofline --table gemm --gpu h100 --format csv
-ok $(awk -F, 'NR > 1 { n++; if ($2 != "gemm") bad++ } END { print (n == 2 && !bad) ? 0 : 1 }' "$TMP/out") \
-  "--table gemm --gpu h100 keeps that table on that GPU (bf16 and fp8 groups)"
+ok $(awk -F, 'NR > 1 { n++; if ($2 != "gemm") bad++ } END { print (n == 3 && !bad) ? 0 : 1 }' "$TMP/out") \
+  "--table gemm --gpu h100 keeps that table on that GPU (bf16, fp8 and fp8_block groups)"
 expect_fail 2 "--table 'gemmm': expected a comma list of gemm" "an unknown --table is refused" -- \
   eval --data "$D" --table gemmm
 expect_fail 2 "--split 'half': expected all, holdout or train" "an unknown --split is refused" -- \
@@ -178,7 +178,8 @@ run_pm kernel --op attention --batch 2 --seq 2048 --heads 32 --kv-heads 8 --head
   --predictor roofline,tile-mlp --plugin-opt tile-mlp:tc_params="$TMP/tc.params" --format csv
 ok $(awk -F, 'NR == 2 { r = $5 } NR == 3 { print ($1 == "tile-mlp" && $5 >= r && $9 == "") ? 0 : 1 }' "$TMP/out") \
   "tile-mlp predicts fused attention from its networks, never under the physical floor"
-run_pm eval --data "$TMP/tc" --predictor tile-mlp --plugin-opt tile-mlp:tc_params="$TMP/tc.params" --per-op --format csv
+run_pm eval --data "$TMP/tc" --predictor tile-mlp --plugin-opt tile-mlp:tc_params="$TMP/tc.params" \
+  --plugin-opt tile-mlp:gemm_params="$TMP/tc.params" --per-op --format csv
 ok $(awk -F, -v p="$bf16" -v q="$fp8" 'NR > 1 && $1 == "tile-mlp" && $4 == "gemm" { n++
        pk = ($7 == "fp8") ? q : p; if ($18 < 2 * $9 * $10 * $11 / (pk * 1e12) * 1e3 * (1 - 1e-6)) bad++ }
      END { print (n == 240 && !bad) ? 0 : 1 }' "$TMP/out") "no tensor-core GEMM predicted faster than its dtype's peak"

@@ -151,7 +151,7 @@ mkdir -p "$G"
   echo "A,1,NVIDIA H100 80GB HBM3,gemm,x,bfloat16,4096,4096,4096,1.0"
   echo "A,1,NVIDIA H100 80GB HBM3,gemm,x,bfloat16,2048,4096,4096,0.5"; } | gzip >"$G/gemm_perf.csv.gz"
 run_pm eval --data "$TMP/md" --predictor tile-mlp --plugin-opt "tile-mlp:params=$TMP/few.params" \
-  --plugin-opt tile-mlp:tc_params=none --format csv
+  --plugin-opt tile-mlp:tc_params=none --plugin-opt tile-mlp:gemm_params=none --format csv
 ok $([ $rc -eq 2 ] && grep -q "few.params: no 'bmm.6.layers' key" "$TMP/err" && [ "$(wc -l <"$TMP/err")" -eq 1 ] &&
      echo 0 || echo 1) "eval: the same file is refused once, exit 2 (and, under ASan, without a leak)"
 [ $rc -eq 2 ] || diag "exit $rc" "$(cat "$TMP/err")"

@@ -180,12 +180,12 @@ mkdir -p "$S"
   echo "A,1,$dev,gemm,x,bfloat16,16,16,16,1"
   echo "A,1,$dev,gemm,x,bfloat16,16,16,16,3"
   echo "A,1,$dev,gemm,x,fp16,16,16,16,2"
-  echo "A,1,$dev,gemm,x,nvfp4,16,16,16,2"; } >"$S/gemm_perf.csv"
+  echo "A,1,$dev,gemm,x,int8_wo,16,16,16,2"; } >"$S/gemm_perf.csv"
 perop --data "$S/gemm_perf.csv"
 awk -F, 'NR > 1 { printf "%s,%s,%s,%g\n", $3, $7, $16, $17 }' "$TMP/out" >"$TMP/got"
 printf '%s\n' 2,bf16,2,2 4,fp16,1,2 >"$TMP/want"
 ok $([ "$rc" -eq 0 ] && same "$TMP/got" "$TMP/want"; echo $?) \
-  "--data one table: read alone; two measurements of a shape give their mean (1, 3 -> 2), nvfp4 left out"
+  "--data one table: read alone; two measurements of a shape give their mean (1, 3 -> 2), int8 weight-only left out"
 perop --data "$S/gemm_perf.csv" --table nccl
 ok $([ "$rc" -eq 1 ] && [ ! -s "$TMP/out" ] && grep -q "single.d/h100_sxm/gemm_perf.csv: no rows to evaluate (.*--table as given)" "$TMP/err"; echo $?) \
   "--data one GEMM table with --table nccl: known, not read, no rows: exit 1"

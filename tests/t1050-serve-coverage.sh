@@ -12,9 +12,9 @@ L8="--model llama3.1-8b"
 S="$L8 --isl 128 --osl 16 --concurrency 4"
 
 # ---- refusals: one line, exit 2, nothing on stdout ----
-expect_one_line 2 "--dtype 'fp32': serving runs bf16, fp16 or fp8" "--dtype fp32 refused" -- serve $S --dtype fp32
-expect_one_line 2 "--dtype 'int3': serving runs bf16, fp16 or fp8" "an unknown --dtype refused" -- serve $S --dtype int3
-expect_one_line 2 "--dtype 'tf32': serving runs bf16, fp16 or fp8" "--dtype tf32 refused" -- serve $S --dtype tf32
+expect_one_line 2 "--dtype 'fp32': serving runs bf16, fp16, fp8, fp8_block or nvfp4" "--dtype fp32 refused" -- serve $S --dtype fp32
+expect_one_line 2 "--dtype 'int3': serving runs bf16, fp16, fp8, fp8_block or nvfp4" "an unknown --dtype refused" -- serve $S --dtype int3
+expect_one_line 2 "--dtype 'tf32': serving runs bf16, fp16, fp8, fp8_block or nvfp4" "--dtype tf32 refused" -- serve $S --dtype tf32
 expect_one_line 2 "--kv-dtype 'int8': expected auto, bf16, fp16 or fp8" "--kv-dtype int8 refused" -- serve $S --kv-dtype int8
 expect_one_line 2 "bert-large: serving is modelled for decoder-only models \(bert is not\)" "an encoder refused" -- serve $S --model bert-large
 expect_one_line 2 "switch-xl4: serving is modelled for decoder-only models \(switch_transformers is not\)" "an encoder-decoder refused" -- serve $S --model switch-xl4

@@ -108,11 +108,11 @@ ok $([ "$rc" -eq 0 ] && awk -F, -v bw="$bw" '$3 == "ATTENTION" && $2 ~ /layers_0
        good = ($6 - fw)^2 < (1e-6 * fw)^2 && ($7 - 2 * fw)^2 < (1e-6 * fw)^2 } END { exit !(n == 1 && good) }' "$TMP/out"; echo $?) \
   "roofline attention of 16 tokens: forward 4 x 16 x 32 x 80 x 2 bytes at the bandwidth, backward twice it"
 
-# tile-mlp's ensemble by hand: the shipped tensor-core networks have 3 members; each made the
+# tile-mlp's ensemble by hand: the shipped GEMM networks have 3 members; each made the
 # only member (its tensors renamed to member 1 in the header, members: 1) predicts t_k; the
 # ensemble predicts their geometric mean g and the spread g (exp(sd) - 1), sd the members'
 # sample standard deviation of ln t_k (outputs are log-times)
-P="$top_srcdir/params/tile-mlp-tc.params"
+P="$top_srcdir/params/tile-mlp-gemm.params"
 G="kernel --op gemm --m 4096 --n 4096 --k 4096 --gpu h100 --dtype bf16 --predictor tile-mlp --format csv"
 : >"$TMP/members"
 for k in 1 2 3; do
@@ -120,7 +120,7 @@ for k in 1 2 3; do
        s/^\(tensor \)\{0,1\}\(tc_[a-z]*\)\.$k\./\1\2.1./;s/^\(tensor \)\{0,1\}\(tc_[a-z]*\)\.@\./\1\2.$k./}" \
     "$P" >"$TMP/m$k.params"
   # shellcheck disable=SC2086
-  "$PERFMOD" $G --plugin-opt tile-mlp:tc_params="$TMP/m$k.params" 2>/dev/null | awk -F, 'NR == 2 { print $5 }' >>"$TMP/members"
+  "$PERFMOD" $G --plugin-opt tile-mlp:gemm_params="$TMP/m$k.params" 2>/dev/null | awk -F, 'NR == 2 { print $5 }' >>"$TMP/members"
 done
 # shellcheck disable=SC2086
 run_pm $G

@@ -32,7 +32,7 @@ static char *
 dtype_list (unsigned mask)
 {
   char *s = xstrdup ("");
-  for (int d = 0; d < PERFMOD_DTYPE_COUNT; d++)
+  for (int d = 0; d < PERFMOD_DTYPE_NTYPES; d++)
     if (mask & (1u << d)) {
       char *t = xasprintf ("%s%s%s", s, *s ? "," : "", dtype_name (d));
       free (s);
@@ -254,7 +254,7 @@ train_linreg_tc (const struct gpu_db *gpus, const struct train_options *o, struc
               "(GEMMs, attention), bytes (vector, copies) or bytes sent (collectives); other "
               "GPUs: 1/coef = a * scale + b, scale the dtype's peak, the bandwidth or the link");
   for (int grp = 0; grp < LR_NGROUPS && rc == 0; grp++)
-    for (int d = 0; d < PERFMOD_DTYPE_COUNT && rc == 0; d++) {
+    for (int d = 0; d < PERFMOD_DTYPE_NTYPES && rc == 0; d++) {
       double *fit;
       char key[96], *list = xstrdup ("");
       size_t nfit = 0;
@@ -348,7 +348,10 @@ train_habitat_tc (const struct gpu_db *gpus, const struct train_options *o, stru
     const struct krow *r = &ks->v[rows[i]];
     const struct perfmod_gpu *g = &r->gpu->gpu;
     double *xi = x + n * HABITAT_TC_NFEAT;
-    if (r->kclass != PERFMOD_KERNEL_LINEAR || r->dtype == PERFMOD_DTYPE_FP32)
+    /* Habitat's inputs are of one element size; the block-scaled dtypes
+     * (nvfp4, fp8_block) came after it and are left to the others */
+    if (r->kclass != PERFMOD_KERNEL_LINEAR || r->dtype == PERFMOD_DTYPE_FP32 ||
+        r->dtype >= PERFMOD_DTYPE_COUNT)
       continue;
     xi[0] = 1;
     xi[1] = (double) r->m;

@@ -266,7 +266,7 @@ predict_all (struct search *x, int jobs, size_t part, size_t nparts,
   int rc = 0;
 
   for (int kc = 0; kc < 16; kc++)       /* the dtypes() answers asked before the threads */
-    for (int dt = 0; dt < PERFMOD_DTYPE_COUNT; dt++)
+    for (int dt = 0; dt < PERFMOD_DTYPE_NTYPES; dt++)
       plugin_covers (x->pred, kc, dt);
   x->lo = x->nconfigs / nparts * part + (part < x->nconfigs % nparts ? part : x->nconfigs % nparts);
   x->hi = x->lo + x->nconfigs / nparts + (part < x->nconfigs % nparts ? 1 : 0);
@@ -638,7 +638,7 @@ search_run (struct plugin_set *set, const struct gpu_db *gpus,
       pm_error ("--precision '%s': expected fp32, amp-fp16, bf16 or fp8", req->precision);
       goto out;
     }
-    if (x.pr->gemm != PERFMOD_DTYPE_FP32 && !(x.ge->gpu.tensor_tflops[x.pr->gemm] > 0)) {
+    if (!gpu_has_units (&x.ge->gpu, x.pr->gemm)) {
       pm_error ("--precision %s: %s has no %s matrix units in gpus.d", req->precision,
                 x.ge->name, dtype_name (x.pr->gemm));
       goto out;

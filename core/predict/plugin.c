@@ -280,6 +280,7 @@ const struct perfmod_host pm_host = {
   .mlp_eval = host_mlp_eval,
   .mlp_free = host_mlp_free,
   .input_error = host_input_error,
+  .estimate_size = sizeof (struct perfmod_estimate),
 };
 
 const char *
@@ -540,12 +541,20 @@ plugin_estimate (struct plugin *pl, const struct perfmod_kernel *k, const struct
     return rc;
   n = moe_parts (k, part);
   memset (e, 0, sizeof *e);
+  bool interval = true;
   for (int i = 0; i < n; i++) {
     if (plugin_estimate_own (pl, &part[i], gpu, &pe) < 0)
       return -1;
     e->seconds += pe.seconds;
     e->spread += pe.spread;
+    /* the parts' errors taken as one (a GPU's bias moves them together):
+     * the bounds add; none unless every part has one */
+    interval = interval && pe.high > 0;
+    e->low += pe.low;
+    e->high += pe.high;
   }
+  if (!interval)
+    e->low = e->high = 0;
   e->basis = "the MoE layer's parts";
   return 0;
 }
@@ -576,6 +585,12 @@ plugin_estimate_own (struct plugin *pl, const struct perfmod_kernel *k,
               e->spread);
     return -1;
   }
+  if ((e->low != 0 || e->high != 0) &&
+      !(isfinite (e->high) && e->low > 0 && e->low <= e->seconds && e->seconds <= e->high)) {
+    snprintf (pm_plugin_errmsg, sizeof pm_plugin_errmsg,
+              "returned an invalid interval (%g to %g s around %g s)", e->low, e->high, e->seconds);
+    return -1;
+  }
   /* never faster than the GPU allows (physics.h): a prediction under the
    * compute peak or the bandwidth is taken at that floor, and said.  fp32
    * kernels are left as predicted: they are NeuSight's published runs,
@@ -587,6 +602,10 @@ plugin_estimate_own (struct plugin *pl, const struct perfmod_kernel *k,
     if (k->dtype != PERFMOD_DTYPE_FP32 && k->kclass >= 0 && k->kclass < 16 &&
         phys_cost_of (k, gpu, &pc) == 0 && e->seconds < (fl = phys_floor (&pc, gpu)) * 0.999) {
       e->seconds = fl;
+      if (e->high > 0) {        /* the interval keeps to what the GPU allows too */
+        e->low = fmax (e->low, fl);
+        e->high = fmax (e->high, fl);
+      }
       __atomic_fetch_or (&pl->floored, 1u << k->kclass, __ATOMIC_RELAXED);
     }
   }
@@ -600,7 +619,7 @@ bool
 plugin_covers (struct plugin *pl, int kclass, int dtype)
 {
   if (pl->p.dtypes == NULL || kclass < 0 || kclass >= 16 || dtype < 0 ||
-      dtype >= PERFMOD_DTYPE_COUNT)
+      dtype >= PERFMOD_DTYPE_NTYPES)
     return true;
   if (!(pl->dtypes_asked & 1u << kclass)) {
     pm_current_plugin = pl->p.name;
@@ -614,7 +633,7 @@ plugin_covers (struct plugin *pl, int kclass, int dtype)
 bool
 plugin_fell_back (const struct plugin *pl)
 {
-  for (int d = 0; d < PERFMOD_DTYPE_COUNT; d++)
+  for (int d = 0; d < PERFMOD_DTYPE_NTYPES; d++)
     if (pl->fallback[d])
       return true;
   return false;
@@ -643,7 +662,7 @@ plugins_note_fallbacks (const struct plugin_set *set, FILE *fp)
     if (!plugin_fell_back (pl))
       continue;
     fprintf (fp, "perfmod: note: %s has no model of its own for this run's ", pl->p.name);
-    for (int d = 0; d < PERFMOD_DTYPE_COUNT; d++) {
+    for (int d = 0; d < PERFMOD_DTYPE_NTYPES; d++) {
       bool firstc = true;
       if (!pl->fallback[d])
         continue;
@@ -658,7 +677,7 @@ plugins_note_fallbacks (const struct plugin_set *set, FILE *fp)
     }
     fprintf (fp, " kernels (it covers");
     first = true;
-    for (int d = 0; d < PERFMOD_DTYPE_COUNT; d++)
+    for (int d = 0; d < PERFMOD_DTYPE_NTYPES; d++)
       if (covered & 1u << d) {
         fprintf (fp, "%s%s", first ? " " : ", ", dtype_name (d));
         first = false;

@@ -8,15 +8,25 @@
 #include "internal.h"
 #include "physics.h"
 
-static const char *const dtype_names[PERFMOD_DTYPE_COUNT] = { "fp32", "tf32", "fp16", "bf16", "fp8" };
-static const double dtype_sizes[PERFMOD_DTYPE_COUNT] = { 4, 4, 2, 2, 1 };
+static const char *const dtype_names[PERFMOD_DTYPE_NTYPES] = { "fp32", "tf32", "fp16", "bf16",
+                                                                "fp8", "nvfp4", "fp8_block" };
+/* nvfp4: half a byte and an e4m3 scale per 16 values; fp8_block's scales
+ * (one float per 128 x 128 weights, per 128 activations) are left out. */
+static const double dtype_sizes[PERFMOD_DTYPE_NTYPES] = { 4, 4, 2, 2, 1, 0.5 + 1.0 / 16, 1 };
 
 double dtype_bytes (int dtype) { return dtype_sizes[dtype]; }
 
 bool
 dtype_mixed (int dtype)
 {
-  return dtype == PERFMOD_DTYPE_FP16 || dtype == PERFMOD_DTYPE_BF16 || dtype == PERFMOD_DTYPE_FP8;
+  return dtype == PERFMOD_DTYPE_FP16 || dtype == PERFMOD_DTYPE_BF16 || dtype_low (dtype);
+}
+
+bool
+dtype_low (int dtype)
+{
+  return dtype == PERFMOD_DTYPE_FP8 || dtype == PERFMOD_DTYPE_NVFP4 ||
+         dtype == PERFMOD_DTYPE_FP8_BLOCK;
 }
 const char *dtype_name (int dtype) { return dtype_names[dtype]; }
 
@@ -44,15 +54,18 @@ static const struct precision train_precisions[] = {
 };
 
 /* Inference at one dtype: weights and activations (and the KV cache) in
- * it; tf32 is fp32 storage with TF32 GEMMs; fp8 is fp8 weights and GEMMs
- * (as fp8 serving stores them) with bf16 activations, KV cache and other
- * kernels. */
-static const struct precision infer_precisions[PERFMOD_DTYPE_COUNT] = {
+ * it; tf32 is fp32 storage with TF32 GEMMs; fp8, fp8_block and nvfp4 are
+ * weights and GEMMs in that dtype (as quantised checkpoints store them,
+ * the activations quantised on the way into each GEMM) with bf16
+ * activations, KV cache and other kernels. */
+static const struct precision infer_precisions[PERFMOD_DTYPE_NTYPES] = {
   { "fp32", PERFMOD_DTYPE_FP32, PERFMOD_DTYPE_FP32, 4, 0, 0, 0, 4 },
   { "tf32", PERFMOD_DTYPE_TF32, PERFMOD_DTYPE_FP32, 4, 0, 0, 0, 4 },
   { "fp16", PERFMOD_DTYPE_FP16, PERFMOD_DTYPE_FP16, 2, 0, 0, 0, 2 },
   { "bf16", PERFMOD_DTYPE_BF16, PERFMOD_DTYPE_BF16, 2, 0, 0, 0, 2 },
   { "fp8", PERFMOD_DTYPE_FP8, PERFMOD_DTYPE_BF16, 1, 0, 0, 0, 2 },
+  { "nvfp4", PERFMOD_DTYPE_NVFP4, PERFMOD_DTYPE_BF16, 0.5 + 1.0 / 16, 0, 0, 0, 2 },
+  { "fp8_block", PERFMOD_DTYPE_FP8_BLOCK, PERFMOD_DTYPE_BF16, 1, 0, 0, 0, 2 },
 };
 
 const struct precision *
@@ -67,7 +80,7 @@ precision_train (const char *name)
 const struct precision *
 precision_infer (int dtype)
 {
-  return &infer_precisions[dtype >= 0 && dtype < PERFMOD_DTYPE_COUNT ? dtype : 0];
+  return &infer_precisions[dtype >= 0 && dtype < PERFMOD_DTYPE_NTYPES ? dtype : 0];
 }
 
 const struct precision *
@@ -75,9 +88,11 @@ precision_of_dtype (int dtype, bool train)
 {
   static const char *const train_names[PERFMOD_DTYPE_COUNT] = { "fp32", "tf32", "amp-fp16",
                                                                 "bf16", "fp8" };
-  if (dtype < 0 || dtype >= PERFMOD_DTYPE_COUNT)
+  if (dtype < 0 || dtype >= PERFMOD_DTYPE_NTYPES)
     dtype = PERFMOD_DTYPE_FP32;
-  return train ? precision_train (train_names[dtype]) : precision_infer (dtype);
+  if (!train)
+    return precision_infer (dtype);
+  return dtype < PERFMOD_DTYPE_COUNT ? precision_train (train_names[dtype]) : NULL;
 }
 
 int
@@ -97,6 +112,21 @@ matrix_unit (const struct perfmod_gpu *gpu, int dtype)
 {
   double t = gpu->tensor_tflops[dtype] * 1e3;
   return t > 0 && (dtype == PERFMOD_DTYPE_BF16 || t > 2 * gpu->fp32_gflops);
+}
+
+bool
+gpu_has_units (const struct perfmod_gpu *gpu, int dtype)
+{
+  switch (dtype) {
+  case PERFMOD_DTYPE_FP32:
+    return true;
+  case PERFMOD_DTYPE_NVFP4:
+    return gpu->fp4_tflops > 0;
+  case PERFMOD_DTYPE_FP8_BLOCK:
+    return gpu->tensor_tflops[PERFMOD_DTYPE_FP8] > 0;
+  default:
+    return dtype > 0 && dtype < PERFMOD_DTYPE_COUNT && gpu->tensor_tflops[dtype] > 0;
+  }
 }
 
 int
@@ -139,7 +169,7 @@ attention_resolve (const char *opt, const char *attention, const struct perfmod_
 int
 dtype_parse (const char *s)
 {
-  for (int i = 0; i < PERFMOD_DTYPE_COUNT; i++)
+  for (int i = 0; i < PERFMOD_DTYPE_NTYPES; i++)
     if (strcmp (s, dtype_names[i]) == 0)
       return i;
   return -1;
@@ -181,9 +211,9 @@ kernel_set_dtype (struct perfmod_kernel *k, int dtype)
   k->dtype = dtype;
   k->elem_bytes = dtype_sizes[dtype];
   k->out_elem_bytes = 0;
-  if (dtype == PERFMOD_DTYPE_FP8 &&
+  if (dtype_low (dtype) &&
       (k->kclass == PERFMOD_KERNEL_LINEAR || k->kclass == PERFMOD_KERNEL_BMM))
-    k->out_elem_bytes = dtype_sizes[PERFMOD_DTYPE_BF16];   /* fp8 GEMMs write bf16 */
+    k->out_elem_bytes = dtype_sizes[PERFMOD_DTYPE_BF16];   /* fp8 and fp4 GEMMs write bf16 */
 }
 
 /* Each kernel gets its class's dtype under the run's precision. */

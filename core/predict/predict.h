@@ -13,7 +13,7 @@ struct plugin {
    * dtypes_asked); and per dtype, the classes of the kernels this run
    * predicted outside the predictor's own model (a bit per kclass) */
   unsigned dtypes_of[16], dtypes_asked;
-  unsigned fallback[PERFMOD_DTYPE_COUNT];
+  unsigned fallback[PERFMOD_DTYPE_NTYPES];
   /* the classes of the kernels it predicted faster than the GPU's peak or
    * bandwidth allows, taken at that floor (a bit per kclass) */
   unsigned floored;
@@ -121,8 +121,14 @@ double dtype_bytes (int dtype);
 void kernel_set_dtype (struct perfmod_kernel *k, int dtype);
 /* Training in this dtype is mixed precision (fp32 master weights). */
 bool dtype_mixed (int dtype);
+/* fp8, fp8_block or nvfp4: GEMM operands under 16 bits, written out in bf16. */
+bool dtype_low (int dtype);
 const char *dtype_name (int dtype);
 int dtype_parse (const char *s);
+/* "fp32, tf32, fp16, bf16, fp8, nvfp4 or fp8_block", for messages. */
+#define DTYPE_NAMES_TEXT "fp32, tf32, fp16, bf16, fp8, nvfp4 or fp8_block"
+/* gpu has matrix units (or, for fp32, lanes) for dtype in gpus.d. */
+bool gpu_has_units (const struct perfmod_gpu *gpu, int dtype);
 const char *kclass_name (int kclass);
 /* A fused node's one kernel of phase; false if the phase has none. */
 bool fused_kernel (const struct node *nd, int phase, const struct precision *pr,
@@ -152,7 +158,8 @@ const struct precision *precision_train (const char *name);
 /* Inference at dtype. */
 const struct precision *precision_infer (int dtype);
 /* What --dtype D means: inference at D, or training's precision of that
- * name (fp16: amp-fp16). */
+ * name (fp16: amp-fp16); NULL for training in nvfp4 or fp8_block (not
+ * modelled). */
 const struct precision *precision_of_dtype (int dtype, bool train);
 /* The dtype of a kernel of kclass (p NULL: fp32). */
 int precision_dtype (const struct precision *p, int kclass);

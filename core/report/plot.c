@@ -121,11 +121,11 @@ gpu_roofs (const struct perfmod_gpu *gpu, struct roof *r)
     r[n].peak = gpu->fp32_gflops * 1e9;
     snprintf (r[n++].label, sizeof r->label, "fp32");
   }
-  for (int d = PERFMOD_DTYPE_FP32 + 1; d < PERFMOD_DTYPE_COUNT; d++) {
-    double peak = gpu->tensor_tflops[d] * 1e12;
+  for (int d = PERFMOD_DTYPE_FP32 + 1; d < PERFMOD_DTYPE_NTYPES; d++) {
+    double peak = perfmod_gpu_peak_flops (gpu, d);
     size_t i;
-    if (peak <= 0)
-      continue;
+    if (d == PERFMOD_DTYPE_FP8_BLOCK || !gpu_has_units (gpu, d))
+      continue;                  /* fp8_block is fp8's roof */
     for (i = 0; i < n && r[i].peak != peak; i++)
       ;
     if (i == n) {
@@ -209,7 +209,7 @@ roofline_plot_write (struct roofline_plot *p, const char *path, const struct per
   double cls_n[NCLASS] = { 0 }, total = 0;
   double imin = INFINITY, imax = 0, pmin = INFINITY, top = 0;
   double bw = gpu->mem_bw_gbps * 1e9, selected = perfmod_gpu_peak_flops (gpu, dtype);
-  struct roof roofs[PERFMOD_DTYPE_COUNT + 1];
+  struct roof roofs[PERFMOD_DTYPE_NTYPES + 1];
   size_t nr = gpu_roofs (gpu, roofs);
   struct axes a;
   char *tmp;

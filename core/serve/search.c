@@ -138,7 +138,11 @@ launch_of (const struct serve_base *b, const struct strategy *s, int replicas, i
            int64_t max_tokens, const char *role, char *buf, size_t n)
 {
   char id[160];
-  bool fp8 = b->pr->gemm == PERFMOD_DTYPE_FP8, kv8 = b->kv_scale < 1;
+  /* fp8 quantises a 16-bit checkpoint as it loads; nvfp4 and fp8_block
+   * are checkpoints quantised ahead (ModelOpt's NVFP4, DeepSeek-V3's
+   * blocks), which the engines read from the checkpoint's config */
+  bool fp8 = b->pr->gemm == PERFMOD_DTYPE_FP8, fp4 = b->pr->gemm == PERFMOD_DTYPE_NVFP4;
+  bool kv8 = b->kv_scale < 1;
   int ep = s->etp > 0 ? s->ep : 1;
   hf_id (&b->m, id, sizeof id);
   buf[0] = '\0';
@@ -155,6 +159,8 @@ launch_of (const struct serve_base *b, const struct strategy *s, int replicas, i
             (long long) batch, (long long) max_tokens);
     if (fp8)
       append (buf, n, " --quantization fp8");
+    if (fp4)
+      append (buf, n, " --quantization modelopt_fp4");
     if (kv8)
       append (buf, n, " --kv-cache-dtype fp8_e4m3");
     if (role)
@@ -184,6 +190,8 @@ launch_of (const struct serve_base *b, const struct strategy *s, int replicas, i
             (long long) max_tokens);
     if (fp8)
       append (buf, n, " --quantization fp8");
+    if (fp4)
+      append (buf, n, " --quantization modelopt_fp4");
     if (kv8)
       append (buf, n, " --kv-cache-dtype fp8");
     if (role)
@@ -485,7 +493,7 @@ serve_search (struct plugin_set *set, const struct gpu_db *gpus,
     if (serve_base_open (&b0, set, gpus, o->model, o->gpu, o->engine, o->dtype, o->kv_dtype,
                          o->predictor, o->gpus_per_node) == 0) {
       for (int kc = 0; kc < 16; kc++)
-        for (int dt = 0; dt < PERFMOD_DTYPE_COUNT; dt++)
+        for (int dt = 0; dt < PERFMOD_DTYPE_NTYPES; dt++)
           plugin_covers (b0.pred, kc, dt);
       pm_error_capture (NULL, 0);
       sh.next = 1;

@@ -246,8 +246,13 @@ serve_base_open (struct serve_base *b, struct plugin_set *set, const struct gpu_
   }
   dtype = dtype_name ? dtype_parse (dtype_name) : default_dtype (&b->ge->gpu);
   if (dtype < 0 || dtype == PERFMOD_DTYPE_FP32 || dtype == PERFMOD_DTYPE_TF32) {
-    pm_error ("--dtype '%s': serving runs bf16, fp16 or fp8 weights and GEMMs",
-              dtype_name ? dtype_name : "");
+    pm_error ("--dtype '%s': serving runs bf16, fp16, fp8, fp8_block or nvfp4 weights and "
+              "GEMMs", dtype_name ? dtype_name : "");
+    return -1;
+  }
+  if (!gpu_has_units (&b->ge->gpu, dtype)) {
+    pm_error ("--dtype %s: %s has no %s matrix units in gpus.d", dtype_name, b->ge->name,
+              dtype_name);
     return -1;
   }
   b->pr = precision_infer (dtype);
