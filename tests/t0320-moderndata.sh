@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0320-moderndata.sh: the modern measured-kernel tables: gzip CSV readers, one row per shape (the median), the seeded split, eval's groups, the physical roofline per dtype, bad input with file:line, and tile-mlp's tensor-core networks.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 48
+plan 49
 
 D="$TMP/md"
 G="$D/aiconfigurator/h100_sxm"
@@ -38,6 +38,8 @@ mkdir -p "$G/moe/a/1"
 
 run_pm eval --data "$D" --predictor roofline --per-op --format csv
 ok $([ "$rc" -eq 0 ] && grep -q '^roofline,' "$TMP/out"; echo $?) "eval reads the gzip tables, LLMCompass's headerless matmuls"
+ok $(grep -qx "perfmod: $D: 2 rows of dtypes perfmod does not model left out (int8_wo, int4_wo)" "$TMP/err"
+     echo $?) "the rows of dtypes not modelled: how many and which, in one line on stderr"
 # The MoE layer (a MOE kernel) at the roofline: 128 assignments over the 8 experts, 16 tokens
 # each; the experts' weights read once, 8 x (2 x 128 + 128) x 256 bf16 values; each assignment
 # moves 5 x 256 + 2 x 256 + 2 x 128 + 256 / 2 16-bit activations (permute read and write,

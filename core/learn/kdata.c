@@ -132,6 +132,7 @@ kset_free (struct kset *s)
 {
   free (s->v);
   strv_free (s->files);
+  free (s->unmodelled_names);
   memset (s, 0, sizeof *s);
 }
 

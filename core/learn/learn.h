@@ -34,6 +34,10 @@ struct kset {
   struct krow *v;
   size_t n, cap;
   char **files;          /* files read, NULL-terminated */
+  /* the modern tables' rows of dtypes perfmod does not model, left out,
+   * and those dtypes' names, separated by ", " */
+  size_t unmodelled;
+  char *unmodelled_names;
 };
 /* DIR's kernel CSVs (or one file); tiles may be NULL.  Bad rows are
  * reported with file:line and refuse their file. */

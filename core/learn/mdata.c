@@ -128,6 +128,24 @@ dtype_of_cell (const char *v)
   return -1;
 }
 
+/* A row of a dtype perfmod does not model, left out: counted, its name
+ * remembered, for the one line mdata_load says. */
+static void
+unmodelled (struct table *t, const char *dtype)
+{
+  struct kset *s = t->s;
+  size_t n = strlen (dtype);
+  const char *p = s->unmodelled_names;
+  s->unmodelled++;
+  for (; p && *p; p = strstr (p, ", ") ? strstr (p, ", ") + 2 : NULL)
+    if (strncmp (p, dtype, n) == 0 && (p[n] == ',' || p[n] == '\0'))
+      return;
+  char *names = xasprintf ("%s%s%s", s->unmodelled_names ? s->unmodelled_names : "",
+                           s->unmodelled_names ? ", " : "", dtype);
+  free (s->unmodelled_names);
+  s->unmodelled_names = names;
+}
+
 static bool
 keep (const struct table *t, const struct krow *k)
 {
@@ -190,8 +208,10 @@ read_gemm (struct table *t)
     return;
   while (next_row (t)) {
     struct krow k = { 0 };
-    if ((k.dtype = dtype_of_cell (t->r.fields[ct])) < 0)
+    if ((k.dtype = dtype_of_cell (t->r.fields[ct])) < 0) {
+      unmodelled (t, t->r.fields[ct]);
       continue;
+    }
     if (!cell_int (t, cm, "m", 0, &k.m) || !cell_int (t, cn, "n", 0, &k.k) ||
         !cell_int (t, ck, "k", 0, &k.n))
       continue;
@@ -226,8 +246,10 @@ read_attention (struct table *t, bool decode)
   while (next_row (t)) {
     struct krow k = { 0 };
     int64_t isl, step = 0, beam = 1;
-    if ((k.dtype = dtype_of_cell (t->r.fields[decode ? ckd : cad])) < 0)
+    if ((k.dtype = dtype_of_cell (t->r.fields[decode ? ckd : cad])) < 0) {
+      unmodelled (t, t->r.fields[decode ? ckd : cad]);
       continue;
+    }
     if (!cell_int (t, cb, "batch_size", 1, &k.b) || !cell_int (t, ci, "isl", 1, &isl) ||
         !cell_int (t, ch, "num_heads", 1, &k.h) ||
         !cell_int (t, ckv, "num_key_value_heads", 1, &k.kv_heads) ||
@@ -399,8 +421,10 @@ read_moe (struct table *t)
       continue;
     /* block-scaled fp8 MoE layers (DeepGEMM's, H100) are not modelled yet:
      * the MoE network knows bf16 and per-tensor fp8 */
-    if ((k.dtype = dtype_of_cell (t->r.fields[ct])) < 0 || k.dtype >= PERFMOD_DTYPE_COUNT)
+    if ((k.dtype = dtype_of_cell (t->r.fields[ct])) < 0 || k.dtype >= PERFMOD_DTYPE_COUNT) {
+      unmodelled (t, k.dtype < 0 ? t->r.fields[ct] : "fp8_block MoE layers");
       continue;
+    }
     if (!cell_int (t, cn, "num_tokens", 1, &k.m) || !cell_int (t, ch, "hidden_size", 1, &k.n) ||
         !cell_int (t, ci, "inter_size", 1, &inter) || !cell_int (t, ce, "num_experts", 1, &k.b) ||
         !cell_int (t, ck, "topk", 1, &k.top_k) || !cell_int (t, ctp, "moe_tp_size", 1, &tp) ||
@@ -451,8 +475,10 @@ read_nccl (struct table *t)
     const char *dt = t->r.fields[ct];
     /* int8 rows move the same bytes as fp8 would, but perfmod has no int8:
      * the half rows are the collectives training runs */
-    if ((k.dtype = dtype_of_cell (dt)) < 0)
+    if ((k.dtype = dtype_of_cell (dt)) < 0) {
+      unmodelled (t, dt);
       continue;
+    }
     if (!cell_int (t, cg, "num_gpus", 2, &ranks) || !cell_int (t, cs, "message_size", 1, &elems) ||
         !cell_latency (t, cl, 1e-3, &k.latency_s) || (k.gpu = row_gpu (t, -1)) == NULL)
       continue;
@@ -1022,6 +1048,9 @@ mdata_load (struct kset *s, const char *dir, const struct gpu_db *gpus,
   }
   if (errors)
     return -1;
+  if (s->unmodelled)            /* left out by rule: said once, how many and which */
+    pm_error ("%s: %zu row%s of dtypes perfmod does not model left out (%s)", dir,
+              s->unmodelled, s->unmodelled == 1 ? "" : "s", s->unmodelled_names);
   if (!(f && f->raw))
     median_per_shape (s);
   return tables;
