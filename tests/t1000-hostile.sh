@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1000-hostile.sh: hostile and careless input to the readers (issue 23): large traces, byte order marks, long INI lines, bad gpus.d, strategies.d and parameter files, directories, interrupted training.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 37
+plan 38
 
 
 # A data directory of our own: gpus.d, strategies.d and tiles.d copied, FILE added.
@@ -218,4 +218,15 @@ ok $(ls "$TMP"/t.params.tmp$pid >/dev/null 2>&1; echo $?) "train killed outright
 run_pm train --predictor linreg --data "$TMP/train" --out "$TMP/t.params"
 ok $([ $rc -eq 0 ] && [ -s "$TMP/t.params" ] && ! ls "$TMP"/t.params.tmp* >/dev/null 2>&1 && echo 0 || echo 1) \
   "the next write of the same file removes the file a dead process left aside"
+
+# a table of 2,000 dtypes nobody models: one line, the first 8 names and "...", not all of them
+Q="$TMP/q/aiconfigurator/h100_sxm/gemm/a/1"
+mkdir -p "$Q"
+awk 'BEGIN { print "framework,version,device,op_name,kernel_source,gemm_dtype,m,n,k,latency"
+  for (i = 1; i <= 2000; i++) printf "A,1,NVIDIA H100 80GB HBM3,gemm,x,q%d,16,16,16,1\n", i
+  print "A,1,NVIDIA H100 80GB HBM3,gemm,x,bfloat16,16,16,16,1" }' | gzip >"$Q/gemm_perf.csv.gz"
+run_pm eval --data "$TMP/q" --predictor roofline
+ok $([ "$rc" -eq 0 ] && [ "$(grep -c 'left out' "$TMP/err")" -eq 1 ] &&
+     grep -q ": 2000 rows of dtypes perfmod does not model left out (q1, q2, q3, q4, q5, q6, q7, q8, ...)$" "$TMP/err"
+     echo $?) "2,000 unknown dtypes: counted, the first 8 named, then ..."
 finish

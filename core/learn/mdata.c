@@ -129,21 +129,23 @@ dtype_of_cell (const char *v)
 }
 
 /* A row of a dtype perfmod does not model, left out: counted, its name
- * remembered, for the one line mdata_load says. */
+ * remembered (the first 8 names; a hostile table's thousands end in
+ * "..."), for the one line mdata_load says. */
 static void
 unmodelled (struct table *t, const char *dtype)
 {
   struct kset *s = t->s;
-  size_t n = strlen (dtype);
+  size_t n = strlen (dtype), names = 0;
   const char *p = s->unmodelled_names;
   s->unmodelled++;
-  for (; p && *p; p = strstr (p, ", ") ? strstr (p, ", ") + 2 : NULL)
-    if (strncmp (p, dtype, n) == 0 && (p[n] == ',' || p[n] == '\0'))
+  for (; p && *p; p = strstr (p, ", ") ? strstr (p, ", ") + 2 : NULL, names++)
+    if (strcmp (p, "...") == 0 ||
+        (strncmp (p, dtype, n) == 0 && (p[n] == ',' || p[n] == '\0')))
       return;
-  char *names = xasprintf ("%s%s%s", s->unmodelled_names ? s->unmodelled_names : "",
-                           s->unmodelled_names ? ", " : "", dtype);
+  char *all = xasprintf ("%s%s%.32s", s->unmodelled_names ? s->unmodelled_names : "",
+                         s->unmodelled_names ? ", " : "", names < 8 ? dtype : "...");
   free (s->unmodelled_names);
-  s->unmodelled_names = names;
+  s->unmodelled_names = all;
 }
 
 static bool
