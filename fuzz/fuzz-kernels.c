@@ -25,7 +25,7 @@ LLVMFuzzerInitialize (int *argc, char ***argv)
 int
 LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
-  struct kset s = { NULL, 0, 0, NULL };
+  struct kset s = { .v = NULL };
   struct perfmod_kernel k;
   if (kset_load_file (&s, fuzz_file ("kernels.csv", data, size), &gpus, &tiles) == 0)
     for (size_t i = 0; i < s.n; i++) {

@@ -36,7 +36,7 @@ LLVMFuzzerInitialize (int *argc, char ***argv)
 int
 LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
-  struct kset s = { NULL, 0, 0, NULL };
+  struct kset s = { .v = NULL };
   const char *path;
   if (size < 1)
     return 0;

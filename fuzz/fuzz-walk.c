@@ -42,7 +42,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
   char *dirs[16];
   size_t nd = 0, entries = 0;
-  struct kset s = { NULL, 0, 0, NULL };
+  struct kset s = { .v = NULL };
   char *root = xasprintf ("%s/w%ld", fuzz_dir (), (long) getpid ());
 
   nftw (root, remove_one, 16, FTW_DEPTH | FTW_PHYS);
