@@ -176,22 +176,29 @@ struct perfmod_gpu {
   int nvls;
 };
 
+/* Peak FLOP/s of gpu's matrix units for a dtype (nvfp4 at fp4_tflops,
+ * fp8_block at fp8's); 0 where it has none, and for FP32. */
+static inline double
+perfmod_gpu_matrix_flops (const struct perfmod_gpu *gpu, int dtype)
+{
+  if (dtype == PERFMOD_DTYPE_FP8_BLOCK)
+    dtype = PERFMOD_DTYPE_FP8;
+  if (dtype == PERFMOD_DTYPE_NVFP4)
+    return gpu->struct_size >= offsetof (struct perfmod_gpu, fp4_tflops) + sizeof gpu->fp4_tflops
+           && gpu->fp4_tflops > 0 ? gpu->fp4_tflops * 1e12 : 0;
+  if (dtype > PERFMOD_DTYPE_FP32 && dtype < PERFMOD_DTYPE_COUNT && gpu->tensor_tflops[dtype] > 0)
+    return gpu->tensor_tflops[dtype] * 1e12;
+  return 0;
+}
+
 /* Peak FLOP/s a kernel of the given dtype can reach on gpu: FP32 uses the
  * FP32 units (NeuSight's SingleFLOPs); other dtypes the matrix units,
  * falling back to FP32 where the GPU has none for that dtype. */
 static inline double
 perfmod_gpu_peak_flops (const struct perfmod_gpu *gpu, int dtype)
 {
-  if (dtype == PERFMOD_DTYPE_FP8_BLOCK)
-    dtype = PERFMOD_DTYPE_FP8;
-  if (dtype == PERFMOD_DTYPE_NVFP4 &&
-      gpu->struct_size >= offsetof (struct perfmod_gpu, fp4_tflops) + sizeof gpu->fp4_tflops &&
-      gpu->fp4_tflops > 0)
-    return gpu->fp4_tflops * 1e12;
-  if (dtype > PERFMOD_DTYPE_FP32 && dtype < PERFMOD_DTYPE_COUNT &&
-      gpu->tensor_tflops[dtype] > 0)
-    return gpu->tensor_tflops[dtype] * 1e12;
-  return gpu->fp32_gflops * 1e9;
+  double m = perfmod_gpu_matrix_flops (gpu, dtype);
+  return m > 0 ? m : gpu->fp32_gflops * 1e9;
 }
 
 /* A parallelism case: one strategy dimension applied to one workload,

@@ -117,16 +117,7 @@ matrix_unit (const struct perfmod_gpu *gpu, int dtype)
 bool
 gpu_has_units (const struct perfmod_gpu *gpu, int dtype)
 {
-  switch (dtype) {
-  case PERFMOD_DTYPE_FP32:
-    return true;
-  case PERFMOD_DTYPE_NVFP4:
-    return gpu->fp4_tflops > 0;
-  case PERFMOD_DTYPE_FP8_BLOCK:
-    return gpu->tensor_tflops[PERFMOD_DTYPE_FP8] > 0;
-  default:
-    return dtype > 0 && dtype < PERFMOD_DTYPE_COUNT && gpu->tensor_tflops[dtype] > 0;
-  }
+  return dtype == PERFMOD_DTYPE_FP32 || perfmod_gpu_matrix_flops (gpu, dtype) > 0;
 }
 
 int
