@@ -231,7 +231,7 @@ done:
   else
     fprintf (o->out, "%-11s %5s %-22s %-4s %-17s %12s %12s %8s %12s %8s %9s\n", "model",
              "batch", "device", "dim", "predictor", "measured_ms", "predicted_ms", "err_%",
-             "neusight_ms", "ns_err_%", "memory_gb");
+             "neusight_ms", "ns_err_%", "memory_gib");
   for (size_t k = 0; k < ncells && rc == 0; k++) {
     struct dist_cell *c = &cells[k];
     const struct gpu_entry *ge = gpu_db_find (gpus, c->device);
@@ -293,7 +293,7 @@ done:
         fprintf (o->out, "%-11s %5lld %-22s %-4s %-17s %12s %12s %8s %12s %8s %9.2f\n", c->builtin,
                  (long long) c->batch, c->device, c->dim, o->predictors[p], meas, pred,
                  err[0] ? err : "-", nsms[0] ? nsms : "-", nserr[0] ? nserr : "-",
-                 res.mem.total / 1e9);
+                 res.mem.total / PM_GIB);
     }
     model_cfg_free (&m);
   }

@@ -463,10 +463,16 @@ kernel_main (int argc, char **argv)
             "ms", "TFLOP/s", "GB/s", "80% interval (ms)", "note");
   else if (csv)
     printf ("predictor,op,dtype,gpu,ms,spread_ms,tflops,gbps,note,low_ms,high_ms\n");
-  else
-    printf ("{\"op\": \"%s\", \"dtype\": \"%s\", \"gpu\": \"%s\", \"flops\": %.17g, "
-            "\"bytes\": %.17g, \"predictions\": [", o.op, dtype_name (dtype), ge->name, pc.flops,
-            moved);
+  json_t *root = NULL, *arr = NULL;
+  if (json) {
+    root = json_envelope ("kernel");
+    arr = json_array ();
+    json_object_set_new (root, "op", json_string (o.op));
+    json_object_set_new (root, "dtype", json_string (dtype_name (dtype)));
+    json_object_set_new (root, "gpu", json_string (ge->name));
+    json_object_set_new (root, "flops", json_count (pc.flops));
+    json_object_set_new (root, "bytes", json_count (moved));
+  }
   for (size_t i = 0; i < np; i++) {
     struct plugin *pl = predictor_find (&set, preds[i]);
     char note[160] = "";
@@ -484,11 +490,18 @@ kernel_main (int argc, char **argv)
       snprintf (hi, sizeof hi, "%.9g", est[i].high * 1e3);
       snprintf (span, sizeof span, "%.4f-%.4f", est[i].low * 1e3, est[i].high * 1e3);
     }
-    if (json)
-      printf ("%s{\"predictor\": \"%s\", \"ms\": %.9g, \"spread_ms\": %.9g, \"tflops\": %.9g, "
-              "\"gbps\": %.9g, \"note\": \"%s\", \"low_ms\": %s, \"high_ms\": %s}", i ? ", " : "",
-              preds[i], ms, est[i].spread * 1e3, pc.flops / sec / 1e12, moved / sec / 1e9, note,
-              iv ? lo : "null", iv ? hi : "null");
+    if (json)                           /* null: no spread, interval or note */
+      json_array_append_new (arr, json_pack ("{s:s, s:f, s:o, s:f, s:f, s:o, s:o, s:o}",
+                                             "predictor", preds[i], "ms", ms, "spread_ms",
+                                             est[i].spread > 0 ? json_real (est[i].spread * 1e3)
+                                                               : json_null (),
+                                             "tflops", pc.flops / sec / 1e12, "gbps",
+                                             moved / sec / 1e9, "note",
+                                             note[0] ? json_string (note) : json_null (),
+                                             "low_ms", iv ? json_real (est[i].low * 1e3)
+                                                          : json_null (),
+                                             "high_ms", iv ? json_real (est[i].high * 1e3)
+                                                           : json_null ()));
     else if (csv)
       printf ("%s,%s,%s,%s,%.9g,%.9g,%.9g,%.9g,%s,%s,%s\n", preds[i], o.op, dtype_name (dtype),
               ge->name, ms, est[i].spread * 1e3, pc.flops / sec / 1e12, moved / sec / 1e9, note,
@@ -497,8 +510,10 @@ kernel_main (int argc, char **argv)
       printf ("%-12s %12.4f %10.1f %10.1f  %-19s  %s\n", preds[i], ms, pc.flops / sec / 1e12,
               moved / sec / 1e9, span, note);
   }
-  if (json)
-    printf ("]}\n");
+  if (json) {
+    json_object_set_new (root, "predictions", arr);
+    json_print (root, stdout);
+  }
   plugins_note_fallbacks (&set, stderr);
   free (est);
   rc = 0;

@@ -79,25 +79,35 @@ model_row (const struct model_cfg *m, int w, int format, json_t *arr)
 {
   double kv = m->family == FAM_BERT ? 0 : 2.0 * (double) m->layers * model_kv_width (m);
   long long layers = (long long) (m->layers + m->dec_layers);
+  /* a dense model's experts and top-k, an encoder's KV cache: null (JSON), empty (CSV) */
+  bool moe = m->experts > 0, has_kv = kv > 0;
   if (format == MODELS_JSON)
-    json_array_append_new (arr, json_pack ("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
+    json_array_append_new (arr, json_pack ("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, "
                                            "s:I, s:I}", "model", m->name, "model_type", m->arch,
                                            "layers", (json_int_t) layers,
                                            "hidden", (json_int_t) m->hidden,
                                            "heads", (json_int_t) m->heads,
                                            "kv_heads", (json_int_t) m->kv_heads,
                                            "ffn", (json_int_t) m->ffn,
-                                           "experts", (json_int_t) m->experts,
-                                           "top_k", (json_int_t) (m->experts ? m->top_k : 0),
-                                           "kv_bytes_per_token", (json_int_t) llround (kv),
+                                           "experts", moe ? json_integer (m->experts) : json_null (),
+                                           "top_k", moe ? json_integer (m->top_k) : json_null (),
+                                           "kv_bytes_per_token",
+                                           has_kv ? json_integer (llround (kv)) : json_null (),
                                            "active_params",
                                            (json_int_t) llround (model_active_params (m)),
                                            "params", (json_int_t) llround (model_params (m))));
-  else if (format == MODELS_CSV)
-    printf ("%s,%s,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%.0f,%.0f,%.0f\n", m->name, m->arch, layers,
+  else if (format == MODELS_CSV) {
+    char ex[24] = "", tk[24] = "", kvb[24] = "";
+    if (moe) {
+      snprintf (ex, sizeof ex, "%lld", (long long) m->experts);
+      snprintf (tk, sizeof tk, "%lld", (long long) m->top_k);
+    }
+    if (has_kv)
+      snprintf (kvb, sizeof kvb, "%.0f", kv);
+    printf ("%s,%s,%lld,%lld,%lld,%lld,%lld,%s,%s,%s,%.0f,%.0f\n", m->name, m->arch, layers,
             (long long) m->hidden, (long long) m->heads, (long long) m->kv_heads,
-            (long long) m->ffn, (long long) m->experts, (long long) (m->experts ? m->top_k : 0),
-            kv, model_active_params (m), model_params (m));
+            (long long) m->ffn, ex, tk, kvb, model_active_params (m), model_params (m));
+  }
   else
     printf ("%-*s %-20s %6lld %6lld %6lld %6lld %7lld %7lld %9.0f %14.0f %14.0f\n", w, m->name,
             m->arch, layers, (long long) m->hidden, (long long) m->heads,
@@ -167,10 +177,9 @@ cmd_models (const char *model, const char *fmt)
 done:
   if (arr) {                            /* the answer whole, or nothing */
     if (rc == 0) {
-      json_t *root = json_pack ("{s:o}", "models", arr);
-      json_dumpf (root, stdout, JSON_INDENT (2) | JSON_REAL_PRECISION (15));
-      putchar ('\n');
-      json_decref (root);
+      json_t *root = json_envelope ("models");
+      json_object_set_new (root, "models", arr);
+      json_print (root, stdout);
     }
     else
       json_decref (arr);

@@ -20,16 +20,6 @@ struct extras {
   bool fallback;                 /* kernels of a dtype outside the predictor's model */
 };
 
-static json_t *
-json_memory (const struct memory_estimate *mem)
-{
-  return json_pack ("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:b}", "weights", mem->weights / 1e9,
-                    "gradients", mem->gradients / 1e9, "optimizer", mem->optimizer / 1e9,
-                    "activations", mem->activations / 1e9, "kv_cache", mem->kv_cache / 1e9,
-                    "reserve", mem->reserve / 1e9, "total", mem->total / 1e9,
-                    "capacity", mem->capacity / 1e9, "oom", mem->oom);
-}
-
 static double
 tokens_per_s (const struct prediction *p, const struct extras *x)
 {
@@ -41,11 +31,13 @@ static void
 json_prediction (json_t *arr, const struct prediction *p, const struct graph *g, bool per_op,
                  const struct extras *x)
 {
-  json_t *o = json_pack ("{s:s, s:f, s:f, s:f, s:f, s:f, s:I, s:I}", "predictor", p->predictor,
+  json_t *o = json_pack ("{s:s, s:f, s:f, s:f, s:f, s:I, s:I}", "predictor", p->predictor,
                          "e2e_ms", p->e2e_ms, "fw_ms", p->fw_ms, "bw_ms", p->bw_ms + p->acc_ms,
-                         "acc_ms", p->acc_ms, "spread_ms", p->spread_ms,
+                         "acc_ms", p->acc_ms,
                          "kernels", (json_int_t) p->kernels,
                          "unique_kernels", (json_int_t) p->unique_kernels);
+  /* null: a predictor without an ensemble (the roofline) */
+  json_object_set_new (o, "spread_ms", p->spread_ms > 0 ? json_real (p->spread_ms) : json_null ());
   json_object_set_new (o, "mfu", json_real (x->mfu));
   json_object_set_new (o, "dtype_fallback", json_boolean (x->fallback));
   if (x->gen > 0) {
@@ -53,7 +45,8 @@ json_prediction (json_t *arr, const struct prediction *p, const struct graph *g,
     json_object_set_new (o, "tpot_ms", json_real (x->decode_ms));
     json_object_set_new (o, "tokens_per_s", json_real (tokens_per_s (p, x)));
   }
-  json_object_set_new (o, "memory", x->mem ? json_memory (x->mem) : json_null ());
+  json_object_set_new (o, "memory_gib", x->mem ? json_memory_gib (x->mem) : json_null ());
+  json_object_set_new (o, "oom", x->mem ? json_boolean (x->mem->oom) : json_null ());
   if (per_op) {
     json_t *ops = json_array ();
     for (size_t i = 0; i < g->n; i++) {
@@ -103,7 +96,7 @@ static json_t *
 json_run (const struct cli *c, const struct precision *prec, const char *model, const char *graph,
           const char *gpu, int64_t batch, int64_t seq, int64_t layers)
 {
-  json_t *root = json_object ();
+  json_t *root = json_envelope ("predict");
   json_object_set_new (root, "model", json_string (model));
   json_object_set_new (root, "graph", json_string (graph));
   json_object_set_new (root, "gpu", json_string (gpu));
@@ -288,29 +281,11 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
     json_t *root = json_run (c, w->prec, w->m.name, "builder", w->ge->name, w->batch, w->seq,
                              w->m.layers);
     json_t *arr = json_array ();
-    json_object_set_new (root, "strategy",
-                         json_pack ("{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:i, s:s, s:b, s:b, s:i, s:i, s:i}",
-                                    "tp", s->tp, "pp", s->pp, "dp", s->dp, "cp", s->cp, "ep", s->ep, "mbs",
-                                    s->mbs, "vp", s->vp, "schedule", schedule_name (s->schedule),
-                                    "zero", s->zero, "recompute", recompute_name (s->recompute),
-                                    "sp", s->sp, "tpo", s->tpo, "gpus", gpus, "nodes", nodes, "microbatches",
-                                    r[0].microbatches));
-    json_object_set_new (json_object_get (root, "strategy"), "dispatcher",
-                         json_string (dispatcher_name (s->dispatcher)));
-    json_object_set_new (json_object_get (root, "strategy"), "a2a_overlap",
-                         json_boolean (s->a2a_overlap));
-    json_object_set_new (json_object_get (root, "strategy"), "shared_overlap",
-                         json_boolean (s->shared_overlap));
-    json_object_set_new (json_object_get (root, "strategy"), "mtp", json_integer (s->mtp));
-    json_object_set_new (json_object_get (root, "strategy"), "etp",   /* null: expert tp = tp */
-                         s->etp > 0 ? json_integer (s->etp) : json_null ());
-    {                                   /* what selective recomputation runs again */
-      char mods[80];
-      json_object_set_new (json_object_get (root, "strategy"), "recompute_modules",
-                           s->recompute == RECOMPUTE_SELECTIVE
-                           ? json_string (rmod_names (strategy_rmods (s), mods, sizeof mods))
-                           : json_null ());
-    }
+    json_t *sj = json_strategy (s, true);
+    json_object_set_new (sj, "gpus", json_integer (gpus));
+    json_object_set_new (sj, "nodes", json_integer (nodes));
+    json_object_set_new (sj, "microbatches", json_integer (r[0].microbatches));
+    json_object_set_new (root, "strategy", sj);
     for (size_t p = 0; p < npred; p++) {
       json_t *comm = json_object (), *hidden = json_object ();
       for (int d = DIM_TP; d < NDIMS; d++) {
@@ -325,7 +300,8 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
                              r[p].step_ms > 0 ? r[p].flops / (r[p].step_ms / 1e3) / peak : 0,
                              "kernels", (json_int_t) r[p].kernels, "unique_kernels",
                              (json_int_t) r[p].unique_kernels);
-      json_object_set_new (e, "memory", json_memory (&r[p].mem));
+      json_object_set_new (e, "memory_gib", json_memory_gib (&r[p].mem));
+      json_object_set_new (e, "oom", json_boolean (r[p].mem.oom));
       json_object_set_new (e, "dtype_fallback", json_boolean (plugin_fell_back (pls[p])));
       /* recomputed forwards (inside pipeline_ms), and per stage one micro-batch */
       json_object_set_new (e, "recompute_ms", json_real (r[p].recompute_ms));
@@ -343,21 +319,19 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
       goto out;
     }
     json_object_set_new (root, "predictions", arr);
-    json_dumpf (root, stdout, JSON_INDENT (2) | JSON_REAL_PRECISION (10));
-    putchar ('\n');
-    json_decref (root);
+    json_print (root, stdout);
   }
   else if (strcmp (c->format, "csv") == 0) {
     /* tp_overlapped_ms last: the columns before it keep their places */
     printf ("predictor,step_ms,pipeline_ms,bubble,grads_ms,optimizer_ms,tp_comm_ms,ep_comm_ms,"
-            "pp_comm_ms,dp_comm_ms,dp_overlapped_ms,mfu,memory_gb,oom,tp_overlapped_ms\n");
+            "pp_comm_ms,dp_comm_ms,dp_overlapped_ms,mfu,memory_gib,oom,tp_overlapped_ms\n");
     for (size_t p = 0; p < npred; p++)
       printf ("%s,%.9g,%.9g,%.6f,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.6f,%.6g,%s,%.9g\n",
               names[p], r[p].step_ms, r[p].pipeline_ms, r[p].bubble, r[p].grads_ms,
               r[p].optimizer_ms, r[p].comm_ms[DIM_TP], r[p].comm_ms[DIM_EP], r[p].comm_ms[DIM_PP],
               r[p].comm_ms[DIM_DP], r[p].hidden_ms[DIM_DP],
               r[p].step_ms > 0 ? r[p].flops / (r[p].step_ms / 1e3) / peak : 0,
-              r[p].mem.total / 1e9, r[p].mem.oom ? "true" : "false", r[p].hidden_ms[DIM_TP]);
+              r[p].mem.total / PM_GIB, r[p].mem.oom ? "true" : "false", r[p].hidden_ms[DIM_TP]);
     if (c->assumed)
       fprintf (stderr, "perfmod: assumed %s\n", c->assumed);
   }
@@ -406,11 +380,11 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
       }
     }
     const struct memory_estimate *mem = &r[0].mem;
-    printf ("\n\nmemory per device (GB, pipeline rank %d, the fullest): weights %.2f, gradients "
+    printf ("\n\nmemory per device (GiB, pipeline rank %d, the fullest): weights %.2f, gradients "
             "%.2f, optimizer %.2f, activations %.2f, kv_cache %.2f, reserve %.2f; total %.2f of "
-            "%.2f%s", r[0].mem_rank, mem->weights / 1e9, mem->gradients / 1e9,
-            mem->optimizer / 1e9, mem->activations / 1e9, mem->kv_cache / 1e9,
-            mem->reserve / 1e9, mem->total / 1e9, mem->capacity / 1e9,
+            "%.2f%s", r[0].mem_rank, mem->weights / PM_GIB, mem->gradients / PM_GIB,
+            mem->optimizer / PM_GIB, mem->activations / PM_GIB, mem->kv_cache / PM_GIB,
+            mem->reserve / PM_GIB, mem->total / PM_GIB, mem->capacity / PM_GIB,
             mem->oom ? "  OOM: does not fit" : "");
     printf ("\n\n(step = pipeline + grads + optim; *_comm_ms: rank 0's collectives per step, "
             "tp/ep/pp ones inside pipeline_ms, of tp's tp_overlapped_ms hidden behind GEMMs; "
@@ -595,36 +569,33 @@ predict_serving (struct cli *c, struct plugin_set *set, struct workload *w,
                              w->m.layers);
     json_t *arr = json_array ();
     json_object_set_new (root, "gen", json_integer (c->gen));
-    json_object_set_new (root, "strategy",
-                         json_pack ("{s:i, s:i, s:i, s:i, s:i, s:s, s:i, s:i}", "tp", s->tp, "pp",
-                                    s->pp, "ep", s->ep, "etp", s->etp, "dp", s->dp, "dispatcher",
-                                    dispatcher_name (s->dispatcher), "gpus", gpus,
-                                    "gpus_per_replica", replica));
+    json_t *sj = json_strategy (s, false);
+    json_object_set_new (sj, "gpus", json_integer (gpus));
+    json_object_set_new (sj, "gpus_per_replica", json_integer (replica));
+    json_object_set_new (root, "strategy", sj);
     for (size_t p = 0; p < npred; p++) {
-      json_t *e = json_pack ("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:b}",
+      json_t *e = json_pack ("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:I}",
                              "predictor", names[p], "ttft_ms", row[p].ttft_ms, "tpot_ms",
                              row[p].tpot_ms, "tokens_per_s", row[p].tps, "tokens_per_s_replica",
                              row[p].tps_replica, "ttft_comm_ms", row[p].ttft_comm_ms,
-                             "tpot_comm_ms", row[p].tpot_comm_ms, "weights_gb", mem.weights / 1e9,
-                             "kv_cache_gb", mem.kv_cache / 1e9, "memory_gb", mem.total / 1e9,
-                             "max_batch", (json_int_t) max_batch, "oom", mem.oom);
-      json_object_set_new (e, "memory", json_memory (&mem));
+                             "tpot_comm_ms", row[p].tpot_comm_ms,
+                             "max_batch", (json_int_t) max_batch);
+      json_object_set_new (e, "memory_gib", json_memory_gib (&mem));
+      json_object_set_new (e, "oom", json_boolean (mem.oom));
       json_object_set_new (e, "dtype_fallback", json_boolean (plugin_fell_back (pls[p])));
       json_array_append_new (arr, e);
     }
     json_object_set_new (root, "predictions", arr);
-    json_dumpf (root, stdout, JSON_INDENT (2) | JSON_REAL_PRECISION (10));
-    putchar ('\n');
-    json_decref (root);
+    json_print (root, stdout);
   }
   else if (strcmp (c->format, "csv") == 0) {
     printf ("predictor,ttft_ms,tpot_ms,tokens_per_s,tokens_per_s_replica,ttft_comm_ms,"
-            "tpot_comm_ms,weights_gb,kv_cache_gb,memory_gb,max_batch,oom\n");
+            "tpot_comm_ms,weights_gib,kv_cache_gib,memory_gib,max_batch,oom\n");
     for (size_t p = 0; p < npred; p++)
       printf ("%s,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.6g,%.6g,%.6g,%lld,%s\n", names[p],
               row[p].ttft_ms, row[p].tpot_ms, row[p].tps, row[p].tps_replica,
-              row[p].ttft_comm_ms, row[p].tpot_comm_ms, mem.weights / 1e9, mem.kv_cache / 1e9,
-              mem.total / 1e9, (long long) max_batch, mem.oom ? "true" : "false");
+              row[p].ttft_comm_ms, row[p].tpot_comm_ms, mem.weights / PM_GIB, mem.kv_cache / PM_GIB,
+              mem.total / PM_GIB, (long long) max_batch, mem.oom ? "true" : "false");
     if (c->assumed)
       fprintf (stderr, "perfmod: assumed %s\n", c->assumed);
   }
@@ -660,22 +631,22 @@ predict_serving (struct cli *c, struct plugin_set *set, struct workload *w,
         printf (" %14.3f", v[i]);
       }
     }
-    printf ("\n%-20s", "weights_gb");
+    printf ("\n%-20s", "weights_gib");
     for (size_t p = 0; p < npred; p++)
-      printf (" %14.3f", mem.weights / 1e9);
-    printf ("\n%-20s", "kv_cache_gb");
+      printf (" %14.3f", mem.weights / PM_GIB);
+    printf ("\n%-20s", "kv_cache_gib");
     for (size_t p = 0; p < npred; p++)
-      printf (" %14.3f", mem.kv_cache / 1e9);
-    printf ("\n%-20s", "memory_gb");
+      printf (" %14.3f", mem.kv_cache / PM_GIB);
+    printf ("\n%-20s", "memory_gib");
     for (size_t p = 0; p < npred; p++)
-      printf (" %14.3f", mem.total / 1e9);
+      printf (" %14.3f", mem.total / PM_GIB);
     printf ("\n%-20s", "max_batch");
     for (size_t p = 0; p < npred; p++)
       printf (" %14lld", (long long) max_batch);
-    printf ("\n\nmemory per GPU (GB, the fullest pipeline stage): weights %.2f, activations %.2f, "
-            "kv_cache %.2f, reserve %.2f; total %.2f of %.2f%s\n", mem.weights / 1e9,
-            mem.activations / 1e9, mem.kv_cache / 1e9, mem.reserve / 1e9, mem.total / 1e9,
-            mem.capacity / 1e9, mem.oom ? "  OOM: does not fit" : "");
+    printf ("\n\nmemory per GPU (GiB, the fullest pipeline stage): weights %.2f, activations %.2f, "
+            "kv_cache %.2f, reserve %.2f; total %.2f of %.2f%s\n", mem.weights / PM_GIB,
+            mem.activations / PM_GIB, mem.kv_cache / PM_GIB, mem.reserve / PM_GIB, mem.total / PM_GIB,
+            mem.capacity / PM_GIB, mem.oom ? "  OOM: does not fit" : "");
     printf ("\n(tokens_per_s: all %d replicas, batch x gen tokens over ttft + gen x tpot; "
             "*_comm_ms: the tp/ep/pp collectives inside ttft and tpot; max_batch: the largest "
             "batch per replica whose memory fits)\n", s->dp);
@@ -778,7 +749,7 @@ without_gpu (const char *assumed, const char *given, const char *name)
 }
 
 /* perfmod --gpu A,B,...: the same run on each GPU, one table side by side
- * (JSON: each GPU's whole answer under "gpus"). */
+ * (JSON: each GPU's whole answer under "by_gpu"). */
 static int
 predict_gpus (struct cli *c, struct plugin_set *set)
 {
@@ -810,13 +781,14 @@ predict_gpus (struct cli *c, struct plugin_set *set)
   if (rc != 0)
     goto out;
   if (json) {
-    json_t *root = json_object (), *arr = json_array ();
-    for (size_t i = 0; i < n; i++)
+    json_t *root = json_envelope ("predict"), *arr = json_array ();
+    for (size_t i = 0; i < n; i++) {
+      json_object_del (answers[i], "perfmod");    /* the envelope's, once */
+      json_object_del (answers[i], "command");
       json_array_append (arr, answers[i]);
-    json_object_set_new (root, "gpus", arr);
-    json_dumpf (root, stdout, JSON_INDENT (2) | JSON_REAL_PRECISION (10));
-    putchar ('\n');
-    json_decref (root);
+    }
+    json_object_set_new (root, "by_gpu", arr);
+    json_print (root, stdout);
     goto out;
   }
   if (csv) {                            /* as one GPU's CSV: the assumptions on stderr */
@@ -824,7 +796,7 @@ predict_gpus (struct cli *c, struct plugin_set *set)
       fprintf (stderr, "perfmod: assumed on %s: %s\n",
                json_string_value (json_object_get (answers[i], "gpu")),
                json_string_value (json_object_get (answers[i], "assumed")));
-    printf ("gpu,predictor,step_ms,ttft_ms,tpot_ms,tokens_per_s,mfu,memory_gb,capacity_gb,oom\n");
+    printf ("gpu,predictor,step_ms,ttft_ms,tpot_ms,tokens_per_s,mfu,memory_gib,capacity_gib,oom\n");
   }
   else {
     const json_t *a = answers[0];
@@ -852,15 +824,15 @@ predict_gpus (struct cli *c, struct plugin_set *set)
     }
     free (first);
     printf ("\n%-26s %-10s %12s %10s %10s %10s %6s %10s %10s\n", "gpu", "predictor",
-            "step_ms", "ttft_ms", "tpot_ms", "tokens/s", "mfu_%", "mem_GB", "of_GB");
+            "step_ms", "ttft_ms", "tpot_ms", "tokens/s", "mfu_%", "mem_GiB", "of_GiB");
   }
   for (size_t i = 0; i < n; i++) {
     const char *gpu = json_string_value (json_object_get (answers[i], "gpu"));
     const json_t *preds = json_object_get (answers[i], "predictions"), *p;
     size_t k;
     json_array_foreach (preds, k, p) {
-      const json_t *mem = json_object_get (p, "memory");
-      bool oom = json_is_true (json_object_get (mem, "oom"));
+      const json_t *mem = json_object_get (p, "memory_gib");
+      bool oom = json_is_true (json_object_get (p, "oom"));
       /* a training step's step_ms, one pass's e2e_ms; with --gen its
        * ttft, tpot and tokens/s (its e2e_ms is the prefill's alone) */
       double t = num (p, "step_ms"), ttft = num (p, "ttft_ms");
@@ -882,7 +854,7 @@ predict_gpus (struct cli *c, struct plugin_set *set)
   }
   if (!csv && !json)
     printf ("\n(step_ms: a training step or one pass; ttft, tpot and tokens/s with --gen; "
-            "memory per GPU in GB of 10^9 bytes against the card's)\n");
+            "memory per GPU in GiB against the card's)\n");
 out:
   for (size_t i = 0; i < n; i++)
     json_decref (answers[i]);
@@ -1070,15 +1042,13 @@ cmd_predict (struct cli *c, struct plugin_set *set)
       json_prediction (arr, &pr[p], gp, c->per_op, &x[p]);
     }
     json_object_set_new (root, "predictions", arr);
-    json_dumpf (root, stdout, JSON_INDENT (2) | JSON_REAL_PRECISION (10));
-    putchar ('\n');
-    json_decref (root);
+    json_print (root, stdout);
   }
   else if (strcmp (c->format, "csv") == 0) {
     if (c->per_op)
       print_per_op (c, gp, pr, npred);
     else {
-      printf ("predictor,e2e_ms,fw_ms,bw_ms,acc_ms,spread_ms%s,memory_gb,oom\n",
+      printf ("predictor,e2e_ms,fw_ms,bw_ms,acc_ms,spread_ms%s,memory_gib,oom\n",
               c->gen > 0 ? ",ttft_ms,tpot_ms,tokens_per_s" : "");
       for (size_t p = 0; p < npred; p++) {
         printf ("%s,%.9g,%.9g,%.9g,%.9g,%.9g", pr[p].predictor, pr[p].e2e_ms, pr[p].fw_ms,
@@ -1087,7 +1057,7 @@ cmd_predict (struct cli *c, struct plugin_set *set)
           printf (",%.9g,%.9g,%.9g", pr[p].e2e_ms, x[p].decode_ms, tokens_per_s (&pr[p], &x[p]));
         /* no memory without a model (an imported graph alone): empty */
         if (w.have_model)
-          printf (",%.6g,%s\n", mem.total / 1e9, mem.oom ? "true" : "false");
+          printf (",%.6g,%s\n", mem.total / PM_GIB, mem.oom ? "true" : "false");
         else
           fputs (",,\n", stdout);
       }
@@ -1142,10 +1112,10 @@ cmd_predict (struct cli *c, struct plugin_set *set)
       }
     }
     if (w.have_model)
-      printf ("\n\nmemory per device (GB): weights %.2f, gradients %.2f, optimizer %.2f, "
+      printf ("\n\nmemory per device (GiB): weights %.2f, gradients %.2f, optimizer %.2f, "
               "activations %.2f, kv_cache %.2f, reserve %.2f; total %.2f of %.2f%s",
-              mem.weights / 1e9, mem.gradients / 1e9, mem.optimizer / 1e9, mem.activations / 1e9,
-              mem.kv_cache / 1e9, mem.reserve / 1e9, mem.total / 1e9, mem.capacity / 1e9,
+              mem.weights / PM_GIB, mem.gradients / PM_GIB, mem.optimizer / PM_GIB, mem.activations / PM_GIB,
+              mem.kv_cache / PM_GIB, mem.reserve / PM_GIB, mem.total / PM_GIB, mem.capacity / PM_GIB,
               mem.oom ? "  OOM: does not fit" : "");
     printf ("\n\n(bw_ms includes acc_ms, the gradient accumulation; spread_ms: the sum of the "
             "kernels' ensemble spreads, at least the spread of e2e_ms; predicted in %.2f ms)\n",

@@ -455,13 +455,13 @@ reproduce_published (struct plugin_set *set, const struct gpu_db *gpus,
                  (long long) x->tp, (long long) x->pp, (long long) x->dp, (long long) x->ep,
                  (long long) x->vp, (long long) x->mbs, (long long) x->batch,
                  (long long) x->seq, x->precision, x->recompute, o->predictors[p], pub,
-                 res.step_ms / 1e3, e, res.mem.total / 1073741824.0,
+                 res.step_ms / 1e3, e, res.mem.total / PM_GIB,
                  res.mem.oom ? "true" : "false", x->source);
       else
         fprintf (o->out, "%-24s %-16s %-9s %5lld %-22s %-5s %11.4g %-10s %11.4g %+8.1f %6.1f%s\n",
                  p ? "" : x->id, p ? "" : x->model, p ? "" : x->gpu, (long long) x->gpus,
                  p ? "" : shape, p ? "" : x->precision, pub, o->predictors[p],
-                 res.step_ms / 1e3, e, res.mem.total / 1073741824.0, res.mem.oom ? " OOM" : "");
+                 res.step_ms / 1e3, e, res.mem.total / PM_GIB, res.mem.oom ? " OOM" : "");
     }
     model_cfg_free (&m);
   }

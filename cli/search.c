@@ -285,9 +285,13 @@ cost_given (const struct sopts *o)
 static json_t *
 row_json (const struct sopts *o, const struct perfmod_search_row *f, size_t rank, const char *gpu)
 {
-  json_t *r = json_pack ("{s:I, s:s, s:f, s:f, s:f, s:f}", "rank", (json_int_t) rank,
-                         "strategy", f->strategy, "step_ms", f->step_ms, "tokens_per_s",
-                         f->tokens_per_s, "mfu", f->mfu, "memory_gb", f->memory_gb);
+  struct strategy s;                    /* the row's spec as predict's strategy object */
+  strategy_init (&s);
+  json_t *st = strategy_parse (&s, f->strategy, "search") == 0 ? json_strategy (&s, true)
+                                                              : json_pack ("{s:s}", "spec", f->strategy);
+  json_t *r = json_pack ("{s:I, s:o, s:f, s:f, s:f, s:{s:f}}", "rank", (json_int_t) rank,
+                         "strategy", st, "step_ms", f->step_ms, "tokens_per_s", f->tokens_per_s,
+                         "mfu", f->mfu, "memory_gib", "total", f->memory_gib);
   if (gpu)
     json_object_set_new (r, "gpu", json_string (gpu));
   json_object_set_new (r, "train_hours", hours_given (o) ? json_real (f->train_hours) : json_null ());
@@ -304,7 +308,7 @@ row_csv (const struct sopts *o, const struct perfmod_search_row *f, size_t rank,
   if (gpu)
     fprintf (out, "%s,", gpu);
   fprintf (out, "\"%s\",%.9g,%.9g,%.6f,%.6g,", f->strategy, f->step_ms, f->tokens_per_s, f->mfu,
-           f->memory_gb);
+           f->memory_gib);
   if (hours_given (o))
     fprintf (out, "%.6g", f->train_hours);
   fputc (',', out);
@@ -327,7 +331,7 @@ row_table (const struct sopts *o, const struct perfmod_search_row *f, size_t ran
   if (gpu)
     fprintf (out, "%-24s ", gpu);
   fprintf (out, "%11.1f %12.0f %6.1f %8.1f %10s %10s  %s\n", f->step_ms, f->tokens_per_s,
-           100 * f->mfu, f->memory_gb, hours, cost, f->strategy);
+           100 * f->mfu, f->memory_gib, hours, cost, f->strategy);
 }
 
 static void
@@ -338,7 +342,7 @@ report (const struct sopts *o, const struct perfmod_search_result *res, double s
   for (int i = 0; i < res->npruned; i++)
     pruned += res->pruned[i].n;
   if (json) {
-    json_t *root = json_object (), *arr = json_array (), *pr = json_object ();
+    json_t *root = json_envelope ("search"), *arr = json_array (), *pr = json_object ();
     json_object_set_new (root, "model", json_string (res->model));
     json_object_set_new (root, "gpu", json_string (res->gpu));
     json_object_set_new (root, "gpus", json_integer (res->gpus));
@@ -356,13 +360,11 @@ report (const struct sopts *o, const struct perfmod_search_result *res, double s
     for (size_t i = 0; i < res->nbest; i++)
       json_array_append_new (arr, row_json (o, &res->best[i], i + 1, NULL));
     json_object_set_new (root, "best", arr);
-    json_dumpf (root, out, JSON_INDENT (2) | JSON_REAL_PRECISION (10));
-    fputc ('\n', out);
-    json_decref (root);
+    json_print (root, out);
     return;
   }
   if (csv) {
-    fprintf (out, "rank,strategy,step_ms,tokens_per_s,mfu,memory_gb,train_hours,cost_usd\n");
+    fprintf (out, "rank,strategy,step_ms,tokens_per_s,mfu,memory_gib,train_hours,cost_usd\n");
     for (size_t i = 0; i < res->nbest; i++)
       row_csv (o, &res->best[i], i + 1, NULL, out);
     return;
@@ -378,7 +380,7 @@ report (const struct sopts *o, const struct perfmod_search_result *res, double s
       fprintf (out, "  pruned: %-36s %llu\n", res->pruned[i].what,
                (unsigned long long) res->pruned[i].n);
   fprintf (out, "\n%4s %11s %12s %6s %8s %10s %10s  %s\n", "rank", "step_ms", "tokens/s", "mfu_%",
-           "mem_GB", "train_h", "cost_$", "strategy");
+           "mem_GiB", "train_h", "cost_$", "strategy");
   for (size_t i = 0; i < res->nbest; i++)
     row_table (o, &res->best[i], i + 1, NULL, out);
   if (res->nbest)
@@ -622,7 +624,7 @@ search_gpus (const struct sopts *o, struct plugin_set *set, const struct gpu_db 
   if (nrows > (size_t) o->top)
     nrows = (size_t) o->top;
   if (json) {
-    json_t *root = json_object (), *arr = json_array (), *per = json_array ();
+    json_t *root = json_envelope ("search"), *arr = json_array (), *per = json_array ();
     json_object_set_new (root, "model", json_string (res[0].model));
     json_object_set_new (root, "gpus", json_integer (res[0].gpus));
     json_object_set_new (root, "global_batch", json_integer (res[0].global_batch));
@@ -644,13 +646,11 @@ search_gpus (const struct sopts *o, struct plugin_set *set, const struct gpu_db 
     for (size_t i = 0; i < nrows; i++)
       json_array_append_new (arr, row_json (o, &rows[i].row, i + 1, rows[i].gpu));
     json_object_set_new (root, "best", arr);
-    json_dumpf (root, stdout, JSON_INDENT (2) | JSON_REAL_PRECISION (10));
-    putchar ('\n');
-    json_decref (root);
+    json_print (root, stdout);
     goto out;
   }
   if (csv)
-    printf ("rank,gpu,strategy,step_ms,tokens_per_s,mfu,memory_gb,train_hours,cost_usd\n");
+    printf ("rank,gpu,strategy,step_ms,tokens_per_s,mfu,memory_gib,train_hours,cost_usd\n");
   else {
     printf ("perfmod search: %s on %lld GPUs of each kind, global batch %lld x seq %lld, %s, "
             "ranked by %s\n", res[0].model, (long long) res[0].gpus,
@@ -670,7 +670,7 @@ search_gpus (const struct sopts *o, struct plugin_set *set, const struct gpu_db 
         printf ("none fits\n");
     }
     printf ("\n%4s %-24s %11s %12s %6s %8s %10s %10s  %s\n", "rank", "gpu", "step_ms",
-            "tokens/s", "mfu_%", "mem_GB", "train_h", "cost_$", "strategy");
+            "tokens/s", "mfu_%", "mem_GiB", "train_h", "cost_$", "strategy");
   }
   for (size_t i = 0; i < nrows; i++)
     (csv ? row_csv : row_table) (o, &rows[i].row, i + 1, rows[i].gpu, stdout);

@@ -168,28 +168,32 @@ stat_of (const struct perfmod_serve_result *r, int i)
   return v[i];
 }
 
-/* A number, or JSON null where there is none (NaN: no request gave it). */
+/* A replica's layout as the strategy object (the run's one: the default tp=1 where none was
+ * given); null where the run has none (a disaggregated run's whole, a joint run's
+ * prefill and decode). */
 static json_t *
-jnum (double x)
+layout_json (const char *spec, bool run)
 {
-  return isfinite (x) ? json_real (x) : json_null ();
+  struct strategy s;
+  strategy_init (&s);
+  if (spec == NULL && !run)
+    return json_null ();
+  if (spec && strategy_parse (&s, spec, "--strategy") < 0)   /* parsed before: not reached */
+    return json_pack ("{s:s}", "spec", spec);
+  return json_strategy (&s, false);
 }
 
 static void
 report_json (const struct perfmod_serve_request *q, const struct perfmod_serve_result *r,
              const char *gpu, FILE *out)
 {
-  json_t *root = json_object (), *lat = json_object ();
-  json_object_set_new (root, "perfmod", json_string (PACKAGE_VERSION));
-  json_object_set_new (root, "command", json_string ("serve"));
+  json_t *root = json_envelope ("serve"), *lat = json_object ();
   json_object_set_new (root, "model", json_string (q->model));
   json_object_set_new (root, "gpu", json_string (gpu));
   json_object_set_new (root, "engine", json_string (r->engine));
-  json_object_set_new (root, "strategy", q->strategy ? json_string (q->strategy) : json_null ());
-  json_object_set_new (root, "prefill", q->prefill_strategy ? json_string (q->prefill_strategy)
-                                                            : json_null ());
-  json_object_set_new (root, "decode", q->decode_strategy ? json_string (q->decode_strategy)
-                                                          : json_null ());
+  json_object_set_new (root, "strategy", layout_json (q->strategy, !q->prefill_strategy));
+  json_object_set_new (root, "prefill", layout_json (q->prefill_strategy, false));
+  json_object_set_new (root, "decode", layout_json (q->decode_strategy, false));
   json_object_set_new (root, "concurrency", q->concurrency ? json_integer (q->concurrency)
                                                            : json_null ());
   json_object_set_new (root, "rate", q->rate > 0 ? json_real (q->rate) : json_null ());
@@ -201,34 +205,33 @@ report_json (const struct perfmod_serve_request *q, const struct perfmod_serve_r
   for (int i = 0; i < 4; i++) {
     const struct perfmod_serve_stats *s = stat_of (r, i);
     json_object_set_new (lat, stat_names[i],
-                         json_pack ("{s:o, s:o, s:o, s:o}", "mean", jnum (s->mean), "p50",
-                                    jnum (s->p50), "p90", jnum (s->p90), "p99", jnum (s->p99)));
+                         json_pack ("{s:o, s:o, s:o, s:o}", "mean", json_num (s->mean), "p50",
+                                    json_num (s->p50), "p90", json_num (s->p90), "p99", json_num (s->p99)));
   }
   json_object_update (root, lat);
   json_decref (lat);
-  json_object_set_new (root, "output_tokens_per_s", jnum (r->output_tokens_per_s));
-  json_object_set_new (root, "output_tokens_per_s_per_gpu", jnum (r->output_tokens_per_s_per_gpu));
+  json_object_set_new (root, "output_tokens_per_s", json_num (r->output_tokens_per_s));
+  json_object_set_new (root, "output_tokens_per_s_per_gpu", json_num (r->output_tokens_per_s_per_gpu));
   json_object_set_new (root, "output_tokens_per_s_per_user",
-                       jnum (r->output_tokens_per_s_per_user));
-  json_object_set_new (root, "requests_per_s", jnum (r->requests_per_s));
-  json_object_set_new (root, "duration_s", jnum (r->duration_s));
+                       json_num (r->output_tokens_per_s_per_user));
+  json_object_set_new (root, "requests_per_s", json_num (r->requests_per_s));
+  json_object_set_new (root, "duration_s", json_num (r->duration_s));
   json_object_set_new (root, "requests", json_integer (r->requests));
   json_object_set_new (root, "preemptions", json_integer (r->preemptions));
   json_object_set_new (root, "iterations", json_integer (r->iterations));
-  json_object_set_new (root, "batch_mean", jnum (r->batch_mean));
+  json_object_set_new (root, "batch_mean", json_num (r->batch_mean));
   json_object_set_new (root, "kv_capacity_tokens", json_integer (r->kv_capacity_tokens));
-  json_object_set_new (root, "kv_peak", jnum (r->kv_peak));
-  json_object_set_new (root, "kv_mean", jnum (r->kv_mean));
-  json_object_set_new (root, "weights_gb", jnum (r->weights_gb));
-  json_object_set_new (root, "kv_cache_gb", jnum (r->kv_cache_gb));
-  json_object_set_new (root, "capacity_gb", jnum (r->capacity_gb));
+  json_object_set_new (root, "kv_peak", json_num (r->kv_peak));
+  json_object_set_new (root, "kv_mean", json_num (r->kv_mean));
+  json_object_set_new (root, "memory_gib", json_pack ("{s:o, s:o, s:o}", "weights",
+                                                      json_num (r->weights_gib), "kv_cache",
+                                                      json_num (r->kv_cache_gib), "capacity",
+                                                      json_num (r->capacity_gib)));
   json_object_set_new (root, "max_batch", json_integer (r->max_batch));
   json_object_set_new (root, "max_tokens", json_integer (r->max_tokens));
-  json_object_set_new (root, "transfer_ms", q->prefill_strategy ? jnum (r->transfer_ms)
+  json_object_set_new (root, "transfer_ms", q->prefill_strategy ? json_num (r->transfer_ms)
                                                                : json_null ());
-  json_dumpf (root, out, JSON_INDENT (2) | JSON_REAL_PRECISION (10));
-  fputc ('\n', out);
-  json_decref (root);
+  json_print (root, out);
 }
 
 static void
@@ -239,7 +242,7 @@ report_csv (const struct perfmod_serve_result *r, FILE *out)
              stat_names[i]);
   fprintf (out, "output_tokens_per_s,output_tokens_per_s_per_gpu,output_tokens_per_s_per_user,"
            "requests_per_s,duration_s,requests,preemptions,iterations,batch_mean,"
-           "kv_capacity_tokens,kv_peak,kv_mean,weights_gb,kv_cache_gb,capacity_gb,gpus,oom\n");
+           "kv_capacity_tokens,kv_peak,kv_mean,weights_gib,kv_cache_gib,capacity_gib,gpus,oom\n");
   for (int i = 0; i < 4; i++) {
     const struct perfmod_serve_stats *s = stat_of (r, i);
     fprintf (out, "%.9g,%.9g,%.9g,%.9g,", s->mean, s->p50, s->p90, s->p99);
@@ -249,7 +252,7 @@ report_csv (const struct perfmod_serve_result *r, FILE *out)
            r->output_tokens_per_s_per_user, r->requests_per_s, r->duration_s,
            (long long) r->requests, (long long) r->preemptions, (long long) r->iterations,
            r->batch_mean, (long long) r->kv_capacity_tokens, r->kv_peak, r->kv_mean,
-           r->weights_gb, r->kv_cache_gb, r->capacity_gb, (long long) r->gpus,
+           r->weights_gib, r->kv_cache_gib, r->capacity_gib, (long long) r->gpus,
            r->oom ? "true" : "false");
 }
 
@@ -275,8 +278,8 @@ report_table (const struct perfmod_serve_request *q, const struct perfmod_serve_
     fprintf (out, ", isl %lld, osl %lld", (long long) q->isl, (long long) q->osl);
   fprintf (out, "\nassumed: %s\n", r->assumed);
   if (r->oom) {
-    fprintf (out, "\ndoes not fit: the weights (%.2f GB per GPU of %.2f) leave the KV cache "
-             "%lld tokens, less than one request's\n", r->weights_gb, r->capacity_gb,
+    fprintf (out, "\ndoes not fit: the weights (%.2f GiB per GPU of %.2f) leave the KV cache "
+             "%lld tokens, less than one request's\n", r->weights_gib, r->capacity_gib,
              (long long) r->kv_capacity_tokens);
     return;
   }
@@ -292,10 +295,10 @@ report_table (const struct perfmod_serve_request *q, const struct perfmod_serve_
            r->duration_s);
   fprintf (out, "batch: %.1f requests a decoding iteration on average, %lld iterations\n",
            r->batch_mean, (long long) r->iterations);
-  fprintf (out, "KV cache: %lld tokens a %sreplica (%.2f GB per GPU beside %.2f GB of weights, of "
+  fprintf (out, "KV cache: %lld tokens a %sreplica (%.2f GiB per GPU beside %.2f GiB of weights, of "
            "%.2f), peak %.0f %%, mean %.0f %%; %lld preemptions\n",
            (long long) r->kv_capacity_tokens, q->prefill_strategy ? "decode " : "",
-           r->kv_cache_gb, r->weights_gb, r->capacity_gb, r->kv_peak * 100, r->kv_mean * 100,
+           r->kv_cache_gib, r->weights_gib, r->capacity_gib, r->kv_peak * 100, r->kv_mean * 100,
            (long long) r->preemptions);
   if (q->prefill_strategy)
     fprintf (out, "KV transfer: %.3f ms a request on average\n", r->transfer_ms);
@@ -474,12 +477,12 @@ point_json (const struct serve_point *p, const struct serve_search_opts *o)
   json_t *j = json_pack ("{s:s, s:I, s:I, s:I, s:o, s:o, s:o, s:o, s:b, s:b}",
                          "deployment", p->deploy, "gpus", (json_int_t) p->gpus,
                          "batch", (json_int_t) p->batch, "concurrency", (json_int_t) p->concurrency,
-                         "ttft_ms", jnum (p->ttft), "tpot_ms", jnum (p->tpot),
-                         "output_tokens_per_s_per_gpu", jnum (p->tps_gpu),
-                         "output_tokens_per_s_per_user", jnum (p->tps_user),
+                         "ttft_ms", json_num (p->ttft), "tpot_ms", json_num (p->tpot),
+                         "output_tokens_per_s_per_gpu", json_num (p->tps_gpu),
+                         "output_tokens_per_s_per_user", json_num (p->tps_user),
                          "frontier", p->frontier, "within_targets", p->slo);
   char *cmd = point_command (p, o);
-  json_object_set_new (j, "command", json_string (cmd));
+  json_object_set_new (j, "rerun", json_string (cmd));
   json_object_set_new (j, "launch", json_string (p->launch));
   json_object_set_new (j, "launch_prefill", p->launch_prefill[0] ? json_string (p->launch_prefill)
                                                                 : json_null ());
@@ -534,17 +537,25 @@ search_serve_main (int argc, char **argv)
     goto out;
   }
   if (strcmp (format, "json") == 0) {
-    json_t *root = json_object (), *fr = json_array ();
+    json_t *root = json_envelope ("search --serve"), *fr = json_array ();
     json_object_set_new (root, "model", json_string (o.model));
-    json_object_set_new (root, "gpu", json_string (o.gpu ? o.gpu : DEFAULT_GPU));
+    const struct gpu_entry *ge = gpu_db_find (&gpus, o.gpu ? o.gpu : DEFAULT_GPU);
+    json_object_set_new (root, "gpu", json_string (ge ? ge->name : o.gpu ? o.gpu : DEFAULT_GPU));
     json_object_set_new (root, "gpus", json_integer (o.gpus));
     json_object_set_new (root, "isl", json_integer (o.isl));
     json_object_set_new (root, "osl", json_integer (o.osl));
     json_object_set_new (root, "ttft_target_ms", o.ttft > 0 ? json_real (o.ttft) : json_null ());
     json_object_set_new (root, "tpot_target_ms", o.tpot > 0 ? json_real (o.tpot) : json_null ());
-    json_object_set_new (root, "configurations", json_integer ((json_int_t) res.configurations));
-    json_object_set_new (root, "refused", json_integer ((json_int_t) res.refused));
-    json_object_set_new (root, "pruned", json_integer ((json_int_t) res.pruned));
+    /* as perfmod search's: every one enumerated, those predicted, the rest pruned */
+    json_object_set_new (root, "configurations",
+                         json_integer ((json_int_t) (res.configurations + res.refused
+                                                     + res.pruned)));
+    json_object_set_new (root, "predicted", json_integer ((json_int_t) res.configurations));
+    /* pruned by reason, as perfmod search's: layouts the model cannot take, batches
+     * past saturation */
+    json_object_set_new (root, "pruned", json_pack ("{s:I, s:I}", "layout",
+                                                    (json_int_t) res.refused, "saturation",
+                                                    (json_int_t) res.pruned));
     json_object_set_new (root, "seconds", json_real (res.seconds));
     for (size_t i = 0; i < res.n; i++)
       if (res.pts[i].frontier)
@@ -552,9 +563,7 @@ search_serve_main (int argc, char **argv)
     json_object_set_new (root, "frontier", fr);
     json_object_set_new (root, "best", res.best >= 0 ? point_json (&res.pts[res.best], &o)
                                                      : json_null ());
-    json_dumpf (root, stdout, JSON_INDENT (2) | JSON_REAL_PRECISION (10));
-    putchar ('\n');
-    json_decref (root);
+    json_print (root, stdout);
   }
   else if (strcmp (format, "csv") == 0) {
     printf ("deployment,gpus,batch,concurrency,ttft_ms,tpot_ms,output_tokens_per_s_per_gpu,"

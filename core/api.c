@@ -258,14 +258,14 @@ predict (perfmod_ctx *ctx, const struct perfmod_request *req, struct perfmod_res
   res->mfu = r.step_ms > 0 ? r.flops / (r.step_ms / 1e3) / perfmod_gpu_peak_flops (&ge->gpu, pr->gemm)
            : 0;
   res->tokens_per_s = r.step_ms > 0 ? (double) batch * (double) seq / (r.step_ms / 1e3) : 0;
-  res->memory_total_gb = r.mem.total / 1e9;
-  res->memory_weights_gb = r.mem.weights / 1e9;
-  res->memory_gradients_gb = r.mem.gradients / 1e9;
-  res->memory_optimizer_gb = r.mem.optimizer / 1e9;
-  res->memory_activations_gb = r.mem.activations / 1e9;
-  res->memory_kv_cache_gb = r.mem.kv_cache / 1e9;
-  res->memory_reserve_gb = r.mem.reserve / 1e9;
-  res->capacity_gb = r.mem.capacity / 1e9;
+  res->memory_total_gib = r.mem.total / PM_GIB;
+  res->memory_weights_gib = r.mem.weights / PM_GIB;
+  res->memory_gradients_gib = r.mem.gradients / PM_GIB;
+  res->memory_optimizer_gib = r.mem.optimizer / PM_GIB;
+  res->memory_activations_gib = r.mem.activations / PM_GIB;
+  res->memory_kv_cache_gib = r.mem.kv_cache / PM_GIB;
+  res->memory_reserve_gib = r.mem.reserve / PM_GIB;
+  res->capacity_gib = r.mem.capacity / PM_GIB;
   res->oom = r.mem.oom;
   res->microbatches = r.microbatches;
   rc = 0;

@@ -55,8 +55,8 @@ struct perfmod_result {
   double pipeline_ms, bubble, bubble_ms, grads_ms, optimizer_ms, recompute_ms;
   double mfu;               /* fraction of the GEMM dtype's peak */
   double tokens_per_s;      /* global batch x seq / step */
-  double memory_total_gb, memory_weights_gb, memory_gradients_gb, memory_optimizer_gb;
-  double memory_activations_gb, memory_kv_cache_gb, memory_reserve_gb, capacity_gb;
+  double memory_total_gib, memory_weights_gib, memory_gradients_gib, memory_optimizer_gib;
+  double memory_activations_gib, memory_kv_cache_gib, memory_reserve_gib, capacity_gib;
   int oom;                  /* 1: predicted not to fit (a result, not an error) */
   int microbatches;
 };
@@ -111,7 +111,7 @@ struct perfmod_search_row {
   double step_ms;           /* the training step */
   double tokens_per_s;      /* global batch x seq / step */
   double mfu;               /* fraction of the GEMM dtype's peak */
-  double memory_gb;         /* per GPU */
+  double memory_gib;         /* per GPU */
   double train_hours;       /* tokens / tokens_per_s; 0 without tokens */
   double cost_usd;          /* train_hours x gpus x price; 0 without both */
   int tp, pp, dp, cp, ep, mbs, vp, zero, sp;   /* the strategy's numbers */
@@ -225,7 +225,7 @@ struct perfmod_serve_result {
   int64_t kv_capacity_tokens;           /* per (decode) replica */
   double kv_peak, kv_mean;              /* fractions of it used */
   double batch_mean;                    /* requests per iteration that decodes */
-  double weights_gb, kv_cache_gb, capacity_gb;  /* per GPU (the decode replicas') */
+  double weights_gib, kv_cache_gib, capacity_gib;  /* per GPU (the decode replicas') */
   int oom;                  /* 1: the weights leave no room for one request (a result) */
   int64_t max_batch, max_tokens;        /* the engine's limits as simulated */
   double transfer_ms;                   /* disaggregated: the mean KV transfer */

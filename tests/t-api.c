@@ -141,11 +141,13 @@ same_as_cli (const struct perfmod_search_result *res, json_t *cli)
   for (size_t i = 0; i < res->nbest; i++) {
     const struct perfmod_search_row *r = &res->best[i];
     json_t *row = json_array_get (best, i);
-    if (strcmp (r->strategy, json_string_value (json_object_get (row, "strategy"))) ||
+    const char *spec = json_string_value (json_object_get (json_object_get (row, "strategy"), "spec"));
+    if (spec == NULL || strcmp (r->strategy, spec) ||
         !near (r->step_ms, json_real_value (json_object_get (row, "step_ms"))) ||
         !near (r->tokens_per_s, json_real_value (json_object_get (row, "tokens_per_s"))) ||
         !near (r->mfu, json_real_value (json_object_get (row, "mfu"))) ||
-        !near (r->memory_gb, json_real_value (json_object_get (row, "memory_gb"))) ||
+        !near (r->memory_gib, json_real_value (json_object_get (json_object_get (row, "memory_gib"),
+                                                                "total"))) ||
         !near (r->train_hours, json_real_value (json_object_get (row, "train_hours"))) ||
         !near (r->cost_usd, json_real_value (json_object_get (row, "cost_usd"))))
       return false;
@@ -309,7 +311,7 @@ main (void)
   for (size_t i = 0; i < 2 * N; i++)
     fails += run (a, strategies[i % N], i % 2 ? "tile-mlp" : "roofline", &one[i], err,
                   sizeof err) < 0;
-  ok (fails == 0 && one[0].step_ms > 0 && one[0].memory_total_gb > 0,
+  ok (fails == 0 && one[0].step_ms > 0 && one[0].memory_total_gib > 0,
       "sequential predictions (%s)", fails ? err : "ok");
   for (size_t i = 0; i < 2 * N; i++) {
     jobs[i].ctx = i % 2 ? a : b;
@@ -319,7 +321,7 @@ main (void)
   for (size_t i = 0; i < 2 * N; i++) {
     pthread_join (th[i], NULL);
     same &= jobs[i].rc == 0 && jobs[i].res.step_ms == one[i].step_ms &&
-            jobs[i].res.memory_total_gb == one[i].memory_total_gb;
+            jobs[i].res.memory_total_gib == one[i].memory_total_gib;
   }
   ok (same, "%zu predictions on as many threads over two contexts: the sequential numbers", 2 * N);
   ok (run (a, "tp=3", NULL, &one[0], err, sizeof err) < 0 && strstr (err, "tp=3") != NULL,

@@ -15,7 +15,7 @@ ok $([ $rc -eq 0 ] && jq -e '.predictions[0].predictor == "tile-mlp" and (.predi
 ok $(jq -e '.predictions[0] | has("fw_ms") and has("bw_ms")' "$TMP/out" >/dev/null; echo $?) "json has fw_ms and bw_ms"
 
 run_pm --format csv --mode train
-ok $([ $rc -eq 0 ] && head -1 "$TMP/out" | grep -qx 'predictor,e2e_ms,fw_ms,bw_ms,acc_ms,spread_ms,memory_gb,oom' && echo 0 || echo 1) "--format csv header"
+ok $([ $rc -eq 0 ] && head -1 "$TMP/out" | grep -qx 'predictor,e2e_ms,fw_ms,bw_ms,acc_ms,spread_ms,memory_gib,oom' && echo 0 || echo 1) "--format csv header"
 ok $(awk -F, 'NR == 2 { f = 1; exit !($2 > $3 && $4 > 0 && ($3 + $4 - $2) < 1e-6 * $2) } END { if (!f) exit 1 }' "$TMP/out"; echo $?) \
   "training: e2e = fw + bw (bw includes accumulation), bw > 0"
 

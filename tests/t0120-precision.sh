@@ -124,24 +124,24 @@ else
   echo "ok $tap_n # SKIP NeuSight data not found at $NEUSIGHT (set PERFMOD_NEUSIGHT)"
 fi
 
-# --- memory: the terms by hand from the parameter count ---
+# --- memory: the terms by hand from the parameter count (GiB: 2^30 bytes) ---
 P=$("$PERFMOD" models | awk '$1 == "gpt2-large" { print $NF }')
-mem () { jq -r ".predictions[0].memory.$1" "$TMP/out"; }
+mem () { jq -r ".predictions[0].memory_gib.$1" "$TMP/out"; }
 near () { awk -v a="$1" -v b="$2" 'BEGIN { d = a / b - 1; exit !(b > 0 && d < 1e-9 && d > -1e-9) }'; }
 # x EXPR: EXPR of P (the parameters), in full precision
 x () { awk -v p="$P" "BEGIN { printf \"%.17g\", $1 }"; }
 M="--model gpt2-large --gpu h100 --batch 1 --seq 1024 --format json"
 run_pm $M --mode train --precision fp32
-ok $([ $rc -eq 0 ] && near "$(mem weights)" "$(x 4*p/1e9)" &&
-     near "$(mem gradients)" "$(x 4*p/1e9)" &&
-     near "$(mem optimizer)" "$(x 8*p/1e9)" && echo 0 || echo 1) \
+ok $([ $rc -eq 0 ] && near "$(mem weights)" "$(x 4*p/1073741824)" &&
+     near "$(mem gradients)" "$(x 4*p/1073741824)" &&
+     near "$(mem optimizer)" "$(x 8*p/1073741824)" && echo 0 || echo 1) \
   "fp32 training: 4 + 4 + 8 bytes per parameter (P = $P)"
 a32=$(mem activations)
 for p in bf16 fp8; do
   run_pm $M --mode train --precision $p
-  ok $([ $rc -eq 0 ] && near "$(mem weights)" "$(x 2*p/1e9)" &&
-       near "$(mem gradients)" "$(x 4*p/1e9)" &&
-       near "$(mem optimizer)" "$(x 12*p/1e9)" && echo 0 || echo 1) \
+  ok $([ $rc -eq 0 ] && near "$(mem weights)" "$(x 2*p/1073741824)" &&
+       near "$(mem gradients)" "$(x 4*p/1073741824)" &&
+       near "$(mem optimizer)" "$(x 12*p/1073741824)" && echo 0 || echo 1) \
     "$p training: 2 (bf16 weights) + 4 + 12 (fp32 master and moments) bytes per parameter"
   eval "a_$p=\$(mem activations)"
 done
@@ -154,7 +154,7 @@ done
 act () { awk -v e="$1" -v flash="$2" -v fp8="${fp8:-0}" 'BEGIN { s = 1024; b = 1; h = 1280; a = 20; L = 36; V = 50257;
          att = flash ? 4*a*s*b : a*s*s*b * (2*e + 1);
          lg = e == 4 ? 8 : 4;   # the loss: PyTorch keeps fp32 logits and gradient, Megatron-Core its softmax
-         printf "%.17g", (L * (s*b*h * (16*e + 2 - 7*fp8) + att) + lg*b*s*V + 2*s*b*h) / 1e9 }'; }
+         printf "%.17g", (L * (s*b*h * (16*e + 2 - 7*fp8) + att) + lg*b*s*V + 2*s*b*h) / 1073741824 }'; }
 ok $(near "$a32" "$(act 4 0)" && near "$a_bf16" "$(act 2 1)" && echo 0 || echo 1) \
   "activations: 4-byte elements and the scores in fp32, 2-byte ones and fused attention in bf16, by hand"
 # fp8: Transformer Engine keeps the four GEMMs' inputs (the two norm outputs, the projection's
@@ -167,9 +167,9 @@ ok $([ $rc -eq 0 ] && near "$(mem activations)" "$(act 2 0)" && echo 0 || echo 1
 run_pm $M --mode inf --dtype fp32
 w32=$(mem weights) kv32=$(mem kv_cache)
 run_pm $M --mode inf --dtype bf16
-ok $([ $rc -eq 0 ] && near "$w32" "$(x 4*p/1e9)" &&
-     near "$(mem weights)" "$(x 2*p/1e9)" &&
+ok $([ $rc -eq 0 ] && near "$w32" "$(x 4*p/1073741824)" &&
+     near "$(mem weights)" "$(x 2*p/1073741824)" &&
      near "$(mem kv_cache)" "$(awk -v k="$kv32" 'BEGIN { printf "%.17g", k / 2 }')" &&
-     near "$kv32" "$(x 2*36*1*1024*1280*4/1e9)" && echo 0 || echo 1) \
+     near "$kv32" "$(x 2*36*1*1024*1280*4/1073741824)" && echo 0 || echo 1) \
   "inference: weights 4P against 2P bytes, and the KV cache (2 L b s h x 4 bytes in fp32) halves in bf16"
 finish

@@ -73,7 +73,7 @@ ok $([ $rc -eq 2 ] && grep -q '10-bad.ini:3: pp=two: expected an integer from 1 
 for g in a100 h100; do
   run_pm --model gpt3-175b --gpu $g --mode train --batch 1536 --seq 2048 --strategy gpt3-175b-1024 \
     --nodes 128 --format json
-  ok $([ $rc -eq 0 ] && jq -e '.predictions[0].memory.oom == false' "$TMP/out" >/dev/null && echo 0 || echo 1) \
+  ok $([ $rc -eq 0 ] && jq -e '.predictions[0].oom == false' "$TMP/out" >/dev/null && echo 0 || echo 1) \
     "preset gpt3-175b-1024: GPT-3 175B fits 1,024 x $g"
 done
 finish

@@ -11,8 +11,10 @@ bin=$(find "$dest" -path '*/bin/perfmod' | head -1)
 pc=$(find "$dest" -name perfmod.pc | head -1)
 plugdir=$("$bin" --version | sed -n 's/^plugin directory: //p')
 datadir=$("$bin" --version | sed -n 's/^data directory: //p')
-ok $([ -f "$dest$plugdir/roofline.so" ] && [ ! -e "$dest$plugdir/roofline.la" ] && [ -f "$dest$datadir/gpus.d/10-neusight.ini" ] && echo 0 || echo 1) \
-  "plugins installed as NAME.so where perfmod looks for them, data beside"
+ok $([ -f "$dest$plugdir/roofline.so" ] && [ ! -e "$dest$plugdir/roofline.la" ] && [ -f "$dest$datadir/gpus.d/10-neusight.ini" ] &&
+     python3 -c 'import json, sys; json.load(open(sys.argv[1]))["$defs"]["memory_gib"]' "$dest$datadir/perfmod.schema.json" &&
+     echo 0 || echo 1) \
+  "plugins installed as NAME.so where perfmod looks for them, data beside (the JSON Schema too)"
 export PKG_CONFIG_PATH="$(dirname "$pc")" PKG_CONFIG_SYSROOT_DIR="$dest"
 pd=$(pkg-config --variable=plugindir perfmod)
 ok $([ "$pd" = "$dest$plugdir" ] && echo 0 || echo 1) "perfmod.pc exports the plugin directory perfmod uses ($plugdir)"
@@ -47,10 +49,10 @@ env $(san_env) LD_LIBRARY_PATH="$libdir" "$TMP/library/predict" gpt3-2.7b h100 t
 rc=$?
 "$bin" --model gpt3-2.7b --gpu h100 --mode train --batch 64 --seq 2048 --strategy tp=2,dp=4 \
   --predictor tile-mlp --format json >"$TMP/cli" 2>/dev/null
-e=$(jq -r '.predictions[0].step_ms' "$TMP/cli") m=$(jq -r '.predictions[0].memory.total' "$TMP/cli")
+e=$(jq -r '.predictions[0].step_ms' "$TMP/cli") m=$(jq -r '.predictions[0].memory_gib.total' "$TMP/cli")
 ok $([ $rc -eq 0 ] && awk -v e="$e" -v m="$m" '{ d = $4 / e - 1; g = $10 / m - 1
      exit !(d < 1e-6 && d > -1e-6 && g < 1e-3 && g > -1e-3) }' "$TMP/lib" && echo 0 || echo 1) \
-  "libperfmod gives the CLI's step ($e ms) and memory ($m GB)"
+  "libperfmod gives the CLI's step ($e ms) and memory ($m GiB)"
 [ $rc -eq 0 ] || diag "$(cat "$TMP/err")"
 env $(san_env) LD_LIBRARY_PATH="$libdir" "$TMP/library/predict" gpt3-9b h100 tp=2 8 2048 >"$TMP/lib" 2>"$TMP/err"
 rc=$?

@@ -13,8 +13,8 @@ cli = json.load(open(sys.argv[1]))["predictions"][0]
 r = perfmod.predict("gpt3-2.7b", gpu="h100", strategy="tp=2,dp=4", batch=64, seq=2048,
                     predictor="tile-mlp")
 print("same" if abs(r["step_ms"] / cli["step_ms"] - 1) < 1e-9 and
-      abs(r["memory_total_gb"] / cli["memory"]["total"] - 1) < 1e-9 and
-      r["oom"] == cli["memory"]["oom"] else "differ %r %r" % (r, cli))
+      abs(r["memory_total_gib"] / cli["memory_gib"]["total"] - 1) < 1e-9 and
+      r["oom"] == cli["oom"] else "differ %r %r" % (r, cli))
 print("dict" if isinstance(r, dict) and isinstance(r["oom"], bool) else "notdict")
 try:
     perfmod.predict("gpt3-2.7b", gpu="h100", strategy="tp=3")
@@ -66,8 +66,9 @@ def close(a, b):
     return a == b or abs(a / b - 1) < 1e-9
 same = (len(cli["best"]) == 5 and [b.keys() for b in r["best"]] == [b.keys() for b in cli["best"]] and
         all(b["strategy"] == c["strategy"] and b["rank"] == c["rank"] and
-            all(close(b[k], c[k]) for k in ("step_ms", "tokens_per_s", "mfu", "memory_gb",
-                                            "train_hours", "cost_usd"))
+            all(close(b[k], c[k]) for k in ("step_ms", "tokens_per_s", "mfu", "train_hours",
+                                            "cost_usd")) and
+            close(b["memory_gib"]["total"], c["memory_gib"]["total"])
             for b, c in zip(r["best"], cli["best"])) and
         all(r[k] == cli[k] for k in cli if k not in ("best", "seconds")) and r.keys() == cli.keys())
 print("same" if same else "differ %r %r" % (r, cli))
@@ -107,8 +108,9 @@ def close(a, b):
 same = (all(close(r[k][s], cli[k][s]) for k in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
             for s in ("mean", "p50", "p90", "p99")) and
         all(close(r[k], cli[k]) for k in ("output_tokens_per_s", "requests_per_s", "kv_peak",
-                                          "kv_capacity_tokens", "requests", "preemptions",
-                                          "weights_gb")) and
+                                          "kv_capacity_tokens", "requests", "preemptions")) and
+        all(close(r["memory_gib"][k], cli["memory_gib"][k]) for k in ("weights", "kv_cache",
+                                                                      "capacity")) and
         r["engine"] == cli["engine"] == "sglang" and r["assumed"] == cli["assumed"])
 print("same" if same else "differ %r %r" % (r, cli))
 try:

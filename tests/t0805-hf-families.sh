@@ -213,7 +213,7 @@ run_pm --model gemma2-9b --gpu h100 --gen 16 --batch 1 --seq 8192 --format json
 k1=$(kv) t1=$(tpot) f1=$(ttft)
 run_pm --model "$TMP/gemma2-full.json" --gpu h100 --gen 16 --batch 1 --seq 8192 --format json
 k2=$(kv) t2=$(tpot) f2=$(ttft)
-diag "gemma2-9b kv $k1 / $k2 GB, tpot $t1 / $t2 ms, ttft $f1 / $f2 ms"
+diag "gemma2-9b kv $k1 / $k2 GiB, tpot $t1 / $t2 ms, ttft $f1 / $f2 ms"
 # 21 sliding layers keep 4096 tokens, 21 full ones all 8192 + 16
 ok $(awk -v a="$k1" -v b="$k2" 'BEGIN{r = a/b; e = (4096 + 8208) / (2 * 8208); print (r/e > 0.9999 && r/e < 1.0001) ? 0 : 1}') \
   "Gemma 2: the KV cache of its sliding layers is the window's (ratio (4096 + 8208) / 2 x 8208)"
@@ -257,10 +257,10 @@ ok $rc "MoE decode of one sequence: tpot within 15% above reading the active wei
 
 # --- MLA: the cache holds the latent and the rope key per token and layer ---
 run_pm --model deepseek-v2-lite --gpu h100 --gen 16 --batch 2 --seq 4096 --format json
-ok $(awk -v k="$(kv)" 'BEGIN{e = 2 * 27 * (4096 + 16) * (512 + 64) * 2 / 1e9; d = k/e - 1; print (d < 1e-6 && d > -1e-6) ? 0 : 1}') \
+ok $(awk -v k="$(kv)" 'BEGIN{e = 2 * 27 * (4096 + 16) * (512 + 64) * 2 / 1073741824; d = k/e - 1; print (d < 1e-6 && d > -1e-6) ? 0 : 1}') \
   "DeepSeek-V2-Lite: KV cache = layers x tokens x (kv_lora_rank + qk_rope_head_dim) x 2 bytes"
 run_pm --model deepseek-v3 --gpu h100 --gen 16 --batch 1 --seq 4096 --format json
-ok $(awk -v k="$(kv)" 'BEGIN{e = 61 * (4096 + 16) * (512 + 64) * 2 / 1e9; d = k/e - 1; print (d < 1e-6 && d > -1e-6) ? 0 : 1}') \
+ok $(awk -v k="$(kv)" 'BEGIN{e = 61 * (4096 + 16) * (512 + 64) * 2 / 1073741824; d = k/e - 1; print (d < 1e-6 && d > -1e-6) ? 0 : 1}') \
   "DeepSeek-V3: the compressed cache, 576 elements per token and layer"
 
 # --- refusals: exit 2, one line naming the file and the field, nothing on stdout ---

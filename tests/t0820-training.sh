@@ -100,10 +100,10 @@ ok $([ $rc -eq 0 ] && awk -F, 'NR>1&&$3==0&&$6=="ATTN"&&$5=="fw"{a=$8" "$9" "$10
      echo 0 || echo 1) "cp=2: GEMMs over 4096 of the 8192 tokens, attention of 4096 queries over 4096 keys"
 C="--model llama3-8b --gpu h100 --mode train --batch 8 --seq 8192 --format json"
 run_pm $C --strategy dp=8
-a1=$(jq '.predictions[0].memory.activations' "$TMP/out")
+a1=$(jq '.predictions[0].memory_gib.activations' "$TMP/out")
 run_pm $C --strategy dp=4,cp=2
 ok $([ $rc -eq 0 ] && jq -e --argjson a "$a1" '.strategy.cp == 2 and .strategy.gpus == 8 and
-     .predictions[0].comm_ms.cp > 0 and .predictions[0].memory.activations < 0.55 * $a' "$TMP/out" >/dev/null &&
+     .predictions[0].comm_ms.cp > 0 and .predictions[0].memory_gib.activations < 0.55 * $a' "$TMP/out" >/dev/null &&
      echo 0 || echo 1) "cp=2 on 8 GPUs: the ring's collectives, about half the activations"
 expect_fail 2 "cp=2: context parallelism runs fused attention" "cp with unfused attention is refused" -- \
   $C --strategy dp=4,cp=2 --attention unfused
@@ -113,7 +113,7 @@ expect_fail 2 "cp=3: the sequence must split into 2 x cp equal chunks" "a sequen
 # --- memory as Megatron allocates it (tests/published-memory.csv) ---
 P=2651553280        # GPT-3 2.7B's parameters
 bpp () {  # bytes per parameter of weights, gradients and optimizer state
-  jq -r '.predictions[0].memory | (.weights + .gradients + .optimizer) * 1e9' "$TMP/out" |
+  jq -r '.predictions[0].memory_gib | (.weights + .gradients + .optimizer) * 1073741824' "$TMP/out" |
     awk -v p=$P '{ printf "%.12g", $1 / p }'; }
 M="--model gpt3-2.7b --gpu h100 --mode train --batch 8 --seq 256 --format json"
 while IFS=, read -r prec row repl a b; do
@@ -210,9 +210,9 @@ ok $([ -n "$hand" ] && near "$(jq '.predictions[0].overlapped_ms.tp' "$TMP/t1.js
 ok $(near "$(jq -n --slurpfile a "$TMP/t0.json" --slurpfile b "$TMP/t1.json" \
        '$a[0].predictions[0].step_ms - $b[0].predictions[0].step_ms')" "$hand" 1e-3 && echo 0 || echo 1) \
   "... and the step is that much shorter (one micro-batch, one rank)"
-# the userbuffers: ten gathered micro-batch activations (8 tokens x 8 wide, bf16; memory in GB)
+# the userbuffers: ten gathered micro-batch activations (8 tokens x 8 wide, bf16; memory in GiB)
 ok $(jq -e -n --slurpfile a "$TMP/t0.json" --slurpfile b "$TMP/t1.json" \
-       '(($b[0].predictions[0].memory.activations - $a[0].predictions[0].memory.activations) * 1e9
+       '(($b[0].predictions[0].memory_gib.activations - $a[0].predictions[0].memory_gib.activations) * 1073741824
          - 10 * 8 * 8 * 2 | fabs) < 1e-3' \
        >/dev/null && echo 0 || echo 1) "tpo=1 keeps Transformer Engine's ten communication buffers"
 expect_one_line 2 "tpo=1: .*needs sp=1" "tpo=1 without sequence parallelism: refused, naming the key" -- \
@@ -255,7 +255,7 @@ ok $([ "$rc" -eq 0 ] && near "$(bpp)" 7.5 1e-9 && jq -e '.strategy.zero == 1' "$
 # and with --nodes but no --strategy (one device's step, no optimizer sharded) no zero=1
 run_pm --model gpt3-2.7b --mode train --gpu NVIDIA_H100_80GB_HBM3 --precision bf16 --attention flash --seq 1024 \
   --predictor roofline --batch 8 --strategy tp=2,zero=0,kernels=te
-ok $([ "$rc" -eq 0 ] && grep -q '^assumed: memory reserve 1 GB + 5 %$' "$TMP/out"; echo $?) \
+ok $([ "$rc" -eq 0 ] && grep -q '^assumed: memory reserve 10^9 bytes + 5 %$' "$TMP/out"; echo $?) \
   "all given but the reserve: 'assumed: memory reserve ...', no leading comma"
 run_pm --model gpt3-2.7b --mode train --batch 64 --nodes 2
 ok $([ "$rc" -eq 0 ] && grep -q '^assumed: ' "$TMP/out" && ! grep -q 'zero=1' "$TMP/out"; echo $?) \

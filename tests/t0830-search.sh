@@ -23,7 +23,7 @@ run_pm $T --fix mbs=1,vp=1,tpo=0 --max-cp 1 --format json
 ok $([ $rc -eq 0 ] && jq -e '.predicted == 78' "$TMP/out" >/dev/null && echo 0 || echo 1) \
   "--fix tpo=0: 78 predicted, as before tp communication overlap was searched"
 run_pm $T --fix mbs=1,vp=1,tpo=1 --max-cp 1 --format json
-ok $([ $rc -eq 0 ] && jq -e '.predicted == 21 and ([.best[].strategy | test("sp=1,.*tpo=1")] | all)' \
+ok $([ $rc -eq 0 ] && jq -e '.predicted == 21 and ([.best[].strategy.spec | test("sp=1,.*tpo=1")] | all)' \
      "$TMP/out" >/dev/null && echo 0 || echo 1) "--fix tpo=1: the 21 with sp=1, each printed with tpo=1"
 ok $(jq -e '[.best[].step_ms] | . == sort' "$TMP/out" >/dev/null && echo 0 || echo 1) "best first"
 ok $(jq -e '.best | length == 10' "$TMP/out" >/dev/null && echo 0 || echo 1) "--top defaults to 10"
@@ -45,11 +45,11 @@ ok $([ $rc -eq 0 ] && jq -e '.predicted > 0 and .pruned.memory == .predicted and
 run_pm search --model gpt3-175b --gpu h100 --gpus 8 --global-batch 8 --seq 2048
 ok $([ $rc -eq 0 ] && grep -q 'no configuration fits' "$TMP/out" && echo 0 || echo 1) "... said in the table"
 run_pm $T --max-tp 1 --format json
-ok $(jq -e '[.best[].strategy | test("tp=1,")] | all' "$TMP/out" >/dev/null && echo 0 || echo 1) "--max-tp 1: tp=1 only"
+ok $(jq -e '[.best[].strategy.spec | test("tp=1,")] | all' "$TMP/out" >/dev/null && echo 0 || echo 1) "--max-tp 1: tp=1 only"
 
 # context parallelism: with everything else fixed, cp = 1, 2, 4 (8 tokens: 2 x cp chunks)
 run_pm $T --fix tp=1,pp=1,mbs=1,vp=1,zero=0,recompute=none --format json
-ok $([ $rc -eq 0 ] && jq -e '.predicted == 3 and ([.best[].strategy | capture("cp=(?<c>[0-9]+)").c] | sort) == ["1","2","4"]' \
+ok $([ $rc -eq 0 ] && jq -e '.predicted == 3 and ([.best[].strategy.spec | capture("cp=(?<c>[0-9]+)").c] | sort) == ["1","2","4"]' \
      "$TMP/out" >/dev/null && echo 0 || echo 1) "cp enumerated: 1, 2 and 4 ranks over the 8-token sequence"
 run_pm search --model "$tiny" --gpus 4 --gpus-per-node 4 --global-batch 4 --seq 6 \
   --fix tp=1,pp=1,mbs=1,vp=1,zero=0,recompute=none --format json
@@ -61,11 +61,11 @@ ok $([ $rc -eq 0 ] && jq -e '.predicted == 1 and .pruned.cp == 2' "$TMP/out" >/d
 printf '{"model_type": "gpt2", "n_layer": 6, "n_embd": 8, "n_head": 4, "n_inner": 32,\n "n_positions": 16, "vocab_size": 16}\n' > "$TMP/six-layers.json"
 run_pm search --model "$TMP/six-layers.json" --gpus 4 --gpus-per-node 4 --global-batch 4 --seq 8 \
   --fix tp=1,pp=4,mbs=1,vp=1,zero=0,recompute=none --max-cp 1 --format json
-ok $([ $rc -eq 0 ] && jq -e '.predicted == 2 and ([.best[].strategy | capture("schedule=(?<s>[a-z0-9]+),.*,split=(?<p>[0-9:]+)$") | .s + " " + .p] | sort) == ["1f1b 1:2:2:1", "gpipe 1:2:2:1"]' \
+ok $([ $rc -eq 0 ] && jq -e '.predicted == 2 and ([.best[].strategy.spec | capture("schedule=(?<s>[a-z0-9]+),.*,split=(?<p>[0-9:]+)$") | .s + " " + .p] | sort) == ["1f1b 1:2:2:1", "gpipe 1:2:2:1"]' \
      "$TMP/out" >/dev/null && echo 0 || echo 1) "6 layers over pp=4: split=1:2:2:1, 1F1B and GPipe"
 # rerun_best WHAT: the search's best rerun with its --strategy string gives the same step
 rerun_best () {
-  s=$(jq -r '.best[0].strategy' "$TMP/out") step=$(jq -r '.best[0].step_ms' "$TMP/out")
+  s=$(jq -r '.best[0].strategy.spec' "$TMP/out") step=$(jq -r '.best[0].step_ms' "$TMP/out")
   run_pm --model "$TMP/six-layers.json" --mode train --batch 4 --seq 8 --gpus-per-node 4 --strategy "$s" --format json
   ok $([ $rc -eq 0 ] && jq -e --argjson s "$step" '((.predictions[0].step_ms / $s - 1) | fabs) < 1e-9' \
        "$TMP/out" >/dev/null && echo 0 || echo 1) "$1 rerun with --strategy $s: the same step"
@@ -76,7 +76,7 @@ rerun_best "the uneven split"
 # middle chunks (split= per chunk in model order), rerun with its --strategy, the same step
 run_pm search --model "$TMP/six-layers.json" --gpus 4 --gpus-per-node 4 --global-batch 4 --seq 8 \
   --fix tp=1,pp=2,mbs=1,vp=2,schedule=interleaved,zero=0,recompute=none --max-cp 1 --format json
-ok $([ $rc -eq 0 ] && jq -e '.predicted >= 1 and ([.best[].strategy | capture("vp=(?<v>[0-9]+),schedule=(?<s>[a-z]+),.*,split=(?<p>[0-9:]+)$") | .v + " " + .s + " " + .p] | unique) == ["2 interleaved 1:2:2:1"]' \
+ok $([ $rc -eq 0 ] && jq -e '.predicted >= 1 and ([.best[].strategy.spec | capture("vp=(?<v>[0-9]+),schedule=(?<s>[a-z]+),.*,split=(?<p>[0-9:]+)$") | .v + " " + .s + " " + .p] | unique) == ["2 interleaved 1:2:2:1"]' \
      "$TMP/out" >/dev/null && echo 0 || echo 1) "6 layers over pp=2 x vp=2 chunks: split=1:2:2:1 per chunk, interleaved"
 rerun_best "the interleaved uneven split"
 
@@ -94,17 +94,17 @@ ok $([ "$(grep -c . "$TMP/one.csv")" -eq 6 ] && cmp -s "$TMP/one.csv" "$TMP/out"
 
 # the best, rerun with its --strategy string, gives the same step and memory
 run_pm search --model gpt3-2.7b --gpu h100 --gpus 16 --global-batch 64 --seq 2048 --format json --top 1
-s=$(jq -r '.best[0].strategy' "$TMP/out") step=$(jq -r '.best[0].step_ms' "$TMP/out") mem=$(jq -r '.best[0].memory_gb' "$TMP/out")
+s=$(jq -r '.best[0].strategy.spec' "$TMP/out") step=$(jq -r '.best[0].step_ms' "$TMP/out") mem=$(jq -r '.best[0].memory_gib.total' "$TMP/out")
 run_pm --model gpt3-2.7b --gpu h100 --mode train --batch 64 --seq 2048 --nodes 2 --strategy "$s" --format json
 ok $([ $rc -eq 0 ] && jq -e --argjson s "$step" --argjson m "$mem" \
-     '.predictions[0] | ((.step_ms / $s - 1) | fabs) < 1e-9 and ((.memory.total / $m - 1) | fabs) < 1e-9' \
+     '.predictions[0] | ((.step_ms / $s - 1) | fabs) < 1e-9 and ((.memory_gib.total / $m - 1) | fabs) < 1e-9' \
      "$TMP/out" >/dev/null && echo 0 || echo 1) "the best configuration rerun with --strategy $s: the same step and memory"
 # a tpo=1 configuration (the best with tp=8 and tp communication overlap) rerun the same
 run_pm search --model gpt3-2.7b --gpu h100 --gpus 16 --global-batch 64 --seq 2048 --fix tp=8,tpo=1 --format json --top 1
-s=$(jq -r '.best[0].strategy' "$TMP/out") step=$(jq -r '.best[0].step_ms' "$TMP/out") mem=$(jq -r '.best[0].memory_gb' "$TMP/out")
+s=$(jq -r '.best[0].strategy.spec' "$TMP/out") step=$(jq -r '.best[0].step_ms' "$TMP/out") mem=$(jq -r '.best[0].memory_gib.total' "$TMP/out")
 run_pm --model gpt3-2.7b --gpu h100 --mode train --batch 64 --seq 2048 --nodes 2 --strategy "$s" --format json
 ok $([ $rc -eq 0 ] && case "$s" in *tpo=1*) true;; *) false;; esac && jq -e --argjson s "$step" --argjson m "$mem" \
-     '.strategy.tpo == true and (.predictions[0] | ((.step_ms / $s - 1) | fabs) < 1e-9 and ((.memory.total / $m - 1) | fabs) < 1e-9)' \
+     '.strategy.tpo == true and (.predictions[0] | ((.step_ms / $s - 1) | fabs) < 1e-9 and ((.memory_gib.total / $m - 1) | fabs) < 1e-9)' \
      "$TMP/out" >/dev/null && echo 0 || echo 1) "a tpo=1 configuration rerun with --strategy $s: the same step and memory"
 
 # bad input

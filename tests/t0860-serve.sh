@@ -74,14 +74,14 @@ ok $([ "$(col kvt preemptions)" = 0 ] && cmpf "$(col kvt ttft_ms_p99)" '>' "$(co
   "TensorRT-LLM reserves each request's cache: no preemption, a queue instead (TTFT p99 $(col kvt ttft_ms_p99) ms)"
 # the KV capacity by hand: vLLM allots 0.9 of the memory, less the weights, the activations
 # of an iteration and 1 GB; a Llama-3.1-8B token caches 32 layers x 8 heads x 128 x 2 x 2 B
-w=$(col kvv weights_gb)
+w=$(col kvv weights_gib)
 ok $(awk -v w="$w" -v cap="$cap" 'BEGIN { per = 32 * 8 * 128 * 2 * 2; mem = 48 * 1073741824;
-       lo = (0.9 * mem - w * 1e9 - 1e9 - 4e9) / per; hi = (0.9 * mem - w * 1e9 - 1e9) / per;
-       exit !(w > 15 && w < 17 && cap > lo && cap < hi) }'; echo $?) \
-  "vLLM's KV cache: 0.9 x 48 GiB less $w GB of weights and the activations, 128 KiB a token ($cap tokens)"
+       lo = (0.9 * mem - w * 1073741824 - 1e9 - 4e9) / per; hi = (0.9 * mem - w * 1073741824 - 1e9) / per;
+       exit !(w > 14 && w < 16 && cap > lo && cap < hi) }'; echo $?) \
+  "vLLM's KV cache: 0.9 x 48 GiB less $w GiB of weights and the activations, 128 KiB a token ($cap tokens)"
 sv oom --model llama3.1-70b --gpu h100 --dtype bf16 --concurrency 4 --isl 128 --osl 16
-ok $([ "$(col oom oom)" = true ] && cmpf "$(col oom weights_gb)" '>' 80; echo $?) \
-  "Llama-3.1-70B in bf16 on one H100: does not fit, a result (oom true, $(col oom weights_gb) GB of weights)"
+ok $([ "$(col oom oom)" = true ] && cmpf "$(col oom weights_gib)" '>' 80; echo $?) \
+  "Llama-3.1-70B in bf16 on one H100: does not fit, a result (oom true, $(col oom weights_gib) GiB of weights)"
 # disaggregation trades TTFT for TPOT: the decodes run without prompts among them
 sv agg --model qwen3-32b --gpu h100 --concurrency 64 --isl 4096 --osl 512 --strategy tp=2,dp=2
 sv dis --model qwen3-32b --gpu h100 --concurrency 64 --isl 4096 --osl 512 --prefill tp=2 --decode tp=2
@@ -142,7 +142,7 @@ ok $([ "$rc" -eq 0 ] && jq -e '.best.ttft_ms <= 300 and .best.tpot_ms <= 20 and 
      awk -F, -v b="$best" 'NR > 1 && $5 <= 300 && $6 <= 20 && $7 > b + 1e-6 { bad = 1 } END { exit bad || b == "" }' "$TMP/ss.csv"; echo $?) \
   "search --serve: the best within 300 ms TTFT and 20 ms TPOT is the most tokens/s per GPU among those within them ($best)"
 ok $(jq -e '.best.launch | test("^vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size [0-9]+ --pipeline-parallel-size [0-9]+ .*--max-num-seqs [0-9]+ --max-num-batched-tokens 8192")' "$TMP/ss.json" >/dev/null &&
-     jq -e '.best.command | startswith("perfmod serve --model llama3.1-8b --gpu h100 --isl 1024 --osl 128 ")' "$TMP/ss.json" >/dev/null; echo $?) \
+     jq -e '.best.rerun | startswith("perfmod serve --model llama3.1-8b --gpu h100 --isl 1024 --osl 128 ")' "$TMP/ss.json" >/dev/null; echo $?) \
   "search --serve: the best comes with vLLM's launch command and perfmod serve's ($(jq -r .best.launch "$TMP/ss.json"))"
 ok $([ "$(grep -c 'class="frontier"' "$TMP/fr.svg")" -eq "$(jq '.frontier | length' "$TMP/ss.json")" ] &&
      grep -q 'class="best"' "$TMP/fr.svg"; echo $?) "search --serve --plot: one marked point per frontier point, the best ringed"

@@ -68,7 +68,7 @@ ok $(awk -F, -v b="$bubble" 'NR==2{print ($4<b*0.8)?0:1}' "$TMP/out") \
 # --- ZeRO: what each stage shards ---
 for z in 0 1 2 3; do
   run_pm --model gpt2-large --gpu h100 --mode train --dtype bf16 --batch 8 --strategy dp=8,zero=$z,kernels=eager --format json --attention unfused
-  jq -r '.predictions[0].memory | "\(.weights) \(.gradients) \(.optimizer)"' "$TMP/out" > "$TMP/z$z"
+  jq -r '.predictions[0].memory_gib | "\(.weights) \(.gradients) \(.optimizer)"' "$TMP/out" > "$TMP/z$z"
 done
 ok $(set -- $(cat "$TMP/z0") $(cat "$TMP/z1"); awk -v o0="$3" -v o1="$6" -v g0="$2" -v g1="$5" \
      'BEGIN{d=o1*8-o0; print (d<1e-6&&d>-1e-6&&g1==g0)?0:1}') "zero=1: the optimizer state over 8"
@@ -110,9 +110,9 @@ ok $(grep -q ' split=19:17: ' "$TMP/out" &&
   "split=19:17: a layer off the stage with the output layer shortens the step and the bubble"
 run_pm --model gpt2-large --gpu h100 --mode train --batch 8 --strategy pp=2,mbs=1,split=30:6 --predictor roofline
 # bf16 weights, 2 bytes a parameter: 30 x (12 h^2 + 13 h) + the embeddings (50257 + 1024) h
-w=$(awk 'BEGIN { h = 1280; printf "%.2f", 2 * (30 * (12 * h * h + 13 * h) + (50257 + 1024) * h) / 1e9 }')
-ok $(grep -Eq "^memory per device \(GB, pipeline rank 0, the fullest\): weights $w," "$TMP/out"; echo $?) \
-  "split=30:6: the first rank holds 30 layers' weights ($w GB in bf16, against 0.84 even)"
+w=$(awk 'BEGIN { h = 1280; printf "%.2f", 2 * (30 * (12 * h * h + 13 * h) + (50257 + 1024) * h) / 1073741824 }')
+ok $(grep -Eq "^memory per device \(GiB, pipeline rank 0, the fullest\): weights $w," "$TMP/out"; echo $?) \
+  "split=30:6: the first rank holds 30 layers' weights ($w GiB in bf16, against 0.78 even)"
 expect_fail 2 "split gives 20 layers, the model has 36" "a split that does not add up to the layers" -- \
   --model gpt2-large --mode train --batch 8 --strategy pp=2,split=10:10
 expect_fail 2 "split gives 3 stages, pp=2" "a split of another number of stages" -- \

@@ -183,7 +183,7 @@ OOM="--model gpt2-large --batch 4096 --seq 1024"
 run_pm $OOM
 ok $([ $rc -eq 0 ] && grep -q "OOM: does not fit" "$TMP/out" && echo 0 || echo 1) "OOM: exit 0, table says OOM"
 run_pm $OOM --format csv
-ok $([ $rc -eq 0 ] && head -1 "$TMP/out" | grep -q ',memory_gb,oom$' &&
+ok $([ $rc -eq 0 ] && head -1 "$TMP/out" | grep -q ',memory_gib,oom$' &&
      awk -F, 'NR == 2 && $(NF - 1) > 85.9 && $NF == "true" { f = 1 } END { exit !f }' "$TMP/out" &&
      echo 0 || echo 1) "OOM: exit 0, CSV's oom column true"
 run_pm $OOM --format json

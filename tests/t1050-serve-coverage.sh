@@ -117,40 +117,42 @@ ok $([ "$(jv va .max_tokens),$(jv va .max_batch)" = 2048,256 ] && [ "$(jv vh .ma
 # below 160, else 512.  A token
 # caches 32 layers x 8 heads x 128 x 2 x 2 B over tp; max_running_requests is
 # min(tokens / 2, tokens / max_pos x 512 within 2048 to 4096).
-w8=$(awk 'BEGIN { printf "%.9f", 8030261248 * 2 / 1e9 }')
+w8=$(awk 'BEGIN { printf "%.9f", 8030261248 * 2 / 1073741824 }')
 sglang_kv () {  # sglang_kv NAME SECTION TP CHUNK GRAPHS [ARGS]
   name=$1 sec=$2 tp=$3 chunk=$4 graphs=$5
   shift 5
   sj "sg$name" $S --engine sglang --gpu "$name" --strategy "tp=$tp" "$@" >&2   # stdout is the status
   mem=$(gpu_key "$sec" mem_gb)
-  awk -v mem="$mem" -v tp="$tp" -v chunk="$chunk" -v gr="$graphs" -v w="$(jv "sg$name" .weights_gb)" \
-      -v kv="$(jv "sg$name" .kv_cache_gb)" -v tok="$(jv "sg$name" .kv_capacity_tokens)" \
+  awk -v mem="$mem" -v tp="$tp" -v chunk="$chunk" -v gr="$graphs" -v w="$(jv "sg$name" .memory_gib.weights)" \
+      -v kv="$(jv "sg$name" .memory_gib.kv_cache)" -v tok="$(jv "sg$name" .kv_capacity_tokens)" \
       -v mt="$(jv "sg$name" .max_tokens)" -v mb="$(jv "sg$name" .max_batch)" -v w8="$w8" 'BEGIN {
     if (mem == "" || kv == "" || w == "" || w == "null") exit 1
     if (tp == 1 && (w - w8 > 1e-6 || w8 - w > 1e-6)) exit 1
     mib = mem * 1024; res = 512 + 1.5 * chunk + 2 * gr + tp / 8 * 1024
     if (mib > 60 * 1024 && res < 10 * 1024) res = 10 * 1024
-    want = (mib - res) * 1048576 - w * 1e9
+    want = (mib - res) * 1048576 - w * 1073741824
     t = int(want / (131072 / tp))
     pool = int(t / 131072) * 512; if (pool < 2048) pool = 2048; if (pool > 4096) pool = 4096
     b = int(t / 2) < pool ? int(t / 2) : pool
-    exit !(mt == chunk && (kv * 1e9 - want) / want < 1e-8 && (want - kv * 1e9) / want < 1e-8 &&
+    exit !(mt == chunk && (kv * 1073741824 - want) / want < 1e-8 && (want - kv * 1073741824) / want < 1e-8 &&
            tok - t <= 1 && t - tok <= 1 && mb - b <= 1 && b - mb <= 1) }'
 }
-ok $(sglang_kv l4 NVIDIA_L4 1 2048 24; echo $?) "SGLang on an L4 (24 GiB): chunk 2048, graphs to 24: $(jv sgl4 .kv_cache_gb) GB, $(jv sgl4 .kv_capacity_tokens) tokens, $(jv sgl4 .max_batch) requests"
-ok $(sglang_kv l4 NVIDIA_L4 4 2048 80; echo $?) "SGLang on 4 L4s: graphs to 80 from tp 4, 512 MiB for 4 GPUs: $(jv sgl4 .kv_cache_gb) GB per GPU"
-ok $(sglang_kv l40s l40s 1 4096 32; echo $?) "SGLang on an L40S (48 GiB): chunk 4096, graphs to 32: $(jv sgl40s .kv_cache_gb) GB"
-ok $(sglang_kv l40s l40s 4 4096 160; echo $?) "SGLang on 4 L40S (48 GiB): chunk 4096, graphs to 160: $(jv sgl40s .kv_cache_gb) GB per GPU"
-ok $(sglang_kv t4 Tesla_T4 4 2048 8; echo $?) "SGLang on 4 T4s (15 GiB): graphs to 8 below 20 GiB: $(jv sgt4 .kv_cache_gb) GB per GPU"
-ok $(sglang_kv b200 b200-sxm 1 16384 512; echo $?) "SGLang on a B200 (180 GiB): chunk 16384, graphs to 512, over the 10 GiB floor: $(jv sgb200 .kv_cache_gb) GB, $(jv sgb200 .max_batch) requests"
-ok $(sglang_kv h100 NVIDIA_H100_80GB_HBM3 4 8192 512; echo $?) "SGLang on 4 H100s: chunk 8192, graphs to 512 from tp 4: $(jv sgh100 .kv_cache_gb) GB per GPU"
-ok $(sglang_kv h100 NVIDIA_H100_80GB_HBM3 1 2048 256 --max-tokens 2048; echo $?) "SGLang on an H100 with --max-tokens 2048: the 10 GiB floor ($(jv sgh100 .kv_cache_gb) GB)"
+ok $(sglang_kv l4 NVIDIA_L4 1 2048 24; echo $?) "SGLang on an L4 (24 GiB): chunk 2048, graphs to 24: $(jv sgl4 .memory_gib.kv_cache) GiB, $(jv sgl4 .kv_capacity_tokens) tokens, $(jv sgl4 .max_batch) requests"
+ok $(sglang_kv l4 NVIDIA_L4 4 2048 80; echo $?) "SGLang on 4 L4s: graphs to 80 from tp 4, 512 MiB for 4 GPUs: $(jv sgl4 .memory_gib.kv_cache) GiB per GPU"
+ok $(sglang_kv l40s l40s 1 4096 32; echo $?) "SGLang on an L40S (48 GiB): chunk 4096, graphs to 32: $(jv sgl40s .memory_gib.kv_cache) GiB"
+ok $(sglang_kv l40s l40s 4 4096 160; echo $?) "SGLang on 4 L40S (48 GiB): chunk 4096, graphs to 160: $(jv sgl40s .memory_gib.kv_cache) GiB per GPU"
+ok $(sglang_kv t4 Tesla_T4 4 2048 8; echo $?) "SGLang on 4 T4s (15 GiB): graphs to 8 below 20 GiB: $(jv sgt4 .memory_gib.kv_cache) GiB per GPU"
+ok $(sglang_kv b200 b200-sxm 1 16384 512; echo $?) "SGLang on a B200 (180 GiB): chunk 16384, graphs to 512, over the 10 GiB floor: $(jv sgb200 .memory_gib.kv_cache) GiB, $(jv sgb200 .max_batch) requests"
+ok $(sglang_kv h100 NVIDIA_H100_80GB_HBM3 4 8192 512; echo $?) "SGLang on 4 H100s: chunk 8192, graphs to 512 from tp 4: $(jv sgh100 .memory_gib.kv_cache) GiB per GPU"
+ok $(sglang_kv h100 NVIDIA_H100_80GB_HBM3 1 2048 256 --max-tokens 2048; echo $?) "SGLang on an H100 with --max-tokens 2048: the 10 GiB floor ($(jv sgh100 .memory_gib.kv_cache) GiB)"
 sj sgoom $S --engine sglang --gpu t4
-ok $([ "$(jv sgoom .oom)" = true ] && [ "$(jv sgoom .kv_capacity_tokens)" = 0 ] && [ "$(jv sgoom .kv_cache_gb)" = 0 ] &&
-     [ "$(jv sgoom .max_batch)" = 1 ] && cmpf "$(jv sgoom .weights_gb)" '>' "$(gpu_key Tesla_T4 mem_gb)"; echo $?) \
-  "SGLang, Llama-3.1-8B on one T4: no room for the cache, no request fits (0 tokens, 0 GB, at most 1 request)"
+ok $([ "$(jv sgoom .oom)" = true ] && [ "$(jv sgoom .kv_capacity_tokens)" = 0 ] && [ "$(jv sgoom .memory_gib.kv_cache)" = 0 ] &&
+     [ "$(jv sgoom .max_batch)" = 1 ] && [ "$(jv sgoom .memory_gib.capacity)" = "$(gpu_key Tesla_T4 mem_gb)" ] &&
+     awk -v w="$(jv sgoom .memory_gib.weights)" -v c="$(jv sgoom .memory_gib.capacity)" \
+       'BEGIN { exit !(w + (512 + 1.5 * 2048 + 2 * 8 + 1024 / 8) / 1024 > c) }'; echo $?) \
+  "SGLang, Llama-3.1-8B on one T4: its weights and SGLang's 3728 MiB reserve overflow the 15 GiB: no cache (0 tokens, 0 GiB), at most 1 request"
 run_pm serve $S --engine sglang --gpu t4
-ok $([ "$rc" -eq 0 ] && grep -q '^does not fit: the weights (16\.06 GB per GPU of 16\.11) leave the KV cache 0 tokens' "$TMP/out" &&
+ok $([ "$rc" -eq 0 ] && grep -q '^does not fit: the weights (14\.96 GiB per GPU of 15\.00) leave the KV cache 0 tokens' "$TMP/out" &&
      ! grep -q '^ttft_ms' "$TMP/out"; echo $?) "the table says it does not fit, and gives no latencies"
 # a model of 1024 positions: the request pool is 4096 (tokens / 1024 x 512 above it);
 # a config without max_position_embeddings: 4096
@@ -270,11 +272,11 @@ ok $(cmpf "$(jv n8 .tpot_ms.mean)" '<' "$(jv n4 .tpot_ms.mean)" && [ "$(jv n4 .g
 sj mx $L8 --model mixtral-8x7b --isl 512 --osl 64 --concurrency 8 --strategy tp=2
 sj mxe $L8 --model mixtral-8x7b --isl 512 --osl 64 --concurrency 8 --strategy tp=2,ep=2,etp=1
 sj mxt $L8 --model mixtral-8x7b --isl 512 --osl 64 --concurrency 8 --strategy tp=2,ep=1,etp=2
-w=$(awk 'BEGIN { printf "%.7f", 46702792704 * 2 / 2 / 1e9 }')
-ok $(awk -v a="$(jv mx .weights_gb)" -v b="$(jv mxe .weights_gb)" -v c="$(jv mxt .weights_gb)" -v w="$w" 'BEGIN {
+w=$(awk 'BEGIN { printf "%.7f", 46702792704 * 2 / 2 / 1073741824 }')
+ok $(awk -v a="$(jv mx .memory_gib.weights)" -v b="$(jv mxe .memory_gib.weights)" -v c="$(jv mxt .memory_gib.weights)" -v w="$w" 'BEGIN {
        exit !(w > 0 && a - w < 1e-6 && w - a < 1e-6 && b - w < 1e-6 && w - b < 1e-6 && c - w < 1e-6 && w - c < 1e-6) }' &&
      [ "$(jv mxt .tpot_ms.mean)" = "$(jv mx .tpot_ms.mean)" ] && cmpf "$(jv mxe .tpot_ms.mean)" '>' 0; echo $?) \
-  "Mixtral on tp=2: $w GB of weights per GPU with ep=2,etp=1 and ep=1,etp=2 too; etp=2 decodes as tp=2"
+  "Mixtral on tp=2: $w GiB of weights per GPU with ep=2,etp=1 and ep=1,etp=2 too; etp=2 decodes as tp=2"
 
 # ---- disaggregated: the GPUs, more decode workers, the prefill's budget ----
 D="$L8 --isl 3000 --osl 32 --concurrency 16 --prefill tp=1 --decode tp=1"
@@ -343,13 +345,14 @@ cat > "$TMP/tinymoe/config.json" <<'EOF'
 EOF
 SQ="search --serve --gpus 4 --isl 256 --osl 32 --jobs 1"
 # tally VAR: configurations + refused + pruned of VAR's JSON
-tally () { jq -r '.configurations + .refused + .pruned' "$TMP/$1.json" 2>/dev/null; }
+tally () { jq -r 'if .configurations == .predicted + .pruned.layout + .pruned.saturation
+                  then .configurations else "miscounted" end' "$TMP/$1.json" 2>/dev/null; }
 run_pm $SQ --model "$TMP/tiny.json" --format json
 cp "$TMP/out" "$TMP/sd.json"
 # 6 heads: tp=4 cannot divide them, one aggregated deployment (10 batches) refused;
 # 5 aggregated + 6 disaggregated deployments
-ok $([ "$rc" -eq 0 ] && [ "$(tally sd)" = 110 ] && [ "$(jv sd .refused)" = 10 ]; echo $?) \
-  "search --serve, 6 heads on 4 GPUs: 11 deployments x 10 batches ($(tally sd)), tp=4's 10 refused ($(jv sd .refused))"
+ok $([ "$rc" -eq 0 ] && [ "$(tally sd)" = 110 ] && [ "$(jv sd .pruned.layout)" = 10 ]; echo $?) \
+  "search --serve, 6 heads on 4 GPUs: 11 deployments x 10 batches ($(tally sd)), tp=4's 10 refused ($(jv sd .pruned.layout))"
 ok $(jq -e '(.frontier | length) > 0 and all(.frontier[]; . as $p | (.launch | startswith("vllm serve acme/tiny-6h --tensor-parallel-size ")) and
        (.launch | contains(" --max-num-seqs \($p.batch) ")) and
        (if (.deployment | startswith("prefill ")) then (.launch | contains("NixlConnector")) and (.launch_prefill | type == "string")
@@ -358,7 +361,7 @@ ok $(jq -e '(.frontier | length) > 0 and all(.frontier[]; . as $p | (.launch | s
 # --gpus-per-node 2: tp at most 2, 4 aggregated + 6 disaggregated deployments, none refused
 run_pm $SQ --model "$TMP/tiny.json" --format json --gpus-per-node 2
 cp "$TMP/out" "$TMP/sd2.json"
-ok $([ "$rc" -eq 0 ] && [ "$(tally sd2)" = 100 ] && [ "$(jv sd2 .refused)" = 0 ]; echo $?) \
+ok $([ "$rc" -eq 0 ] && [ "$(tally sd2)" = 100 ] && [ "$(jv sd2 .pruned.layout)" = 0 ]; echo $?) \
   "--gpus-per-node 2: tp to 2, 10 deployments ($(tally sd2)), none refused"
 # with experts: 7 layouts (tp=2 and 4 with ep = tp too), 7 aggregated + 11 disaggregated
 for e in sglang trtllm; do
@@ -398,7 +401,7 @@ run_pm search --serve --model llama3.1-8b --gpu t4 --gpus 2 --no-disagg --isl 12
 cp "$TMP/out" "$TMP/st4.json"
 run_pm search --serve --model llama3.1-8b --gpu t4 --gpus 2 --no-disagg --isl 128 --osl 1 --jobs 1 --format csv
 ok $([ "$rc" -eq 0 ] && [ "$(tally st4)" = 30 ] && ! grep -q '^"tp=1,dp=2"' "$TMP/out" &&
-     [ "$(awk 'END { print NR - 1 }' "$TMP/out")" -eq $(($(jv st4 .configurations) - 10)) ]; echo $?) \
+     [ "$(awk 'END { print NR - 1 }' "$TMP/out")" -eq $(($(jv st4 .predicted) - 10)) ]; echo $?) \
   "2 T4s: 3 deployments x 10 batches ($(tally st4)), tp=1's 10 out of memory and not listed"
 ok $(jq -e '(.frontier | length) == 1 and .frontier[0].output_tokens_per_s_per_user == 0 and .frontier[0].tpot_ms == null' "$TMP/st4.json" >/dev/null &&
      awk -F, -v b="$(jv st4 '.frontier[0].output_tokens_per_s_per_gpu')" 'NR > 1 { n++; if ($(NF - 3) > m) m = $(NF - 3) }
@@ -412,7 +415,7 @@ n=""
 for e in vllm:"vllm serve h3 --tensor-parallel-size 1 " sglang:"python3 -m sglang.launch_server --model-path h3 --tp-size 1 " trtllm:"trtllm-serve h3 --tp_size 1 "; do
   run_pm $SQ --model "$TMP/h3.json" --engine "${e%%:*}" --tpot 1000 --format json
   cp "$TMP/out" "$TMP/h3o.json"
-  if [ "$rc" -eq 0 ] && [ "$(tally h3o)" = 110 ] && [ "$(jv h3o .refused)" = 60 ] && [ "$(jv h3o .tpot_target_ms)" = 1000 ] &&
+  if [ "$rc" -eq 0 ] && [ "$(tally h3o)" = 110 ] && [ "$(jv h3o .pruned.layout)" = 60 ] && [ "$(jv h3o .tpot_target_ms)" = 1000 ] &&
      [ "$(jv h3o .ttft_target_ms)" = null ] && cmpf "$(jv h3o .best.tpot_ms)" '<=' 1000 &&
      jv h3o .best.launch | grep -q "^${e#*:}"; then
     n="$n ${e%%:*}"
@@ -424,7 +427,7 @@ ok $([ "$n" = " vllm sglang trtllm" ]; echo $?) \
   "3 heads on 4 GPUs: 6 of 11 deployments refused (60), the best within 1000 ms TPOT launched as h3 on each engine ($n)"
 # 3 T4s: every deployment has a 1-GPU replica (tp=2 leaves one GPU), none fits
 run_pm search --serve --model llama3.1-8b --gpu t4 --gpus 3 --isl 128 --osl 16 --jobs 1 --format json
-ok $([ "$rc" -eq 0 ] && jq -e '.configurations == 50 and .refused == 0 and .pruned == 0 and .frontier == [] and .best == null' "$TMP/out" >/dev/null; echo $?) \
+ok $([ "$rc" -eq 0 ] && jq -e '.configurations == 50 and .predicted == 50 and .pruned.layout == 0 and .pruned.saturation == 0 and .frontier == [] and .best == null' "$TMP/out" >/dev/null; echo $?) \
   "Llama-3.1-8B on 3 T4s: 5 deployments, each with a replica of one T4, 50 configurations out of memory, no frontier, no best"
 expect_one_line 2 "--engine 'tgi': expected vllm, sglang or trtllm" "search --serve: an unknown engine refused" -- $SQ --model "$TMP/tiny.json" --engine tgi
 expect_one_line 2 "bert-large: serving is modelled for decoder-only models" "search --serve: an encoder refused" -- $SQ --model bert-large

@@ -135,17 +135,17 @@ ok $([ "$rc" -eq 0 ] && grep -q '^members: 3$' "$P" && [ "$(grep -c . "$TMP/memb
 # KV cache per rank when tp is above the KV heads: Qwen3-32B's 8 KV heads over tp=16 leave
 # each rank one replicated head: 64 layers x (K, V) x 1 head x 128 x (1024 + 128) tokens x 2 B
 run_pm --model qwen3-32b --gpu h100 --mode inf --batch 1 --seq 1024 --gen 128 --strategy tp=16 --format json
-ok $([ "$rc" -eq 0 ] && jq -e '.predictions[0].memory.kv_cache * 1e9 | . - 64 * 2 * 1 * 128 * 1152 * 2 | fabs < 1' "$TMP/out" >/dev/null; echo $?) \
+ok $([ "$rc" -eq 0 ] && jq -e '.predictions[0].memory_gib.kv_cache * 1073741824 | . - 64 * 2 * 1 * 128 * 1152 * 2 | fabs < 1' "$TMP/out" >/dev/null; echo $?) \
   "tp=16 over 8 KV heads: each rank caches one head, 37,748,736 bytes by hand"
 
 # Full recomputation keeps each layer's input only, split over tp by sequence parallelism:
 # sp=1 saves 32 layers x 1024 x 2560 x 2 bytes x (1 - 1/2) of activations against sp=0
 act () {
   run_pm --model gpt3-2.7b --gpu h100 --mode train --batch 8 --seq 1024 --strategy "tp=2,sp=$1,recompute=full,zero=0" --format json
-  jq -e '.predictions[0].memory.activations' "$TMP/out"
+  jq -e '.predictions[0].memory_gib.activations' "$TMP/out"
 }
 a0=$(act 0) a1=$(act 1)
-ok $(awk -v a="$a0" -v b="$a1" 'BEGIN { d = (a - b) * 1e9; w = 32 * 1024 * 2560 * 2 / 2; exit !(a > 0 && (d - w)^2 < 1) }'; echo $?) \
+ok $(awk -v a="$a0" -v b="$a1" 'BEGIN { d = (a - b) * 1073741824; w = 32 * 1024 * 2560 * 2 / 2; exit !(a > 0 && (d - w)^2 < 1) }'; echo $?) \
   "recompute=full: sequence parallelism halves the 32 kept layer inputs (83,886,080 bytes less)"
 
 # Mixtral's config without tie_word_embeddings is untied, as Hugging Face's MixtralConfig

@@ -3,10 +3,10 @@
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 plan 11
 
-mem () {  # activations (GB) and recompute_ms of a training step, one micro-batch
+mem () {  # activations (GB of 10^9 bytes, from the GiB reported) and recompute_ms of a training step, one micro-batch
   run_pm --model "$1" --gpu h100 --mode train --dtype bf16 --batch 8 --seq 4096 --predictor roofline \
     --format json --strategy "dp=8,ep=8,kernels=te$2"
-  jq -r '"\(.predictions[0].memory.activations) \(.predictions[0].recompute_ms) \(.strategy.recompute) \(.strategy.recompute_modules)"' "$TMP/out"
+  jq -r '"\(.predictions[0].memory_gib.activations * 1073741824 / 1e9) \(.predictions[0].recompute_ms) \(.strategy.recompute) \(.strategy.recompute_modules)"' "$TMP/out"
 }
 near () { awk -v a="$1" -v b="$2" -v e="$3" 'BEGIN {d = a - b; if (d < 0) d = -d; exit !(d <= e)}'; }
 

@@ -3,15 +3,16 @@
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 plan 8
 
+# memory in GB of 10^9 bytes below, from the GiB perfmod reports
 one () {  # Mixtral 8x7B on one H100, one sequence of 4096 tokens, roofline
   run_pm --model mixtral-8x7b --gpu h100 --mode train --dtype bf16 --batch 1 --seq 4096 \
     --predictor roofline "$@"
 }
 one --format json --strategy "tp=1,kernels=te"
-set -- $(jq -r '"\(.predictions[0].pipeline_ms) \(.predictions[0].memory.weights)"' "$TMP/out")
+set -- $(jq -r '"\(.predictions[0].pipeline_ms) \(.predictions[0].memory_gib.weights * 1073741824 / 1e9)"' "$TMP/out")
 pipe0=$1 w0=$2
 one --format json --strategy "tp=1,kernels=te,mtp=1"
-set -- $(jq -r '"\(.predictions[0].pipeline_ms) \(.predictions[0].memory.weights) \(.strategy.mtp)"' "$TMP/out")
+set -- $(jq -r '"\(.predictions[0].pipeline_ms) \(.predictions[0].memory_gib.weights * 1073741824 / 1e9) \(.strategy.mtp)"' "$TMP/out")
 pipe1=$1 w1=$2
 ok $([ "$3" = 1 ] && [ "$rc" -eq 0 ]; echo $?) "mtp=1 is predicted and named in JSON's strategy"
 # one more layer's weights (attention 41943040, router 32768, 8 experts x 3 x 4096 x 14336,
@@ -22,11 +23,11 @@ ok $(awk -v a="$w1" -v b="$w0" 'BEGIN {d = a - b - 2.969665536; exit !(d < 0.000
 # what it keeps: one more layer's activations (those of a 33rd layer) and its head's fp32
 # logits, 4 bytes x 4096 tokens x 32000 = 524288000 bytes
 one --format json --strategy "tp=1,kernels=te"
-a0=$(jq -r '.predictions[0].memory.activations' "$TMP/out")
+a0=$(jq -r '.predictions[0].memory_gib.activations * 1073741824 / 1e9' "$TMP/out")
 one --format json --strategy "tp=1,kernels=te,mtp=1"
-a1=$(jq -r '.predictions[0].memory.activations' "$TMP/out")
+a1=$(jq -r '.predictions[0].memory_gib.activations * 1073741824 / 1e9' "$TMP/out")
 one --format json --strategy "tp=1,kernels=te" --layers 33
-a33=$(jq -r '.predictions[0].memory.activations' "$TMP/out")
+a33=$(jq -r '.predictions[0].memory_gib.activations * 1073741824 / 1e9' "$TMP/out")
 ok $(awk -v a0="$a0" -v a1="$a1" -v a33="$a33" 'BEGIN {d = (a1 - a0) - (a33 - a0) - 0.524288000
      exit !(d < 0.000001 && d > -0.000001)}'; echo $?) \
   "mtp=1 keeps a layer's activations and its logits more ($a0 -> $a1 GB; a 33rd layer $a33)"

@@ -11,7 +11,7 @@ for g in h100 h200 b200; do
 done
 run_pm $args --gpu h100,h200,b200 --format csv
 ok $([ "$rc" -eq 0 ] && [ "$(head -1 "$TMP/out")" = \
-  gpu,predictor,step_ms,ttft_ms,tpot_ms,tokens_per_s,mfu,memory_gb,capacity_gb,oom ] &&
+  gpu,predictor,step_ms,ttft_ms,tpot_ms,tokens_per_s,mfu,memory_gib,capacity_gib,oom ] &&
   [ "$(awk -F, 'NR > 1 {print $1}' "$TMP/out" | tr '\n' ' ')" = \
     "NVIDIA_H100_80GB_HBM3 h200-sxm b200-sxm " ]; echo $?) \
   "CSV: one row per GPU, in the order given"
@@ -25,9 +25,9 @@ ok $(awk -F, 'NR > 1 && ($4 != "" || $5 != "" || $10 != "false" || $3 + 0 <= 0) 
      echo $?) "a training step has no ttft or tpot: empty cells, not zeros"
 
 run_pm $args --gpu h100,h200 --format json
-ok $([ "$(jq -r '[.gpus[].gpu] | join(" ")' "$TMP/out")" = "NVIDIA_H100_80GB_HBM3 h200-sxm" ] &&
-     [ "$(jq -r '.gpus[1].predictions[0].step_ms' "$TMP/out")" = "$step_h200" ]; echo $?) \
-  "JSON: each GPU's whole answer under gpus"
+ok $([ "$(jq -r '[.by_gpu[].gpu] | join(" ")' "$TMP/out")" = "NVIDIA_H100_80GB_HBM3 h200-sxm" ] &&
+     [ "$(jq -r '.by_gpu[1].predictions[0].step_ms' "$TMP/out")" = "$step_h200" ]; echo $?) \
+  "JSON: each GPU's whole answer under by_gpu"
 run_pm $args --gpu h100,h200
 ok $([ "$rc" -eq 0 ] && grep -q '^assumed on h200-sxm: the same (--gpu h200)$' "$TMP/out" &&
      grep -q '^h200-sxm  *roofline ' "$TMP/out"; echo $?) \

@@ -11,7 +11,7 @@ for g in h100:2.5 h200:3.5 b200:6; do
 done
 run_pm $args --gpu h100,h200,b200 --price-per-gpu-hour 2.5,3.5,6 --objective cost --top 50 --format csv
 ok $([ "$rc" -eq 0 ] && [ "$(head -1 "$TMP/out")" = \
-  rank,gpu,strategy,step_ms,tokens_per_s,mfu,memory_gb,train_hours,cost_usd ]; echo $?) \
+  rank,gpu,strategy,step_ms,tokens_per_s,mfu,memory_gib,train_hours,cost_usd ]; echo $?) \
   "CSV with a gpu column"
 # the cheapest row of a GPU in the merged ranking is that GPU's own best (H200's, dearer
 # than fifty of the others, is cut from the top 50)

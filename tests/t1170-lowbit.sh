@@ -48,12 +48,12 @@ expect_one_line 2 "--dtype 'fp4': expected fp32, tf32, fp16, bf16, fp8, nvfp4 or
 for d in bf16 nvfp4 fp8_block; do
   run_pm --model llama3-8b --gpu b200 --dtype $d --batch 8 --seq 1024 --predictor roofline \
     --format json
-  eval "w_$d=\$(jq -r '.predictions[0].memory.weights' \"\$TMP/out\")"
+  eval "w_$d=\$(jq -r '.predictions[0].memory_gib.weights' \"\$TMP/out\")"
   eval "t_$d=\$(jq -r '.predictions[0].e2e_ms' \"\$TMP/out\")"
 done
 ok $(awk -v a="$w_bf16" -v b="$w_nvfp4" -v c="$w_fp8_block" 'BEGIN {
        d1 = b / a - 0.5625 / 2; d2 = c / a - 0.5; exit !(a > 0 && d1 < 1e-6 && d1 > -1e-6 && d2 < 1e-6 && d2 > -1e-6) }'
-     echo $?) "weights: nvfp4 0.28125 and fp8_block 0.5 of bf16's ($w_nvfp4, $w_fp8_block, $w_bf16 GB)"
+     echo $?) "weights: nvfp4 0.28125 and fp8_block 0.5 of bf16's ($w_nvfp4, $w_fp8_block, $w_bf16 GiB)"
 ok $(awk -v a="$t_bf16" -v b="$t_nvfp4" -v c="$t_fp8_block" 'BEGIN { exit !(b > 0 && b < c && c < a) }'
      echo $?) "a prefill of 8 x 1024 tokens at the roofline: nvfp4 < fp8_block < bf16 ($t_nvfp4, $t_fp8_block, $t_bf16 ms)"
 

@@ -2,6 +2,10 @@
 #ifndef PERFMOD_HW_H
 #define PERFMOD_HW_H
 
+/* Bytes in a GiB: HBM capacities are binary (an "80 GB" H100 holds 80 GiB), and perfmod
+ * reports every memory quantity in GiB, the datasheets' unit. */
+#define PM_GIB 1073741824.0
+
 /* ---- gpu.c: gpus.d ---- */
 struct gpu_entry {
   struct perfmod_gpu gpu;

@@ -216,6 +216,6 @@ memory_estimate (const struct model_cfg *m, const struct memory_options *o,
   out->reserve = MEMORY_RESERVE_FIXED_BYTES + MEMORY_RESERVE_FRACTION * sum;
   out->total = sum + out->reserve;
   /* HBM capacities are binary: an "80 GB" H100 holds 80 GiB. */
-  out->capacity = gpu->mem_gb * 1073741824.0;
+  out->capacity = gpu->mem_gb * PM_GIB;
   out->oom = out->capacity > 0 && out->total > out->capacity;
 }

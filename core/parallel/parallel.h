@@ -83,6 +83,8 @@ void strategy_uneven_split (struct strategy *s, int64_t layers);
  * dispatcher=, a2a_overlap=1 and shared_overlap=1, each after `sep`, into buf of len bytes: whole keys, those
  * that fit ("" for none). */
 void strategy_extra_keys (const struct strategy *s, char sep, char *buf, size_t len);
+/* The --strategy string that reruns s ("tp=8,pp=4,...,kernels=te" and the extra keys). */
+void strategy_spec (const struct strategy *s, char *buf, size_t len);
 /* ---- launch.c ---- */
 enum { LAUNCH_MEGATRON, LAUNCH_NEMO };
 /* The arguments that run s's training step of m (batch sequences of seq tokens, in pr, dp's
@@ -141,7 +143,7 @@ struct memory_estimate { /* bytes */
  * workspaces: a fixed part and a share of what the run holds. */
 #define MEMORY_RESERVE_FIXED_BYTES 1.0e9
 #define MEMORY_RESERVE_FRACTION 0.05
-#define MEMORY_RESERVE_TEXT "1 GB + 5 %"
+#define MEMORY_RESERVE_TEXT "10^9 bytes + 5 %"
 void memory_estimate (const struct model_cfg *m, const struct memory_options *o,
                       const struct perfmod_gpu *gpu, struct memory_estimate *out);
 

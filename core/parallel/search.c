@@ -24,7 +24,7 @@ static const char *const prune_names[SEARCH_NPRUNE] = {
 struct found {
   struct strategy s;
   size_t index;          /* in the enumeration: breaks ties, whatever the threads */
-  double step_ms, tokens_s, mfu, mem_gb, train_h, cost;
+  double step_ms, tokens_s, mfu, mem_gib, train_h, cost;
   double score;          /* lower is better */
 };
 
@@ -222,7 +222,7 @@ predict_one (struct worker *w, size_t i)
   f.step_ms = r.step_ms;
   f.tokens_s = tokens / (r.step_ms / 1e3);
   f.mfu = r.step_ms > 0 ? r.flops / (r.step_ms / 1e3) / peak : 0;
-  f.mem_gb = r.mem.total / 1e9;
+  f.mem_gib = r.mem.total / PM_GIB;
   f.train_h = x->tokens > 0 ? x->tokens / f.tokens_s / 3600 : 0;
   f.cost = f.train_h * (double) x->gpus * x->price;
   /* with a fixed GPU count every objective ranks by step time */
@@ -453,20 +453,6 @@ enumerate (struct search *x)
       }
     }
   }
-}
-
-/* The re-runnable --strategy string of s. */
-static void
-strategy_string (const struct strategy *s, char *buf, size_t len)
-{
-  int n = snprintf (buf, len, "tp=%d,pp=%d,dp=%d,cp=%d,ep=%d,mbs=%d,vp=%d,schedule=%s,zero=%d,"
-                    "recompute=%s,sp=%d,kernels=%s", s->tp, s->pp, s->dp, s->cp, s->ep, s->mbs,
-                    s->vp, schedule_name (s->schedule), s->zero, recompute_name (s->recompute),
-                    s->sp, kernels_name (s->kernels));
-  if (s->tpo && n > 0 && (size_t) n < len)
-    n += snprintf (buf + n, len - (size_t) n, ",tpo=1");
-  if (n > 0 && (size_t) n < len)
-    strategy_extra_keys (s, ',', buf + n, len - (size_t) n);
 }
 
 /* The first struct_size bytes of res and the caller's row_size bytes of
@@ -705,11 +691,11 @@ search_run (struct plugin_set *set, const struct gpu_db *gpus,
     const struct found *f = &x.best[i];
     struct perfmod_search_row r;
     memset (&r, 0, sizeof r);
-    strategy_string (&f->s, r.strategy, sizeof r.strategy);
+    strategy_spec (&f->s, r.strategy, sizeof r.strategy);
     r.step_ms = f->step_ms;
     r.tokens_per_s = f->tokens_s;
     r.mfu = f->mfu;
-    r.memory_gb = f->mem_gb;
+    r.memory_gib = f->mem_gib;
     r.train_hours = f->train_h;
     r.cost_usd = f->cost;
     r.tp = f->s.tp;

@@ -104,6 +104,24 @@ strategy_extra_keys (const struct strategy *s, char sep, char *buf, size_t len)
   }
 }
 
+/* The re-runnable --strategy string of s: every number, then the keys
+ * given beyond the defaults. */
+void
+strategy_spec (const struct strategy *s, char *buf, size_t len)
+{
+  int n = snprintf (buf, len, "tp=%d,pp=%d,dp=%d,cp=%d,ep=%d", s->tp, s->pp, s->dp, s->cp, s->ep);
+  if (s->etp > 0 && n > 0 && (size_t) n < len)
+    n += snprintf (buf + n, len - (size_t) n, ",etp=%d", s->etp);
+  if (n > 0 && (size_t) n < len)
+    n += snprintf (buf + n, len - (size_t) n, ",mbs=%d,vp=%d,schedule=%s,zero=%d,recompute=%s,"
+                   "sp=%d,kernels=%s", s->mbs, s->vp, schedule_name (s->schedule), s->zero,
+                   recompute_name (s->recompute), s->sp, kernels_name (s->kernels));
+  if (s->tpo && n > 0 && (size_t) n < len)
+    n += snprintf (buf + n, len - (size_t) n, ",tpo=1");
+  if (n > 0 && (size_t) n < len)
+    strategy_extra_keys (s, ',', buf + n, len - (size_t) n);
+}
+
 unsigned
 strategy_rmods (const struct strategy *s)
 {

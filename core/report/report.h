@@ -2,6 +2,8 @@
 #ifndef PERFMOD_REPORT_H
 #define PERFMOD_REPORT_H
 
+#include <jansson.h>
+
 /* ---- plot.c ---- */
 struct plot_kernel {
   int kclass;
@@ -36,5 +38,20 @@ double graph_flops (const struct graph *g, const struct precision *pr, bool trai
 /* perfmod graph: the kernels as CSV, or per-class totals as a table. */
 int graph_report (const struct graph *g, const struct perfmod_gpu *gpu,
                   const struct precision *pr, bool train, bool csv, FILE *out);
+
+/* ---- json.c: what every command's JSON shares (doc/perfmod.schema.json) ---- */
+/* {"perfmod": version, "command": command}, the object each command's answer starts from */
+json_t *json_envelope (const char *command);
+/* x, or null where it is not finite (no value) */
+json_t *json_num (double x);
+/* a count held in a double (FLOPs, bytes): an integer where it is one, exactly */
+json_t *json_count (double x);
+/* s as an object: "spec" (the --strategy string that reruns it) and its keys by name;
+ * train false: a serving replica's keys only (tp, pp, dp, ep, etp, dispatcher) */
+json_t *json_strategy (const struct strategy *s, bool train);
+/* m's terms in GiB (weights ... total, capacity) */
+json_t *json_memory_gib (const struct memory_estimate *m);
+/* root, indented, a newline after; root is released */
+void json_print (json_t *root, FILE *out);
 
 #endif /* PERFMOD_REPORT_H */

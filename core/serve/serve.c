@@ -84,7 +84,7 @@ workspace_bytes (const struct model_cfg *m, const struct precision *pr, int64_t 
 static double
 kv_budget (const struct serve_engine *e, const struct perfmod_gpu *gpu, const struct serve_replica *l)
 {
-  double cap = gpu->mem_gb * 1073741824.0;   /* binary, as memory_estimate's */
+  double cap = gpu->mem_gb * PM_GIB;   /* binary, as memory_estimate's */
   double ctx = MEMORY_RESERVE_FIXED_BYTES;
   switch (e->id) {
   case ENGINE_SGLANG: {
@@ -641,16 +641,16 @@ serve_run (struct plugin_set *set, const struct gpu_db *gpus,
     struct serve_replica *d = &lay[nlay - 1];
     snprintf (res->assumed, sizeof res->assumed,
               "engine %s: %lld tokens an iteration, %lld requests at most, %s, %d-token KV "
-              "pages; KV cache %.1f GB per GPU (%lld tokens a replica) after %.1f GB of weights%s; "
+              "pages; KV cache %.1f GiB per GPU (%lld tokens a replica) after %.1f GiB of weights%s; "
               "%s kernels (%s)", e->title, (long long) d->max_tokens, (long long) d->max_seqs,
               !e->mixed ? "prefill batches alone, the decodes paused"
               : e->chunked ? "prompts chunked into the decodes' iterations"
               : "whole prompts in the decodes' iterations",
-              e->block, d->kv_bytes / 1e9, (long long) d->kv_tokens, d->weights / 1e9,
+              e->block, d->kv_bytes / PM_GIB, (long long) d->kv_tokens, d->weights / PM_GIB,
               kv_scale != 1 ? ", the cache in fp8" : "", pred->p.name, pr->name);
-    res->weights_gb = d->weights / 1e9;
-    res->kv_cache_gb = d->kv_bytes > 0 ? d->kv_bytes / 1e9 : 0;
-    res->capacity_gb = ge->gpu.mem_gb * 1073741824.0 / 1e9;
+    res->weights_gib = d->weights / PM_GIB;
+    res->kv_cache_gib = d->kv_bytes > 0 ? d->kv_bytes / PM_GIB : 0;
+    res->capacity_gib = ge->gpu.mem_gb;
     res->kv_capacity_tokens = d->kv_tokens;
     res->max_batch = d->max_seqs;
     res->max_tokens = d->max_tokens;

@@ -37,8 +37,8 @@ main (int argc, char **argv)
     perfmod_close (ctx);
     return 1;
   }
-  printf ("libperfmod %s: step_ms %.6f, mfu %.4f, tokens/s %.1f, memory %.3f GB%s\n",
-          perfmod_version (), res.step_ms, res.mfu, res.tokens_per_s, res.memory_total_gb,
+  printf ("libperfmod %s: step_ms %.6f, mfu %.4f, tokens/s %.1f, memory %.3f GiB%s\n",
+          perfmod_version (), res.step_ms, res.mfu, res.tokens_per_s, res.memory_total_gib,
           res.oom ? " (does not fit)" : "");
   perfmod_close (ctx);
   return 0;

@@ -46,14 +46,14 @@ main (int argc, char **argv)
            "%llu pruned\n", perfmod_version (), res.model, (long long) res.gpus, res.gpu,
            (unsigned long long) res.configurations, (unsigned long long) res.predicted,
            (unsigned long long) pruned);
-  printf ("rank,strategy,step_ms,tokens_per_s,mfu,memory_gb,train_hours,cost_usd\n");
+  printf ("rank,strategy,step_ms,tokens_per_s,mfu,memory_gib,train_hours,cost_usd\n");
   /* no tokens or price were asked for: the time to train and the cost are
    * empty cells, as perfmod search leaves them (r->train_hours and
    * r->cost_usd hold 0) */
   for (size_t i = 0; i < res.nbest; i++) {
     const struct perfmod_search_row *r = &res.best[i];
     printf ("%zu,\"%s\",%.9g,%.9g,%.6f,%.6g,,\n", i + 1, r->strategy, r->step_ms,
-            r->tokens_per_s, r->mfu, r->memory_gb);
+            r->tokens_per_s, r->mfu, r->memory_gib);
   }
   perfmod_search_result_free (&res);
   perfmod_close (ctx);

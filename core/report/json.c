@@ -1,0 +1,79 @@
+/* json.c: what every command's JSON shares (doc/perfmod.schema.json): the envelope, the strategy and memory objects, null for what is absent. */
+#include <config.h>
+
+#include <math.h>
+
+#include "internal.h"
+
+json_t *
+json_envelope (const char *command)
+{
+  return json_pack ("{s:s, s:s}", "perfmod", PACKAGE_VERSION, "command", command);
+}
+
+json_t *
+json_num (double x)
+{
+  return isfinite (x) ? json_real (x) : json_null ();
+}
+
+json_t *
+json_count (double x)
+{
+  if (isfinite (x) && x == floor (x) && fabs (x) < 9007199254740992.0)
+    return json_integer ((json_int_t) x);
+  return json_num (x);
+}
+
+json_t *
+json_strategy (const struct strategy *s, bool train)
+{
+  char spec[16 * PM_MAX_STAGES + 512];
+  json_t *o;
+  if (train) {
+    char mods[80];
+    strategy_spec (s, spec, sizeof spec);
+    o = json_pack ("{s:s, s:i, s:i, s:i, s:i, s:i, s:o, s:i, s:i, s:s, s:i, s:s, s:o, s:b, s:b, "
+                   "s:s, s:s, s:b, s:b, s:i}", "spec", spec, "tp", s->tp, "pp", s->pp, "dp", s->dp,
+                   "cp", s->cp, "ep", s->ep,   /* etp null: the experts' tp is tp */
+                   "etp", s->etp > 0 ? json_integer (s->etp) : json_null (), "mbs", s->mbs,
+                   "vp", s->vp, "schedule", schedule_name (s->schedule), "zero", s->zero,
+                   "recompute", recompute_name (s->recompute), "recompute_modules",
+                   s->recompute == RECOMPUTE_SELECTIVE
+                   ? json_string (rmod_names (strategy_rmods (s), mods, sizeof mods)) : json_null (),
+                   "sp", s->sp, "tpo", s->tpo, "kernels", kernels_name (s->kernels),
+                   "dispatcher", dispatcher_name (s->dispatcher), "a2a_overlap", s->a2a_overlap,
+                   "shared_overlap", s->shared_overlap, "mtp", s->mtp);
+  }
+  else {                                /* a serving replica's keys, and dp its replicas */
+    int n = snprintf (spec, sizeof spec, "tp=%d,pp=%d,dp=%d,ep=%d", s->tp, s->pp, s->dp, s->ep);
+    if (s->etp > 0)
+      n += snprintf (spec + n, sizeof spec - (size_t) n, ",etp=%d", s->etp);
+    if (s->dispatcher != PERFMOD_DISPATCH_ALLTOALL)
+      snprintf (spec + n, sizeof spec - (size_t) n, ",dispatcher=%s",
+                dispatcher_name (s->dispatcher));
+    o = json_pack ("{s:s, s:i, s:i, s:i, s:i, s:o, s:s}", "spec", spec, "tp", s->tp, "pp", s->pp,
+                   "dp", s->dp, "ep", s->ep,
+                   "etp", s->etp > 0 ? json_integer (s->etp) : json_null (),
+                   "dispatcher", dispatcher_name (s->dispatcher));
+  }
+  return o;
+}
+
+json_t *
+json_memory_gib (const struct memory_estimate *m)
+{
+  return json_pack ("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "weights", m->weights / PM_GIB,
+                    "gradients", m->gradients / PM_GIB, "optimizer", m->optimizer / PM_GIB,
+                    "activations", m->activations / PM_GIB, "kv_cache", m->kv_cache / PM_GIB,
+                    "reserve", m->reserve / PM_GIB, "total", m->total / PM_GIB,
+                    "capacity", m->capacity / PM_GIB);
+}
+
+void
+json_print (json_t *root, FILE *out)
+{
+  json_dumpf (root, out, JSON_INDENT (2) | JSON_REAL_PRECISION (10));
+  fputc ('\n', out);
+  json_decref (root);
+}
