@@ -57,6 +57,9 @@ int strategy_load (const struct cli *c, struct strategy *s, int gpn, int64_t bat
 void dist_options_init (struct dist_options *o, const struct cli *c, const struct workload *w,
                         const struct strategy *s, int gpn);
 FILE *explain_stream (const struct cli *c);
+/* Runs fn (arg) with its standard output held in *text (*len bytes and a NUL; the caller
+ * frees it): fn's exit status, or EXIT_RUNTIME (said) where the output cannot be held. */
+int capture_stdout (int (*fn) (void *), void *arg, char **text, size_t *len);
 
 /* stepviews.c: perfmod --strategy's timeline chart (--plot) and one
  * stage's per-op table (--per-op; json_predictions: the JSON answer's

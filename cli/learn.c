@@ -124,6 +124,21 @@ cmd_train (struct cli *c)
   return rc;
 }
 
+/* cmd_eval's run, called with its standard output captured for --format json */
+struct eval_run {
+  struct plugin_set *set;
+  const struct gpu_db *gpus;
+  const struct tile_rules *tiles;
+  const struct eval_options *o;
+};
+
+static int
+eval_captured (void *arg)
+{
+  struct eval_run *r = arg;
+  return eval_kernels (r->set, r->gpus, r->tiles, r->o);
+}
+
 int
 cmd_eval (struct cli *c, struct plugin_set *set)
 {
@@ -139,8 +154,8 @@ cmd_eval (struct cli *c, struct plugin_set *set)
     pm_error ("eval needs --data DIR: measured test kernels (NeuSight's dataset/test)");
     return EXIT_USAGE;
   }
-  if (strcmp (c->format, "table") && strcmp (c->format, "csv")) {
-    pm_error ("--format '%s': eval prints table or csv", c->format);
+  if (strcmp (c->format, "table") && strcmp (c->format, "csv") && strcmp (c->format, "json")) {
+    pm_error ("--format '%s': eval prints table, csv or json", c->format);
     return EXIT_USAGE;
   }
   if (gpu_db_load_data (&gpus) < 0)
@@ -158,7 +173,7 @@ cmd_eval (struct cli *c, struct plugin_set *set)
       o.predictors[n++] = xstrdup (asked[i]);
   strv_free (asked);
   o.data = c->data;
-  o.format = c->format;
+  o.format = strcmp (c->format, "json") == 0 ? "csv" : c->format;   /* JSON: the CSV's rows */
   o.neusight = c->neusight ? c->neusight : env && *env ? env : NULL;
   o.in_dist_text = c->in_dist ? c->in_dist : DEFAULT_IN_DIST;
   o.in_dist = strv_split (o.in_dist_text, ',');
@@ -169,7 +184,20 @@ cmd_eval (struct cli *c, struct plugin_set *set)
     rc = EXIT_USAGE;
     goto done;
   }
-  rc = eval_kernels (set, &gpus, &tiles, &o);
+  if (strcmp (c->format, "json") == 0) {
+    struct eval_run run = { set, &gpus, &tiles, &o };
+    char *text;
+    size_t len;
+    if ((rc = capture_stdout (eval_captured, &run, &text, &len)) == 0) {
+      json_t *root = json_envelope ("eval");
+      json_object_set_new (root, "per_op", json_boolean (o.per_kernel));
+      json_object_set_new (root, "rows", json_from_csv (text, len));
+      json_print (root, stdout);
+    }
+    free (text);
+  }
+  else
+    rc = eval_kernels (set, &gpus, &tiles, &o);
 done:
   free (o.gpus);
   strv_free (o.tables);

@@ -29,8 +29,8 @@ static const char usage_text[] =
          "       perfmod reproduce [--neusight DIR] [--graph opgraph|builder]\n"
          "               [--table inf|train|perop|nodesum|distributed|all|published|serving]\n"
          "               [--published FILE] [--data MODERNDATA (--table serving)]\n"
-         "               [--predictor LIST] [--format table|csv]\n"
-         "       perfmod eval --data DIR [--predictor LIST] [--format table|csv] [--table LIST]\n"
+         "               [--predictor LIST] [--format table|csv|json]\n"
+         "       perfmod eval --data DIR [--predictor LIST] [--format table|csv|json] [--table LIST]\n"
          "               [--in-dist GPU,...] [--neusight DIR] [--per-op]\n"
          "               [--dtype D] [--gpu G] [--split all|holdout|train]\n"
          "       perfmod kernel --op OP --gpu NAME [--dtype D] ...: one kernel (kernel --help)\n"
@@ -383,7 +383,9 @@ perfmod_main (int argc, char **argv)
       }
     }
     ro.published = c.published ? c.published : published;
-    ro.format = c.format;
+    /* JSON: the CSV's rows by its names */
+    bool json_out = strcmp (c.format, "json") == 0;
+    ro.format = json_out ? "csv" : c.format;
     ro.build = c.graph && strcmp (c.graph, "builder") == 0;
     if (c.graph && !ro.build && strcmp (c.graph, "opgraph") != 0) {
       pm_error ("--graph '%s': expected builder or opgraph", c.graph);
@@ -422,8 +424,8 @@ perfmod_main (int argc, char **argv)
                 "published or serving", ro.table);
       rc = EXIT_USAGE;
     }
-    else if (strcmp (ro.format, "table") && strcmp (ro.format, "csv")) {
-      pm_error ("--format '%s': reproduce prints table or csv", ro.format);
+    else if (strcmp (ro.format, "table") && strcmp (ro.format, "csv") && !json_out) {
+      pm_error ("--format '%s': reproduce prints table, csv or json", ro.format);
       rc = EXIT_USAGE;
     }
     else if (gpu_db_load_data (&gpus) < 0)
@@ -461,7 +463,15 @@ perfmod_main (int argc, char **argv)
       }
       fclose (ro.out);
       fclose (ro.err);
-      if (rc == 0) {
+      if (rc == 0 && json_out) {          /* the CSV's rows by its names */
+        json_t *root = json_envelope ("reproduce");
+        json_object_set_new (root, "table", json_string (ro.table));
+        json_object_set_new (root, "rows", json_from_csv (buf, len));
+        json_print (root, stdout);
+        fflush (stdout);
+        fwrite (ebuf, 1, elen, stderr);
+      }
+      else if (rc == 0) {
         fwrite (buf, 1, len, stdout);
         fflush (stdout);
         fwrite (ebuf, 1, elen, stderr);

@@ -664,6 +664,19 @@ out:
   return rc;
 }
 
+/* predict_one_gpu's run, called with its standard output captured */
+struct one_gpu {
+  struct cli *c;
+  struct plugin_set *set;
+};
+
+static int
+predict_captured (void *arg)
+{
+  struct one_gpu *a = arg;
+  return cmd_predict (a->c, a->set);
+}
+
 /* One GPU's answer of a --gpu list: the run's JSON, captured from stdout
  * (the one place every prediction path writes it); NULL after its own
  * message on stderr. */
@@ -671,40 +684,21 @@ static json_t *
 predict_one_gpu (const struct cli *c, struct plugin_set *set, const char *gpu, int *rc)
 {
   struct cli one = *c;
-  FILE *tmp = tmpfile ();
+  struct one_gpu a = { &one, set };
   json_t *root = NULL;
   json_error_t err;
-  int saved;
+  char *text;
+  size_t len;
   one.gpu = gpu;
   one.format = "json";
   one.assumed = NULL;
-  if (tmp == NULL || fflush (stdout) != 0 || (saved = dup (STDOUT_FILENO)) < 0) {
-    pm_error ("--gpu %s: cannot hold its answer: %s", gpu, strerror (errno));
-    if (tmp)
-      fclose (tmp);
-    *rc = EXIT_RUNTIME;
-    return NULL;
-  }
-  if (dup2 (fileno (tmp), STDOUT_FILENO) < 0) {
-    pm_error ("--gpu %s: cannot hold its answer: %s", gpu, strerror (errno));
-    close (saved);
-    fclose (tmp);
-    *rc = EXIT_RUNTIME;
-    return NULL;
-  }
-  *rc = cmd_predict (&one, set);
-  fflush (stdout);
-  dup2 (saved, STDOUT_FILENO);
-  close (saved);
+  *rc = capture_stdout (predict_captured, &a, &text, &len);
   free (one.assumed);
-  if (*rc == 0) {
-    rewind (tmp);
-    if ((root = json_loadf (tmp, 0, &err)) == NULL) {
-      pm_error ("--gpu %s: its answer did not read back: %s", gpu, err.text);
-      *rc = EXIT_RUNTIME;
-    }
+  if (*rc == 0 && (root = json_loadb (text, len, 0, &err)) == NULL) {
+    pm_error ("--gpu %s: its answer did not read back: %s", gpu, err.text);
+    *rc = EXIT_RUNTIME;
   }
-  fclose (tmp);
+  free (text);
   return root;
 }
 

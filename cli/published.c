@@ -403,7 +403,7 @@ reproduce_published (struct plugin_set *set, const struct gpu_db *gpus,
     errs[p] = xcalloc (n, sizeof **errs);
   if (csv)
     fprintf (o->out, "id,model,gpu,gpus,tp,pp,dp,ep,vp,mbs,global_batch,seq,precision,recompute,"
-             "predictor,published_s,predicted_s,error_pct,memory_gib,oom,source\n");
+             "predictor,published_step_ms,step_ms,error_pct,memory_gib,oom,source\n");
   else
     fprintf (o->out, "%-24s %-16s %-9s %5s %-22s %-5s %11s %-10s %11s %8s %8s\n", "run", "model",
              "gpu", "gpus", "tp.pp.dp.ep/vp mbs", "prec", "published_s", "predictor",
@@ -454,8 +454,8 @@ reproduce_published (struct plugin_set *set, const struct gpu_db *gpus,
                  "%.6g,%.2f,%.2f,%s,%s\n", x->id, x->model, x->gpu, (long long) x->gpus,
                  (long long) x->tp, (long long) x->pp, (long long) x->dp, (long long) x->ep,
                  (long long) x->vp, (long long) x->mbs, (long long) x->batch,
-                 (long long) x->seq, x->precision, x->recompute, o->predictors[p], pub,
-                 res.step_ms / 1e3, e, res.mem.total / PM_GIB,
+                 (long long) x->seq, x->precision, x->recompute, o->predictors[p], pub * 1e3,
+                 res.step_ms, e, res.mem.total / PM_GIB,
                  res.mem.oom ? "true" : "false", x->source);
       else
         fprintf (o->out, "%-24s %-16s %-9s %5lld %-22s %-5s %11.4g %-10s %11.4g %+8.1f %6.1f%s\n",

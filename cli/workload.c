@@ -1,8 +1,10 @@
 /* workload.c: the options resolved into a workload: the model, the GPU, the precision, the kernels, the strategy, and the assumed: line. */
 #include <config.h>
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -330,4 +332,37 @@ dist_options_init (struct dist_options *o, const struct cli *c, const struct wor
   o->batch = w->batch;
   o->seq = w->seq;
   o->gpus_per_node = gpn;
+}
+
+int
+capture_stdout (int (*fn) (void *), void *arg, char **text, size_t *len)
+{
+  FILE *tmp = tmpfile ();
+  int saved = -1, rc;
+  long n;
+  *text = NULL;
+  *len = 0;
+  if (tmp == NULL || fflush (stdout) != 0 || (saved = dup (STDOUT_FILENO)) < 0 ||
+      dup2 (fileno (tmp), STDOUT_FILENO) < 0) {
+    pm_error ("cannot hold the answer: %s", strerror (errno));
+    if (saved >= 0)
+      close (saved);
+    if (tmp)
+      fclose (tmp);
+    return EXIT_RUNTIME;
+  }
+  rc = fn (arg);
+  fflush (stdout);
+  dup2 (saved, STDOUT_FILENO);
+  close (saved);
+  if (fseek (tmp, 0, SEEK_END) != 0 || (n = ftell (tmp)) < 0 || fseek (tmp, 0, SEEK_SET) != 0) {
+    pm_error ("cannot read the answer back: %s", strerror (errno));
+    fclose (tmp);
+    return EXIT_RUNTIME;
+  }
+  *text = xmalloc ((size_t) n + 1);
+  *len = fread (*text, 1, (size_t) n, tmp);
+  (*text)[*len] = '\0';
+  fclose (tmp);
+  return rc;
 }

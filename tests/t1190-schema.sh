@@ -4,7 +4,7 @@
 SCHEMA="$top_srcdir/doc/perfmod.schema.json"
 python3 -c 'import jsonschema' 2>/dev/null ||
   skip_all "python3's jsonschema module not found (Debian: apt-get install python3-jsonschema)"
-plan 23
+plan 29
 
 # valid FILE: 0 when FILE's JSON validates against the schema; the errors as diagnostics
 valid () {
@@ -48,12 +48,32 @@ check kernel kernel --op gemm --gpu h100 --m 4096 --n 4096 --k 4096 --predictor 
 check collective kernel --op collective --coll all_reduce --bytes 134217728 --ranks 8 --gpu h100
 check models models
 check models-one models --model deepseek-v3
+# eval and reproduce: their CSV's rows by its names (a table of two GEMMs, the published runs)
+T="$TMP/md/aiconfigurator/h100_sxm/gemm/a/1"
+mkdir -p "$T"
+{ echo framework,version,device,op_name,kernel_source,gemm_dtype,m,n,k,latency
+  echo "A,1,NVIDIA H100 80GB HBM3,gemm,x,bfloat16,4096,4096,4096,0.2"
+  echo "A,1,NVIDIA H100 80GB HBM3,gemm,x,bfloat16,1024,4096,4096,0.06"; } | gzip >"$T/gemm_perf.csv.gz"
+check eval eval --data "$TMP/md" --predictor roofline,tile-mlp
+check eval-per-op eval --data "$TMP/md" --predictor roofline --per-op
+check reproduce reproduce --table published --predictor roofline
+
+expect_one_line 2 "--format 'xml': eval prints table, csv or json" "eval --format xml: refused, one line" -- \
+  eval --data "$TMP/md" --format xml
+expect_one_line 2 "--format 'xml': reproduce prints table, csv or json" "reproduce --format xml: refused, one line" -- \
+  reproduce --table published --format xml
 
 # the names say the same thing everywhere
 ok $(jq -e '.predictions[] | select(.predictor == "roofline") | .spread_ms == null' "$TMP/predict.json" >/dev/null &&
      jq -e '.predictions[0].note == null and .predictions[0].spread_ms == null and .predictions[0].low_ms == null' \
        "$TMP/kernel.json" >/dev/null; echo $?) \
   "null where a value is absent: the roofline's spread and interval, an empty note"
+ok $(jq -e '(.rows | length) == 2 and all(.rows[]; .rows == 2 and .table == "gemm" and (.mape_pct | type) == "number")' \
+       "$TMP/eval.json" >/dev/null &&
+     jq -e '(.rows | length) == 2 and all(.rows[]; .measured_ms > 0 and .low_ms == null)' "$TMP/eval-per-op.json" >/dev/null &&
+     jq -e '(.rows | length) > 20 and all(.rows[]; .step_ms > 0 and .published_step_ms > 0 and (.oom | type) == "boolean")' \
+       "$TMP/reproduce.json" >/dev/null; echo $?) \
+  "eval and reproduce: the CSV's rows typed (numbers, booleans, null), step_ms beside published_step_ms"
 ok $(jq -e '.models[] | select(.model == "bert-large") | .experts == null and .top_k == null and .kv_bytes_per_token == null' \
        "$TMP/models.json" >/dev/null; echo $?) "a dense encoder: experts, top_k and its KV bytes null, not 0"
 # an H100's 80 GB are 80 GiB (2^30 bytes): the datasheet's number, in predict, serve and --gpu lists

@@ -1,7 +1,10 @@
 /* json.c: what every command's JSON shares (doc/perfmod.schema.json): the envelope, the strategy and memory objects, null for what is absent. */
 #include <config.h>
 
+#include <errno.h>
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -76,4 +79,94 @@ json_print (json_t *root, FILE *out)
   json_dumpf (root, out, JSON_INDENT (2) | JSON_REAL_PRECISION (10));
   fputc ('\n', out);
   json_decref (root);
+}
+
+/* One CSV cell as JSON: empty -> null, true/false, a finite number (an integer where it is
+ * one), else the text. */
+static json_t *
+csv_cell_json (const char *s)
+{
+  char *end;
+  double x;
+  if (*s == '\0')
+    return json_null ();
+  if (strcmp (s, "true") == 0 || strcmp (s, "false") == 0)
+    return json_boolean (s[0] == 't');
+  errno = 0;
+  x = strtod (s, &end);
+  if (end != s && *end == '\0' && errno == 0) {
+    if (!isfinite (x))
+      return json_null ();
+    if (strpbrk (s, ".eE") == NULL && fabs (x) < 9007199254740992.0)
+      return json_integer ((json_int_t) x);
+    return json_real (x);
+  }
+  return json_string (s);
+}
+
+/* The next field of an RFC 4180 record at *p (quotes doubled inside quoted fields) into a
+ * fresh string; *eol true where the record ended after it. */
+static char *
+csv_field (const char **p, const char *end, bool *eol)
+{
+  size_t cap = 64, n = 0;
+  char *out = xmalloc (cap);
+  const char *s = *p;
+  bool quoted = s < end && *s == '"';
+  if (quoted)
+    s++;
+  for (; s < end; s++) {
+    if (quoted && *s == '"') {
+      if (s + 1 < end && s[1] == '"')
+        s++;
+      else {
+        quoted = false;
+        continue;
+      }
+    }
+    else if (!quoted && (*s == ',' || *s == '\n'))
+      break;
+    if (n + 2 > cap)
+      out = xrealloc (out, cap *= 2);
+    out[n++] = *s;
+  }
+  out[n] = '\0';
+  *eol = s >= end || *s == '\n';
+  *p = s < end ? s + 1 : end;
+  return out;
+}
+
+json_t *
+json_from_csv (const char *text, size_t len)
+{
+  const char *p = text, *end = text + len;
+  json_t *rows = json_array ();
+  char **head = NULL;
+  size_t nhead = 0;
+  bool eol = false;
+  while (p < end && !eol) {                     /* the header */
+    head = xrealloc (head, (nhead + 1) * sizeof *head);
+    head[nhead++] = csv_field (&p, end, &eol);
+  }
+  while (p < end) {
+    json_t *row = json_object ();
+    size_t i = 0;
+    if (*p == '\n') {                          /* a blank line ends the table */
+      json_decref (row);
+      break;
+    }
+    for (eol = false; !eol; i++) {
+      char *f = csv_field (&p, end, &eol);
+      if (i < nhead)
+        json_object_set_new (row, head[i], csv_cell_json (f));
+      free (f);
+    }
+    for (; i < nhead; i++)                     /* a short row: its missing cells null */
+      json_object_set_new (row, head[i], json_null ());
+    json_array_append_new (rows, row);
+  }
+  for (size_t i = 0; i < nhead; i++)
+    free (head[i]);
+  free (head);
+  return rows;
 }

@@ -51,6 +51,10 @@ json_t *json_count (double x);
 json_t *json_strategy (const struct strategy *s, bool train);
 /* m's terms in GiB (weights ... total, capacity) */
 json_t *json_memory_gib (const struct memory_estimate *m);
+/* The rows of a CSV table (its header, then records up to the end or a blank line) as an
+ * array of objects by the header's names: empty cells null, true and false booleans,
+ * numbers numbers, the rest strings. */
+json_t *json_from_csv (const char *text, size_t len);
 /* root, indented, a newline after; root is released */
 void json_print (json_t *root, FILE *out);
 
