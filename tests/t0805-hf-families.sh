@@ -1,10 +1,10 @@
 #!/bin/sh
 # t0805-hf-families.sh: Hugging Face configs of Qwen2/3 (+MoE), DeepSeek-V2/V3, gpt-oss, Gemma 1/2/3 and GPT-NeoX: built-ins against published parameter counts, graphs, sliding windows, MLA's cache, training and inference runs, refusals.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 48
+plan 50
 
 MODELS="qwen2-7b qwen3-8b qwen3-32b qwen3-30b-a3b qwen3-235b-a22b deepseek-v2-lite deepseek-v3
-gpt-oss-20b gpt-oss-120b gemma-7b gemma2-9b gemma3-27b gpt-neox-20b glm-4.5-air"
+gpt-oss-20b gpt-oss-120b gemma-7b gemma2-9b gemma3-27b gpt-neox-20b glm-4.5-air llama3.1-405b"
 MOES="qwen3-30b-a3b qwen3-235b-a22b deepseek-v2-lite deepseek-v3 gpt-oss-20b gpt-oss-120b glm-4.5-air"
 cfg () { echo "$top_srcdir/models/$1.json"; }
 field () { sed -n "s/.*\"$2\": \([0-9]*\).*/\1/p" "$(cfg "$1")" | head -1; }
@@ -16,7 +16,7 @@ rc=0
 for m in $MODELS; do
   grep -q "^$m " "$TMP/out" || { diag "missing $m"; rc=1; }
 done
-ok $rc "perfmod models lists the fourteen new built-ins"
+ok $rc "perfmod models lists the fifteen new built-ins"
 
 # Published totals and active parameters (B), from the model cards and
 # reports: Qwen2 and Qwen3 model cards (7.6; 8.2; 32.8; 30.5/3.3; 235/22),
@@ -25,7 +25,8 @@ ok $rc "perfmod models lists the fourteen new built-ins"
 # (116.83/5.13, 20.91/3.61), the Gemma reports (7B 8.54 = 786M embedding +
 # 7751M; Gemma 2 9B 9.24 = 917M + 8324M; Gemma 3 27B 27.02 = 1416M + 25600M,
 # its 417M vision encoder left out), the GPT-NeoX-20B paper (20.55) and the
-# GLM-4.5 report (Air: 106/12, without its MTP layer).
+# GLM-4.5 report (Air: 106/12, without its MTP layer), Meta's Llama 3.1 model card
+# (405B).
 # Qwen count the embedding in the active parameters; DeepSeek and OpenAI
 # leave the input embedding out, GLM both embeddings (column "emb": how many
 # vocab x hidden to subtract from perfmod's active count, which holds every
@@ -45,6 +46,7 @@ gemma2-9b 9.24 - 0.01 0
 gemma3-27b 27.02 - 0.01 0
 gpt-neox-20b 20.55 - 0.01 0
 glm-4.5-air 106 12 1 2
+llama3.1-405b 405 - 1 0
 EOT
 while read -r m total active unit emb; do
   set -- $(awk -v m="$m" '$1==m{print $(NF-1), $NF}' "$TMP/out")
@@ -56,13 +58,22 @@ done <"$TMP/published" >"$TMP/counts"
 diag "$(cat "$TMP/counts")"
 near='function near(x, pub, unit) { d = x/1e9 - pub; if (d < 0) d = -d; return d <= 0.02*pub + unit/2 }'
 ok $(awk "$near"' { if (!near($3, $2, $6)) { print "total", $1 > "/dev/stderr"; bad++ } }
-     END { print (NR == 14 && !bad) ? 0 : 1 }' "$TMP/counts") \
-  "total parameters of the 14 built-ins within 2% of the published"
+     END { print (NR == 15 && !bad) ? 0 : 1 }' "$TMP/counts") \
+  "total parameters of the 15 built-ins within 2% of the published"
 ok $(awk "$near"' $4 != "-" { n++; if (!near($5, $4, $6)) { print "active", $1 > "/dev/stderr"; bad++ } }
      END { print (n == 7 && !bad) ? 0 : 1 }' "$TMP/counts") \
   "active parameters of the 7 MoEs within 2% of the published (each source's convention)"
 ok $(awk '$4 == "-" && $3 != $5 { bad++ } END { print bad ? 1 : 0 }' "$TMP/counts") \
   "dense models: active equals total"
+
+# Llama-3.1-405B's 126 layers over pp=16 as Meta ran them: refused evenly with the split to
+# give, then run with Megatron-Core's first and last stages one layer short
+L405="--model llama3.1-405b --gpu h100 --mode train --batch 2048 --seq 8192 --nodes 2048"
+expect_one_line 2 "pp=16 does not divide the 126 layers: give each stage its layers, split=7:8:8:8:8:8:8:8:8:8:8:8:8:8:8:7 for one" \
+  "llama3.1-405b over pp=16: refused with the split that fits" -- $L405 --strategy tp=8,pp=16,dp=128
+run_pm $L405 --strategy tp=8,pp=16,dp=128,sp=1,first_layers=7,last_layers=7 --format json
+ok $([ "$rc" -eq 0 ] && jq -e '.strategy.gpus == 16384 and .predictions[0].step_ms > 0' "$TMP/out" >/dev/null; echo $?) \
+  "llama3.1-405b on 16,384 H100 (tp=8, pp=16, dp=128, first and last stages of 7 layers): predicted"
 
 # Two more configs, not built-ins: Qwen1.5-MoE-A2.7B (qwen2_moe, its shared
 # expert gated; model card: 14.3B total, 2.7B activated, embeddings in) and
