@@ -3,7 +3,7 @@
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 command -v python3 >/dev/null || skip_all "python3 not found (the charts are parsed with xml.etree)"
 command -v jq >/dev/null || skip_all "jq not found"
-plan 37
+plan 40
 
 # tl FILE KEY...: facts of a timeline chart, one per line, from its rectangles'
 # data-* attributes (times in ms); exits 1 if the file is no well-formed SVG.
@@ -39,8 +39,17 @@ out['tiled'] = tiled
 kinds = defaultdict(float)
 count = defaultdict(int)
 for e in ev:
-    kinds[e.get('data-kind')] += span(e)
+    if e.get('data-kind') == 'group':     # narrow operations drawn as one: their totals
+        for k in ('fw', 'bw', 'recompute', 'comm', 'p2p', 'idle', 'grads', 'optimizer'):
+            kinds[k] += float(e.get('data-' + k + '-ms'))
+    else:
+        kinds[e.get('data-kind')] += span(e)
     count[e.get('data-kind')] += 1
+out['group_n'] = count['group']
+# a group's totals fill its span
+out['groups_whole'] = int(all(abs(sum(float(e.get('data-' + k + '-ms')) for k in
+                                      ('fw', 'bw', 'recompute', 'comm', 'p2p', 'idle', 'grads', 'optimizer'))
+                                  - span(e)) <= 1e-6 * span(e) for e in ev if e.get('data-kind') == 'group'))
 for k in ('fw', 'bw', 'recompute', 'comm', 'p2p', 'idle', 'grads', 'optimizer'):
     out[k + '_ms'] = kinds[k]
     out[k + '_n'] = count[k]
@@ -127,6 +136,17 @@ ok $([ "$rc" -eq 0 ] && [ "$(tl "$TMP/vp.svg" chunks_per_stage bad_chunk ops ops
      echo 0 || echo 1) "vp=2: two chunks per stage, chunk c on rank c mod pp, each op once"
 ok $(near "$(tl "$TMP/vp.svg" idle_frac)" "$(csvf "$TMP/out" bubble)" 1e-5) "vp=2: the drawn bubble is the predicted one"
 ok $(near "$(tl "$TMP/vp.svg" end)" "$(csvf "$TMP/out" step_ms)" 1e-7) "vp=2: it ends at the step"
+
+# many micro-batches: runs of operations narrower than 3 px drawn as one rectangle with their
+# totals, the bubble still the predicted one, the file small
+run_pm $S --batch 256 --strategy tp=2,pp=4,dp=1 --plot "$TMP/many.svg" --format csv
+ok $([ "$rc" -eq 0 ] && [ "$(tl "$TMP/many.svg" tiled groups_whole | tr '\n' ' ')" = "1 1 " ] &&
+     [ "$(tl "$TMP/many.svg" group_n)" -gt 0 ] && [ "$(wc -c <"$TMP/many.svg")" -lt 300000 ] &&
+     grep -q 'class="legend" data-kind="group"' "$TMP/many.svg"; echo $?) \
+  "256 micro-batches: narrow operations grouped ($(tl "$TMP/many.svg" group_n) groups, $(wc -c <"$TMP/many.svg") bytes), rows tiled"
+ok $(near "$(tl "$TMP/many.svg" idle_frac)" "$(csvf "$TMP/out" bubble)" 1e-5) \
+  "256 micro-batches: the groups' idle and waits keep the drawn bubble the predicted one"
+ok $([ "$(tl "$TMP/a.svg" group_n)" = 0 ]; echo $?) "16 micro-batches: every operation drawn on its own"
 
 # ---- one stage's per-op table ----
 P="$S --strategy tp=2,pp=4,dp=1,recompute=selective"

@@ -36,6 +36,22 @@ overlaps (const struct box *b, size_t n, const struct box *c)
   return false;
 }
 
+/* Whether box c meets the curve through the m points (px, py), each segment sampled every
+ * pixel. */
+static bool
+crosses (const struct box *c, const double *px, const double *py, size_t m)
+{
+  for (size_t i = 0; i + 1 < m; i++) {
+    int steps = (int) fmax (1, hypot (px[i + 1] - px[i], py[i + 1] - py[i]));
+    for (int k = 0; k <= steps; k++) {
+      double x = px[i] + (px[i + 1] - px[i]) * k / steps, y = py[i] + (py[i + 1] - py[i]) * k / steps;
+      if (x > c->x0 && x < c->x1 && y > c->y0 && y < c->y1)
+        return true;
+    }
+  }
+  return false;
+}
+
 int
 frontier_plot_write (const char *path, const char *title, const struct frontier_point *p,
                      size_t n)
@@ -99,22 +115,33 @@ frontier_plot_write (const char *path, const char *title, const struct frontier_
     if (p[i].frontier)
       fprintf (fp, "%s%.1f,%.1f", k++ ? " " : "", X (p[i].x), Y (p[i].y));
   fprintf (fp, "\"/>\n<g font-size=\"10\">\n");
+  /* the curve, which labels keep off too */
+  double *px = xcalloc (n, sizeof *px), *py = xcalloc (n, sizeof *py);
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++)
+    if (p[i].frontier) {
+      px[m] = X (p[i].x);
+      py[m++] = Y (p[i].y);
+    }
   for (size_t i = 0; i < n; i++) {
-    double x = X (p[i].x), y = Y (p[i].y), w = 5.6 * (double) strlen (p[i].label);
+    /* 10 px sans-serif: about 0.6 em a character */
+    double x = X (p[i].x), y = Y (p[i].y), w = 6.0 * (double) strlen (p[i].label);
     struct box c;
     if (!p[i].frontier)
       continue;
     fprintf (fp, "<circle class=\"frontier\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\">"
              "<title>%s: %.1f per user, %.1f per GPU</title></circle>\n", x, y,
              p[i].best ? "#ff7f0e" : "#1f77b4", p[i].label, p[i].x, p[i].y);
-    /* a label right of its point, else left, where it overlaps no other
-     * and stays in the plot; none where neither fits */
-    for (int side = 0; side < 2; side++) {
-      c.x0 = side ? x - 8 - w : x + 8;
+    /* a label above right of its point, else above left, below right, below left: the
+     * first that overlaps no other, crosses no curve and stays in the plot; none where
+     * none fits (the point's title still names it) */
+    for (int side = 0; side < 4; side++) {
+      c.x0 = side % 2 ? x - 8 - w : x + 8;
       c.x1 = c.x0 + w;
-      c.y0 = y - 14;
-      c.y1 = y - 2;
-      if (c.x0 < FL + 2 || c.x1 > FR - 2 || c.y0 < FT + 2 || overlaps (drawn, ndrawn, &c))
+      c.y0 = side < 2 ? y - 14 : y + 4;
+      c.y1 = c.y0 + 12;
+      if (c.x0 < FL + 2 || c.x1 > FR - 2 || c.y0 < FT + 2 || c.y1 > FB - 2 ||
+          overlaps (drawn, ndrawn, &c) || crosses (&c, px, py, m))
         continue;
       drawn[ndrawn++] = c;
       fprintf (fp, "<text class=\"label\" x=\"%.1f\" y=\"%.1f\" fill=\"#1f77b4\">", c.x0, c.y1 - 2);
@@ -130,6 +157,8 @@ frontier_plot_write (const char *path, const char *title, const struct frontier_
   fprintf (fp, "</g>\n</svg>\n");
 #undef X
 #undef Y
+  free (px);
+  free (py);
   free (drawn);
   return atomic_commit (fp, tmp, path, !ferror (fp));
 }

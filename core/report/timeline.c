@@ -41,11 +41,23 @@ static const char *const bw_shade[4] = { "#2ca02c", "#74c476", "#006d2c", "#a1d9
 
 enum { TW = 1100, TL = 80, TR = 1080, TT = 78 };
 
+/* Operations narrower than this many pixels, GROUP_MIN or more in a row, are drawn as one
+ * rectangle with their totals (a step of many micro-batches would be a barcode). */
+#define GROUP_PX 3.0
+#define GROUP_MIN 4
+
+struct tl_seg {
+  int kind, mb, chunk;
+  double a, b;
+};
+
 struct tl_canvas {
   FILE *fp;
   const struct timeline *t;
   double rh, gap;        /* row height and the space between rows */
-  size_t segments;
+  size_t segments, groups;
+  struct tl_seg *row;    /* the rank's segments, drawn by row_flush */
+  size_t nrow, caprow;
 };
 
 static double
@@ -63,7 +75,7 @@ ty (const struct tl_canvas *c, int rank)
 /* One rectangle of rank's row from a to b ms; mb and chunk -1 where
  * they do not apply. */
 static void
-segment (struct tl_canvas *c, int rank, int kind, int mb, int chunk, double a, double b)
+seg_draw (struct tl_canvas *c, int rank, int kind, int mb, int chunk, double a, double b)
 {
   const struct timeline *t = c->t;
   const char *fill = seg_colour[kind];
@@ -97,6 +109,82 @@ segment (struct tl_canvas *c, int rank, int kind, int mb, int chunk, double a, d
              "fill=\"white\">%s</text>\n", (x0 + x1) / 2, y + c->rh / 2 + 3.5,
              fmin (10, c->rh - 4), lab);
   }
+}
+
+/* Segments [i, j) of the row as one rectangle: their span, each kind's total and the
+ * micro-batches they belong to in data-* attributes and the title. */
+static void
+group_draw (struct tl_canvas *c, int rank, size_t i, size_t j)
+{
+  const struct tl_seg *g = c->row;
+  double tot[NSEG] = { 0 }, a = g[i].a, b = g[j - 1].b, x0 = tx (c, a), x1 = tx (c, b);
+  int lo = -1, hi = -1;
+  for (size_t k = i; k < j; k++) {
+    tot[g[k].kind] += g[k].b - g[k].a;
+    if (g[k].mb >= 0) {
+      lo = lo < 0 || g[k].mb < lo ? g[k].mb : lo;
+      hi = g[k].mb > hi ? g[k].mb : hi;
+    }
+  }
+  c->segments++;
+  c->groups++;
+  fprintf (c->fp, "<rect class=\"ev\" data-stage=\"%d\" data-kind=\"group\" data-ops=\"%zu\" "
+           "data-start=\"%.9g\" data-end=\"%.9g\"", rank, j - i, a, b);
+  for (int k = 0; k < NSEG; k++)
+    fprintf (c->fp, " data-%s-ms=\"%.9g\"", seg_key[k], tot[k]);
+  /* forwards alone in the forward's colour, backwards alone in the backward's, else both */
+  const char *fill = tot[SEG_BW] + tot[SEG_RECOMPUTE] == 0 ? seg_colour[SEG_FW]
+                   : tot[SEG_FW] == 0 ? seg_colour[SEG_BW] : "url(#grouped)";
+  fprintf (c->fp, " x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\">"
+           "<title>stage %d: %zu operations each narrower than %.0f px", x0, ty (c, rank),
+           x1 - x0, c->rh, fill, rank, j - i, GROUP_PX);
+  if (lo >= 0)
+    fprintf (c->fp, " of micro-batches %d to %d", lo, hi);
+  fprintf (c->fp, ", %.4f to %.4f ms:", a, b);
+  for (int k = 0, first = 1; k < NSEG; k++)
+    if (tot[k] > 0) {
+      fprintf (c->fp, "%s %s %.4f ms", first ? "" : ",", seg_legend[k], tot[k]);
+      first = 0;
+    }
+  fprintf (c->fp, "</title></rect>\n");
+}
+
+/* The rank's segments drawn: each on its own, but runs of GROUP_MIN or more narrower than
+ * GROUP_PX as one group. */
+static void
+row_flush (struct tl_canvas *c, int rank)
+{
+  size_t i = 0;
+  while (i < c->nrow) {
+    size_t j = i;
+    while (j < c->nrow && tx (c, c->row[j].b) - tx (c, c->row[j].a) < GROUP_PX)
+      j++;
+    if (j - i >= GROUP_MIN) {
+      group_draw (c, rank, i, j);
+      i = j;
+      continue;
+    }
+    if (j == i)
+      j = i + 1;
+    for (; i < j; i++)
+      seg_draw (c, rank, c->row[i].kind, c->row[i].mb, c->row[i].chunk, c->row[i].a,
+                c->row[i].b);
+  }
+  c->nrow = 0;
+}
+
+/* A segment of the rank's row, held until row_flush draws the row. */
+static void
+segment (struct tl_canvas *c, int rank, int kind, int mb, int chunk, double a, double b)
+{
+  (void) rank;
+  if (!(b > a))
+    return;
+  if (c->nrow == c->caprow) {
+    c->caprow = c->caprow ? 2 * c->caprow : 256;
+    c->row = xrealloc (c->row, c->caprow * sizeof *c->row);
+  }
+  c->row[c->nrow++] = (struct tl_seg) { .kind = kind, .mb = mb, .chunk = chunk, .a = a, .b = b };
 }
 
 static int
@@ -139,7 +227,7 @@ timeline_write (const struct timeline *t, const char *path, const char *title,
   c.rh = t->stages <= 16 ? 26 : fmax (6, 416.0 / t->stages);
   c.gap = c.rh / 4;
   bottom = ty (&c, t->stages) - c.gap;
-  h = (int) bottom + 110;
+  h = (int) bottom + 128;
   ev = xmalloc ((n ? n : 1) * sizeof *ev);
   memcpy (ev, t->log.ev, n * sizeof *ev);
   qsort (ev, n, sizeof *ev, cmp_event);
@@ -159,6 +247,11 @@ timeline_write (const struct timeline *t, const char *path, const char *title,
   fprintf (fp, "<title>timeline: ");
   svg_put_escaped (fp, title);
   fprintf (fp, "</title>\n<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", TW, h);
+  /* a group of narrow operations: forward and backward stripes */
+  fprintf (fp, "<defs><pattern id=\"grouped\" width=\"6\" height=\"6\" "
+           "patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\"><rect width=\"3\" "
+           "height=\"6\" fill=\"%s\"/><rect x=\"3\" width=\"3\" height=\"6\" fill=\"%s\"/>"
+           "</pattern></defs>\n", seg_colour[SEG_FW], seg_colour[SEG_BW]);
   fprintf (fp, "<text x=\"%d\" y=\"22\" font-size=\"14\" font-weight=\"bold\">", TL);
   svg_put_escaped (fp, title);
   fprintf (fp, "</text>\n<text x=\"%d\" y=\"40\" font-size=\"12\" fill=\"#555\">", TL);
@@ -211,12 +304,12 @@ timeline_write (const struct timeline *t, const char *path, const char *title,
     }
     if (t->pipeline_ms > at)
       segment (&c, r, SEG_IDLE, -1, -1, at, t->pipeline_ms);
-  }
-  /* after the pipeline, every rank: the gradients' exposed part, the optimizer */
-  for (int r = 0; r < t->stages; r++) {
+    /* after the pipeline: the gradients' exposed part, the optimizer */
     segment (&c, r, SEG_GRADS, -1, -1, t->pipeline_ms, t->pipeline_ms + t->grads_ms);
     segment (&c, r, SEG_OPTIM, -1, -1, t->pipeline_ms + t->grads_ms, t->step_ms);
+    row_flush (&c, r);
   }
+  free (c.row);
   fprintf (fp, "</g>\n");
 
   /* the legend: two rows of four */
@@ -234,6 +327,12 @@ timeline_write (const struct timeline *t, const char *path, const char *title,
     fprintf (fp, "<text x=\"%d\" y=\"%.0f\" fill=\"#555\">labels: the micro-batch; collectives "
              "drawn at the end of their operation (their total, not their place)</text>\n", TL,
              bottom + 94);
+  if (c.groups)
+    fprintf (fp, "<rect x=\"%d\" y=\"%.0f\" width=\"10\" height=\"10\" fill=\"url(#grouped)\"/>\n"
+             "<text class=\"legend\" data-kind=\"group\" x=\"%d\" y=\"%.0f\" fill=\"#555\">"
+             "%d or more operations in a row, each narrower than %.0f px, drawn as one (%zu such; "
+             "striped where forwards and backwards mix; hover for their totals)</text>\n", TL, bottom + 103, TL + 16, bottom + 112, GROUP_MIN,
+             GROUP_PX, c.groups);
   fprintf (fp, "</g>\n</svg>\n");
   free (ev);
   return atomic_commit (fp, tmp, path, true);
@@ -264,6 +363,14 @@ short_label (const char *full, char *out, size_t len)
   free (copy);
 }
 
+/* A value for the list: whole units from 100 up (11730, not 1.173e+04), else 4 digits. */
+static const char *
+value_text (double v, char *buf, size_t len)
+{
+  snprintf (buf, len, v >= 100 ? "%.0f" : "%.4g", v);
+  return buf;
+}
+
 int
 scaling_plot_write (const char *path, const char *title, const char *ylabel,
                     const struct scaling_point *best, size_t nbest,
@@ -272,8 +379,14 @@ scaling_plot_write (const char *path, const char *title, const char *ylabel,
   double gmin = INFINITY, gmax = 0, vmin = INFINITY, vmax = 0, x0, x1, y0, y1;
   char *tmp, lab[256];
   FILE *fp;
-  /* the list beside the chart: two lines a count */
-  int height = (int) fmax (520, ST + 40 + 28 * (double) nbest);
+  /* the list beside the chart: two lines a count, as wide as its longest line (10 px
+   * sans-serif: at most 0.62 em a character) */
+  int height = (int) fmax (520, ST + 40 + 28 * (double) nbest), width = SW;
+  char val[32];
+  for (size_t i = 0; i < nbest; i++) {
+    short_label (best[i].label, lab, sizeof lab);
+    width = (int) fmax (width, SR + 24 + 6.2 * (double) strlen (lab) + 16);
+  }
 
   for (size_t i = 0; i < nbest; i++) {
     gmin = fmin (gmin, (double) best[i].gpus);
@@ -303,10 +416,10 @@ scaling_plot_write (const char *path, const char *title, const char *ylabel,
     return -1;
   fprintf (fp, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-           "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\">\n<title>scaling: ", SW, height, SW,
-           height);
+           "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\">\n<title>scaling: ", width, height,
+           width, height);
   svg_put_escaped (fp, title);
-  fprintf (fp, "</title>\n<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", SW, height);
+  fprintf (fp, "</title>\n<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", width, height);
   fprintf (fp, "<text x=\"%d\" y=\"24\" font-size=\"14\" font-weight=\"bold\">", SL);
   svg_put_escaped (fp, title);
   fprintf (fp, "</text>\n<text x=\"%d\" y=\"42\" font-size=\"12\" fill=\"#555\">the best "
@@ -339,7 +452,7 @@ scaling_plot_write (const char *path, const char *title, const char *ylabel,
   svg_put_escaped (fp, ylabel);
   fprintf (fp, "</text>\n</g>\n");
 
-  /* the best per count, joined, each labelled with its strategy */
+  /* the best per count, joined; the strategies in the list beside (hover: each point's) */
   fprintf (fp, "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.5\" points=\"");
   for (size_t i = 0; i < nbest; i++)
     fprintf (fp, "%s%.1f,%.1f", i ? " " : "", SX ((double) best[i].gpus), SY (best[i].value));
@@ -351,32 +464,23 @@ scaling_plot_write (const char *path, const char *title, const char *ylabel,
              "</title></circle>\n", i + 1, (long long) top[i].gpus, top[i].value,
              top[i].label, SX ((double) top[i].gpus), SY (top[i].value), i + 1, top[i].value,
              top[i].label);
-  for (size_t i = 0; i < nbest; i++) {
-    double x = SX ((double) best[i].gpus), y = SY (best[i].value);
-    short_label (best[i].label, lab, sizeof lab);
+  for (size_t i = 0; i < nbest; i++)
     fprintf (fp, "<circle class=\"best\" data-gpus=\"%lld\" data-value=\"%.9g\" "
              "data-strategy=\"%s\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"#1f77b4\"><title>%lld "
              "GPUs: %.4g, %s</title></circle>\n", (long long) best[i].gpus, best[i].value,
-             best[i].label, x, y, (long long) best[i].gpus, best[i].value, best[i].label);
-    /* the line falls to the right: labels above right of it on its left half,
-     * below left on its right half */
-    if (x < (SL + SR) / 2)
-      fprintf (fp, "<text transform=\"translate(%.1f %.1f) rotate(-18)\" fill=\"#1f77b4\">%s"
-               "</text>\n", x + 6, y - 8, lab);
-    else
-      fprintf (fp, "<text transform=\"translate(%.1f %.1f) rotate(-18)\" text-anchor=\"end\" "
-               "fill=\"#1f77b4\">%s</text>\n", x - 6, y + 16, lab);
-  }
+             best[i].label, SX ((double) best[i].gpus), SY (best[i].value),
+             (long long) best[i].gpus, best[i].value, best[i].label);
   fprintf (fp, "</g>\n");
 
-  /* the full strategies, to rerun */
+  /* the strategies, to rerun: the count and its value, then the keys off their defaults */
   fprintf (fp, "<g font-size=\"10\" fill=\"#333\">\n<text x=\"%d\" y=\"%d\" font-weight=\"bold\" "
            "font-size=\"11\">best per count (--strategy)</text>\n", SR + 14, ST + 4);
   for (size_t i = 0; i < nbest; i++) {
     short_label (best[i].label, lab, sizeof lab);
-    fprintf (fp, "<text x=\"%d\" y=\"%zu\">%lld: %.4g</text>\n<text x=\"%d\" y=\"%zu\" "
+    fprintf (fp, "<text x=\"%d\" y=\"%zu\">%lld GPUs: %s</text>\n<text x=\"%d\" y=\"%zu\" "
              "fill=\"#1f77b4\">%s</text>\n", SR + 14, ST + 22 + 28 * i,
-             (long long) best[i].gpus, best[i].value, SR + 24, ST + 34 + 28 * i, lab);
+             (long long) best[i].gpus, value_text (best[i].value, val, sizeof val), SR + 24,
+             ST + 34 + 28 * i, lab);
   }
   fprintf (fp, "</g>\n</svg>\n");
 #undef SX

@@ -1,0 +1,40 @@
+#!/bin/sh
+# t1200-pictures.sh: every chart's text reads: no label outside the canvas, none over another, none across a chart's curve (tests/svg-text-boxes.py, DejaVu Sans' widths), for the roofline, the step's timeline, the scaling chart and the serving frontier.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+command -v python3 >/dev/null || skip_all "python3 not found (the charts are parsed with xml.etree)"
+plan 8
+
+# reads NAME: perfmod wrote $TMP/NAME.svg and its text boxes pass
+reads () {
+  python3 "$top_srcdir/tests/svg-text-boxes.py" "$TMP/$1.svg" >"$TMP/$1.boxes" 2>&1
+  r=$?
+  [ "$r" -eq 0 ] || diag "$(head -5 "$TMP/$1.boxes")"
+  return $r
+}
+pm () { name=$1; shift; run_pm "$@" --plot "$TMP/$name.svg"; }
+
+pm roof --model gpt3-2.7b --gpu h100 --mode train --precision fp32 --batch 1 --seq 2048 --predictor roofline
+ok $([ "$rc" -eq 0 ] && reads roof; echo $?) "the roofline chart: $(tail -1 "$TMP/roof.boxes")"
+pm tl --model gpt3-2.7b --gpu h100 --mode train --batch 16 --strategy tp=2,pp=4,dp=1,vp=2,schedule=interleaved --predictor roofline
+ok $([ "$rc" -eq 0 ] && reads tl; echo $?) "the timeline, interleaved: $(tail -1 "$TMP/tl.boxes")"
+pm many --model llama3.1-70b --gpu h100 --mode train --batch 1024 --seq 4096 --strategy tp=8,pp=8,dp=16,vp=5,schedule=interleaved --nodes 128
+ok $([ "$rc" -eq 0 ] && reads many; echo $?) "the timeline of 64 micro-batches on 8 stages: $(tail -1 "$TMP/many.boxes")"
+pm scal search --model llama3.1-70b --gpu h100 --gpus 2048 --global-batch 1024 --seq 8192 --top 3
+ok $([ "$rc" -eq 0 ] && reads scal; echo $?) "the scaling chart, its strategies listed beside it: $(tail -1 "$TMP/scal.boxes")"
+w=$(sed -n 's/.*<svg [^>]*width="\([0-9]*\)".*/\1/p' "$TMP/scal.svg" | head -1)
+ok $([ "${w:-0}" -gt 1000 ]; echo $?) "the scaling chart widens for its longest strategy (${w:-?} px)"
+pm fr search --serve --model llama3.1-70b --dtype fp8 --gpu h100 --gpus 8 --isl 1024 --osl 512 --jobs 1
+ok $([ "$rc" -eq 0 ] && reads fr; echo $?) "the serving frontier: its labels off each other and off the curve: $(tail -1 "$TMP/fr.boxes")"
+ok $([ "$(grep -c 'class="label"' "$TMP/fr.svg")" -ge 10 ]; echo $?) "... and most frontier points still labelled ($(grep -c 'class="label"' "$TMP/fr.svg"))"
+
+# the checker fails a chart whose labels collide, leave the canvas or cross its curve
+cat >"$TMP/bad.svg" <<'SVG'
+<svg xmlns="http://www.w3.org/2000/svg" width="200" height="100" font-size="10">
+<polyline points="0,50 200,50"/><text x="10" y="20">one label</text><text x="20" y="22">another</text>
+<text x="150" y="90">past the right edge</text><text x="60" y="53">on the curve</text></svg>
+SVG
+python3 "$top_srcdir/tests/svg-text-boxes.py" "$TMP/bad.svg" >"$TMP/bad.boxes" 2>&1
+ok $([ $? -eq 1 ] && grep -q '^overlap' "$TMP/bad.boxes" && grep -q '^outside' "$TMP/bad.boxes" &&
+     grep -q '^crosses the curve on the curve' "$TMP/bad.boxes"; echo $?) \
+  "the checker finds an overlap, a label outside and one across the curve"
+finish
