@@ -18,6 +18,7 @@ struct cli {
   const char *neusight, *table, *graph, *plot, *attention, *published;
   const char *data, *out, *reference, *in_dist, *features, *split;
   const char *print;       /* --print megatron|nemo: the arguments that run the layout */
+  const char *html;        /* --html FILE: the answer as one page */
   int64_t batch, seq, nodes, gpus_per_node, layers, seed, epochs, members, gen;
   bool seed_given;
   char **plugin_opts;
@@ -85,6 +86,10 @@ int cmd_strategies (void);
 int cmd_models (const char *model, const char *fmt);
 int cmd_graph (struct cli *c, struct plugin_set *set);
 int cmd_predict (struct cli *c, struct plugin_set *set);
+/* perfmod --html FILE: the page, then the answer as --format asks (predict.c). */
+int predict_html (struct cli *c, struct plugin_set *set);
+/* Read path whole into *text (NUL-terminated; the caller frees): 0, or -1 (said). */
+int slurp (const char *path, char **text, size_t *len);
 int cmd_train (struct cli *c);
 int cmd_eval (struct cli *c, struct plugin_set *set);
 /* search.c: perfmod search (argv from the word "search" on), over core/parallel/search.c. */

@@ -22,7 +22,7 @@ static const char usage_text[] =
          "               [--per-op[=N]] [--format table|csv|json] [--plugin-path DIR]...\n"
          "               [--layers N] [--fusion] [--engine] [--attention flash|unfused]\n"
          "               [--gen N] [--print megatron|nemo]\n"
-         "               [--plot FILE.svg] [--verbose]\n"
+         "               [--plot FILE.svg] [--html FILE.html] [--verbose]\n"
          "       perfmod plugins | gpus | strategies [--plugin-path DIR]...\n"
          "       perfmod models [--model NAME|config.json] [--format table|csv|json]\n"
          "       perfmod graph [--model ...|--opgraph ...] [--format table|csv]: the kernels\n"
@@ -128,7 +128,7 @@ perfmod_main (int argc, char **argv)
          O_STRAT,
          O_NODES, O_GPN, O_PEROP, O_FORMAT, O_PPATH, O_EXPLAIN, O_NEUSIGHT, O_TABLE, O_LAYERS,
          O_DATA, O_OUT, O_SEED, O_EPOCHS, O_MEMBERS, O_REFERENCE, O_INDIST, O_POPT, O_FUSION, O_ENGINE, O_ATTENTION, O_PUBLISHED, O_GEN, O_GRAPH,
-         O_PLOT, O_KEEPTHR, O_KEEPFLOOR, O_FEATURES, O_SPLIT, O_PRINT };
+         O_PLOT, O_KEEPTHR, O_KEEPFLOOR, O_FEATURES, O_SPLIT, O_PRINT, O_HTML };
   static const struct option opts[] = {
     { "model", required_argument, NULL, O_MODEL },
     { "opgraph", required_argument, NULL, O_OPGRAPH },
@@ -164,6 +164,7 @@ perfmod_main (int argc, char **argv)
     { "gen", required_argument, NULL, O_GEN },
     { "graph", required_argument, NULL, O_GRAPH },
     { "plot", required_argument, NULL, O_PLOT },
+    { "html", required_argument, NULL, O_HTML },
     { "keep-throttled", no_argument, NULL, O_KEEPTHR },
     { "keep-floor", no_argument, NULL, O_KEEPFLOOR },
     { "features", required_argument, NULL, O_FEATURES },
@@ -257,6 +258,7 @@ perfmod_main (int argc, char **argv)
       break;
     case O_GRAPH: c.graph = optarg; break;
     case O_PLOT: c.plot = optarg; break;
+    case O_HTML: c.html = optarg; break;
     case O_FORMAT: c.format = optarg; break;
     case O_EXPLAIN: c.explain = true; break;
     case O_NEUSIGHT: c.neusight = optarg; break;
@@ -299,6 +301,10 @@ perfmod_main (int argc, char **argv)
   }
   if (optind < argc) {
     pm_error ("unexpected argument '%s'", argv[optind]);
+    goto usage;
+  }
+  if (c.html && strcmp (cmd, "predict") != 0) {
+    pm_error ("--html: a page of a prediction, a search or a serving run, not perfmod %s", cmd);
     goto usage;
   }
   if (c.plot && strcmp (cmd, "predict") != 0) {
@@ -488,6 +494,8 @@ perfmod_main (int argc, char **argv)
     rc = cmd_eval (&c, &set);
   else if (strcmp (cmd, "graph") == 0)
     rc = cmd_graph (&c, &set);
+  else if (c.html)
+    rc = predict_html (&c, &set);
   else
     rc = cmd_predict (&c, &set);
   /* once per run, whichever command predicted the kernels */

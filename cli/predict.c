@@ -702,6 +702,70 @@ predict_one_gpu (const struct cli *c, struct plugin_set *set, const char *gpu, i
   return root;
 }
 
+/* A page's title from an answer: model, mode and GPU (and the strategy). */
+static char *
+page_title (const char *json, size_t len)
+{
+  json_error_t err;
+  json_t *r = json_loadb (json, len, 0, &err), *a = r;
+  char *t;
+  if (r && json_object_get (r, "by_gpu"))       /* a list: the first GPU's run names it */
+    a = json_array_get (json_object_get (r, "by_gpu"), 0);
+  const char *spec = json_string_value (json_object_get (json_object_get (a, "strategy"), "spec"));
+  t = xasprintf ("%s, %s, %s%s%s", json_string_value (json_object_get (a, "model")),
+                 json_string_value (json_object_get (a, "mode")),
+                 r != a ? "several GPUs" : json_string_value (json_object_get (a, "gpu")),
+                 spec ? ", " : "", spec ? spec : "");
+  json_decref (r);
+  return t;
+}
+
+int
+predict_html (struct cli *c, struct plugin_set *set)
+{
+  const char *dir = getenv ("TMPDIR");
+  struct cli one = *c;
+  struct one_gpu a = { &one, set };
+  bool chart = c->gen == 0 && !(c->gpu && strchr (c->gpu, ','));   /* as --plot draws */
+  char *svgpath = xasprintf ("%s/perfmod-chart-XXXXXX", dir && *dir ? dir : "/tmp");
+  char *json = NULL, *svg = NULL, *title;
+  size_t jlen = 0, slen = 0;
+  int fd, rc;
+  if (output_check (c->html) < 0) {
+    free (svgpath);
+    return EXIT_RUNTIME;
+  }
+  if (chart && (fd = mkstemp (svgpath)) >= 0)
+    close (fd);
+  else
+    chart = false;
+  one.format = "json";
+  one.html = NULL;
+  one.assumed = NULL;
+  one.plot = chart ? svgpath : NULL;
+  rc = capture_stdout (predict_captured, &a, &json, &jlen);
+  free (one.assumed);
+  if (rc == 0 && chart && slurp (svgpath, &svg, &slen) < 0)
+    rc = EXIT_RUNTIME;
+  if (chart)
+    unlink (svgpath);
+  free (svgpath);
+  if (rc == 0) {
+    title = page_title (json, jlen);
+    if (html_page_write (c->html, title, json, jlen, svg, slen) < 0)
+      rc = EXIT_RUNTIME;
+    free (title);
+  }
+  /* the answer as asked: the JSON held, else the run again in its format */
+  if (rc == 0 && strcmp (c->format, "json") == 0 && !c->plot)
+    fwrite (json, 1, jlen, stdout);
+  else if (rc == 0)
+    rc = cmd_predict (c, set);
+  free (json);
+  free (svg);
+  return rc;
+}
+
 /* A number of an answer, NAN where it has none. */
 static double
 num (const json_t *o, const char *key)

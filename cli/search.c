@@ -1,6 +1,7 @@
 /* search.c: perfmod search: the options, the MPI ranks' shares gathered, the progress line and the report of the library's search (core/parallel/search.c, perfmod_search): every parallel configuration of a model on a cluster predicted, the impossible ones pruned with their reason, the best few printed. */
 #include <config.h>
 
+#include <errno.h>
 #include <getopt.h>
 #include <malloc.h>
 #include <math.h>
@@ -27,7 +28,7 @@ search_usage (FILE *fp)
          "               [--objective time|cost|tokens-per-s] [--format table|csv|json]\n"
          "               [--fix KEY=VALUE[,KEY=VALUE...]] [--max-tp N] [--max-cp N]\n"
          "               [--gpus-per-node N]\n"
-         "               [--jobs N] [--plot FILE.svg] [--print megatron|nemo]\n"
+         "               [--jobs N] [--plot FILE.svg] [--html FILE.html] [--print megatron|nemo]\n"
          "       perfmod search --serve ...: serving deployments (search --serve --help)\n"
          "               [--plugin-path DIR]... [--plugin-opt NAME:KEY=VALUE]...\n"
          "Every tp, pp, cp, dp, ep, micro-batch, schedule (1F1B, GPipe, interleaved with vp),\n"
@@ -44,6 +45,7 @@ search_usage (FILE *fp)
 struct sopts {
   const char *model, *gpu, *precision, *predictor, *format, *objective, *fix, *plot;
   const char *print;     /* --print megatron|nemo: the best layout's arguments instead */
+  const char *html;      /* --html FILE: the answer as one page */
   int64_t *counts;       /* --gpus N,M,...: every count given (the first is gpus) */
   size_t ncounts;
   int64_t gpus, batch, seq, top, max_tp, max_cp, gpus_per_node, jobs;
@@ -99,7 +101,7 @@ parse (int argc, char **argv, struct sopts *o)
 {
   enum { S_MODEL = 256, S_GPU, S_GPUS, S_BATCH, S_SEQ, S_PREC, S_TOKENS, S_PRICE, S_PRED,
          S_TOP, S_OBJ, S_FORMAT, S_FIX, S_MAXTP, S_MAXCP, S_GPN, S_JOBS, S_PPATH, S_POPT,
-         S_PLOT, S_PRINT };
+         S_PLOT, S_PRINT, S_HTML };
   static const struct option opts[] = {
     { "model", required_argument, NULL, S_MODEL }, { "gpu", required_argument, NULL, S_GPU },
     { "gpus", required_argument, NULL, S_GPUS },
@@ -118,6 +120,7 @@ parse (int argc, char **argv, struct sopts *o)
     { "plugin-opt", required_argument, NULL, S_POPT },
     { "plot", required_argument, NULL, S_PLOT },
     { "print", required_argument, NULL, S_PRINT },
+    { "html", required_argument, NULL, S_HTML },
     { "verbose", no_argument, NULL, 'v' }, { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 }
   };
@@ -157,6 +160,7 @@ parse (int argc, char **argv, struct sopts *o)
     case S_PPATH: ptrv_push (&o->paths, &o->npaths, optarg); break;
     case S_POPT: ptrv_push (&o->popts, &o->npopts, optarg); break;
     case S_PLOT: o->plot = optarg; break;
+    case S_HTML: o->html = optarg; break;
     case S_PRINT:
       if ((ok = strcmp (optarg, "megatron") == 0 || strcmp (optarg, "nemo") == 0))
         o->print = optarg;
@@ -209,9 +213,13 @@ parse (int argc, char **argv, struct sopts *o)
               "without, every layout costs nothing)");
     return -1;
   }
-  if (ngpu > 1 && (o->plot || o->print)) {
+  if (ngpu > 1 && (o->plot || o->print || o->html)) {
     pm_error ("--gpu %s: a list ranks the GPUs' best layouts in one table; %s takes one GPU",
-              o->gpu, o->plot ? "--plot" : "--print");
+              o->gpu, o->plot ? "--plot" : o->print ? "--print" : "--html");
+    return -1;
+  }
+  if (o->html && o->print) {
+    pm_error ("--html with --print: the page holds the table; --print prints arguments instead");
     return -1;
   }
   return 0;
@@ -392,6 +400,35 @@ report (const struct sopts *o, const struct perfmod_search_result *res, double s
              (long long) res->gpus_per_node, res->predictor, res->best[0].strategy);
   else
     fprintf (out, "\nno configuration fits: every one was pruned (see the counts)\n");
+}
+
+/* --html FILE: the JSON answer, and --plot's chart where one was drawn, as one page. */
+static int
+search_html (const struct sopts *o, const struct perfmod_search_result *res, double seconds)
+{
+  struct sopts j = *o;
+  char *json = NULL, *svg = NULL, *title;
+  size_t jlen = 0, slen = 0;
+  FILE *mem = open_memstream (&json, &jlen);
+  int rc = 0;
+  if (mem == NULL) {
+    pm_error ("--html %s: cannot hold the answer: %s", o->html, strerror (errno));
+    return EXIT_RUNTIME;
+  }
+  j.format = "json";
+  report (&j, res, seconds, mem);
+  fclose (mem);
+  if (o->plot && res->configurations > 0 && slurp (o->plot, &svg, &slen) < 0)
+    rc = EXIT_RUNTIME;
+  title = xasprintf ("%s on %lld x %s, global batch %lld x seq %lld: the best layouts",
+                     res->model, (long long) res->gpus, res->gpu, (long long) res->global_batch,
+                     (long long) res->seq);
+  if (rc == 0 && html_page_write (o->html, title, json, jlen, svg, slen) < 0)
+    rc = EXIT_RUNTIME;
+  free (title);
+  free (json);
+  free (svg);
+  return rc;
 }
 
 /* ---- --plot: the best configuration per GPU count ---- */
@@ -740,6 +777,10 @@ search_main (int argc, char **argv)
     if (mpi_rank > 0)
       atomic_release (o.plot);
   }
+  if (o.html && output_check (o.html) < 0) {
+    rc = EXIT_RUNTIME;
+    goto out;
+  }
   if (gpu_db_load_data (&gpus) < 0)
     goto out;
   if (plugins_open (&set, o.paths, o.npaths, o.popts, o.npopts) < 0)
@@ -812,6 +853,8 @@ search_main (int argc, char **argv)
   /* every rank searches the chart's counts; rank 0 draws it */
   if (rc == 0 && o.plot && res.configurations > 0)
     rc = scaling_chart (&set, &gpus, &req, &o, &res, mpi_rank, mpi_size, stdout);
+  if (rc == 0 && mpi_rank == 0 && o.html)
+    rc = search_html (&o, &res, mpi_size > 1 ? pm_now () - t0 : res.seconds);
   if (mpi_rank == 0)
     plugins_note_fallbacks (&set, stderr);
 out:

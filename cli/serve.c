@@ -1,6 +1,7 @@
 /* serve.c: perfmod serve: the options and the report of the library's serving simulation (core/serve, perfmod_serve): requests through an engine's iterations, their times to first token, per output token, between tokens and end to end, the throughput and the KV cache. */
 #include <config.h>
 
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
@@ -26,7 +27,7 @@ serve_usage (FILE *fp)
          "                [--decode-workers N] [--prefill-max-batch N]]\n"
          "               [--spec mtp|eagle|ngram --spec-accept A [--spec-tokens K]]\n"
          "               [--predictor NAME] [--gpus-per-node N] [--format table|csv|json]\n"
-         "               [--plugin-path DIR]... [--plugin-opt NAME:KEY=VALUE]...\n"
+         "               [--html FILE.html] [--plugin-path DIR]... [--plugin-opt NAME:KEY=VALUE]...\n"
          "Requests arrive (a closed loop of C clients, each sending its next request when\n"
          "its last ends, as benchmark tools run; a Poisson rate of R a second; or a trace of\n"
          "arrival_ms, isl, osl), the engine schedules each iteration as its scheduler does\n"
@@ -43,6 +44,7 @@ serve_usage (FILE *fp)
 struct vopts {
   struct perfmod_serve_request req;
   const char *format;
+  const char *html;      /* --html FILE: the answer as one page */
   char **paths, **popts;
   size_t npaths, npopts;
 };
@@ -63,7 +65,7 @@ parse (int argc, char **argv, struct vopts *o)
 {
   enum { V_MODEL = 256, V_GPU, V_DTYPE, V_KVDTYPE, V_STRAT, V_ENGINE, V_PRED, V_CONC, V_RATE,
          V_TRACE, V_ISL, V_OSL, V_REQS, V_MAXB, V_MAXT, V_GPN, V_SEED, V_PRE, V_DEC, V_PREW,
-         V_DECW, V_PREMB, V_SPEC, V_SPECT, V_SPECA, V_FORMAT, V_PPATH, V_POPT };
+         V_DECW, V_PREMB, V_SPEC, V_SPECT, V_SPECA, V_FORMAT, V_PPATH, V_POPT, V_HTML };
   static const struct option opts[] = {
     { "model", required_argument, NULL, V_MODEL }, { "gpu", required_argument, NULL, V_GPU },
     { "dtype", required_argument, NULL, V_DTYPE },
@@ -87,6 +89,7 @@ parse (int argc, char **argv, struct vopts *o)
     { "spec-tokens", required_argument, NULL, V_SPECT },
     { "spec-accept", required_argument, NULL, V_SPECA },
     { "format", required_argument, NULL, V_FORMAT },
+    { "html", required_argument, NULL, V_HTML },
     { "plugin-path", required_argument, NULL, V_PPATH },
     { "plugin-opt", required_argument, NULL, V_POPT },
     { "verbose", no_argument, NULL, 'v' }, { "help", no_argument, NULL, 'h' },
@@ -134,6 +137,7 @@ parse (int argc, char **argv, struct vopts *o)
       }
       break;
     case V_FORMAT: o->format = optarg; break;
+    case V_HTML: o->html = optarg; break;
     case V_PPATH: ptrv_push (&o->paths, &o->npaths, optarg); break;
     case V_POPT: ptrv_push (&o->popts, &o->npopts, optarg); break;
     case 'v': pm_verbose++; break;
@@ -306,6 +310,28 @@ report_table (const struct perfmod_serve_request *q, const struct perfmod_serve_
            "(osl - 1); itl: between tokens; e2e: arrival to last token)\n");
 }
 
+/* --html FILE: the JSON answer as one page. */
+static int
+serve_html (const struct vopts *o, const struct perfmod_serve_result *r, const char *gpu)
+{
+  char *json = NULL, *title;
+  size_t len = 0;
+  FILE *mem = open_memstream (&json, &len);
+  int rc;
+  if (mem == NULL) {
+    pm_error ("--html %s: cannot hold the answer: %s", o->html, strerror (errno));
+    return -1;
+  }
+  report_json (&o->req, r, gpu, mem);
+  fclose (mem);
+  title = xasprintf ("%s served by %s on %lld x %s, isl %lld, osl %lld", o->req.model, r->engine,
+                     (long long) r->gpus, gpu, (long long) o->req.isl, (long long) o->req.osl);
+  rc = html_page_write (o->html, title, json, len, NULL, 0);
+  free (title);
+  free (json);
+  return rc;
+}
+
 int
 serve_main (int argc, char **argv)
 {
@@ -326,6 +352,10 @@ serve_main (int argc, char **argv)
     free (o.popts);
     return p < 0 ? EXIT_USAGE : 0;
   }
+  if (o.html && output_check (o.html) < 0) {
+    rc = EXIT_RUNTIME;
+    goto out;
+  }
   if (gpu_db_load_data (&gpus) < 0)
     goto out;
   if (plugins_open (&set, o.paths, o.npaths, o.popts, o.npopts) < 0)
@@ -336,6 +366,8 @@ serve_main (int argc, char **argv)
     goto out;
   }
   ge = gpu_db_find (&gpus, o.req.gpu ? o.req.gpu : DEFAULT_GPU);
+  if (o.html && serve_html (&o, &res, ge->name) < 0)
+    goto out;
   if (strcmp (o.format, "json") == 0)
     report_json (&o.req, &res, ge->name, stdout);
   else if (strcmp (o.format, "csv") == 0)
@@ -361,7 +393,7 @@ search_serve_usage (FILE *fp)
          "               [--gpu NAME] [--engine vllm|sglang|trtllm] [--dtype D] [--kv-dtype fp8]\n"
          "               [--ttft MS] [--tpot MS] [--max-tp N] [--no-disagg] [--top N]\n"
          "               [--predictor NAME] [--gpus-per-node N] [--jobs N]\n"
-         "               [--format table|csv|json] [--plot FILE.svg]\n"
+         "               [--format table|csv|json] [--plot FILE.svg] [--html FILE.html]\n"
          "               [--plugin-path DIR]... [--plugin-opt NAME:KEY=VALUE]...\n"
          "Every serving deployment of the model on the GPUs: a replica's tp (to --max-tp, default\n"
          "a node), pp 1 or 2 and, with experts, ep over tp's ranks, as many replicas as fill\n"
@@ -375,12 +407,12 @@ search_serve_usage (FILE *fp)
 
 static int
 search_serve_parse (int argc, char **argv, struct serve_search_opts *o, const char **format,
-                    const char **plot, int64_t *top, char ***paths, size_t *npaths,
-                    char ***popts, size_t *npopts)
+                    const char **plot, const char **html, int64_t *top, char ***paths,
+                    size_t *npaths, char ***popts, size_t *npopts)
 {
   enum { W_SERVE = 256, W_MODEL, W_GPU, W_GPUS, W_GPN, W_ISL, W_OSL, W_TTFT, W_TPOT, W_ENGINE,
          W_DTYPE, W_KVDTYPE, W_PRED, W_MAXTP, W_NODIS, W_JOBS, W_FORMAT, W_PLOT, W_TOP, W_PPATH,
-         W_POPT };
+         W_POPT, W_HTML };
   static const struct option opts[] = {
     { "serve", no_argument, NULL, W_SERVE }, { "model", required_argument, NULL, W_MODEL },
     { "gpu", required_argument, NULL, W_GPU }, { "gpus", required_argument, NULL, W_GPUS },
@@ -393,6 +425,7 @@ search_serve_parse (int argc, char **argv, struct serve_search_opts *o, const ch
     { "max-tp", required_argument, NULL, W_MAXTP },
     { "no-disagg", no_argument, NULL, W_NODIS }, { "jobs", required_argument, NULL, W_JOBS },
     { "format", required_argument, NULL, W_FORMAT }, { "plot", required_argument, NULL, W_PLOT },
+    { "html", required_argument, NULL, W_HTML },
     { "top", required_argument, NULL, W_TOP },
     { "plugin-path", required_argument, NULL, W_PPATH },
     { "plugin-opt", required_argument, NULL, W_POPT },
@@ -427,6 +460,7 @@ search_serve_parse (int argc, char **argv, struct serve_search_opts *o, const ch
       break;
     case W_FORMAT: *format = optarg; break;
     case W_PLOT: *plot = optarg; break;
+    case W_HTML: *html = optarg; break;
     case W_TOP: ok = parse_int_range ("--top", optarg, 1, 100000, top); break;
     case W_PPATH: ptrv_push (paths, npaths, optarg); break;
     case W_POPT: ptrv_push (popts, npopts, optarg); break;
@@ -490,6 +524,101 @@ point_json (const struct serve_point *p, const struct serve_search_opts *o)
   return j;
 }
 
+/* search --serve's JSON answer to out. */
+static void
+search_serve_json (const struct serve_search_opts *o, const struct serve_search_result *res,
+                   const struct gpu_db *gpus, FILE *out)
+{
+  json_t *root = json_envelope ("search --serve"), *fr = json_array ();
+  const struct gpu_entry *ge = gpu_db_find (gpus, o->gpu ? o->gpu : DEFAULT_GPU);
+  json_object_set_new (root, "model", json_string (o->model));
+  json_object_set_new (root, "gpu", json_string (ge ? ge->name : o->gpu ? o->gpu : DEFAULT_GPU));
+  json_object_set_new (root, "gpus", json_integer (o->gpus));
+  json_object_set_new (root, "isl", json_integer (o->isl));
+  json_object_set_new (root, "osl", json_integer (o->osl));
+  json_object_set_new (root, "ttft_target_ms", o->ttft > 0 ? json_real (o->ttft) : json_null ());
+  json_object_set_new (root, "tpot_target_ms", o->tpot > 0 ? json_real (o->tpot) : json_null ());
+  /* as perfmod search's: every one enumerated, those predicted, the rest pruned by reason
+   * (layouts the model cannot take, batches past saturation) */
+  json_object_set_new (root, "configurations",
+                       json_integer ((json_int_t) (res->configurations + res->refused
+                                                   + res->pruned)));
+  json_object_set_new (root, "predicted", json_integer ((json_int_t) res->configurations));
+  json_object_set_new (root, "pruned", json_pack ("{s:I, s:I}", "layout",
+                                                  (json_int_t) res->refused, "saturation",
+                                                  (json_int_t) res->pruned));
+  json_object_set_new (root, "seconds", json_real (res->seconds));
+  for (size_t i = 0; i < res->n; i++)
+    if (res->pts[i].frontier)
+      json_array_append_new (fr, point_json (&res->pts[i], o));
+  json_object_set_new (root, "frontier", fr);
+  json_object_set_new (root, "best", res->best >= 0 ? point_json (&res->pts[res->best], o)
+                                                    : json_null ());
+  json_print (root, out);
+}
+
+/* The frontier chart of every point that fits into path: 0, or EXIT_RUNTIME (said). */
+static int
+frontier_draw (const struct serve_search_opts *o, const struct serve_search_result *res,
+               const char *path)
+{
+  struct frontier_point *fp = xcalloc (res->n + 1, sizeof *fp);
+  size_t n = 0;
+  char *title;
+  int rc;
+  for (size_t i = 0; i < res->n; i++)
+    if (!res->pts[i].oom) {
+      fp[n].x = res->pts[i].tps_user;
+      fp[n].y = res->pts[i].tps_gpu;
+      fp[n].frontier = res->pts[i].frontier;
+      fp[n].best = (int64_t) i == res->best;
+      snprintf (fp[n].label, sizeof fp[n].label, "%s, batch %lld", res->pts[i].deploy,
+                (long long) res->pts[i].batch);
+      n++;
+    }
+  title = xasprintf ("%s on %lld x %s, isl %lld, osl %lld", o->model, (long long) o->gpus,
+                     o->gpu ? o->gpu : DEFAULT_GPU, (long long) o->isl, (long long) o->osl);
+  rc = frontier_plot_write (path, title, fp, n) < 0 ? EXIT_RUNTIME : 0;
+  free (title);
+  free (fp);
+  return rc;
+}
+
+/* --html FILE: the JSON answer and the frontier chart as one page. */
+static int
+search_serve_html (const struct serve_search_opts *o, const struct serve_search_result *res,
+                   const struct gpu_db *gpus, const char *html)
+{
+  const char *dir = getenv ("TMPDIR");
+  char *json = NULL, *svg = NULL, *title, *aside = NULL;
+  size_t jlen = 0, slen = 0;
+  FILE *mem = open_memstream (&json, &jlen);
+  int rc = 0, fd;
+  if (mem == NULL) {
+    pm_error ("--html %s: cannot hold the answer: %s", html, strerror (errno));
+    return EXIT_RUNTIME;
+  }
+  search_serve_json (o, res, gpus, mem);
+  fclose (mem);
+  /* the chart drawn aside for the page (--plot's file is drawn after) */
+  aside = xasprintf ("%s/perfmod-chart-XXXXXX", dir && *dir ? dir : "/tmp");
+  if ((fd = mkstemp (aside)) < 0 || (close (fd), frontier_draw (o, res, aside)) != 0 ||
+      slurp (aside, &svg, &slen) < 0)
+    rc = EXIT_RUNTIME;
+  if (fd >= 0)
+    unlink (aside);
+  free (aside);
+  title = xasprintf ("%s on %lld x %s, isl %lld, osl %lld: serving deployments", o->model,
+                     (long long) o->gpus, o->gpu ? o->gpu : DEFAULT_GPU, (long long) o->isl,
+                     (long long) o->osl);
+  if (rc == 0 && html_page_write (html, title, json, jlen, svg, slen) < 0)
+    rc = EXIT_RUNTIME;
+  free (title);
+  free (json);
+  free (svg);
+  return rc;
+}
+
 int
 search_serve_main (int argc, char **argv)
 {
@@ -497,7 +626,7 @@ search_serve_main (int argc, char **argv)
   struct serve_search_result res;
   struct gpu_db gpus = { NULL, 0 };
   struct plugin_set set = { NULL, 0 };
-  const char *format = "table", *plot = NULL;
+  const char *format = "table", *plot = NULL, *html = NULL;
   int64_t top = 20;
   char **paths = NULL, **popts = NULL;
   size_t npaths = 0, npopts = 0;
@@ -506,7 +635,7 @@ search_serve_main (int argc, char **argv)
   memset (&o, 0, sizeof o);
   memset (&res, 0, sizeof res);
   o.disagg = true;
-  if ((p = search_serve_parse (argc, argv, &o, &format, &plot, &top, &paths, &npaths, &popts,
+  if ((p = search_serve_parse (argc, argv, &o, &format, &plot, &html, &top, &paths, &npaths, &popts,
                                &npopts)) != 0) {
     free (paths);
     free (popts);
@@ -514,6 +643,10 @@ search_serve_main (int argc, char **argv)
   }
   if (plot && atomic_reserve (plot) < 0) {
     plot = NULL;
+    rc = EXIT_RUNTIME;
+    goto out;
+  }
+  if (html && output_check (html) < 0) {
     rc = EXIT_RUNTIME;
     goto out;
   }
@@ -536,35 +669,10 @@ search_serve_main (int argc, char **argv)
     rc = p == SEARCH_BAD_REQUEST ? EXIT_USAGE : EXIT_RUNTIME;
     goto out;
   }
-  if (strcmp (format, "json") == 0) {
-    json_t *root = json_envelope ("search --serve"), *fr = json_array ();
-    json_object_set_new (root, "model", json_string (o.model));
-    const struct gpu_entry *ge = gpu_db_find (&gpus, o.gpu ? o.gpu : DEFAULT_GPU);
-    json_object_set_new (root, "gpu", json_string (ge ? ge->name : o.gpu ? o.gpu : DEFAULT_GPU));
-    json_object_set_new (root, "gpus", json_integer (o.gpus));
-    json_object_set_new (root, "isl", json_integer (o.isl));
-    json_object_set_new (root, "osl", json_integer (o.osl));
-    json_object_set_new (root, "ttft_target_ms", o.ttft > 0 ? json_real (o.ttft) : json_null ());
-    json_object_set_new (root, "tpot_target_ms", o.tpot > 0 ? json_real (o.tpot) : json_null ());
-    /* as perfmod search's: every one enumerated, those predicted, the rest pruned */
-    json_object_set_new (root, "configurations",
-                         json_integer ((json_int_t) (res.configurations + res.refused
-                                                     + res.pruned)));
-    json_object_set_new (root, "predicted", json_integer ((json_int_t) res.configurations));
-    /* pruned by reason, as perfmod search's: layouts the model cannot take, batches
-     * past saturation */
-    json_object_set_new (root, "pruned", json_pack ("{s:I, s:I}", "layout",
-                                                    (json_int_t) res.refused, "saturation",
-                                                    (json_int_t) res.pruned));
-    json_object_set_new (root, "seconds", json_real (res.seconds));
-    for (size_t i = 0; i < res.n; i++)
-      if (res.pts[i].frontier)
-        json_array_append_new (fr, point_json (&res.pts[i], &o));
-    json_object_set_new (root, "frontier", fr);
-    json_object_set_new (root, "best", res.best >= 0 ? point_json (&res.pts[res.best], &o)
-                                                     : json_null ());
-    json_print (root, stdout);
-  }
+  if (html && (rc = search_serve_html (&o, &res, &gpus, html)) != 0)
+    goto out;
+  if (strcmp (format, "json") == 0)
+    search_serve_json (&o, &res, &gpus, stdout);
   else if (strcmp (format, "csv") == 0) {
     printf ("deployment,gpus,batch,concurrency,ttft_ms,tpot_ms,output_tokens_per_s_per_gpu,"
             "output_tokens_per_s_per_user,frontier,within_targets\n");
@@ -622,31 +730,8 @@ search_serve_main (int argc, char **argv)
     else
       printf ("\nno deployment\n");
   }
-  if (plot) {
-    struct frontier_point *fp = xcalloc (res.n + 1, sizeof *fp);
-    size_t n = 0;
-    char *title;
-    for (size_t i = 0; i < res.n; i++)
-      if (!res.pts[i].oom) {
-        fp[n].x = res.pts[i].tps_user;
-        fp[n].y = res.pts[i].tps_gpu;
-        fp[n].frontier = res.pts[i].frontier;
-        fp[n].best = (int64_t) i == res.best;
-        snprintf (fp[n].label, sizeof fp[n].label, "%s, batch %lld", res.pts[i].deploy,
-                  (long long) res.pts[i].batch);
-        n++;
-      }
-    title = xasprintf ("%s on %lld x %s, isl %lld, osl %lld", o.model, (long long) o.gpus,
-                       o.gpu ? o.gpu : DEFAULT_GPU, (long long) o.isl, (long long) o.osl);
-    if (frontier_plot_write (plot, title, fp, n) < 0)
-      rc = EXIT_RUNTIME;
-    else
-      rc = 0;
-    free (title);
-    free (fp);
-    if (rc)
-      goto out;
-  }
+  if (plot && (rc = frontier_draw (&o, &res, plot)) != 0)
+    goto out;
   plugins_note_fallbacks (&set, stderr);
   rc = 0;
 out:

@@ -366,3 +366,24 @@ capture_stdout (int (*fn) (void *), void *arg, char **text, size_t *len)
   fclose (tmp);
   return rc;
 }
+
+int
+slurp (const char *path, char **text, size_t *len)
+{
+  FILE *fp = fopen (path, "rb");
+  long n;
+  *text = NULL;
+  *len = 0;
+  if (fp == NULL || fseek (fp, 0, SEEK_END) != 0 || (n = ftell (fp)) < 0 ||
+      fseek (fp, 0, SEEK_SET) != 0) {
+    pm_error ("%s: cannot read it back: %s", path, strerror (errno));
+    if (fp)
+      fclose (fp);
+    return -1;
+  }
+  *text = xmalloc ((size_t) n + 1);
+  *len = fread (*text, 1, (size_t) n, fp);
+  (*text)[*len] = '\0';
+  fclose (fp);
+  return 0;
+}

@@ -58,4 +58,11 @@ json_t *json_from_csv (const char *text, size_t len);
 /* root, indented, a newline after; root is released */
 void json_print (json_t *root, FILE *out);
 
+/* ---- html.c: --html FILE ---- */
+/* One self-contained page of a command's answer: json (its --format json), svg (a chart
+ * perfmod drew, or NULL) inline, sortable tables, the memory breakdown and a Pareto chart
+ * drawn by the page's own script.  0, or -1 (said). */
+int html_page_write (const char *path, const char *title, const char *json, size_t json_len,
+                     const char *svg, size_t svg_len);
+
 #endif /* PERFMOD_REPORT_H */

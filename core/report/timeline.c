@@ -367,7 +367,10 @@ short_label (const char *full, char *out, size_t len)
 static const char *
 value_text (double v, char *buf, size_t len)
 {
-  snprintf (buf, len, v >= 100 ? "%.0f" : "%.4g", v);
+  if (v >= 100)
+    snprintf (buf, len, "%.0f", v);
+  else
+    snprintf (buf, len, "%.4g", v);
   return buf;
 }
 
