@@ -98,5 +98,8 @@ jq '.weights_gb = .memory_gib.weights' "$TMP/serve.json" >"$TMP/bad3.json"
 jq 'del(.perfmod)' "$TMP/kernel.json" >"$TMP/bad4.json"
 n=0
 for b in 1 2 3 4; do valid "$TMP/bad$b.json" >/dev/null 2>&1 || n=$((n + 1)); done
-ok $([ "$n" -eq 4 ]; echo $?) "the schema refuses memory for memory_gib, a strategy string, weights_gb, no envelope ($n of 4)"
+# (the answers they were made from validate: the refusal is the change's)
+ok $([ "$n" -eq 4 ] && valid "$TMP/predict.json" && valid "$TMP/search.json" && valid "$TMP/serve.json" &&
+     valid "$TMP/kernel.json"; echo $?) \
+  "the schema refuses memory for memory_gib, a strategy string, weights_gb, no envelope ($n of 4)"
 finish

@@ -27,14 +27,14 @@ pm fr search --serve --model llama3.1-70b --dtype fp8 --gpu h100 --gpus 8 --isl 
 ok $([ "$rc" -eq 0 ] && reads fr; echo $?) "the serving frontier: its labels off each other and off the curve: $(tail -1 "$TMP/fr.boxes")"
 ok $([ "$(grep -c 'class="label"' "$TMP/fr.svg")" -ge 10 ]; echo $?) "... and most frontier points still labelled ($(grep -c 'class="label"' "$TMP/fr.svg"))"
 
-# the checker fails a chart whose labels collide, leave the canvas or cross its curve
-cat >"$TMP/bad.svg" <<'SVG'
-<svg xmlns="http://www.w3.org/2000/svg" width="200" height="100" font-size="10">
-<polyline points="0,50 200,50"/><text x="10" y="20">one label</text><text x="20" y="22">another</text>
-<text x="150" y="90">past the right edge</text><text x="60" y="53">on the curve</text></svg>
-SVG
+# the checker fails perfmod's scaling chart with labels added that collide, leave the
+# canvas and cross its curve
+pt=$(sed -n 's/.*<polyline [^>]*points="\([0-9.]*\),\([0-9.]*\) .*/\1 \2/p' "$TMP/scal.svg" | head -1)
+set -- $pt
+sed "s#</svg>#<text x=\"100\" y=\"24\">over the title</text><text x=\"$(( ${w:-1000} - 20 ))\" y=\"300\">past the right edge</text><text x=\"${1:-0}\" y=\"${2:-0}\">on the curve</text></svg>#" \
+  "$TMP/scal.svg" >"$TMP/bad.svg"
 python3 "$top_srcdir/tests/svg-text-boxes.py" "$TMP/bad.svg" >"$TMP/bad.boxes" 2>&1
-ok $([ $? -eq 1 ] && grep -q '^overlap' "$TMP/bad.boxes" && grep -q '^outside' "$TMP/bad.boxes" &&
+ok $([ $? -eq 1 ] && grep -q '^overlap.*over the title' "$TMP/bad.boxes" && grep -q '^outside.*past the right edge' "$TMP/bad.boxes" &&
      grep -q '^crosses the curve on the curve' "$TMP/bad.boxes"; echo $?) \
-  "the checker finds an overlap, a label outside and one across the curve"
+  "the checker finds a label over another, one outside and one across the curve in a spoiled chart"
 finish

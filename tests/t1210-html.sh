@@ -104,15 +104,16 @@ browse "$TMP/f.html" "?sort=tpot_ms"
 ok $([ "$rc" -eq 0 ] && alone "$TMP/f.html" && [ ! -s "$TMP/console" ] && grep -q '<title>serving frontier: ' "$TMP/f.html" &&
      column tpot_ms | sorted_up; echo $?) "search --serve --html: the frontier's points sortable, its chart inline"
 
-# ---- the browser check can fail: a page whose script throws is caught ----
-printf '<html><body><script>null.x = 1;</script></body></html>\n' >"$TMP/bad.html"
+# ---- the browser check can fail: a script error is caught ----
+sed 's#</body>#<script>null.x = 1;</script></body>#' "$TMP/s.html" >"$TMP/bad.html"
 browse "$TMP/bad.html" ""
-ok $(grep -q 'Uncaught' "$TMP/console"; echo $?) "a script error on a page shows in the console log the checks read"
+ok $(grep -q 'Uncaught' "$TMP/console" && grep -q 'data-rendered="12"' "$TMP/dom"; echo $?) \
+  "the search page with a throwing script added: the error shows in the console log the checks read"
 
 # ---- refusals: nothing written ----
 expect_fail 1 "no/such/dir/x.html" "--html into a missing directory: named, exit 1" -- \
   --model gpt3-2.7b --html "$TMP/no/such/dir/x.html"
-ok $([ ! -e "$TMP/no" ]; echo $?) "... nothing written"
+ok $([ ! -e "$TMP/no" ]; echo $?) "... and leaves no file"
 expect_one_line 2 "--html: a page of a prediction, a search or a serving run, not perfmod graph" \
   "perfmod graph --html is refused" -- graph --model gpt3-2.7b --html "$TMP/g.html"
 expect_one_line 2 "a list ranks the GPUs' best layouts in one table; --html takes one GPU" \
