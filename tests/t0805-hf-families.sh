@@ -4,8 +4,8 @@
 plan 50
 
 MODELS="qwen2-7b qwen3-8b qwen3-32b qwen3-30b-a3b qwen3-235b-a22b deepseek-v2-lite deepseek-v3
-gpt-oss-20b gpt-oss-120b gemma-7b gemma2-9b gemma3-27b gpt-neox-20b glm-4.5-air llama3.1-405b"
-MOES="qwen3-30b-a3b qwen3-235b-a22b deepseek-v2-lite deepseek-v3 gpt-oss-20b gpt-oss-120b glm-4.5-air"
+gpt-oss-20b gpt-oss-120b gemma-7b gemma2-9b gemma3-27b gpt-neox-20b glm-4.5-air llama3.1-405b glm-4.5"
+MOES="qwen3-30b-a3b qwen3-235b-a22b deepseek-v2-lite deepseek-v3 gpt-oss-20b gpt-oss-120b glm-4.5-air glm-4.5"
 cfg () { echo "$top_srcdir/models/$1.json"; }
 field () { sed -n "s/.*\"$2\": \([0-9]*\).*/\1/p" "$(cfg "$1")" | head -1; }
 
@@ -16,7 +16,7 @@ rc=0
 for m in $MODELS; do
   grep -q "^$m " "$TMP/out" || { diag "missing $m"; rc=1; }
 done
-ok $rc "perfmod models lists the fifteen new built-ins"
+ok $rc "perfmod models lists the sixteen new built-ins"
 
 # Published totals and active parameters (B), from the model cards and
 # reports: Qwen2 and Qwen3 model cards (7.6; 8.2; 32.8; 30.5/3.3; 235/22),
@@ -25,7 +25,7 @@ ok $rc "perfmod models lists the fifteen new built-ins"
 # (116.83/5.13, 20.91/3.61), the Gemma reports (7B 8.54 = 786M embedding +
 # 7751M; Gemma 2 9B 9.24 = 917M + 8324M; Gemma 3 27B 27.02 = 1416M + 25600M,
 # its 417M vision encoder left out), the GPT-NeoX-20B paper (20.55) and the
-# GLM-4.5 report (Air: 106/12, without its MTP layer), Meta's Llama 3.1 model card
+# GLM-4.5 report (GLM-4.5: 355/32, Air: 106/12, without the MTP layer), Meta's Llama 3.1 model card
 # (405B).
 # Qwen count the embedding in the active parameters; DeepSeek and OpenAI
 # leave the input embedding out, GLM both embeddings (column "emb": how many
@@ -46,6 +46,7 @@ gemma2-9b 9.24 - 0.01 0
 gemma3-27b 27.02 - 0.01 0
 gpt-neox-20b 20.55 - 0.01 0
 glm-4.5-air 106 12 1 2
+glm-4.5 355 32 1 2
 llama3.1-405b 405 - 1 0
 EOT
 while read -r m total active unit emb; do
@@ -58,11 +59,11 @@ done <"$TMP/published" >"$TMP/counts"
 diag "$(cat "$TMP/counts")"
 near='function near(x, pub, unit) { d = x/1e9 - pub; if (d < 0) d = -d; return d <= 0.02*pub + unit/2 }'
 ok $(awk "$near"' { if (!near($3, $2, $6)) { print "total", $1 > "/dev/stderr"; bad++ } }
-     END { print (NR == 15 && !bad) ? 0 : 1 }' "$TMP/counts") \
-  "total parameters of the 15 built-ins within 2% of the published"
+     END { print (NR == 16 && !bad) ? 0 : 1 }' "$TMP/counts") \
+  "total parameters of the 16 built-ins within 2% of the published"
 ok $(awk "$near"' $4 != "-" { n++; if (!near($5, $4, $6)) { print "active", $1 > "/dev/stderr"; bad++ } }
-     END { print (n == 7 && !bad) ? 0 : 1 }' "$TMP/counts") \
-  "active parameters of the 7 MoEs within 2% of the published (each source's convention)"
+     END { print (n == 8 && !bad) ? 0 : 1 }' "$TMP/counts") \
+  "active parameters of the 8 MoEs within 2% of the published (each source's convention)"
 ok $(awk '$4 == "-" && $3 != $5 { bad++ } END { print bad ? 1 : 0 }' "$TMP/counts") \
   "dense models: active equals total"
 
