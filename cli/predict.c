@@ -115,7 +115,7 @@ json_run (const struct cli *c, const struct precision *prec, const char *model, 
 /* A predictor's column: its name, with a trailing * where the run
  * predicted kernels of a dtype its own model does not cover. */
 #define FALLBACK_FOOTNOTE "(*: the predictor has no model of its own for some of this run's " \
-  "kernel dtypes and predicted them with the one it has; see the note on stderr)"
+  "kernel dtypes and predicted them with the one it has; -v names them on stderr)"
 
 static void
 print_column_head (const struct plugin *pl)

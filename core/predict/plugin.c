@@ -661,6 +661,15 @@ plugins_note_fallbacks (const struct plugin_set *set, FILE *fp)
     }
     if (!plugin_fell_back (pl))
       continue;
+    /* Element-wise, softmax and norm kernels alone (tile-mlp's bf16 softmax in every
+     * training step): said once, by the tables' * and JSON's dtype_fallback, not on
+     * every run; -v says it here too.  A GEMM or attention outside the model is said. */
+    unsigned classes = 0, vector = 1u << PERFMOD_KERNEL_ELEMENTWISE | 1u << PERFMOD_KERNEL_SOFTMAX
+                                   | 1u << PERFMOD_KERNEL_LAYERNORM;
+    for (int d = 0; d < PERFMOD_DTYPE_NTYPES; d++)
+      classes |= pl->fallback[d];
+    if ((classes & ~vector) == 0 && pm_verbose == 0)
+      continue;
     fprintf (fp, "perfmod: note: %s has no model of its own for this run's ", pl->p.name);
     for (int d = 0; d < PERFMOD_DTYPE_NTYPES; d++) {
       bool firstc = true;
