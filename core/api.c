@@ -1,6 +1,7 @@
 /* api.c: libperfmod's public functions (include/perfmod.h): a context of GPUs and plugins, a prediction as perfmod --strategy makes it, a search as perfmod search makes it, and serving as perfmod serve simulates it. */
 #include <config.h>
 
+#include <cblas.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
