@@ -1,11 +1,11 @@
 #!/bin/sh
 # t0805-hf-families.sh: Hugging Face configs of Qwen2/3 (+MoE), DeepSeek-V2/V3, gpt-oss, Gemma 1/2/3 and GPT-NeoX: built-ins against published parameter counts, graphs, sliding windows, MLA's cache, training and inference runs, refusals.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 50
+plan 53
 
 MODELS="qwen2-7b qwen3-8b qwen3-32b qwen3-30b-a3b qwen3-235b-a22b deepseek-v2-lite deepseek-v3
-gpt-oss-20b gpt-oss-120b gemma-7b gemma2-9b gemma3-27b gpt-neox-20b glm-4.5-air llama3.1-405b glm-4.5"
-MOES="qwen3-30b-a3b qwen3-235b-a22b deepseek-v2-lite deepseek-v3 gpt-oss-20b gpt-oss-120b glm-4.5-air glm-4.5"
+gpt-oss-20b gpt-oss-120b gemma-7b gemma2-9b gemma3-27b gpt-neox-20b glm-4.5-air llama3.1-405b glm-4.5 minimax-m2"
+MOES="qwen3-30b-a3b qwen3-235b-a22b deepseek-v2-lite deepseek-v3 gpt-oss-20b gpt-oss-120b glm-4.5-air glm-4.5 minimax-m2"
 cfg () { echo "$top_srcdir/models/$1.json"; }
 field () { sed -n "s/.*\"$2\": \([0-9]*\).*/\1/p" "$(cfg "$1")" | head -1; }
 
@@ -16,7 +16,7 @@ rc=0
 for m in $MODELS; do
   grep -q "^$m " "$TMP/out" || { diag "missing $m"; rc=1; }
 done
-ok $rc "perfmod models lists the sixteen new built-ins"
+ok $rc "perfmod models lists the seventeen new built-ins"
 
 # Published totals and active parameters (B), from the model cards and
 # reports: Qwen2 and Qwen3 model cards (7.6; 8.2; 32.8; 30.5/3.3; 235/22),
@@ -26,7 +26,7 @@ ok $rc "perfmod models lists the sixteen new built-ins"
 # 7751M; Gemma 2 9B 9.24 = 917M + 8324M; Gemma 3 27B 27.02 = 1416M + 25600M,
 # its 417M vision encoder left out), the GPT-NeoX-20B paper (20.55) and the
 # GLM-4.5 report (GLM-4.5: 355/32, Air: 106/12, without the MTP layer), Meta's Llama 3.1 model card
-# (405B).
+# (405B), MiniMax-M2's model card (230/10, its MTP modules not built).
 # Qwen count the embedding in the active parameters; DeepSeek and OpenAI
 # leave the input embedding out, GLM both embeddings (column "emb": how many
 # vocab x hidden to subtract from perfmod's active count, which holds every
@@ -47,6 +47,7 @@ gemma3-27b 27.02 - 0.01 0
 gpt-neox-20b 20.55 - 0.01 0
 glm-4.5-air 106 12 1 2
 glm-4.5 355 32 1 2
+minimax-m2 230 10 1 2
 llama3.1-405b 405 - 1 0
 EOT
 while read -r m total active unit emb; do
@@ -59,11 +60,11 @@ done <"$TMP/published" >"$TMP/counts"
 diag "$(cat "$TMP/counts")"
 near='function near(x, pub, unit) { d = x/1e9 - pub; if (d < 0) d = -d; return d <= 0.02*pub + unit/2 }'
 ok $(awk "$near"' { if (!near($3, $2, $6)) { print "total", $1 > "/dev/stderr"; bad++ } }
-     END { print (NR == 16 && !bad) ? 0 : 1 }' "$TMP/counts") \
-  "total parameters of the 16 built-ins within 2% of the published"
+     END { print (NR == 17 && !bad) ? 0 : 1 }' "$TMP/counts") \
+  "total parameters of the 17 built-ins within 2% of the published"
 ok $(awk "$near"' $4 != "-" { n++; if (!near($5, $4, $6)) { print "active", $1 > "/dev/stderr"; bad++ } }
-     END { print (n == 8 && !bad) ? 0 : 1 }' "$TMP/counts") \
-  "active parameters of the 8 MoEs within 2% of the published (each source's convention)"
+     END { print (n == 9 && !bad) ? 0 : 1 }' "$TMP/counts") \
+  "active parameters of the 9 MoEs within 2% of the published (each source's convention)"
 ok $(awk '$4 == "-" && $3 != $5 { bad++ } END { print bad ? 1 : 0 }' "$TMP/counts") \
   "dense models: active equals total"
 
@@ -126,6 +127,23 @@ ok $([ "$rc" -eq 0 ] && awk 'NR == 2 && $2 == "kimi_k2" {
        act = 61 * att + 3 * d * 18432 + 60 * (9 * 3 * d * m + d * E + E) + 2 * V * d + d
        f = $NF == tot && $(NF-1) == act && ($NF / 1e12 - 1)^2 < 0.0009 && ($(NF-1) / 32e9 - 1)^2 < 0.0009 }
      END { exit !f }' "$TMP/out"; echo $?) "Kimi K2 loads as DeepSeek-V3's architecture: its parameters by hand, the published 1T / 32B"
+# MiniMax-M2 (model_type minimax_m2): 62 layers of grouped-query attention (48 heads of 128,
+# 8 KV heads, q/k norms of a head's 128 each), every MLP 256 experts of 1536 with the
+# router's bias, untied embeddings: by hand (per-layer q/k norms would add 6,912 a layer)
+run_pm models --model minimax-m2
+ok $([ "$rc" -eq 0 ] && awk 'NR == 2 && $2 == "minimax_m2" {
+       d = 3072; q = 48 * 128; kv = 8 * 128; E = 256; m = 1536; V = 200064
+       att = d * q + 2 * d * kv + q * d + 2 * 128 + 2 * d
+       tot = 62 * (att + E * 3 * d * m + d * E + E) + 2 * V * d + d
+       act = 62 * (att + 8 * 3 * d * m + d * E + E) + 2 * V * d + d
+       f = $NF == tot && $(NF-1) == act }
+     END { exit !f }' "$TMP/out"; echo $?) "MiniMax-M2 (minimax_m2): its parameters by hand"
+sed 's/"shared_intermediate_size": 0/"shared_intermediate_size": 1024/' "$top_srcdir/models/minimax-m2.json" >"$TMP/mm2-shared.json"
+expect_one_line 2 "mm2-shared.json: key 'shared_intermediate_size': MiniMax-M2's shared expert is not modelled" \
+  "a MiniMax-M2 config with a shared expert: refused with file and key" -- models --model "$TMP/mm2-shared.json"
+sed 's/"rotary_dim": 64/"rotary_dim": 256/' "$top_srcdir/models/minimax-m2.json" >"$TMP/mm2-rope.json"
+expect_one_line 2 "mm2-rope.json: key 'rotary_dim': exceeds the head's dimension" \
+  "a MiniMax-M2 rotary_dim beyond the head: refused with file and key" -- models --model "$TMP/mm2-rope.json"
 # DeepSeek-V2's group-limited routing with more groups chosen than it has: refused, naming
 # the file and the key
 sed 's/"topk_group": 3/"topk_group": 9/' "$TMP/d/models/deepseek-v2.json" >"$TMP/dsv2-bad.json"

@@ -57,11 +57,13 @@ static const struct {
   { "qwen3_moe", FAM_QWEN_MOE }, { "deepseek_v2", FAM_DEEPSEEK }, { "deepseek_v3", FAM_DEEPSEEK },
   { "kimi_k2", FAM_DEEPSEEK },           /* Kimi K2: DeepSeek-V3's architecture, renamed */
   { "glm4_moe", FAM_QWEN_MOE },          /* GLM-4.5: grouped-query attention, dense-first */
+  { "minimax_m2", FAM_QWEN_MOE },        /* MiniMax-M2: full attention, every layer's MLP routed */
   { "gpt_oss", FAM_GPT_OSS }, { "gemma", FAM_GEMMA }, { "gemma2", FAM_GEMMA },
   { "gemma3_text", FAM_GEMMA }, { "gpt_neox", FAM_NEOX },
 };
 #define MODEL_TYPES "gpt2, opt, bert, llama, mistral, mixtral, switch_transformers, qwen2, " \
-  "qwen3, qwen2_moe, qwen3_moe, glm4_moe, deepseek_v2, deepseek_v3, kimi_k2, gpt_oss, gemma, " \
+  "qwen3, qwen2_moe, qwen3_moe, glm4_moe, minimax_m2, deepseek_v2, deepseek_v3, kimi_k2, " \
+  "gpt_oss, gemma, " \
   "gemma2, gemma3_text, gpt_neox"
 
 const char *
@@ -173,6 +175,24 @@ modern_load (json_t *root, struct model_cfg *m, const char *path, int *errors)
       if (first_dense > layers)
         refuse (path, "first_k_dense_replace", "exceeds num_hidden_layers", errors);
       for (int64_t i = first_dense; i < layers && m->experts > 0; i++)
+        m->layer_kind[i] |= LAYER_MOE;
+      break;
+    }
+    if (arch_is (m, "minimax_m2")) {
+      /* MiniMax-M2 (MiniMaxM2ForCausalLM): grouped-query attention without biases, q/k
+       * norms (use_qk_norm), rotary over rotary_dim of each head; every layer's MLP routed
+       * experts, intermediate_size an expert's width, the router's bias
+       * (use_routing_bias, sigmoid), no shared expert; its MTP modules not built */
+      int64_t rd = get_one (root, "rotary_dim", PM_MAX_DIM, path, errors);
+      m->qk_norm = get_bool (root, "use_qk_norm", true, path, errors);
+      m->router_bias = get_bool (root, "use_routing_bias", false, path, errors);
+      if (get_one (root, "shared_intermediate_size", PM_MAX_DIM, path, errors) > 0)
+        refuse (path, "shared_intermediate_size", "MiniMax-M2's shared expert is not "
+                "modelled (its released configs have none)", errors);
+      if (m->heads > 0 && rd > (m->head_dim ? m->head_dim : m->hidden / m->heads))
+        refuse (path, "rotary_dim", "exceeds the head's dimension", errors);
+      m->rotary_dim = rd;
+      for (int64_t i = 0; i < layers && m->experts > 0; i++)
         m->layer_kind[i] |= LAYER_MOE;
       break;
     }
