@@ -19,6 +19,8 @@ struct cli {
   const char *data, *out, *reference, *in_dist, *features, *split;
   const char *print;       /* --print megatron|nemo: the arguments that run the layout */
   const char *html;        /* --html FILE: the answer as one page */
+  const char *calibration; /* --calibration FILE: perfmod calibrate's corrections, applied */
+  int64_t shapes;          /* calibrate --shapes N: at most N of the GPU's shapes (0: all) */
   int64_t batch, seq, nodes, gpus_per_node, layers, seed, epochs, members, gen;
   bool seed_given;
   char **plugin_opts;
@@ -92,6 +94,11 @@ int predict_html (struct cli *c, struct plugin_set *set);
 int slurp (const char *path, char **text, size_t *len);
 int cmd_train (struct cli *c);
 int cmd_eval (struct cli *c, struct plugin_set *set);
+/* perfmod calibrate (learn.c) */
+int cmd_calibrate (struct cli *c, struct plugin_set *set);
+/* --calibration FILE onto its predictor in set (its line in the assumed: text): 0, or
+ * EXIT_USAGE (said); *cal is the caller's to free after the run. */
+int calibration_attach (struct cli *c, struct plugin_set *set, struct calibration *cal);
 /* search.c: perfmod search (argv from the word "search" on), over core/parallel/search.c. */
 int search_main (int argc, char **argv);
 /* serve.c: perfmod serve (argv from the word "serve" on), over core/serve (perfmod_serve). */

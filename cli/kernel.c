@@ -13,7 +13,8 @@ static void
 kernel_usage (FILE *fp)
 {
   fputs ("Usage: perfmod kernel --op OP --gpu NAME [--dtype D] [--predictor LIST]\n"
-         "               [--format table|csv|json] [--plugin-path DIR]... [--plugin-opt N:K=V]...\n"
+         "               [--format table|csv|json] [--calibration FILE] [--plugin-path DIR]...\n"
+         "               [--plugin-opt N:K=V]...\n"
          "  gemm         --m M --n N --k K          (M x K) by (K x N)\n"
          "  bmm          --batch B --m M --n N --k K\n"
          "  attention    --batch B --seq S --heads H [--kv-heads G] --head-dim D\n"
@@ -42,6 +43,7 @@ kernel_usage (FILE *fp)
 
 struct kopts {
   const char *op, *gpu, *dtype, *predictors, *format, *fn, *coll, *engine;
+  const char *calibration;  /* --calibration FILE: perfmod calibrate's corrections */
   int64_t m, n, k, batch, seq, heads, kv_heads, head_dim, kv_len, window, rows, cols, ranks;
   int64_t tokens, hidden, ffn, experts, top_k, ep, sms;
   int64_t groups, group_top_k; /* deepep: group-limited routing (0: none) */
@@ -277,12 +279,13 @@ parse (int argc, char **argv, struct kopts *o)
   enum { K_OP = 256, K_GPU, K_DTYPE, K_PRED, K_FORMAT, K_FN, K_COLL, K_M, K_N, K_K, K_BATCH,
          K_SEQ, K_HEADS, K_KVH, K_HD, K_KVLEN, K_WIN, K_ROWS, K_COLS, K_RANKS, K_BYTES,
          K_NOCAUSAL, K_BACKWARD, K_PPATH, K_POPT, K_TOKENS, K_HIDDEN, K_FFN, K_EXPERTS, K_TOPK,
-         K_EP, K_ENGINE, K_NOGATE, K_LOAD, K_LL, K_SMS, K_GROUPS, K_GROUPTOPK };
+         K_EP, K_ENGINE, K_NOGATE, K_LOAD, K_LL, K_SMS, K_GROUPS, K_GROUPTOPK, K_CALIB };
   static const struct option opts[] = {
     { "op", required_argument, NULL, K_OP }, { "gpu", required_argument, NULL, K_GPU },
     { "dtype", required_argument, NULL, K_DTYPE },
     { "predictor", required_argument, NULL, K_PRED },
     { "format", required_argument, NULL, K_FORMAT }, { "fn", required_argument, NULL, K_FN },
+    { "calibration", required_argument, NULL, K_CALIB },
     { "coll", required_argument, NULL, K_COLL }, { "m", required_argument, NULL, K_M },
     { "n", required_argument, NULL, K_N }, { "k", required_argument, NULL, K_K },
     { "batch", required_argument, NULL, K_BATCH }, { "seq", required_argument, NULL, K_SEQ },
@@ -319,6 +322,7 @@ parse (int argc, char **argv, struct kopts *o)
     case K_DTYPE: o->dtype = optarg; break;
     case K_PRED: o->predictors = optarg; break;
     case K_FORMAT: o->format = optarg; break;
+    case K_CALIB: o->calibration = optarg; break;
     case K_FN: o->fn = optarg; break;
     case K_COLL: o->coll = optarg; break;
     case K_M: ok = opt_int ("m", optarg, 1, &o->m); break;
@@ -392,6 +396,7 @@ kernel_main (int argc, char **argv)
   struct kopts o;
   struct gpu_db gpus = { NULL, 0 };
   struct plugin_set set = { NULL, 0 };
+  struct calibration cal;
   const struct gpu_entry *ge;
   struct perfmod_kernel k;
   struct phys_cost pc;
@@ -400,6 +405,7 @@ kernel_main (int argc, char **argv)
   bool json, csv;
 
   memset (&o, 0, sizeof o);
+  memset (&cal, 0, sizeof cal);
   o.format = "table";
   if ((p = parse (argc, argv, &o)) != 0) {
     free (o.paths);
@@ -435,7 +441,8 @@ kernel_main (int argc, char **argv)
     }
     dtype = k.dtype;
   }
-  if (plugins_open (&set, o.paths, o.npaths, o.popts, o.npopts) < 0)
+  if (plugins_open (&set, o.paths, o.npaths, o.popts, o.npopts) < 0 ||
+      (o.calibration && calib_attach (o.calibration, &set, &cal) < 0))
     goto out;
   preds = strv_split (o.predictors ? o.predictors : "roofline,tile-mlp", ',');
   for (size_t i = 0; preds[i]; i++)
@@ -454,13 +461,17 @@ kernel_main (int argc, char **argv)
       goto out;
     }
   double moved = k.kclass == PERFMOD_KERNEL_COMM ? pc.comm_bytes : pc.bytes;
+  char calib_text[256] = "";
+  if (cal.gpu)
+    snprintf (calib_text, sizeof calib_text, "; %s calibrated on %zu shapes of %s (%s)",
+              cal.predictor, cal.shapes, cal.gpu, o.calibration);
   if (!json && !csv)
     printf ("perfmod kernel: %s, %s, on %s; %.4g GFLOP, %.4g MB%s\n"
-            "assumed: %s%s\n\n%-12s %12s %10s %10s  %-19s  %s\n", o.op, dtype_name (dtype),
+            "assumed: %s%s%s\n\n%-12s %12s %10s %10s  %-19s  %s\n", o.op, dtype_name (dtype),
             ge->name, pc.flops / 1e9, moved / 1e6,
             k.kclass == PERFMOD_KERNEL_COMM ? " over the link per GPU" : "",
-            o.dtype ? "" : "--dtype ", o.dtype ? "nothing" : dtype_name (dtype), "predictor",
-            "ms", "TFLOP/s", "GB/s", "80% interval (ms)", "note");
+            o.dtype ? "" : "--dtype ", o.dtype ? "nothing" : dtype_name (dtype), calib_text,
+            "predictor", "ms", "TFLOP/s", "GB/s", "80% interval (ms)", "note");
   else if (csv)
     printf ("predictor,op,dtype,gpu,ms,spread_ms,tflops,gbps,note,low_ms,high_ms\n");
   json_t *root = NULL, *arr = NULL;
@@ -520,6 +531,7 @@ kernel_main (int argc, char **argv)
 out:
   strv_free (preds);
   plugins_unload (&set);
+  calib_free (&cal);
   gpu_db_free (&gpus);
   free (o.paths);
   free (o.popts);

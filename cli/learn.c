@@ -184,6 +184,8 @@ cmd_eval (struct cli *c, struct plugin_set *set)
     rc = EXIT_USAGE;
     goto done;
   }
+  if (c->calibration && c->assumed)     /* eval prints no assumed: line */
+    fprintf (stderr, "perfmod: %s\n", c->assumed);
   if (strcmp (c->format, "json") == 0) {
     struct eval_run run = { set, &gpus, &tiles, &o };
     char *text;
@@ -206,4 +208,148 @@ done:
   tile_rules_free (&tiles);
   gpu_db_free (&gpus);
   return rc;
+}
+
+/* The seeded order of the shapes calibrate may use: by a hash of the row and the seed. */
+static uint64_t
+shape_key (const struct krow *r, uint64_t seed)
+{
+  uint64_t h = seed ^ 0x9e3779b97f4a7c15ull;
+  int64_t v[6] = { r->b, r->m, r->n, r->k, r->h, r->kclass * 16 + r->dtype };
+  for (int i = 0; i < 6; i++) {
+    h ^= (uint64_t) v[i] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    h *= 0xff51afd7ed558ccdull;
+  }
+  return h ^ (h >> 33);
+}
+
+struct keyed {
+  uint64_t key;
+  size_t row;
+};
+
+static int
+cmp_keyed (const void *a, const void *b)
+{
+  const struct keyed *x = a, *y = b;
+  return x->key < y->key ? -1 : x->key > y->key ? 1 : (x->row > y->row) - (x->row < y->row);
+}
+
+/* perfmod calibrate --data DIR --gpu G --out FILE [--predictor P] [--shapes N] [--seed S]
+ * [--table LIST] [--dtype D]: the predictor's residual on G's measured kernels, per kernel
+ * class and dtype, fitted on the 80 % of the shapes eval does not hold out (at most N, drawn
+ * by the seed) and written for --calibration. */
+int
+cmd_calibrate (struct cli *c, struct plugin_set *set)
+{
+  struct gpu_db gpus;
+  struct kset ks;
+  struct mdata_filter f;
+  struct calibration cal;
+  const struct gpu_entry **gpu = NULL;
+  char **tables = NULL;
+  struct plugin *pl;
+  struct calib_shape *sh = NULL;
+  struct keyed *order = NULL;
+  int dtype, split, rc = EXIT_USAGE;
+  size_t n = 0, kept = 0;
+
+  memset (&ks, 0, sizeof ks);
+  memset (&cal, 0, sizeof cal);
+  if (c->data == NULL || c->gpu == NULL || c->out == NULL || strchr (c->gpu, ',')) {
+    pm_error ("calibrate needs --data DIR (measured kernels in the shared tables' layout), "
+              "--gpu G (one GPU) and --out FILE");
+    return EXIT_USAGE;
+  }
+  if (c->split) {
+    pm_error ("--split: calibrate fits on the 80 %% eval keeps; eval --split holdout judges it");
+    return EXIT_USAGE;
+  }
+  if (gpu_db_load_data (&gpus) < 0)
+    return EXIT_USAGE;
+  if (eval_filters (c, &gpus, &dtype, &gpu, &split, &tables) < 0 ||
+      (pl = predictor_find (set, c->predictors ? c->predictors : "tile-mlp")) == NULL ||
+      output_check (c->out) < 0)
+    goto out;
+  memset (&f, 0, sizeof f);
+  f.dtype = dtype;
+  f.gpus = gpu;
+  f.tables = tables;
+  if (mdata_load (&ks, c->data, &gpus, &f) < 0)
+    goto out;
+  /* the 80 % eval does not hold out, in the seed's order, the first N */
+  order = xcalloc (ks.n + 1, sizeof *order);
+  for (size_t i = 0; i < ks.n; i++)
+    if (!krow_holdout (&ks.v[i], SPLIT_SEED) && ks.v[i].gpu == gpu[0])
+      order[kept++] = (struct keyed) { .key = shape_key (&ks.v[i], (uint64_t) c->seed), .row = i };
+  qsort (order, kept, sizeof *order, cmp_keyed);
+  if (c->shapes > 0 && (size_t) c->shapes < kept)
+    kept = (size_t) c->shapes;
+  if (kept == 0) {
+    pm_error ("%s: no measured kernel of %s to calibrate on (outside the 20 %% eval holds out)",
+              c->data, gpu[0]->name);
+    rc = EXIT_RUNTIME;
+    goto out;
+  }
+  sh = xcalloc (kept, sizeof *sh);
+  for (size_t i = 0; i < kept; i++) {
+    const struct krow *r = &ks.v[order[i].row];
+    struct perfmod_kernel k;
+    struct perfmod_estimate e;
+    krow_kernel (r, &k);
+    if (plugin_estimate (pl, &k, &r->gpu->gpu, &e) < 0) {
+      pm_error ("%s:%ld: %s cannot predict it: %s", r->file, r->line, pl->p.name,
+                pm_plugin_errmsg);
+      rc = EXIT_RUNTIME;
+      goto out;
+    }
+    sh[n++] = (struct calib_shape) { .kclass = r->kclass, .dtype = r->dtype,
+                                     .measured = r->latency_s, .predicted = e.seconds,
+                                     .intensity = calib_intensity (&k, &r->gpu->gpu) };
+  }
+  cal.gpu = xstrdup (gpu[0]->name);
+  cal.predictor = xstrdup (pl->p.name);
+  if (calib_fit (&cal, sh, n) < 0) {
+    pm_error ("%s: %zu shapes of %s, fewer than 3 of any kernel class and dtype: nothing to "
+              "fit", c->data, n, gpu[0]->name);
+    rc = EXIT_RUNTIME;
+    goto out;
+  }
+  if (calib_write (&cal, c->out, c->command) < 0) {
+    rc = EXIT_RUNTIME;
+    goto out;
+  }
+  printf ("perfmod calibrate: %s on %s, calibrated on %zu shapes (of %zu measured outside "
+          "eval's held-out 20 %%) into %s\n%-8s %-9s %7s %10s %10s %10s\n", pl->p.name, cal.gpu,
+          cal.shapes, kept, c->out, "class", "dtype", "shapes", "a", "b", "c");
+  for (size_t i = 0; i < cal.ngroups; i++)
+    printf ("%-8s %-9s %7zu %+10.4f %+10.4f %+10.4f\n", kclass_name (cal.groups[i].kclass),
+            dtype_name (cal.groups[i].dtype), cal.groups[i].n, cal.groups[i].a, cal.groups[i].b,
+            cal.groups[i].c);
+  printf ("(each group: measured = predicted x exp(a + b ln(predicted / 1 ms) + c ln(FLOPs per "
+          "byte)); use it with --calibration %s)\n", c->out);
+  rc = 0;
+out:
+  free (sh);
+  free (order);
+  calib_free (&cal);
+  kset_free (&ks);
+  free (gpu);
+  strv_free (tables);
+  gpu_db_free (&gpus);
+  return rc;
+}
+
+int
+calibration_attach (struct cli *c, struct plugin_set *set, struct calibration *cal)
+{
+  char *what;
+  int rc = calib_attach (c->calibration, set, cal) < 0 ? EXIT_USAGE : 0;
+  if (rc)
+    return rc;
+  what = xasprintf ("%s calibrated on %zu shapes of %s (%s)", cal->predictor, cal->shapes,
+                    cal->gpu, c->calibration);
+  assume (c, what);
+  free (what);
+  return 0;
 }

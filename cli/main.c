@@ -22,7 +22,7 @@ static const char usage_text[] =
          "               [--per-op[=N]] [--format table|csv|json] [--plugin-path DIR]...\n"
          "               [--layers N] [--fusion] [--engine] [--attention flash|unfused]\n"
          "               [--gen N] [--print megatron|nemo]\n"
-         "               [--plot FILE.svg] [--html FILE.html] [--verbose]\n"
+         "               [--plot FILE.svg] [--html FILE.html] [--calibration FILE] [--verbose]\n"
          "       perfmod plugins | gpus | strategies [--plugin-path DIR]...\n"
          "       perfmod models [--model NAME|config.json] [--format table|csv|json]\n"
          "       perfmod graph [--model ...|--opgraph ...] [--format table|csv]: the kernels\n"
@@ -32,7 +32,7 @@ static const char usage_text[] =
          "               [--predictor LIST] [--format table|csv|json]\n"
          "       perfmod eval --data DIR [--predictor LIST] [--format table|csv|json] [--table LIST]\n"
          "               [--in-dist GPU,...] [--neusight DIR] [--per-op]\n"
-         "               [--dtype D] [--gpu G] [--split all|holdout|train]\n"
+         "               [--dtype D] [--gpu G] [--split all|holdout|train] [--calibration FILE]\n"
          "       perfmod kernel --op OP --gpu NAME [--dtype D] ...: one kernel (kernel --help)\n"
          "       perfmod search --model M --gpus N --global-batch B ...: the best ways to train\n"
          "               M on N GPUs (search --help)\n"
@@ -41,6 +41,9 @@ static const char usage_text[] =
          "       perfmod train --predictor NAME --data DIR --out FILE [--seed S]\n"
          "               [--epochs N] [--members N] [--in-dist GPU,...] [--reference FILE]\n"
          "               [--keep-throttled] [--keep-floor] [--features SET]\n"
+         "       perfmod calibrate --data DIR --gpu G --out FILE [--predictor NAME]\n"
+         "               [--shapes N] [--seed S] [--table LIST] [--dtype D]: corrections\n"
+         "               from G's measured kernels, used by --calibration FILE\n"
          "       (any command) [--plugin-opt NAME:KEY=VALUE]...\n"
          "       perfmod --help | --version\n"
          "\n"
@@ -128,7 +131,8 @@ perfmod_main (int argc, char **argv)
          O_STRAT,
          O_NODES, O_GPN, O_PEROP, O_FORMAT, O_PPATH, O_EXPLAIN, O_NEUSIGHT, O_TABLE, O_LAYERS,
          O_DATA, O_OUT, O_SEED, O_EPOCHS, O_MEMBERS, O_REFERENCE, O_INDIST, O_POPT, O_FUSION, O_ENGINE, O_ATTENTION, O_PUBLISHED, O_GEN, O_GRAPH,
-         O_PLOT, O_KEEPTHR, O_KEEPFLOOR, O_FEATURES, O_SPLIT, O_PRINT, O_HTML };
+         O_PLOT, O_KEEPTHR, O_KEEPFLOOR, O_FEATURES, O_SPLIT, O_PRINT, O_HTML, O_CALIB,
+         O_SHAPES };
   static const struct option opts[] = {
     { "model", required_argument, NULL, O_MODEL },
     { "opgraph", required_argument, NULL, O_OPGRAPH },
@@ -165,6 +169,8 @@ perfmod_main (int argc, char **argv)
     { "graph", required_argument, NULL, O_GRAPH },
     { "plot", required_argument, NULL, O_PLOT },
     { "html", required_argument, NULL, O_HTML },
+    { "calibration", required_argument, NULL, O_CALIB },
+    { "shapes", required_argument, NULL, O_SHAPES },
     { "keep-throttled", no_argument, NULL, O_KEEPTHR },
     { "keep-floor", no_argument, NULL, O_KEEPFLOOR },
     { "features", required_argument, NULL, O_FEATURES },
@@ -177,6 +183,7 @@ perfmod_main (int argc, char **argv)
   };
   struct cli c;
   struct plugin_set set = { NULL, 0 };
+  struct calibration cal;
   const char *cmd = "predict";
   bool help = false, named = false;
   int opt, rc;
@@ -189,6 +196,7 @@ perfmod_main (int argc, char **argv)
   if (argc > 1 && strcmp (argv[1], "serve") == 0)
     return serve_main (argc - 1, argv + 1);
   memset (&c, 0, sizeof c);
+  memset (&cal, 0, sizeof cal);
   c.format = "table";
   c.command = command_line (argc, argv);   /* before getopt permutes argv */
   opterr = 0;                    /* getopt_error says it in one line */
@@ -259,6 +267,8 @@ perfmod_main (int argc, char **argv)
     case O_GRAPH: c.graph = optarg; break;
     case O_PLOT: c.plot = optarg; break;
     case O_HTML: c.html = optarg; break;
+    case O_CALIB: c.calibration = optarg; break;
+    case O_SHAPES: ok = parse_int_range ("--shapes", optarg, 1, 100000000, &c.shapes); break;
     case O_FORMAT: c.format = optarg; break;
     case O_EXPLAIN: c.explain = true; break;
     case O_NEUSIGHT: c.neusight = optarg; break;
@@ -286,7 +296,8 @@ perfmod_main (int argc, char **argv)
   }
   if (strcmp (cmd, "predict") && strcmp (cmd, "plugins") && strcmp (cmd, "gpus") &&
       strcmp (cmd, "strategies") && strcmp (cmd, "reproduce") && strcmp (cmd, "train") &&
-      strcmp (cmd, "eval") && strcmp (cmd, "graph") && strcmp (cmd, "models")) {
+      strcmp (cmd, "eval") && strcmp (cmd, "graph") && strcmp (cmd, "models") &&
+      strcmp (cmd, "calibrate")) {
     pm_error ("unknown command '%s' (try perfmod --help)", cmd);
     cli_free (&c);
     return EXIT_USAGE;
@@ -301,6 +312,16 @@ perfmod_main (int argc, char **argv)
   }
   if (optind < argc) {
     pm_error ("unexpected argument '%s'", argv[optind]);
+    goto usage;
+  }
+  if (c.calibration && strcmp (cmd, "predict") && strcmp (cmd, "eval") &&
+      strcmp (cmd, "reproduce")) {
+    pm_error ("--calibration: corrects predictions (perfmod predict, eval, reproduce, kernel, "
+              "search, serve), not perfmod %s", cmd);
+    goto usage;
+  }
+  if (c.shapes && strcmp (cmd, "calibrate") != 0) {
+    pm_error ("--shapes: how many shapes perfmod calibrate fits on, not perfmod %s", cmd);
     goto usage;
   }
   if (c.html && strcmp (cmd, "predict") != 0) {
@@ -336,8 +357,12 @@ perfmod_main (int argc, char **argv)
     return rc;
   }
   rc = plugins_open (&set, c.plugin_paths, c.npaths, c.plugin_opts, c.nopts) < 0 ? EXIT_USAGE : 0;
+  if (rc == 0 && c.calibration)
+    rc = calibration_attach (&c, &set, &cal);
   if (rc)
     ;
+  else if (strcmp (cmd, "calibrate") == 0)
+    rc = cmd_calibrate (&c, &set);
   else if (strcmp (cmd, "plugins") == 0)
     rc = cmd_plugins (&set);
   else if (strcmp (cmd, "reproduce") == 0) {
@@ -501,6 +526,7 @@ perfmod_main (int argc, char **argv)
   /* once per run, whichever command predicted the kernels */
   plugins_note_fallbacks (&set, stderr);
   plugins_unload (&set);
+  calib_free (&cal);
   cli_free (&c);
   return plugins_exit_status (rc);
 

@@ -29,6 +29,7 @@ search_usage (FILE *fp)
          "               [--fix KEY=VALUE[,KEY=VALUE...]] [--max-tp N] [--max-cp N]\n"
          "               [--gpus-per-node N]\n"
          "               [--jobs N] [--plot FILE.svg] [--html FILE.html] [--print megatron|nemo]\n"
+         "               [--calibration FILE]\n"
          "       perfmod search --serve ...: serving deployments (search --serve --help)\n"
          "               [--plugin-path DIR]... [--plugin-opt NAME:KEY=VALUE]...\n"
          "Every tp, pp, cp, dp, ep, micro-batch, schedule (1F1B, GPipe, interleaved with vp),\n"
@@ -46,6 +47,7 @@ struct sopts {
   const char *model, *gpu, *precision, *predictor, *format, *objective, *fix, *plot;
   const char *print;     /* --print megatron|nemo: the best layout's arguments instead */
   const char *html;      /* --html FILE: the answer as one page */
+  const char *calibration; /* --calibration FILE: perfmod calibrate's corrections */
   int64_t *counts;       /* --gpus N,M,...: every count given (the first is gpus) */
   size_t ncounts;
   int64_t gpus, batch, seq, top, max_tp, max_cp, gpus_per_node, jobs;
@@ -101,7 +103,7 @@ parse (int argc, char **argv, struct sopts *o)
 {
   enum { S_MODEL = 256, S_GPU, S_GPUS, S_BATCH, S_SEQ, S_PREC, S_TOKENS, S_PRICE, S_PRED,
          S_TOP, S_OBJ, S_FORMAT, S_FIX, S_MAXTP, S_MAXCP, S_GPN, S_JOBS, S_PPATH, S_POPT,
-         S_PLOT, S_PRINT, S_HTML };
+         S_PLOT, S_PRINT, S_HTML, S_CALIB };
   static const struct option opts[] = {
     { "model", required_argument, NULL, S_MODEL }, { "gpu", required_argument, NULL, S_GPU },
     { "gpus", required_argument, NULL, S_GPUS },
@@ -121,6 +123,7 @@ parse (int argc, char **argv, struct sopts *o)
     { "plot", required_argument, NULL, S_PLOT },
     { "print", required_argument, NULL, S_PRINT },
     { "html", required_argument, NULL, S_HTML },
+    { "calibration", required_argument, NULL, S_CALIB },
     { "verbose", no_argument, NULL, 'v' }, { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 }
   };
@@ -161,6 +164,7 @@ parse (int argc, char **argv, struct sopts *o)
     case S_POPT: ptrv_push (&o->popts, &o->npopts, optarg); break;
     case S_PLOT: o->plot = optarg; break;
     case S_HTML: o->html = optarg; break;
+    case S_CALIB: o->calibration = optarg; break;
     case S_PRINT:
       if ((ok = strcmp (optarg, "megatron") == 0 || strcmp (optarg, "nemo") == 0))
         o->print = optarg;
@@ -733,6 +737,7 @@ search_main (int argc, char **argv)
   struct perfmod_search_result res;
   struct gpu_db gpus = { NULL, 0 };
   struct plugin_set set = { NULL, 0 };
+  struct calibration cal;
   int p, rc = EXIT_USAGE, mpi_rank = 0, mpi_size = 1;
   char rank_err[512];
   double t0;
@@ -749,6 +754,7 @@ search_main (int argc, char **argv)
 
   memset (&o, 0, sizeof o);
   memset (&res, 0, sizeof res);
+  memset (&cal, 0, sizeof cal);
   res.struct_size = sizeof res;
   res.row_size = sizeof (struct perfmod_search_row);
   o.format = "table";
@@ -783,8 +789,12 @@ search_main (int argc, char **argv)
   }
   if (gpu_db_load_data (&gpus) < 0)
     goto out;
-  if (plugins_open (&set, o.paths, o.npaths, o.popts, o.npopts) < 0)
+  if (plugins_open (&set, o.paths, o.npaths, o.popts, o.npopts) < 0 ||
+      (o.calibration && calib_attach (o.calibration, &set, &cal) < 0))
     goto out;
+  if (cal.gpu && mpi_rank == 0)
+    fprintf (stderr, "perfmod search: %s calibrated on %zu shapes of %s (%s)\n", cal.predictor,
+             cal.shapes, cal.gpu, o.calibration);
   memset (&req, 0, sizeof req);
   req.struct_size = sizeof req;
   req.model = o.model;
@@ -862,6 +872,7 @@ out:
     atomic_release (o.plot);
   search_result_free (&res);
   plugins_unload (&set);
+  calib_free (&cal);
   gpu_db_free (&gpus);
   free (o.paths);
   free (o.popts);

@@ -27,7 +27,8 @@ serve_usage (FILE *fp)
          "                [--decode-workers N] [--prefill-max-batch N]]\n"
          "               [--spec mtp|eagle|ngram --spec-accept A [--spec-tokens K]]\n"
          "               [--predictor NAME] [--gpus-per-node N] [--format table|csv|json]\n"
-         "               [--html FILE.html] [--plugin-path DIR]... [--plugin-opt NAME:KEY=VALUE]...\n"
+         "               [--html FILE.html] [--calibration FILE]\n"
+         "               [--plugin-path DIR]... [--plugin-opt NAME:KEY=VALUE]...\n"
          "Requests arrive (a closed loop of C clients, each sending its next request when\n"
          "its last ends, as benchmark tools run; a Poisson rate of R a second; or a trace of\n"
          "arrival_ms, isl, osl), the engine schedules each iteration as its scheduler does\n"
@@ -45,6 +46,7 @@ struct vopts {
   struct perfmod_serve_request req;
   const char *format;
   const char *html;      /* --html FILE: the answer as one page */
+  const char *calibration; /* --calibration FILE: perfmod calibrate's corrections */
   char **paths, **popts;
   size_t npaths, npopts;
 };
@@ -65,7 +67,7 @@ parse (int argc, char **argv, struct vopts *o)
 {
   enum { V_MODEL = 256, V_GPU, V_DTYPE, V_KVDTYPE, V_STRAT, V_ENGINE, V_PRED, V_CONC, V_RATE,
          V_TRACE, V_ISL, V_OSL, V_REQS, V_MAXB, V_MAXT, V_GPN, V_SEED, V_PRE, V_DEC, V_PREW,
-         V_DECW, V_PREMB, V_SPEC, V_SPECT, V_SPECA, V_FORMAT, V_PPATH, V_POPT, V_HTML };
+         V_DECW, V_PREMB, V_SPEC, V_SPECT, V_SPECA, V_FORMAT, V_PPATH, V_POPT, V_HTML, V_CALIB };
   static const struct option opts[] = {
     { "model", required_argument, NULL, V_MODEL }, { "gpu", required_argument, NULL, V_GPU },
     { "dtype", required_argument, NULL, V_DTYPE },
@@ -90,6 +92,7 @@ parse (int argc, char **argv, struct vopts *o)
     { "spec-accept", required_argument, NULL, V_SPECA },
     { "format", required_argument, NULL, V_FORMAT },
     { "html", required_argument, NULL, V_HTML },
+    { "calibration", required_argument, NULL, V_CALIB },
     { "plugin-path", required_argument, NULL, V_PPATH },
     { "plugin-opt", required_argument, NULL, V_POPT },
     { "verbose", no_argument, NULL, 'v' }, { "help", no_argument, NULL, 'h' },
@@ -138,6 +141,7 @@ parse (int argc, char **argv, struct vopts *o)
       break;
     case V_FORMAT: o->format = optarg; break;
     case V_HTML: o->html = optarg; break;
+    case V_CALIB: o->calibration = optarg; break;
     case V_PPATH: ptrv_push (&o->paths, &o->npaths, optarg); break;
     case V_POPT: ptrv_push (&o->popts, &o->npopts, optarg); break;
     case 'v': pm_verbose++; break;
@@ -339,9 +343,11 @@ serve_main (int argc, char **argv)
   struct perfmod_serve_result res;
   struct gpu_db gpus = { NULL, 0 };
   struct plugin_set set = { NULL, 0 };
+  struct calibration cal;
   const struct gpu_entry *ge;
   int p, rc = EXIT_USAGE;
 
+  memset (&cal, 0, sizeof cal);
   memset (&o, 0, sizeof o);
   o.req.struct_size = sizeof o.req;
   o.format = "table";
@@ -358,8 +364,12 @@ serve_main (int argc, char **argv)
   }
   if (gpu_db_load_data (&gpus) < 0)
     goto out;
-  if (plugins_open (&set, o.paths, o.npaths, o.popts, o.npopts) < 0)
+  if (plugins_open (&set, o.paths, o.npaths, o.popts, o.npopts) < 0 ||
+      (o.calibration && calib_attach (o.calibration, &set, &cal) < 0))
     goto out;
+  if (cal.gpu)
+    fprintf (stderr, "perfmod serve: %s calibrated on %zu shapes of %s (%s)\n", cal.predictor,
+             cal.shapes, cal.gpu, o.calibration);
   openblas_set_num_threads (1);   /* one network row at a time: its threads only contend */
   if ((p = serve_run (&set, &gpus, &o.req, &res, NULL)) < 0) {
     rc = plugins_exit_status (p == -1 ? EXIT_USAGE : EXIT_RUNTIME);
@@ -378,6 +388,7 @@ serve_main (int argc, char **argv)
   rc = 0;
 out:
   plugins_unload (&set);
+  calib_free (&cal);
   gpu_db_free (&gpus);
   free (o.paths);
   free (o.popts);
@@ -394,6 +405,7 @@ search_serve_usage (FILE *fp)
          "               [--ttft MS] [--tpot MS] [--max-tp N] [--no-disagg] [--top N]\n"
          "               [--predictor NAME] [--gpus-per-node N] [--jobs N]\n"
          "               [--format table|csv|json] [--plot FILE.svg] [--html FILE.html]\n"
+         "               [--calibration FILE]\n"
          "               [--plugin-path DIR]... [--plugin-opt NAME:KEY=VALUE]...\n"
          "Every serving deployment of the model on the GPUs: a replica's tp (to --max-tp, default\n"
          "a node), pp 1 or 2 and, with experts, ep over tp's ranks, as many replicas as fill\n"
@@ -407,12 +419,12 @@ search_serve_usage (FILE *fp)
 
 static int
 search_serve_parse (int argc, char **argv, struct serve_search_opts *o, const char **format,
-                    const char **plot, const char **html, int64_t *top, char ***paths,
-                    size_t *npaths, char ***popts, size_t *npopts)
+                    const char **plot, const char **html, const char **calibration,
+                    int64_t *top, char ***paths, size_t *npaths, char ***popts, size_t *npopts)
 {
   enum { W_SERVE = 256, W_MODEL, W_GPU, W_GPUS, W_GPN, W_ISL, W_OSL, W_TTFT, W_TPOT, W_ENGINE,
          W_DTYPE, W_KVDTYPE, W_PRED, W_MAXTP, W_NODIS, W_JOBS, W_FORMAT, W_PLOT, W_TOP, W_PPATH,
-         W_POPT, W_HTML };
+         W_POPT, W_HTML, W_CALIB };
   static const struct option opts[] = {
     { "serve", no_argument, NULL, W_SERVE }, { "model", required_argument, NULL, W_MODEL },
     { "gpu", required_argument, NULL, W_GPU }, { "gpus", required_argument, NULL, W_GPUS },
@@ -426,6 +438,7 @@ search_serve_parse (int argc, char **argv, struct serve_search_opts *o, const ch
     { "no-disagg", no_argument, NULL, W_NODIS }, { "jobs", required_argument, NULL, W_JOBS },
     { "format", required_argument, NULL, W_FORMAT }, { "plot", required_argument, NULL, W_PLOT },
     { "html", required_argument, NULL, W_HTML },
+    { "calibration", required_argument, NULL, W_CALIB },
     { "top", required_argument, NULL, W_TOP },
     { "plugin-path", required_argument, NULL, W_PPATH },
     { "plugin-opt", required_argument, NULL, W_POPT },
@@ -461,6 +474,7 @@ search_serve_parse (int argc, char **argv, struct serve_search_opts *o, const ch
     case W_FORMAT: *format = optarg; break;
     case W_PLOT: *plot = optarg; break;
     case W_HTML: *html = optarg; break;
+    case W_CALIB: *calibration = optarg; break;
     case W_TOP: ok = parse_int_range ("--top", optarg, 1, 100000, top); break;
     case W_PPATH: ptrv_push (paths, npaths, optarg); break;
     case W_POPT: ptrv_push (popts, npopts, optarg); break;
@@ -626,7 +640,8 @@ search_serve_main (int argc, char **argv)
   struct serve_search_result res;
   struct gpu_db gpus = { NULL, 0 };
   struct plugin_set set = { NULL, 0 };
-  const char *format = "table", *plot = NULL, *html = NULL;
+  const char *format = "table", *plot = NULL, *html = NULL, *calibration = NULL;
+  struct calibration cal;
   int64_t top = 20;
   char **paths = NULL, **popts = NULL;
   size_t npaths = 0, npopts = 0;
@@ -635,8 +650,9 @@ search_serve_main (int argc, char **argv)
   memset (&o, 0, sizeof o);
   memset (&res, 0, sizeof res);
   o.disagg = true;
-  if ((p = search_serve_parse (argc, argv, &o, &format, &plot, &html, &top, &paths, &npaths, &popts,
-                               &npopts)) != 0) {
+  memset (&cal, 0, sizeof cal);
+  if ((p = search_serve_parse (argc, argv, &o, &format, &plot, &html, &calibration, &top, &paths,
+                               &npaths, &popts, &npopts)) != 0) {
     free (paths);
     free (popts);
     return p < 0 ? EXIT_USAGE : 0;
@@ -652,8 +668,12 @@ search_serve_main (int argc, char **argv)
   }
   if (gpu_db_load_data (&gpus) < 0)
     goto out;
-  if (plugins_open (&set, paths, npaths, popts, npopts) < 0)
+  if (plugins_open (&set, paths, npaths, popts, npopts) < 0 ||
+      (calibration && calib_attach (calibration, &set, &cal) < 0))
     goto out;
+  if (cal.gpu)
+    fprintf (stderr, "perfmod search --serve: %s calibrated on %zu shapes of %s (%s)\n",
+             cal.predictor, cal.shapes, cal.gpu, calibration);
   openblas_set_num_threads (1);
   if (o.jobs == 0) {
     long n = sysconf (_SC_NPROCESSORS_ONLN);
@@ -739,6 +759,7 @@ out:
     atomic_release (plot);
   free (res.pts);
   plugins_unload (&set);
+  calib_free (&cal);
   gpu_db_free (&gpus);
   free (paths);
   free (popts);

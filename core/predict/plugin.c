@@ -591,6 +591,15 @@ plugin_estimate_own (struct plugin *pl, const struct perfmod_kernel *k,
               "returned an invalid interval (%g to %g s around %g s)", e->low, e->high, e->seconds);
     return -1;
   }
+  /* perfmod calibrate's correction of this predictor on this GPU, before the floor */
+  if (pl->calib) {
+    double f = calib_factor (pl->calib, gpu, k->kclass, k->dtype, e->seconds,
+                             calib_intensity (k, gpu));
+    e->seconds *= f;
+    e->spread *= f;
+    e->low *= f;
+    e->high *= f;
+  }
   /* never faster than the GPU allows (physics.h): a prediction under the
    * compute peak or the bandwidth is taken at that floor, and said.  fp32
    * kernels are left as predicted: they are NeuSight's published runs,

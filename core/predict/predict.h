@@ -17,6 +17,8 @@ struct plugin {
   /* the classes of the kernels it predicted faster than the GPU's peak or
    * bandwidth allows, taken at that floor (a bit per kclass) */
   unsigned floored;
+  /* --calibration: this predictor's corrections on one GPU (calib.c), or NULL */
+  const struct calibration *calib;
 };
 struct plugin_set {
   struct plugin *v;
@@ -193,5 +195,43 @@ void tile_rules_free (struct tile_rules *r);
  * naming the kernel) if none does. */
 int tile_of (const struct tile_rules *r, int kclass, const char *kname, int64_t b, int64_t h,
              const int64_t grid[3], double tile[2]);
+
+/* ---- calib.c: perfmod calibrate's corrections ---- */
+struct calib_group {
+  int kclass, dtype;
+  size_t n;              /* the shapes fitted */
+  double a, b, c;        /* measured = predicted x exp(a + b ln(predicted / 1 ms)
+                            + c ln(FLOPs per byte)) */
+};
+struct calibration {
+  char *gpu;             /* the gpus.d section it was fitted on */
+  char *predictor;
+  size_t shapes;         /* all the groups' */
+  struct calib_group *groups;
+  size_t ngroups;
+};
+/* One measured kernel and the predictor's time for it (seconds). */
+struct calib_shape {
+  int kclass, dtype;
+  double measured, predicted;
+  double intensity;      /* FLOPs per byte moved (phys_cost_of's) */
+};
+/* Fit c's groups (c->gpu and c->predictor the caller's) on n shapes: 0, or -1 when no class
+ * and dtype had enough shapes. */
+int calib_fit (struct calibration *c, const struct calib_shape *s, size_t n);
+int calib_write (const struct calibration *c, const char *path, const char *command);
+/* 0, or -1 after naming path:line. */
+int calib_load (struct calibration *c, const char *path);
+void calib_free (struct calibration *c);
+/* --calibration FILE: path loaded into cal and put on its predictor in set (cal must
+ * outlive the set's predictions): 0, or -1 (said). */
+int calib_attach (const char *path, struct plugin_set *set, struct calibration *cal);
+/* The factor c puts on a kernel of that class and dtype predicted in seconds on gpu, of
+ * that arithmetic intensity (FLOPs per byte): 1 on another GPU, for a class and dtype it
+ * has no group of, or without c. */
+double calib_factor (const struct calibration *c, const struct perfmod_gpu *gpu, int kclass,
+                     int dtype, double seconds, double intensity);
+/* A kernel's FLOPs per byte as calibration reads it (0 where it moves no byte). */
+double calib_intensity (const struct perfmod_kernel *k, const struct perfmod_gpu *gpu);
 
 #endif /* PERFMOD_PREDICT_H */

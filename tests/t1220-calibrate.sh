@@ -1,0 +1,93 @@
+#!/bin/sh
+# t1220-calibrate.sh: perfmod calibrate on a GPU's measured GEMMs (a table made 1.5 x the roofline), the correction by hand, applied by --calibration in kernel, predict and eval (on that GPU alone), "calibrated on N shapes"; the benchmark script's plan; bad input.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+plan 17
+
+# An H100 that runs every bf16 GEMM at 1.5 x the roofline's time, 40 shapes
+D="$TMP/md/aiconfigurator/h100_sxm/gemm/x/1"
+mkdir -p "$D"
+echo framework,version,device,op_name,kernel_source,gemm_dtype,m,n,k,latency >"$D/gemm_perf.csv"
+i=0
+for m in 16 256 2048 8192; do
+  for nk in "1024 1024" "4096 1024" "1024 4096" "4096 4096" "8192 2048" "2048 8192" "12288 4096" \
+            "4096 14336" "6144 6144" "16384 2048"; do
+    set -- $nk
+    # perfmod's LINEAR (M, N, K) is the table's (m, k, n)
+    ms=$("$PERFMOD" kernel --op gemm --gpu h100 --dtype bf16 --m "$m" --n "$2" --k "$1" \
+           --predictor roofline --format csv 2>/dev/null | awk -F, 'NR == 2 { printf "%.9g", 1.5 * $5 }')
+    echo "A,1,NVIDIA H100 80GB HBM3,gemm,x,bfloat16,$m,$1,$2,$ms" >>"$D/gemm_perf.csv"
+    i=$((i + 1))
+  done
+done
+
+run_pm calibrate --data "$TMP/md" --gpu h100 --predictor roofline --seed 1 --out "$TMP/h100.cal"
+cp "$TMP/out" "$TMP/cal.out"
+n=$(sed -n 's/.* calibrated on \([0-9]*\) shapes .*/\1/p' "$TMP/out")
+ok $([ "$rc" -eq 0 ] && [ -n "$n" ] && [ "$n" -ge 20 ] && [ "$n" -lt 40 ] &&
+     grep -q '^gpu = NVIDIA_H100_80GB_HBM3$' "$TMP/h100.cal" && grep -q '^predictor = roofline$' "$TMP/h100.cal"; echo $?) \
+  "calibrate: roofline on the H100 calibrated on $n shapes (eval's 80 %), said and written"
+# ln(measured / predicted) = ln 1.5 on every shape: b = 0 and a = n/(n+2) ln 1.5 (the prior's
+# two pseudo-shapes), by hand
+ok $(awk -v n="$n" '$1 == "group" && $2 == "FC" && $3 == "bf16" { f = 1; a = n / (n + 2) * log(1.5)
+       exit !($4 == n && ($5 - a)^2 < 1e-14 && $6^2 < 1e-14 && $7^2 < 1e-14) } END { exit !f }' "$TMP/h100.cal"; echo $?) \
+  "the FC bf16 group: a = n/(n+2) ln 1.5, b = c = 0, by hand"
+K="kernel --op gemm --gpu h100 --dtype bf16 --m 512 --n 5120 --k 3072 --predictor roofline --format csv"
+run_pm $K
+base=$(awk -F, 'NR == 2 { print $5 }' "$TMP/out")
+run_pm $K --calibration "$TMP/h100.cal"
+cal=$(awk -F, 'NR == 2 { print $5 }' "$TMP/out")
+ok $(awk -v b="$base" -v c="$cal" -v n="$n" 'BEGIN { f = exp(n / (n + 2) * log(1.5)); exit !(b > 0 && (c / b / f - 1)^2 < 1e-12) }'; echo $?) \
+  "kernel --calibration: a shape it never saw at exp(a) x the roofline ($base -> $cal ms)"
+run_pm kernel --op gemm --gpu a100 --dtype bf16 --m 512 --n 5120 --k 3072 --predictor roofline --format csv
+a100=$(awk -F, 'NR == 2 { print $5 }' "$TMP/out")
+run_pm kernel --op gemm --gpu a100 --dtype bf16 --m 512 --n 5120 --k 3072 --predictor roofline --format csv --calibration "$TMP/h100.cal"
+ok $([ "$(awk -F, 'NR == 2 { print $5 }' "$TMP/out")" = "$a100" ]; echo $?) "another GPU's prediction is left as it was"
+run_pm kernel --op gemm --gpu h100 --dtype fp8 --m 512 --n 5120 --k 3072 --predictor roofline --format csv
+f8=$(awk -F, 'NR == 2 { print $5 }' "$TMP/out")
+run_pm kernel --op gemm --gpu h100 --dtype fp8 --m 512 --n 5120 --k 3072 --predictor roofline --format csv --calibration "$TMP/h100.cal"
+ok $([ "$(awk -F, 'NR == 2 { print $5 }' "$TMP/out")" = "$f8" ]; echo $?) "... and a dtype it has no group of (fp8)"
+run_pm kernel --op gemm --gpu h100 --dtype bf16 --m 512 --n 5120 --k 3072 --predictor roofline --calibration "$TMP/h100.cal"
+ok $(grep -q "^assumed: .*roofline calibrated on $n shapes of NVIDIA_H100_80GB_HBM3" "$TMP/out"; echo $?) \
+  "the table says what was calibrated, on how many shapes"
+
+# eval on the held-out 20 %: 33 % off before, within the prior's shrink after
+run_pm eval --data "$TMP/md" --predictor roofline --split holdout
+before=$(awk '$1 == "roofline" && $4 == "bf16" { print $8 }' "$TMP/out")
+run_pm eval --data "$TMP/md" --predictor roofline --split holdout --calibration "$TMP/h100.cal"
+after=$(awk '$1 == "roofline" && $4 == "bf16" { print $8 }' "$TMP/out")
+ok $([ "$rc" -eq 0 ] && awk -v b="$before" -v a="$after" -v n="$n" 'BEGIN { want = 100 * (1 - exp(-2 / (n + 2) * log(1.5)))
+       exit !((b - 100 / 3)^2 < 0.01 && (a - want)^2 < 0.01) }' && grep -q 'calibrated on' "$TMP/err"; echo $?) \
+  "eval --calibration on the held-out shapes: median error $before -> $after % (1 - 1.5^(-2/(n+2)))"
+# predict: a whole model's step grows with it, the assumed: line says so
+run_pm --model gpt3-2.7b --gpu h100 --batch 1 --seq 512 --predictor roofline --format json
+p0=$(jq '.predictions[0].e2e_ms' "$TMP/out")
+run_pm --model gpt3-2.7b --gpu h100 --batch 1 --seq 512 --predictor roofline --format json --calibration "$TMP/h100.cal"
+ok $([ "$rc" -eq 0 ] && jq -e --argjson p "$p0" '.predictions[0].e2e_ms > $p and (.assumed | test("roofline calibrated on"))' \
+       "$TMP/out" >/dev/null; echo $?) "predict --calibration: the run's GEMMs corrected, said in assumed"
+
+run_pm calibrate --data "$TMP/md" --gpu h100 --predictor roofline --shapes 5 --seed 2 --out "$TMP/five.cal"
+ok $([ "$rc" -eq 0 ] && grep -q '^shapes = 5$' "$TMP/five.cal" && grep -q 'calibrated on 5 shapes' "$TMP/out"; echo $?) \
+  "--shapes 5: five of the shapes, drawn by the seed"
+
+# the benchmark script's plan, without a GPU
+python3 "$top_srcdir/scripts/calibrate-bench.py" --out "$TMP/cb" --dry-run --shapes 7 >"$TMP/plan" 2>&1
+ok $([ "$(grep -c '^bf16 [0-9]* [0-9]* [0-9]*$' "$TMP/plan")" = 7 ] && [ ! -e "$TMP/cb" ]; echo $?) \
+  "calibrate-bench.py --dry-run: the 7 GEMMs it would measure, nothing written"
+
+# bad input
+expect_one_line 2 "calibrate needs --data DIR" "calibrate without --gpu: refused" -- \
+  calibrate --data "$TMP/md" --out "$TMP/x.cal"
+expect_one_line 1 "no measured kernel of a100-sxm-80gb" "calibrate on a GPU the tables have no rows of: said, exit 1" -- \
+  calibrate --data "$TMP/md" --gpu a100 --predictor roofline --out "$TMP/y.cal"
+ok $([ ! -e "$TMP/y.cal" ]; echo $?) "... and leaves no file"
+printf 'gpu = h100\npredictor = roofline\ngroup FC bf16 3 x 0\n' >"$TMP/bad.cal"
+expect_one_line 2 "bad.cal:3: '" "a calibration's bad group line: refused at file:line" -- \
+  kernel --op gemm --gpu h100 --m 64 --n 64 --k 64 --calibration "$TMP/bad.cal"
+printf 'gpu = h100\npredictor = nosuch\ngroup FC bf16 3 0.1 0 0\n' >"$TMP/pred.cal"
+expect_one_line 2 "pred.cal: predictor 'nosuch' is not loaded" "a calibration of a predictor not loaded: refused" -- \
+  --model gpt3-2.7b --calibration "$TMP/pred.cal"
+expect_one_line 2 "--calibration: corrects predictions .*not perfmod graph" "--calibration where nothing is predicted: refused" -- \
+  graph --model gpt3-2.7b --calibration "$TMP/h100.cal"
+expect_one_line 2 "--shapes: how many shapes perfmod calibrate fits on, not perfmod eval" "--shapes outside calibrate: refused" -- \
+  eval --data "$TMP/md" --shapes 5
+finish
