@@ -214,7 +214,8 @@ report_json (const struct perfmod_serve_request *q, const struct perfmod_serve_r
     const struct perfmod_serve_stats *s = stat_of (r, i);
     json_object_set_new (lat, stat_names[i],
                          json_pack ("{s:o, s:o, s:o, s:o}", "mean", json_num (s->mean), "p50",
-                                    json_num (s->p50), "p90", json_num (s->p90), "p99", json_num (s->p99)));
+                                    json_num (s->p50), "p90", json_num (s->p90), "p99",
+                                    json_num (s->p99)));
   }
   json_object_update (root, lat);
   json_decref (lat);
@@ -376,8 +377,10 @@ serve_main (int argc, char **argv)
     goto out;
   }
   ge = gpu_db_find (&gpus, o.req.gpu ? o.req.gpu : DEFAULT_GPU);
-  if (o.html && serve_html (&o, &res, ge->name) < 0)
+  if (o.html && serve_html (&o, &res, ge->name) < 0) {
+    rc = EXIT_RUNTIME;
     goto out;
+  }
   if (strcmp (o.format, "json") == 0)
     report_json (&o.req, &res, ge->name, stdout);
   else if (strcmp (o.format, "csv") == 0)
