@@ -325,7 +325,7 @@ row_csv (const struct sopts *o, const struct perfmod_search_row *f, size_t rank,
     fprintf (out, "%.6g", f->train_hours);
   fputc (',', out);
   if (cost_given (o))
-    fprintf (out, "%.6g", f->cost_usd);
+    fprintf (out, "%.2f", f->cost_usd);
   fputc ('\n', out);
 }
 
@@ -336,9 +336,11 @@ row_table (const struct sopts *o, const struct perfmod_search_row *f, size_t ran
 {
   char hours[24] = "-", cost[24] = "-";
   if (hours_given (o))
-    snprintf (hours, sizeof hours, "%.4g", f->train_hours);
-  if (cost_given (o))
-    snprintf (cost, sizeof cost, "%.4g", f->cost_usd);
+    snprintf (hours, sizeof hours, "%.1f", f->train_hours);
+  if (cost_given (o) && f->cost_usd >= 1000)   /* 7934727, not 7.935e+06 */
+    snprintf (cost, sizeof cost, "%.0f", f->cost_usd);
+  else if (cost_given (o))
+    snprintf (cost, sizeof cost, "%.2f", f->cost_usd);
   fprintf (out, "%4zu ", rank);
   if (gpu)
     fprintf (out, "%-24s ", gpu);
@@ -702,7 +704,7 @@ search_gpus (const struct sopts *o, struct plugin_set *set, const struct gpu_db 
               (unsigned long long) res[i].configurations, (unsigned long long) res[i].predicted,
               res[i].seconds);
       if (res[i].nbest && cost_given (o))
-        printf ("its best %.1f ms a step, %.0f tokens/s, $%.4g\n", res[i].best[0].step_ms,
+        printf ("its best %.1f ms a step, %.0f tokens/s, $%.2f\n", res[i].best[0].step_ms,
                 res[i].best[0].tokens_per_s, res[i].best[0].cost_usd);
       else if (res[i].nbest)
         printf ("its best %.1f ms a step, %.0f tokens/s\n", res[i].best[0].step_ms,

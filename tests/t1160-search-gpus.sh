@@ -23,7 +23,7 @@ ok $(awk -F, 'NR > 2 && $NF + 0 < prev {bad = 1} NR > 1 {prev = $NF + 0} END {ex
      "$TMP/out"; echo $?) "ranked by cost, cheapest first, across the GPUs"
 # the table's line per GPU: its own best, whatever the ranking shows
 run_pm $args --gpu h100,h200,b200 --price-per-gpu-hour 2.5,3.5,6 --objective cost --top 3
-want=$(awk -v c="$cost_h200" 'BEGIN {printf "$%.4g", c}')
+want=$(awk -v c="$cost_h200" 'BEGIN {printf "$%.2f", c}')
 ok $(grep '^  h200-sxm ' "$TMP/out" | grep -qF "its best" &&
      grep '^  h200-sxm ' "$TMP/out" | grep -qF "$want"; echo $?) \
   "the table says each GPU's own best, H200's $want among them"
