@@ -16,8 +16,9 @@
  * and the arithmetic intensity are the two things a GPU's difference shows in: a slower
  * clock or launch shifts the short kernels, other matrix units or caches the compute- or
  * the memory-bound ones (on L40S left out of training, fp8 GEMMs' median error 35 % goes to
- * 28 % with the time alone, 17 % with both, from 200 shapes).  Fewer than CALIB_MIN_N
- * shapes: no correction. */
+ * 28 % with the time alone, 18 % with both, from 200 shapes).  Fewer than CALIB_MIN_N
+ * shapes: no correction.  The slopes apply beyond the times and intensities they were
+ * fitted on too (not clamped to that range yet). */
 #define CALIB_PRIOR_N 2.0
 #define CALIB_PRIOR_XX 1.0
 #define CALIB_MIN_N 3
