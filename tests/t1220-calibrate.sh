@@ -41,11 +41,13 @@ ok $(awk -v b="$base" -v c="$cal" -v n="$n" 'BEGIN { f = exp(n / (n + 2) * log(1
 run_pm kernel --op gemm --gpu a100 --dtype bf16 --m 512 --n 5120 --k 3072 --predictor roofline --format csv
 a100=$(awk -F, 'NR == 2 { print $5 }' "$TMP/out")
 run_pm kernel --op gemm --gpu a100 --dtype bf16 --m 512 --n 5120 --k 3072 --predictor roofline --format csv --calibration "$TMP/h100.cal"
-ok $([ "$(awk -F, 'NR == 2 { print $5 }' "$TMP/out")" = "$a100" ]; echo $?) "another GPU's prediction is left as it was"
+ok $([ "$(awk -F, 'NR == 2 { print $5 }' "$TMP/out")" = "$a100" ] && awk -v t="$a100" 'BEGIN { exit !(t > 0) }'
+     echo $?) "another GPU's prediction is left as it was ($a100 ms)"
 run_pm kernel --op gemm --gpu h100 --dtype fp8 --m 512 --n 5120 --k 3072 --predictor roofline --format csv
 f8=$(awk -F, 'NR == 2 { print $5 }' "$TMP/out")
 run_pm kernel --op gemm --gpu h100 --dtype fp8 --m 512 --n 5120 --k 3072 --predictor roofline --format csv --calibration "$TMP/h100.cal"
-ok $([ "$(awk -F, 'NR == 2 { print $5 }' "$TMP/out")" = "$f8" ]; echo $?) "... and a dtype it has no group of (fp8)"
+ok $([ "$(awk -F, 'NR == 2 { print $5 }' "$TMP/out")" = "$f8" ] && awk -v t="$f8" 'BEGIN { exit !(t > 0) }'
+     echo $?) "... and a dtype it has no group of (fp8, $f8 ms)"
 run_pm kernel --op gemm --gpu h100 --dtype bf16 --m 512 --n 5120 --k 3072 --predictor roofline --calibration "$TMP/h100.cal"
 ok $(grep -q "^assumed: .*roofline calibrated on $n shapes of NVIDIA_H100_80GB_HBM3" "$TMP/out"; echo $?) \
   "the table says what was calibrated, on how many shapes"
@@ -71,8 +73,14 @@ ok $([ "$rc" -eq 0 ] && grep -q '^shapes = 5$' "$TMP/five.cal" && grep -q 'calib
 
 # the benchmark script's plan, without a GPU
 python3 "$top_srcdir/scripts/calibrate-bench.py" --out "$TMP/cb" --dry-run --shapes 7 >"$TMP/plan" 2>&1
-ok $([ "$(grep -c '^bf16 [0-9]* [0-9]* [0-9]*$' "$TMP/plan")" = 7 ] && [ ! -e "$TMP/cb" ]; echo $?) \
-  "calibrate-bench.py --dry-run: the 7 GEMMs it would measure, nothing written"
+# each a shape perfmod predicts (the table's m, n, k: perfmod's M, K, N)
+grep '^bf16 ' "$TMP/plan" | while read -r d m n k; do
+  "$PERFMOD" kernel --op gemm --gpu h100 --dtype bf16 --m "$m" --n "$k" --k "$n" --predictor roofline \
+    --format csv 2>/dev/null | awk -F, 'NR == 2 && $5 > 0 { print "ok" }'
+done >"$TMP/planned"
+ok $([ "$(grep -c '^bf16 [0-9]* [0-9]* [0-9]*$' "$TMP/plan")" = 7 ] && [ "$(grep -c ok "$TMP/planned")" = 7 ] &&
+     [ ! -e "$TMP/cb" ]; echo $?) \
+  "calibrate-bench.py --dry-run: the 7 GEMMs it would measure, each one perfmod predicts; nothing written"
 
 # bad input
 expect_one_line 2 "calibrate needs --data DIR" "calibrate without --gpu: refused" -- \
