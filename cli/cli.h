@@ -92,6 +92,9 @@ int cmd_predict (struct cli *c, struct plugin_set *set);
 int predict_html (struct cli *c, struct plugin_set *set);
 /* Read path whole into *text (NUL-terminated; the caller frees): 0, or -1 (said). */
 int slurp (const char *path, char **text, size_t *len);
+/* A new empty file of $TMPDIR (or /tmp) for a chart drawn aside: its path (the caller
+ * unlinks and frees it), or NULL with errno. */
+char *aside_file (void);
 int cmd_train (struct cli *c);
 int cmd_eval (struct cli *c, struct plugin_set *set);
 /* perfmod calibrate (learn.c) */

@@ -461,10 +461,12 @@ kernel_main (int argc, char **argv)
       goto out;
     }
   double moved = k.kclass == PERFMOD_KERNEL_COMM ? pc.comm_bytes : pc.bytes;
-  char calib_text[256] = "";
-  if (cal.gpu)
-    snprintf (calib_text, sizeof calib_text, "; %s calibrated on %zu shapes of %s (%s)",
-              cal.predictor, cal.shapes, cal.gpu, o.calibration);
+  char calib_text[512] = "";
+  if (cal.gpu) {
+    calib_text[0] = ';';
+    calib_text[1] = ' ';
+    calib_describe (&cal, o.calibration, calib_text + 2, sizeof calib_text - 2);
+  }
   if (!json && !csv)
     printf ("perfmod kernel: %s, %s, on %s; %.4g GFLOP, %.4g MB%s\n"
             "assumed: %s%s%s\n\n%-12s %12s %10s %10s  %-19s  %s\n", o.op, dtype_name (dtype),

@@ -343,13 +343,10 @@ out:
 int
 calibration_attach (struct cli *c, struct plugin_set *set, struct calibration *cal)
 {
-  char *what;
-  int rc = calib_attach (c->calibration, set, cal) < 0 ? EXIT_USAGE : 0;
-  if (rc)
-    return rc;
-  what = xasprintf ("%s calibrated on %zu shapes of %s (%s)", cal->predictor, cal->shapes,
-                    cal->gpu, c->calibration);
+  char what[512];
+  if (calib_attach (c->calibration, set, cal) < 0)
+    return EXIT_USAGE;
+  calib_describe (cal, c->calibration, what, sizeof what);
   assume (c, what);
-  free (what);
   return 0;
 }

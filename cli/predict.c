@@ -723,21 +723,15 @@ page_title (const char *json, size_t len)
 int
 predict_html (struct cli *c, struct plugin_set *set)
 {
-  const char *dir = getenv ("TMPDIR");
   struct cli one = *c;
   struct one_gpu a = { &one, set };
   bool chart = c->gen == 0 && !(c->gpu && strchr (c->gpu, ','));   /* as --plot draws */
-  char *svgpath = xasprintf ("%s/perfmod-chart-XXXXXX", dir && *dir ? dir : "/tmp");
-  char *json = NULL, *svg = NULL, *title;
+  char *svgpath = NULL, *json = NULL, *svg = NULL, *title;
   size_t jlen = 0, slen = 0;
-  int fd, rc;
-  if (output_check (c->html) < 0) {
-    free (svgpath);
+  int rc;
+  if (output_check (c->html) < 0)
     return EXIT_RUNTIME;
-  }
-  if (chart && (fd = mkstemp (svgpath)) >= 0)
-    close (fd);
-  else
+  if (chart && (svgpath = aside_file ()) == NULL)
     chart = false;
   one.format = "json";
   one.html = NULL;

@@ -794,9 +794,11 @@ search_main (int argc, char **argv)
   if (plugins_open (&set, o.paths, o.npaths, o.popts, o.npopts) < 0 ||
       (o.calibration && calib_attach (o.calibration, &set, &cal) < 0))
     goto out;
-  if (cal.gpu && mpi_rank == 0)
-    fprintf (stderr, "perfmod search: %s calibrated on %zu shapes of %s (%s)\n", cal.predictor,
-             cal.shapes, cal.gpu, o.calibration);
+  if (cal.gpu && mpi_rank == 0) {
+    char what[512];
+    calib_describe (&cal, o.calibration, what, sizeof what);
+    fprintf (stderr, "perfmod search: %s\n", what);
+  }
   memset (&req, 0, sizeof req);
   req.struct_size = sizeof req;
   req.model = o.model;

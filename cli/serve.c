@@ -368,9 +368,11 @@ serve_main (int argc, char **argv)
   if (plugins_open (&set, o.paths, o.npaths, o.popts, o.npopts) < 0 ||
       (o.calibration && calib_attach (o.calibration, &set, &cal) < 0))
     goto out;
-  if (cal.gpu)
-    fprintf (stderr, "perfmod serve: %s calibrated on %zu shapes of %s (%s)\n", cal.predictor,
-             cal.shapes, cal.gpu, o.calibration);
+  if (cal.gpu) {
+    char what[512];
+    calib_describe (&cal, o.calibration, what, sizeof what);
+    fprintf (stderr, "perfmod serve: %s\n", what);
+  }
   openblas_set_num_threads (1);   /* one network row at a time: its threads only contend */
   if ((p = serve_run (&set, &gpus, &o.req, &res, NULL)) < 0) {
     rc = plugins_exit_status (p == -1 ? EXIT_USAGE : EXIT_RUNTIME);
@@ -606,11 +608,10 @@ static int
 search_serve_html (const struct serve_search_opts *o, const struct serve_search_result *res,
                    const struct gpu_db *gpus, const char *html)
 {
-  const char *dir = getenv ("TMPDIR");
   char *json = NULL, *svg = NULL, *title, *aside = NULL;
   size_t jlen = 0, slen = 0;
   FILE *mem = open_memstream (&json, &jlen);
-  int rc = 0, fd;
+  int rc = 0;
   if (mem == NULL) {
     pm_error ("--html %s: cannot hold the answer: %s", html, strerror (errno));
     return EXIT_RUNTIME;
@@ -618,13 +619,16 @@ search_serve_html (const struct serve_search_opts *o, const struct serve_search_
   search_serve_json (o, res, gpus, mem);
   fclose (mem);
   /* the chart drawn aside for the page (--plot's file is drawn after) */
-  aside = xasprintf ("%s/perfmod-chart-XXXXXX", dir && *dir ? dir : "/tmp");
-  if ((fd = mkstemp (aside)) < 0 || (close (fd), frontier_draw (o, res, aside)) != 0 ||
-      slurp (aside, &svg, &slen) < 0)
+  if ((aside = aside_file ()) == NULL) {
+    pm_error ("--html %s: no file for its chart: %s", html, strerror (errno));
     rc = EXIT_RUNTIME;
-  if (fd >= 0)
+  }
+  else {
+    if (frontier_draw (o, res, aside) != 0 || slurp (aside, &svg, &slen) < 0)
+      rc = EXIT_RUNTIME;
     unlink (aside);
-  free (aside);
+    free (aside);
+  }
   title = xasprintf ("%s on %lld x %s, isl %lld, osl %lld: serving deployments", o->model,
                      (long long) o->gpus, o->gpu ? o->gpu : DEFAULT_GPU, (long long) o->isl,
                      (long long) o->osl);
@@ -674,9 +678,11 @@ search_serve_main (int argc, char **argv)
   if (plugins_open (&set, paths, npaths, popts, npopts) < 0 ||
       (calibration && calib_attach (calibration, &set, &cal) < 0))
     goto out;
-  if (cal.gpu)
-    fprintf (stderr, "perfmod search --serve: %s calibrated on %zu shapes of %s (%s)\n",
-             cal.predictor, cal.shapes, cal.gpu, calibration);
+  if (cal.gpu) {
+    char what[512];
+    calib_describe (&cal, calibration, what, sizeof what);
+    fprintf (stderr, "perfmod search --serve: %s\n", what);
+  }
   openblas_set_num_threads (1);
   if (o.jobs == 0) {
     long n = sysconf (_SC_NPROCESSORS_ONLN);

@@ -334,12 +334,24 @@ dist_options_init (struct dist_options *o, const struct cli *c, const struct wor
   o->gpus_per_node = gpn;
 }
 
+/* fp's contents from its start into *text (NUL-terminated) and *len: 0, or -1 with errno. */
+static int
+read_whole (FILE *fp, char **text, size_t *len)
+{
+  long n;
+  if (fseek (fp, 0, SEEK_END) != 0 || (n = ftell (fp)) < 0 || fseek (fp, 0, SEEK_SET) != 0)
+    return -1;
+  *text = xmalloc ((size_t) n + 1);
+  *len = fread (*text, 1, (size_t) n, fp);
+  (*text)[*len] = '\0';
+  return 0;
+}
+
 int
 capture_stdout (int (*fn) (void *), void *arg, char **text, size_t *len)
 {
   FILE *tmp = tmpfile ();
   int saved = -1, rc;
-  long n;
   *text = NULL;
   *len = 0;
   if (tmp == NULL || fflush (stdout) != 0 || (saved = dup (STDOUT_FILENO)) < 0 ||
@@ -355,14 +367,10 @@ capture_stdout (int (*fn) (void *), void *arg, char **text, size_t *len)
   fflush (stdout);
   dup2 (saved, STDOUT_FILENO);
   close (saved);
-  if (fseek (tmp, 0, SEEK_END) != 0 || (n = ftell (tmp)) < 0 || fseek (tmp, 0, SEEK_SET) != 0) {
+  if (read_whole (tmp, text, len) < 0) {
     pm_error ("cannot read the answer back: %s", strerror (errno));
-    fclose (tmp);
-    return EXIT_RUNTIME;
+    rc = EXIT_RUNTIME;
   }
-  *text = xmalloc ((size_t) n + 1);
-  *len = fread (*text, 1, (size_t) n, tmp);
-  (*text)[*len] = '\0';
   fclose (tmp);
   return rc;
 }
@@ -371,19 +379,27 @@ int
 slurp (const char *path, char **text, size_t *len)
 {
   FILE *fp = fopen (path, "rb");
-  long n;
-  *text = NULL;
-  *len = 0;
-  if (fp == NULL || fseek (fp, 0, SEEK_END) != 0 || (n = ftell (fp)) < 0 ||
-      fseek (fp, 0, SEEK_SET) != 0) {
+  int rc = fp ? read_whole (fp, text, len) : -1;
+  if (rc < 0) {
+    *text = NULL;
+    *len = 0;
     pm_error ("%s: cannot read it back: %s", path, strerror (errno));
-    if (fp)
-      fclose (fp);
-    return -1;
   }
-  *text = xmalloc ((size_t) n + 1);
-  *len = fread (*text, 1, (size_t) n, fp);
-  (*text)[*len] = '\0';
-  fclose (fp);
-  return 0;
+  if (fp)
+    fclose (fp);
+  return rc;
+}
+
+char *
+aside_file (void)
+{
+  const char *dir = getenv ("TMPDIR");
+  char *path = xasprintf ("%s/perfmod-chart-XXXXXX", dir && *dir ? dir : "/tmp");
+  int fd = mkstemp (path);
+  if (fd < 0) {
+    free (path);
+    return NULL;
+  }
+  close (fd);
+  return path;
 }

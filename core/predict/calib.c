@@ -216,6 +216,13 @@ calib_load (struct calibration *c, const char *path)
   return 0;
 }
 
+void
+calib_describe (const struct calibration *c, const char *path, char *buf, size_t len)
+{
+  snprintf (buf, len, "%s calibrated on %zu shapes of %s (%s)", c->predictor, c->shapes, c->gpu,
+            path);
+}
+
 int
 calib_attach (const char *path, struct plugin_set *set, struct calibration *cal)
 {

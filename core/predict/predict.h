@@ -226,6 +226,8 @@ void calib_free (struct calibration *c);
 /* --calibration FILE: path loaded into cal and put on its predictor in set (cal must
  * outlive the set's predictions): 0, or -1 (said). */
 int calib_attach (const char *path, struct plugin_set *set, struct calibration *cal);
+/* What every command says of it: "tile-mlp calibrated on N shapes of G (path)". */
+void calib_describe (const struct calibration *c, const char *path, char *buf, size_t len);
 /* The factor c puts on a kernel of that class and dtype predicted in seconds on gpu, of
  * that arithmetic intensity (FLOPs per byte): 1 on another GPU, for a class and dtype it
  * has no group of, or without c. */
