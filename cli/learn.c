@@ -61,9 +61,14 @@ eval_filters (const struct cli *c, const struct gpu_db *gpus, int *dtype,
       for (i = 0; mdata_tables[i] && strcmp (mdata_tables[i], *t); i++)
         ;
       if (mdata_tables[i] == NULL) {
-        pm_error ("--table '%s': expected a comma list of gemm, context_attention, "
-                  "generation_attention, nccl, vidur_comm, vidur_layer, aiter_gemm, "
-                  "llmcompass_gemm", *t);
+        char *all = xstrdup (mdata_tables[0]);
+        for (i = 1; mdata_tables[i]; i++) {
+          char *more = xasprintf ("%s, %s", all, mdata_tables[i]);
+          free (all);
+          all = more;
+        }
+        pm_error ("--table '%s': expected a comma list of %s", *t, all);
+        free (all);
         return -1;
       }
     }

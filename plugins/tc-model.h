@@ -20,8 +20,8 @@
 enum tc_group { TC_GEMM, TC_ATTENTION, TC_VECTOR, TC_COMM, TC_MOE, TC_DEEPEP, TC_NGROUPS };
 static const char *const tc_group_keys[TC_NGROUPS] = { "tc_gemm", "tc_attention", "tc_vector",
                                                        "tc_comm", "tc_moe", "tc_deepep" };
-static const int tc_group_nfeat[TC_NGROUPS] = { 16, 15, 14, 15, 18, 11 };
-#define TC_NFEAT_MAX 18
+static const int tc_group_nfeat[TC_NGROUPS] = { 18, 15, 14, 15, 19, 11 };
+#define TC_NFEAT_MAX 19
 /* A fused MoE layer runs about this many kernels (routing's sort,
  * permute, two grouped GEMMs, the activation, the combine): its fixed
  * cost is that many launches. */
@@ -160,7 +160,9 @@ tc_case_of (const struct perfmod_kernel *k, const struct perfmod_gpu *g, int fea
     double m = (double) k->m, n = (double) k->n, kk = (double) k->k;
     double tm = ceil (m / TC_TILE), tk = ceil (kk / TC_TILE);
     /* A batch of products is seen as one product of the batch's rows
-     * stacked: the tables hold almost no batched GEMMs to learn b from. */
+     * stacked, told that it is a batch and how many (x[16], x[17]):
+     * batched kernels (cuBLAS's strided-batched, MLA's per-head products
+     * over transposed views) pay more than a GEMM of the same rows. */
     x[0] = tc_log2 (b * m);
     x[1] = tc_log2 (n);
     x[2] = tc_log2 (kk);
@@ -176,6 +178,8 @@ tc_case_of (const struct perfmod_kernel *k, const struct perfmod_gpu *g, int fea
     tc_chip (&pc, g, features, x + 11);
     x[14] = k->dtype == PERFMOD_DTYPE_TF32;
     x[15] = k->dtype == PERFMOD_DTYPE_FP8_BLOCK;
+    x[16] = k->kclass == PERFMOD_KERNEL_BMM;
+    x[17] = tc_log2 (b);
     return 0;
   }
   case TC_ATTENTION: {
@@ -280,13 +284,14 @@ tc_case_of (const struct perfmod_kernel *k, const struct perfmod_gpu *g, int fea
     /* the expert-parallel degree, not the time in clock cycles: with two
      * training GPUs a time describes the chip more than the kernel */
     x[12] = tc_log2 ((k->b > 0 ? (double) k->b : local) / local);
-    /* block-scaled fp8 layers as per-tensor fp8 ones (their rows are not
-     * read yet): H100's tables time them alike, 0.58-0.79x bf16's against
-     * 0.70-0.77x, geometric means per table of the shapes both have */
+    /* block-scaled fp8 is fp8 (x[13]) with its scales' cost beside
+     * (x[18]), as for the GEMMs: an engine whose tables have one of the
+     * two starts the other from it */
     x[13] = k->dtype == PERFMOD_DTYPE_FP8 || k->dtype == PERFMOD_DTYPE_FP8_BLOCK;
     for (int i = 0; i < TC_MOE_NENGINES; i++)
       x[14 + i] = eng && strcmp (eng, tc_moe_engines[i]) == 0;
     x[17] = tc_log2 (local);
+    x[18] = k->dtype == PERFMOD_DTYPE_FP8_BLOCK;
     return 0;
   }
   default:

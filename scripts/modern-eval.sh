@@ -50,8 +50,12 @@ fold () {
   train_and_eval "logo-$name" "--table $tabs --gpu $test" -- --table "$tabs" --in-dist "$train"
 }
 A100=a100-sxm-80gb H100=NVIDIA_H100_80GB_HBM3,h100-sxm L40S=l40s RTX=rtx-pro-6000-server GB200=gb200
+NV="$A100,$H100,$L40S,$RTX,$GB200"
 aic=${AIC_TABLES:-gemm,context_attention}
-# FOLDS chooses the aiconfigurator folds (default all five; "none" for the vidur ones alone);
+# the AMD folds: aiter's MI300X and MI308X GEMMs, LLMCompass's MI210, beside every other table's
+amd=${AMD_TABLES:-gemm,aiter_gemm,llmcompass_gemm,mla_bmm}
+# FOLDS chooses the folds (default the five aiconfigurator GPUs; mi300x, mi308x and mi210 are
+# the AMD ones; "none" for the vidur ones alone);
 # VIDUR=0 leaves vidur's out
 folds=${FOLDS:-a100 h100 l40s rtx-pro-6000 gb200}
 for f in $folds; do
@@ -61,6 +65,9 @@ for f in $folds; do
   l40s) fold l40s "$L40S" "$A100,$H100,$RTX,$GB200" "$aic" ;;
   rtx-pro-6000) fold rtx-pro-6000 "$RTX" "$A100,$H100,$L40S,$GB200" "$aic" ;;
   gb200) fold gb200 "$GB200" "$A100,$H100,$L40S,$RTX" "$aic" ;;
+  mi300x) fold mi300x mi300x "$NV,mi308x,mi210" "$amd" ;;
+  mi308x) fold mi308x mi308x "$NV,mi300x,mi210" "$amd" ;;
+  mi210) fold mi210 mi210 "$NV,mi300x,mi308x" "$amd" ;;
   none) ;;
   *) echo "modern-eval.sh: FOLDS: no fold '$f'" >&2; exit 2 ;;
   esac

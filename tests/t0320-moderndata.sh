@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0320-moderndata.sh: the modern measured-kernel tables: gzip CSV readers, one row per shape (the median), the seeded split, eval's groups, the physical roofline per dtype, bad input with file:line, and tile-mlp's tensor-core networks.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 49
+plan 54
 
 D="$TMP/md"
 G="$D/aiconfigurator/h100_sxm"
@@ -234,4 +234,38 @@ ok $(awk -v a="$n16x128" -v b="$n64x128" -v c="$n512x128" 'BEGIN { exit !(a > 0 
   "tile-mlp: 128-wide bf16 norms take longer with more rows, not shorter"
 ok $(awk -v a="$n16x128" -v b="$n1x2560" 'BEGIN { exit !(a > 0 && a == b) }'; echo $?) \
   "tile-mlp: a 16 x 128 bf16 norm is its 2048 outputs in one 2560-wide row, the narrowest trained"
+# MLA's absorbed-decode products (aiconfigurator mla_bmm_perf): a BMM per head over the
+# tokens, pre (128 -> 512 wide) and post (512 -> 128).  The bf16 pre shape three times (10,
+# 20, 30 us: the median is 20); fp8 is per tensor in SGLang's rows and block-scaled in
+# TensorRT-LLM's; TensorRT-LLM's products dequantised to bf16 are left out.
+M="$TMP/mla/aiconfigurator/h100_sxm/mla_bmm"
+mkdir -p "$M/s/1" "$M/t/1"
+HM=framework,version,device,op_name,kernel_source,bmm_dtype,num_tokens,num_heads,latency
+{ echo $HM
+  echo "SGLang,1,$dev,mla_gen_pre,default,bfloat16,64,16,0.010"
+  echo "SGLang,2,$dev,mla_gen_pre,default,bfloat16,64,16,0.030"
+  echo "SGLang,1,$dev,mla_gen_post,default,fp8,64,16,0.05"; } | gzip >"$M/s/1/mla_bmm_perf.csv.gz"
+{ echo $HM
+  echo "TRTLLM,1,$dev,mla_gen_pre,default,bfloat16,64,16,0.020"
+  echo "TRTLLM,1,$dev,mla_gen_post,default,fp8,64,16,0.04"
+  echo "TRTLLM,2,$dev,mla_gen_post,trtllm_bmm_out_dequant_bf16,fp8,64,16,0.04"; } \
+  | gzip >"$M/t/1/mla_bmm_perf.csv.gz"
+run_pm eval --data "$TMP/mla" --table mla_bmm --predictor roofline --per-op --format csv
+ok $([ $rc -eq 0 ] && grep -qx "perfmod: $TMP/mla: 1 row of dtypes perfmod does not model left out (fp8 dequantised to bf16)" "$TMP/err"; echo $?) \
+  "mla_bmm: the dequantising fp8 products are left out, said in one line"
+# perfmod eval's per-op columns: ...,class 6, dtype 7, b 8, m 9, n 10, k 11, ..., measurements 16, measured_ms 17
+ok $(awk -F, 'NR > 1 { r[$7] = $6 " " $8 " " $9 " " $10 " " $11 " " $16 " " $17 }
+     END { exit !(r["bf16"] == "BMM 16 64 128 512 3 0.02" && r["fp8"] == "BMM 16 64 512 128 1 0.05" &&
+                  r["fp8_block"] == "BMM 16 64 512 128 1 0.04" && NR == 4) }' "$TMP/out"; echo $?) \
+  "mla_bmm: pre is 16 heads of 64 x 128 by 128 x 512, post 512 by 128; fp8 per tensor (SGLang) and block-scaled (TensorRT-LLM); one row per shape, the median"
+# pre at the bf16 roofline: 2 x 16 x 64 x 128 x 512 FLOPs; 16 x (64 x 128 + 128 x 512 + 64 x 512) bf16 values
+ok $(awk -F, -v bf="$bf16" -v bw="$bw" 'NR > 1 && $7 == "bf16" {
+       f = 2 * 16 * 64 * 128 * 512 / (bf * 1e12); b = 2 * 16 * (64 * 128 + 128 * 512 + 64 * 512) / (bw * 1e9)
+       want = (f > b ? f : b) * 1e3; d = $18 / want - 1; exit !(d < 1e-6 && d > -1e-6) }' "$TMP/out"; echo $?) \
+  "mla_bmm: the roofline of a pre product, its FLOPs and its three matrices' bytes"
+run_pm eval --data "$TMP/mla" --table mla_bmm --predictor tile-mlp
+ok $([ $rc -eq 0 ] && grep -Eq '^tile-mlp +mla_bmm +BMM +bf16 ' "$TMP/out"; echo $?) "mla_bmm: tile-mlp's GEMM networks predict the batched products"
+{ echo $HM; echo "SGLang,1,$dev,mla_gen_mid,default,bfloat16,64,16,0.010"; } | gzip >"$M/s/1/mla_bmm_perf.csv.gz"
+expect_fail 2 "mla_bmm_perf.csv.gz:2: op_name 'mla_gen_mid': expected mla_gen_pre or mla_gen_post" \
+  "mla_bmm: an unknown product is refused at its file:line" -- eval --data "$TMP/mla" --table mla_bmm --predictor roofline
 finish

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "internal.h"
@@ -421,10 +422,8 @@ read_moe (struct table *t)
     }
     else
       continue;
-    /* block-scaled fp8 MoE layers (DeepGEMM's, H100) are not modelled yet:
-     * the MoE network knows bf16 and per-tensor fp8 */
-    if ((k.dtype = dtype_of_cell (t->r.fields[ct])) < 0 || k.dtype >= PERFMOD_DTYPE_COUNT) {
-      unmodelled (t, k.dtype < 0 ? t->r.fields[ct] : "fp8_block MoE layers");
+    if ((k.dtype = dtype_of_cell (t->r.fields[ct])) < 0 || k.dtype == PERFMOD_DTYPE_NVFP4) {
+      unmodelled (t, k.dtype < 0 ? t->r.fields[ct] : "nvfp4 MoE layers");
       continue;
     }
     if (!cell_int (t, cn, "num_tokens", 1, &k.m) || !cell_int (t, ch, "hidden_size", 1, &k.n) ||
@@ -703,6 +702,60 @@ read_vidur_layer (struct table *t)
   }
 }
 
+/* aiconfigurator mla_bmm_perf: the two batched products of MLA's absorbed
+ * decode (builder.c, mla_attention), one per head over the step's tokens:
+ * mla_gen_pre takes the queries' no-rope part (128 wide) into the latent
+ * (512 wide, W_UK), mla_gen_post the latent context out to the value
+ * width (128, W_UV): DeepSeek-V3's widths, fixed in the collectors.  fp8
+ * is a kernel of the framework's: SGLang's sgl_kernel bmm_fp8 scales per
+ * tensor (fp8), TensorRT-LLM's fp8_block_scaling_bmm per 1 x 128 / 128 x
+ * 128 block (fp8_block), each timed with its activations' quantisation;
+ * TensorRT-LLM's Blackwell kernel dequantises the fp8 weights to a bf16
+ * product, which no dtype of perfmod's describes: left out. */
+static void
+read_mla_bmm (struct table *t)
+{
+  int cd = csv_column (t->r.fields, t->r.nfields, "device");
+  int cfw = need_column (t, "framework"), cop = need_column (t, "op_name");
+  int cks = need_column (t, "kernel_source"), ct = need_column (t, "bmm_dtype");
+  int cn = need_column (t, "num_tokens"), ch = need_column (t, "num_heads");
+  int cl = need_column (t, "latency");
+  if (t->errors)
+    return;
+  while (next_row (t)) {
+    struct krow k = { 0 };
+    const char *op = t->r.fields[cop];
+    bool pre = strcmp (op, "mla_gen_pre") == 0;
+    if (!pre && strcmp (op, "mla_gen_post") != 0) {
+      pm_error ("%s:%ld: op_name '%s': expected mla_gen_pre or mla_gen_post", t->path,
+                t->r.line, op);
+      t->errors++;
+      continue;
+    }
+    if ((k.dtype = dtype_of_cell (t->r.fields[ct])) < 0) {
+      unmodelled (t, t->r.fields[ct]);
+      continue;
+    }
+    if (k.dtype == PERFMOD_DTYPE_FP8) {
+      if (strstr (t->r.fields[cks], "dequant")) {
+        unmodelled (t, "fp8 dequantised to bf16");
+        continue;
+      }
+      if (strcasecmp (t->r.fields[cfw], "trtllm") == 0)
+        k.dtype = PERFMOD_DTYPE_FP8_BLOCK;
+    }
+    if (!cell_int (t, cn, "num_tokens", 1, &k.m) || !cell_int (t, ch, "num_heads", 1, &k.b))
+      continue;
+    if (!cell_latency (t, cl, 1e-3, &k.latency_s) || (k.gpu = row_gpu (t, cd)) == NULL)
+      continue;
+    k.kclass = PERFMOD_KERNEL_BMM;
+    k.op = intern (pre ? "mla_bmm_pre" : "mla_bmm_post");
+    k.n = pre ? 128 : 512;      /* the inner width */
+    k.k = pre ? 512 : 128;      /* the output's */
+    push (t, &k);
+  }
+}
+
 /* aiter *bf16_tuned_*gemm*.csv: the tuned kernel's time in microseconds;
  * gfx and cu_num name the GPU (gpus.d alias "gfx942/304"). */
 static void
@@ -830,7 +883,7 @@ ends_with (const char *s, const char *suffix)
 
 /* Which reader a file name calls for: 0 none. */
 enum kind { K_NONE, K_GEMM, K_CTX, K_GEN, K_NCCL, K_VNET, K_VLAYER, K_AITER, K_LLMC, K_MOE,
-            K_DEEPEP, K_DEEPEP_LL };
+            K_DEEPEP, K_DEEPEP_LL, K_MLA_BMM };
 static enum kind
 kind_of (const char *path)
 {
@@ -846,6 +899,8 @@ kind_of (const char *path)
     return K_NCCL;
   if (strncmp (base, "moe_perf.csv", 12) == 0)
     return K_MOE;
+  if (strncmp (base, "mla_bmm_perf.csv", 16) == 0)
+    return K_MLA_BMM;
   if (strncmp (base, "wideep_deepep_normal_perf.csv", 29) == 0)
     return K_DEEPEP;
   if (strncmp (base, "wideep_deepep_ll_perf.csv", 25) == 0)
@@ -865,10 +920,11 @@ kind_of (const char *path)
 static const char *const kind_set[] = { NULL, "gemm", "context_attention",
                                         "generation_attention", "nccl", "vidur_comm",
                                         "vidur_layer", "aiter_gemm", "llmcompass_gemm", "moe",
-                                        "deepep", "deepep" };
+                                        "deepep", "deepep", "mla_bmm" };
 const char *const mdata_tables[] = { "gemm", "context_attention", "generation_attention", "nccl",
                                      "vidur_comm", "vidur_layer", "aiter_gemm",
-                                     "llmcompass_gemm", "moe", "moe_powerlaw", "deepep", NULL };
+                                     "llmcompass_gemm", "moe", "moe_powerlaw", "deepep", "mla_bmm",
+                                     NULL };
 
 /* Whether the filter keeps rows of set `name`. */
 static bool
@@ -931,6 +987,7 @@ read_table (struct kset *s, const char *path, enum kind kind, const struct gpu_d
   case K_MOE: read_moe (&t); break;
   case K_DEEPEP: read_deepep (&t, false); break;
   case K_DEEPEP_LL: read_deepep (&t, true); break;
+  case K_MLA_BMM: read_mla_bmm (&t); break;
   default: break;
   }
   csv_close (&t.r);
