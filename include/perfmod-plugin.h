@@ -126,6 +126,11 @@ struct perfmod_kernel {
    * DeepEP's kernels (COMM) carry it. */
   int route_groups;
   int route_group_topk;
+  /* Appended (check struct_size): ATTENTION kernels whose keys are also
+   * their values, read once (MLA's latent in a decode step: FlashMLA
+   * takes the values as the latent's first kv_lora_rank columns); 0:
+   * keys and values apart. */
+  int kv_shared;
 };
 
 /* One GPU, from gpus.d.  Units are in the field names. 0 means unknown/absent. */

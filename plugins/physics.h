@@ -464,8 +464,9 @@ phys_cost_of (const struct perfmod_kernel *k, const struct perfmod_gpu *gpu,
     double kv = (double) k->n;
     if (PHYS_HAS (k, window) && k->window > 0 && k->window < k->n && k->m == 1)
       kv = (double) k->window;    /* a decode step reads only the window */
+    double kvreads = PHYS_HAS (k, kv_shared) && k->kv_shared ? 1 : 2;  /* MLA's latent: once */
     c->flops = 4 * b * h * d * phys_attention_pairs (k);
-    c->bytes = b * e * (2 * (double) k->m * h * d + 2 * kv * kvh * d);
+    c->bytes = b * e * (2 * (double) k->m * h * d + kvreads * kv * kvh * d);
     if (phys_attention_bwd (k)) {  /* reads q, k, v, o, do; writes dq, dk, dv */
       c->flops *= PHYS_ATTN_BWD_WORK;
       c->bytes *= 2;

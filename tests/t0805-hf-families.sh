@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0805-hf-families.sh: Hugging Face configs of Qwen2/3 (+MoE), DeepSeek-V2/V3, gpt-oss, Gemma 1/2/3 and GPT-NeoX: built-ins against published parameter counts, graphs, sliding windows, MLA's cache, training and inference runs, refusals.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 53
+plan 54
 
 MODELS="qwen2-7b qwen3-8b qwen3-32b qwen3-30b-a3b qwen3-235b-a22b deepseek-v2-lite deepseek-v3
 gpt-oss-20b gpt-oss-120b gemma-7b gemma2-9b gemma3-27b gpt-neox-20b glm-4.5-air llama3.1-405b glm-4.5 minimax-m2"
@@ -292,6 +292,14 @@ ok $(awk -v k="$(kv)" 'BEGIN{e = 2 * 27 * (4096 + 16) * (512 + 64) * 2 / 1073741
 run_pm --model deepseek-v3 --gpu h100 --gen 16 --batch 1 --seq 4096 --format json
 ok $(awk -v k="$(kv)" 'BEGIN{e = 61 * (4096 + 16) * (512 + 64) * 2 / 1073741824; d = k/e - 1; print (d < 1e-6 && d > -1e-6) ? 0 : 1}') \
   "DeepSeek-V3: the compressed cache, 576 elements per token and layer"
+# A decode step's latent attention reads the cache once (keys and values are the latent,
+# FlashMLA): 4 sequences x 2 bytes x (q and o, 2 x 16 heads x 576, + 1025 cached tokens x 576)
+# over H100's 3430 GB/s; its FLOPs (4 x 4 x 16 x 576 x 1025) are far under the peak's.
+run_pm --model deepseek-v2-lite --gpu h100 --gen 2 --batch 4 --seq 1024 --strategy tp=1 --predictor roofline --explain
+ok $(awk '/one decode step/ { d = 1 } d && $1 == "layers_1_core_attention" {
+       want = 4 * 2 * (2 * 16 * 576 + 1025 * 576) / 3430e9 * 1e3; r = $4 / want - 1
+       good = r < 1e-3 && r > -1e-3 } END { exit !good }' "$TMP/out"; echo $?) \
+  "DeepSeek-V2-Lite decode: the latent read once, as keys and values (the roofline, by hand)"
 
 # --- refusals: exit 2, one line naming the file and the field, nothing on stdout ---
 sed 's/"kv_lora_rank": 512/"kv_lora_rank": -512/' "$(cfg deepseek-v2-lite)" >"$TMP/neg.json"

@@ -353,9 +353,10 @@ mark_rmod (struct bctx *c, size_t first, unsigned char module)
  * Engine, PyTorch's SDPA): one kernel forward over h query heads of width
  * dh against kvh key/value heads, no scores in memory; its backward is one
  * kernel too (op attention_bwd: it recomputes the scores, five products to
- * the forward's two; physics.h's PHYS_ATTN_BWD_* say what that costs). */
+ * the forward's two; physics.h's PHYS_ATTN_BWD_* say what that costs).
+ * kv_shared: the keys are the values too, read once (MLA's latent). */
 static void
-flash_attention (struct bctx *c, int64_t h, int64_t kvh, int64_t dh)
+flash_attention_kv (struct bctx *c, int64_t h, int64_t kvh, int64_t dh, bool kv_shared)
 {
   size_t first = c->g->n;
   bool decode = c->kv > c->s, causal = !c->m->encoder && !decode;
@@ -369,7 +370,7 @@ flash_attention (struct bctx *c, int64_t h, int64_t kvh, int64_t dh)
     keys = causal ? (c->s * c->o->cp + 1) / 2 : c->s * c->o->cp;
     causal = false;
   }
-  kv = 2.0 * (double) c->b * (double) keys * (double) (kvh * dh);
+  kv = (kv_shared ? 1.0 : 2.0) * (double) c->b * (double) keys * (double) (kvh * dh);
   struct node *nd = add_node (c, "core_attention", "ATTENTION", q + kv, q);
   for (int p = 0; p < (c->train ? 2 : 1); p++) {
     struct kop *o = node_add_op (nd, p ? PHASE_BW : PHASE_FW, PERFMOD_KERNEL_ATTENTION,
@@ -382,8 +383,15 @@ flash_attention (struct bctx *c, int64_t h, int64_t kvh, int64_t dh)
     o->kv_heads = kvh;
     o->window = c->window;
     o->causal = causal;
+    o->kv_shared = kv_shared;
   }
   mark_core (c, first);
+}
+
+static void
+flash_attention (struct bctx *c, int64_t h, int64_t kvh, int64_t dh)
+{
+  flash_attention_kv (c, h, kvh, dh, false);
 }
 
 /* Scores and context for heads h of width dh over c->kv keys; kvh < h
@@ -1307,7 +1315,7 @@ mla_attention (struct bctx *c)
     bmm (c, "q_absorb", h, t, nope, kvl);
     first = c->g->n;
     if (c->flash)
-      flash_attention (c, h, 1, kvl + rope);
+      flash_attention_kv (c, h, 1, kvl + rope, true);
     else {                               /* the heads as rows against the one latent */
       bmm (c, "scores", c->b, h * c->s, kvl + rope, c->kv);
       unary (c, "scale", "mulu", bh * c->s, c->kv);

@@ -111,6 +111,7 @@ struct kop {             /* one kernel of a node */
   /* ATTENTION kernels: key/value heads, sliding window, causal mask */
   int64_t kv_heads, window;
   bool causal;
+  bool kv_shared;        /* the keys are the values too (MLA's latent), read once */
   /* MOE kernels (perfmod-plugin.h): experts per token, gated, the busiest
    * rank's load over the even share, the engine's name */
   int64_t top_k;

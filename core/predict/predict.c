@@ -232,6 +232,7 @@ kop_to_kernel (const struct kop *o, const struct node *nd, const struct precisio
   k->engine = o->engine;
   k->route_groups = o->route_groups;
   k->route_group_topk = o->route_group_topk;
+  k->kv_shared = o->kv_shared;
   kernel_set_dtype (k, dtype);
   switch (o->kclass) {
   case PERFMOD_KERNEL_ELEMENTWISE:
@@ -322,6 +323,7 @@ kernel_hash (const struct perfmod_kernel *k)
   h = mix (h, (uint64_t) k->kv_heads);
   h = mix (h, (uint64_t) k->window);
   h = mix (h, (uint64_t) k->causal);
+  h = mix (h, (uint64_t) k->kv_shared);
   h = mix (h, (uint64_t) k->top_k);
   h = mix (h, (uint64_t) (uintptr_t) k->engine);
   h = mix (h, (uint64_t) k->dtype);
@@ -346,7 +348,8 @@ kernel_same (const struct perfmod_kernel *a, const struct perfmod_kernel *b)
          a->window == b->window && a->causal == b->causal && a->top_k == b->top_k &&
          a->gated == b->gated && a->expert_load == b->expert_load && a->engine == b->engine &&
          a->experts_reached == b->experts_reached && a->ranks == b->ranks &&
-         a->route_groups == b->route_groups && a->route_group_topk == b->route_group_topk;
+         a->route_groups == b->route_groups && a->route_group_topk == b->route_group_topk &&
+         a->kv_shared == b->kv_shared;
 }
 
 struct memo *
