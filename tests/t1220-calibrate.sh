@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1220-calibrate.sh: perfmod calibrate on a GPU's measured GEMMs (a table made 1.5 x the roofline), the correction by hand, applied by --calibration in kernel, predict and eval (on that GPU alone), "calibrated on N shapes"; the benchmark script's plan; bad input.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 17
+plan 20
 
 # An H100 that runs every bf16 GEMM at 1.5 x the roofline's time, 40 shapes
 D="$TMP/md/aiconfigurator/h100_sxm/gemm/x/1"
@@ -31,6 +31,23 @@ ok $([ "$rc" -eq 0 ] && [ -n "$n" ] && [ "$n" -ge 20 ] && [ "$n" -lt 40 ] &&
 ok $(awk -v n="$n" '$1 == "group" && $2 == "FC" && $3 == "bf16" { f = 1; a = n / (n + 2) * log(1.5)
        exit !($4 == n && ($5 - a)^2 < 1e-14 && $6^2 < 1e-14 && $7^2 < 1e-14) } END { exit !f }' "$TMP/h100.cal"; echo $?) \
   "the FC bf16 group: a = n/(n+2) ln 1.5, b = c = 0, by hand"
+ok $(awk '$1 == "group" && $2 == "FC" && $3 == "bf16" { f = NF == 11 && $8 > 0 && $8 < $9 && $10 > 0 && $10 < $11 }
+       END { exit !f }' "$TMP/h100.cal"; echo $?)   "... with the predicted times and intensities it was fitted on (two ranges)"
+# The slopes are not extrapolated: a group with a = 2, b = 0.5 fitted on 0.01-1 ms corrects a
+# kernel of t ms inside by e^2 sqrt(t), one of 9 ms (16384^3) as at 1 ms (e^2); without the
+# ranges (an older file) by e^2 sqrt(9).  (Every factor above 1: none meets the floor.)
+gemm_ms () {  # gemm_ms N [CAL]: the roofline's (or the calibrated) ms of an N^3 bf16 GEMM on H100
+  "$PERFMOD" kernel --op gemm --gpu h100 --dtype bf16 --m "$1" --n "$1" --k "$1" --predictor roofline \
+    --format csv ${2:+--calibration "$2"} 2>/dev/null | awk -F, 'NR == 2 { print $5 }'
+}
+printf 'gpu = NVIDIA_H100_80GB_HBM3\npredictor = roofline\ngroup FC bf16 10 2 0.5 0 0.01 1 1 100000\n' >"$TMP/range.cal"
+printf 'gpu = NVIDIA_H100_80GB_HBM3\npredictor = roofline\ngroup FC bf16 10 2 0.5 0\n' >"$TMP/open.cal"
+r4=$(gemm_ms 4096) c4=$(gemm_ms 4096 "$TMP/range.cal") r16=$(gemm_ms 16384) c16=$(gemm_ms 16384 "$TMP/range.cal")
+o16=$(gemm_ms 16384 "$TMP/open.cal")
+ok $(awk -v r4="$r4" -v c4="$c4" -v r16="$r16" -v c16="$c16" -v o16="$o16" 'BEGIN {
+       e2 = exp(2); exit !(r4 > 0.01 && r4 < 1 && (c4 / (e2 * r4 * sqrt(r4)) - 1)^2 < 1e-10 && r16 > 1 &&
+              (c16 / (e2 * r16) - 1)^2 < 1e-10 && (o16 / (e2 * r16 * sqrt(r16)) - 1)^2 < 1e-10) }'; echo $?) \
+  "calibration ranges: inside corrected by the slope ($r4 -> $c4 ms), beyond as at the edge ($r16 -> $c16, not $o16)"
 K="kernel --op gemm --gpu h100 --dtype bf16 --m 512 --n 5120 --k 3072 --predictor roofline --format csv"
 run_pm $K
 base=$(awk -F, 'NR == 2 { print $5 }' "$TMP/out")
@@ -91,6 +108,9 @@ ok $([ ! -e "$TMP/y.cal" ]; echo $?) "... and leaves no file"
 printf 'gpu = h100\npredictor = roofline\ngroup FC bf16 3 x 0\n' >"$TMP/bad.cal"
 expect_one_line 2 "bad.cal:3: '" "a calibration's bad group line: refused at file:line" -- \
   kernel --op gemm --gpu h100 --m 64 --n 64 --k 64 --calibration "$TMP/bad.cal"
+printf 'gpu = h100\npredictor = roofline\ngroup FC bf16 3 0.1 0 0 1 0.01 1 10\n' >"$TMP/rev.cal"
+expect_one_line 2 "rev.cal:3: group 'FC bf16': .*two positive ranges" "a calibration's range from high to low: refused at file:line" -- \
+  kernel --op gemm --gpu h100 --m 64 --n 64 --k 64 --calibration "$TMP/rev.cal"
 printf 'gpu = h100\npredictor = nosuch\ngroup FC bf16 3 0.1 0 0\n' >"$TMP/pred.cal"
 expect_one_line 2 "pred.cal: predictor 'nosuch' is not loaded" "a calibration of a predictor not loaded: refused" -- \
   --model gpt3-2.7b --calibration "$TMP/pred.cal"

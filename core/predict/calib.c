@@ -17,8 +17,8 @@
  * clock or launch shifts the short kernels, other matrix units or caches the compute- or
  * the memory-bound ones (on L40S left out of training, fp8 GEMMs' median error 35 % goes to
  * 28 % with the time alone, 18 % with both, from 200 shapes).  Fewer than CALIB_MIN_N
- * shapes: no correction.  The slopes apply beyond the times and intensities they were
- * fitted on too (not clamped to that range yet). */
+ * shapes: no correction.  A kernel beyond the times and intensities a group was fitted on
+ * is corrected as at their edge: the slopes are not extrapolated. */
 #define CALIB_PRIOR_N 2.0
 #define CALIB_PRIOR_XX 1.0
 #define CALIB_MIN_N 3
@@ -39,10 +39,17 @@ calib_factor (const struct calibration *c, const struct perfmod_gpu *gpu, int kc
   if (c == NULL || gpu == NULL || gpu->name == NULL || strcmp (gpu->name, c->gpu) != 0 ||
       !(seconds > 0) || !(intensity > 0))
     return 1;
-  for (size_t i = 0; i < c->ngroups; i++)
-    if (c->groups[i].kclass == kclass && c->groups[i].dtype == dtype)
-      return exp (c->groups[i].a + c->groups[i].b * log (seconds * 1e3)
-                  + c->groups[i].c * log (intensity));
+  for (size_t i = 0; i < c->ngroups; i++) {
+    const struct calib_group *g = &c->groups[i];
+    double x1 = log (seconds * 1e3), x2 = log (intensity);
+    if (g->kclass != kclass || g->dtype != dtype)
+      continue;
+    if (g->lo1 <= g->hi1) {
+      x1 = x1 < g->lo1 ? g->lo1 : x1 > g->hi1 ? g->hi1 : x1;
+      x2 = x2 < g->lo2 ? g->lo2 : x2 > g->hi2 ? g->hi2 : x2;
+    }
+    return exp (g->a + g->b * x1 + g->c * x2);
+  }
   return 1;
 }
 
@@ -66,6 +73,12 @@ fit_group (const double *x1, const double *x2, const double *y, size_t n, struct
     s12 += d1 * d2;
     s1y += d1 * dy;
     s2y += d2 * dy;
+  }
+  g->lo1 = g->hi1 = x1[0];
+  g->lo2 = g->hi2 = x2[0];
+  for (size_t i = 1; i < n; i++) {
+    g->lo1 = fmin (g->lo1, x1[i]), g->hi1 = fmax (g->hi1, x1[i]);
+    g->lo2 = fmin (g->lo2, x2[i]), g->hi2 = fmax (g->hi2, x2[i]);
   }
   det = s11 * s22 - s12 * s12;  /* > 0: the prior makes the matrix positive definite */
   g->b = (s22 * s1y - s12 * s2y) / det;
@@ -126,11 +139,15 @@ calib_write (const struct calibration *c, const char *path, const char *command)
            "#   measured = predicted x exp(a + b ln(predicted / 1 ms) + c ln(FLOPs per byte))\n"
            "#   per kernel class and dtype\n"
            "# made by: %s\ngpu = %s\npredictor = %s\nshapes = %zu\n"
-           "# group CLASS DTYPE SHAPES A B C\n", command, c->gpu, c->predictor, c->shapes);
-  for (size_t i = 0; i < c->ngroups; i++)
-    fprintf (fp, "group %s %s %zu %.9g %.9g %.9g\n", kclass_name (c->groups[i].kclass),
-             dtype_name (c->groups[i].dtype), c->groups[i].n, c->groups[i].a, c->groups[i].b,
-             c->groups[i].c);
+           "# group CLASS DTYPE SHAPES A B C [MS_LO MS_HI INTENSITY_LO INTENSITY_HI]\n"
+           "#   (the predicted times and FLOPs per byte fitted on: beyond them, as at the edge)\n",
+           command, c->gpu, c->predictor, c->shapes);
+  for (size_t i = 0; i < c->ngroups; i++) {
+    const struct calib_group *g = &c->groups[i];
+    fprintf (fp, "group %s %s %zu %.9g %.9g %.9g %.9g %.9g %.9g %.9g\n", kclass_name (g->kclass),
+             dtype_name (g->dtype), g->n, g->a, g->b, g->c, exp (g->lo1), exp (g->hi1),
+             exp (g->lo2), exp (g->hi2));
+  }
   return atomic_commit (fp, tmp, path, !ferror (fp));
 }
 
@@ -162,8 +179,9 @@ calib_load (struct calibration *c, const char *path)
   while (fgets (line, sizeof line, fp) && errors == 0) {
     char key[32], v1[128], v2[32];
     size_t n;
-    double a, b, cc;
+    double a, b, cc, r[4];
     int used = 0;
+    bool range;              /* the group line gives the ranges fitted on */
     ln++;
     if (strchr (line, '\n') == NULL && !feof (fp)) {
       pm_error ("%s:%ld: a line longer than %zu bytes", path, ln, sizeof line - 2);
@@ -183,24 +201,32 @@ calib_load (struct calibration *c, const char *path)
     }
     else if (sscanf (line, "shapes = %zu %n", &n, &used) == 1 && line[used] == '\0')
       c->shapes = n;
-    else if (sscanf (line, "group %31s %31s %zu %lf %lf %lf %n", key, v2, &n, &a, &b, &cc,
-                     &used) == 6 && line[used] == '\0') {
+    else if ((range = sscanf (line, "group %31s %31s %zu %lf %lf %lf %lf %lf %lf %lf %n", key,
+                              v2, &n, &a, &b, &cc, &r[0], &r[1], &r[2], &r[3], &used) == 10
+                      && line[used] == '\0') ||
+             (sscanf (line, "group %31s %31s %zu %lf %lf %lf %n", key, v2, &n, &a, &b, &cc,
+                      &used) == 6 && line[used] == '\0')) {
       int kc = class_of (key), dt = dtype_parse (v2);
       if (kc < 0 || dt < 0 || !isfinite (a) || !isfinite (b) || !isfinite (cc) || fabs (a) > 10 ||
-          fabs (b) > 10 || fabs (cc) > 10 || n < 1) {
+          fabs (b) > 10 || fabs (cc) > 10 || n < 1 ||
+          (range && !(r[0] > 0 && r[0] <= r[1] && isfinite (r[1]) && r[2] > 0 && r[2] <= r[3] &&
+                      isfinite (r[3])))) {
         pm_error ("%s:%ld: group '%s %s': expected a kernel class (FC, BMM, EW, Softmax, LN, "
-                  "ATTN, ...), a dtype, the shapes and three finite numbers within 10", path, ln,
-                  key, v2);
+                  "ATTN, ...), a dtype, the shapes, three finite numbers within 10 and, if "
+                  "given, two positive ranges (ms, FLOPs per byte)", path, ln, key, v2);
         errors++;
         break;
       }
       c->groups = xrealloc (c->groups, (c->ngroups + 1) * sizeof *c->groups);
-      c->groups[c->ngroups++] = (struct calib_group) { .kclass = kc, .dtype = dt, .n = n,
-                                                       .a = a, .b = b, .c = cc };
+      c->groups[c->ngroups++] = (struct calib_group) {
+        .kclass = kc, .dtype = dt, .n = n, .a = a, .b = b, .c = cc,
+        .lo1 = range ? log (r[0]) : 1, .hi1 = range ? log (r[1]) : 0,
+        .lo2 = range ? log (r[2]) : 1, .hi2 = range ? log (r[3]) : 0 };
     }
     else {
       pm_error ("%s:%ld: '%.60s': expected gpu = NAME, predictor = NAME, shapes = N or "
-                "group CLASS DTYPE SHAPES A B", path, ln, line);
+                "group CLASS DTYPE SHAPES A B C [MS_LO MS_HI INTENSITY_LO INTENSITY_HI]", path, ln,
+                line);
       errors++;
     }
   }

@@ -202,6 +202,9 @@ struct calib_group {
   size_t n;              /* the shapes fitted */
   double a, b, c;        /* measured = predicted x exp(a + b ln(predicted / 1 ms)
                             + c ln(FLOPs per byte)) */
+  /* the ln(predicted ms) and ln(FLOPs per byte) fitted on: a kernel beyond them is
+     corrected as at their edge (lo > hi: a file without them, not clamped) */
+  double lo1, hi1, lo2, hi2;
 };
 struct calibration {
   char *gpu;             /* the gpus.d section it was fitted on */
