@@ -53,6 +53,27 @@ static const double tc_interval80[TC_NGROUPS][PERFMOD_DTYPE_NTYPES][2] = {
     [PERFMOD_DTYPE_FP8_BLOCK] = { 0.0760, 0.8084 },
   },
 };
+/* Batched products (BMM kernels of the GEMM group) miss by more than
+ * GEMMs do, so their widths are their own: from MLA's products
+ * (TABLE=mla_bmm scripts/interval-eval.sh on the folds of
+ * AIC_TABLES=gemm,mla_bmm).  nvfp4: never measured, no interval. */
+static const double tc_interval80_bmm[PERFMOD_DTYPE_NTYPES][2] = {
+  [PERFMOD_DTYPE_BF16] = { 0.1583, 0.3483 },
+  [PERFMOD_DTYPE_FP8] = { 0.0922, 0.2781 },
+  [PERFMOD_DTYPE_FP8_BLOCK] = { 0.3014, 0.9206 },
+};
+
+/* The half width for a kernel of group g, class kclass and dtype, on a
+ * GPU the group was trained on or not; 0: none measured. */
+static inline double
+tc_interval_width (int g, int kclass, int dtype, bool trained)
+{
+  if (dtype < 0 || dtype >= PERFMOD_DTYPE_NTYPES)
+    return 0;
+  if (g == TC_GEMM && kclass == PERFMOD_KERNEL_BMM)
+    return tc_interval80_bmm[dtype][trained ? 0 : 1];
+  return tc_interval80[g][dtype][trained ? 0 : 1];
+}
 
 /* Input sets: "tc-nochip", the default, sees the chip only through the
  * kernel's ratios to its peak, bandwidth, L2, SMs and clock; "tc" also

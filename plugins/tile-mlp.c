@@ -631,8 +631,7 @@ tc_estimate (struct state *s, const struct perfmod_kernel *k, const struct perfm
   }
   est->seconds *= scale;
   est->spread = est->seconds * (exp (sd) - 1);
-  double w = own.dtype >= 0 && own.dtype < PERFMOD_DTYPE_NTYPES
-             ? tc_interval80[g][own.dtype][tc_trained_on (s, g, gpu) ? 0 : 1] : 0;
+  double w = tc_interval_width (g, own.kclass, own.dtype, tc_trained_on (s, g, gpu));
   if (w > 0 && PERFMOD_ESTIMATE_HAS (s->l.host, high)) {
     est->low = est->seconds * exp (-w);
     est->high = est->seconds * exp (w);

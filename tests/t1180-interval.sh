@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1180-interval.sh: tile-mlp's 80 % intervals: around the time in log space, narrower on a GPU its GEMM networks were trained on than on one they were not, none where no width was measured; perfmod kernel prints them (table, CSV, JSON) and eval's in80_pct is the share of its own per-op rows measured inside them.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 7
+plan 8
 
 # half_width GPU DTYPE: ln(high / ms) and ln(ms / low) of tile-mlp's 4096^3 GEMM, JSON
 half_width () {
@@ -20,6 +20,13 @@ set -- $(half_width b200-sxm bf16)
 out_hi=${1:-0}
 ok $(awk -v a="$in_hi" -v b="$out_hi" 'BEGIN { exit !(a > 0 && b > 1.5 * a) }'; echo $?) \
   "B200 (not trained on): wider than on H100 ($out_hi against $in_hi)"
+# A batch of products has widths of its own, wider than a GEMM's (MLA's products missed by
+# more): on H100 a bf16 BMM's interval is wider than the 4096^3 GEMM's above
+"$PERFMOD" kernel --op bmm --batch 64 --m 256 --n 128 --k 512 --gpu h100 --dtype bf16 \
+  --predictor tile-mlp --format json 2>/dev/null >"$TMP/b.json"
+bmm_hi=$(jq -r '.predictions[] | select(.predictor == "tile-mlp") | (.high_ms / .ms) | log' "$TMP/b.json")
+ok $(awk -v a="$in_hi" -v b="${bmm_hi:-0}" 'BEGIN { exit !(a > 0 && b > 1.5 * a) }'; echo $?) \
+  "a bf16 batch of products on H100: an interval of its own, wider than a GEMM's ($bmm_hi against $in_hi)"
 # fp16 GEMMs have no measured width: no interval, an empty CSV cell
 run_pm kernel --op gemm --m 1024 --n 1024 --k 1024 --gpu h100 --dtype fp16 --predictor tile-mlp \
   --format csv
