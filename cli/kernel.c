@@ -21,7 +21,9 @@ kernel_usage (FILE *fp)
          "               [--window W] [--no-causal] [--backward]\n"
          "                                          fused prefill over S tokens (or its backward)\n"
          "  decode       --batch B --kv-len L --heads H [--kv-heads G] --head-dim D\n"
-         "               [--window W]                one token against L cached ones\n"
+         "               [--window W] [--latent]     one token against L cached ones (--latent:\n"
+         "                                          the keys are the values, read once, as\n"
+         "                                          MLA's latent: --kv-heads 1 --head-dim 576)\n"
          "  elementwise  --rows R --cols C [--fn add|mul|gelu|relu|silu_mul|rope]\n"
          "  norm         --rows R --cols C           layer norm or RMSNorm\n"
          "  softmax      --rows R --cols C\n"
@@ -52,6 +54,7 @@ struct kopts {
   bool ll;               /* deepep: the low-latency kernels */
   bool no_causal;
   bool backward;         /* attention: the backward kernel */
+  bool latent;           /* decode: keys and values one tensor (MLA's latent) */
   char **paths, **popts;
   size_t npaths, npopts;
 };
@@ -91,6 +94,10 @@ build_shape (const struct kopts *o, int dtype, struct perfmod_kernel *k)
     pm_error ("--backward: only fused attention's backward is its own kernel (--op attention)");
     return -1;
   }
+  if (o->latent && strcmp (o->op, "decode") != 0) {
+    pm_error ("--latent: a decode step's latent attention (--op decode)");
+    return -1;
+  }
   if (strcmp (o->op, "gemm") == 0 || strcmp (o->op, "bmm") == 0) {
     bool bmm = o->op[0] == 'b';
     if (!need (o->m, "m", o->op) || !need (o->n, "n", o->op) || !need (o->k, "k", o->op) ||
@@ -126,6 +133,7 @@ build_shape (const struct kopts *o, int dtype, struct perfmod_kernel *k)
     k->kv_heads = o->kv_heads > 0 ? o->kv_heads : o->heads;
     k->window = o->window;
     k->causal = !decode && !o->no_causal;
+    k->kv_shared = o->latent;
     return 0;
   }
   if (strcmp (o->op, "elementwise") == 0 || strcmp (o->op, "norm") == 0 ||
@@ -279,7 +287,8 @@ parse (int argc, char **argv, struct kopts *o)
   enum { K_OP = 256, K_GPU, K_DTYPE, K_PRED, K_FORMAT, K_FN, K_COLL, K_M, K_N, K_K, K_BATCH,
          K_SEQ, K_HEADS, K_KVH, K_HD, K_KVLEN, K_WIN, K_ROWS, K_COLS, K_RANKS, K_BYTES,
          K_NOCAUSAL, K_BACKWARD, K_PPATH, K_POPT, K_TOKENS, K_HIDDEN, K_FFN, K_EXPERTS, K_TOPK,
-         K_EP, K_ENGINE, K_NOGATE, K_LOAD, K_LL, K_SMS, K_GROUPS, K_GROUPTOPK, K_CALIB };
+         K_EP, K_ENGINE, K_NOGATE, K_LOAD, K_LL, K_SMS, K_GROUPS, K_GROUPTOPK, K_CALIB,
+         K_LATENT };
   static const struct option opts[] = {
     { "op", required_argument, NULL, K_OP }, { "gpu", required_argument, NULL, K_GPU },
     { "dtype", required_argument, NULL, K_DTYPE },
@@ -297,7 +306,7 @@ parse (int argc, char **argv, struct kopts *o)
     { "cols", required_argument, NULL, K_COLS }, { "ranks", required_argument, NULL, K_RANKS },
     { "bytes", required_argument, NULL, K_BYTES },
     { "no-causal", no_argument, NULL, K_NOCAUSAL },
-    { "backward", no_argument, NULL, K_BACKWARD },
+    { "backward", no_argument, NULL, K_BACKWARD }, { "latent", no_argument, NULL, K_LATENT },
     { "tokens", required_argument, NULL, K_TOKENS }, { "hidden", required_argument, NULL, K_HIDDEN },
     { "ffn", required_argument, NULL, K_FFN }, { "experts", required_argument, NULL, K_EXPERTS },
     { "top-k", required_argument, NULL, K_TOPK }, { "ep", required_argument, NULL, K_EP },
@@ -345,6 +354,7 @@ parse (int argc, char **argv, struct kopts *o)
       }
       break;
     case K_NOCAUSAL: o->no_causal = true; break;
+    case K_LATENT: o->latent = true; break;
     case K_TOKENS: ok = opt_int ("tokens", optarg, 1, &o->tokens); break;
     case K_HIDDEN: ok = opt_int ("hidden", optarg, 1, &o->hidden); break;
     case K_FFN: ok = opt_int ("ffn", optarg, 1, &o->ffn); break;

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0805-hf-families.sh: Hugging Face configs of Qwen2/3 (+MoE), DeepSeek-V2/V3, gpt-oss, Gemma 1/2/3 and GPT-NeoX: built-ins against published parameter counts, graphs, sliding windows, MLA's cache, training and inference runs, refusals.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 54
+plan 56
 
 MODELS="qwen2-7b qwen3-8b qwen3-32b qwen3-30b-a3b qwen3-235b-a22b deepseek-v2-lite deepseek-v3
 gpt-oss-20b gpt-oss-120b gemma-7b gemma2-9b gemma3-27b gpt-neox-20b glm-4.5-air llama3.1-405b glm-4.5 minimax-m2"
@@ -300,6 +300,15 @@ ok $(awk '/one decode step/ { d = 1 } d && $1 == "layers_1_core_attention" {
        want = 4 * 2 * (2 * 16 * 576 + 1025 * 576) / 3430e9 * 1e3; r = $4 / want - 1
        good = r < 1e-3 && r > -1e-3 } END { exit !good }' "$TMP/out"; echo $?) \
   "DeepSeek-V2-Lite decode: the latent read once, as keys and values (the roofline, by hand)"
+# perfmod kernel asks for the same kernel with --latent: 64 sequences of 5128 cached tokens,
+# 8 query heads against the 576-wide latent, once
+run_pm kernel --op decode --batch 64 --kv-len 5128 --heads 8 --kv-heads 1 --head-dim 576 --latent \
+  --gpu h100 --predictor roofline --format csv
+ok $(awk -F, 'NR == 2 && $1 == "roofline" { want = 64 * 2 * (2 * 8 * 576 + 5128 * 576) / 3430e9 * 1e3
+       r = $5 / want - 1; good = r < 1e-3 && r > -1e-3 } END { exit !good }' "$TMP/out"; echo $?) \
+  "kernel --op decode --latent: the latent read once (the roofline, by hand)"
+expect_one_line 2 "--latent: a decode step's latent attention" "--latent outside --op decode: refused" -- \
+  kernel --op gemm --m 4 --n 4 --k 4 --latent --gpu h100
 
 # --- refusals: exit 2, one line naming the file and the field, nothing on stdout ---
 sed 's/"kv_lora_rank": 512/"kv_lora_rank": -512/' "$(cfg deepseek-v2-lite)" >"$TMP/neg.json"
