@@ -261,7 +261,8 @@ ok $(awk -F, 'NR > 1 { r[$7] = $6 " " $8 " " $9 " " $10 " " $11 " " $16 " " $17 
 # pre at the bf16 roofline: 2 x 16 x 64 x 128 x 512 FLOPs; 16 x (64 x 128 + 128 x 512 + 64 x 512) bf16 values
 ok $(awk -F, -v bf="$bf16" -v bw="$bw" 'NR > 1 && $7 == "bf16" {
        f = 2 * 16 * 64 * 128 * 512 / (bf * 1e12); b = 2 * 16 * (64 * 128 + 128 * 512 + 64 * 512) / (bw * 1e9)
-       want = (f > b ? f : b) * 1e3; d = $18 / want - 1; exit !(d < 1e-6 && d > -1e-6) }' "$TMP/out"; echo $?) \
+       want = (f > b ? f : b) * 1e3; d = $18 / want - 1; good = d < 1e-6 && d > -1e-6 }
+     END { exit !good }' "$TMP/out"; echo $?) \
   "mla_bmm: the roofline of a pre product, its FLOPs and its three matrices' bytes"
 run_pm eval --data "$TMP/mla" --table mla_bmm --predictor tile-mlp
 ok $([ $rc -eq 0 ] && grep -Eq '^tile-mlp +mla_bmm +BMM +bf16 ' "$TMP/out"; echo $?) "mla_bmm: tile-mlp's GEMM networks predict the batched products"

@@ -45,8 +45,8 @@ calib_factor (const struct calibration *c, const struct perfmod_gpu *gpu, int kc
     if (g->kclass != kclass || g->dtype != dtype)
       continue;
     if (g->lo1 <= g->hi1) {
-      x1 = x1 < g->lo1 ? g->lo1 : x1 > g->hi1 ? g->hi1 : x1;
-      x2 = x2 < g->lo2 ? g->lo2 : x2 > g->hi2 ? g->hi2 : x2;
+      x1 = fmin (fmax (x1, g->lo1), g->hi1);
+      x2 = fmin (fmax (x2, g->lo2), g->hi2);
     }
     return exp (g->a + g->b * x1 + g->c * x2);
   }
