@@ -305,6 +305,7 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
       json_object_set_new (e, "dtype_fallback", json_boolean (plugin_fell_back (pls[p])));
       /* recomputed forwards (inside pipeline_ms), and per stage one micro-batch */
       json_object_set_new (e, "recompute_ms", json_real (r[p].recompute_ms));
+      json_object_set_new (e, "host_wait_ms", json_real (r[p].host_ms));
       json_t *stages = json_array ();
       for (int k = 0; k < s->pp; k++)
         json_array_append_new (stages, json_pack ("{s:f, s:f, s:f}", "fw_ms", r[p].stage_fw_ms[k],
@@ -322,16 +323,18 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
     json_print (root, stdout);
   }
   else if (strcmp (c->format, "csv") == 0) {
-    /* tp_overlapped_ms last: the columns before it keep their places */
+    /* tp_overlapped_ms and host_wait_ms last: the columns before them keep their places */
     printf ("predictor,step_ms,pipeline_ms,bubble,grads_ms,optimizer_ms,tp_comm_ms,ep_comm_ms,"
-            "pp_comm_ms,dp_comm_ms,dp_overlapped_ms,mfu,memory_gib,oom,tp_overlapped_ms\n");
+            "pp_comm_ms,dp_comm_ms,dp_overlapped_ms,mfu,memory_gib,oom,tp_overlapped_ms,"
+            "host_wait_ms\n");
     for (size_t p = 0; p < npred; p++)
-      printf ("%s,%.9g,%.9g,%.6f,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.6f,%.6g,%s,%.9g\n",
+      printf ("%s,%.9g,%.9g,%.6f,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.6f,%.6g,%s,%.9g,%.9g\n",
               names[p], r[p].step_ms, r[p].pipeline_ms, r[p].bubble, r[p].grads_ms,
               r[p].optimizer_ms, r[p].comm_ms[DIM_TP], r[p].comm_ms[DIM_EP], r[p].comm_ms[DIM_PP],
               r[p].comm_ms[DIM_DP], r[p].hidden_ms[DIM_DP],
               r[p].step_ms > 0 ? r[p].flops / (r[p].step_ms / 1e3) / peak : 0,
-              r[p].mem.total / PM_GIB, r[p].mem.oom ? "true" : "false", r[p].hidden_ms[DIM_TP]);
+              r[p].mem.total / PM_GIB, r[p].mem.oom ? "true" : "false", r[p].hidden_ms[DIM_TP],
+              r[p].host_ms);
     if (c->assumed)
       fprintf (stderr, "perfmod: assumed %s\n", c->assumed);
   }
@@ -340,7 +343,8 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
     static const char *const rows[] = { "step_ms", "pipeline_ms", "bubble_ms", "bubble",
                                         "grads_ms", "optimizer_ms", "tp_comm_ms",
                                         "tp_overlapped_ms", "ep_comm_ms", "pp_comm_ms",
-                                        "dp_comm_ms", "dp_overlapped_ms", "mfu" };
+                                        "dp_comm_ms", "dp_overlapped_ms", "host_wait_ms",
+                                        "mfu" };
     printf ("perfmod %s: %s, %s, global batch %lld x seq %lld, %s, on %s (built graph, %lld "
             "layers)\n", PACKAGE_VERSION, w->m.name, w->train ? "training step" : "inference",
             (long long) w->batch, (long long) w->seq, w->prec->name, w->ge->name,
@@ -372,8 +376,8 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
                        x->optimizer_ms, x->comm_ms[DIM_TP], x->hidden_ms[DIM_TP],
                        x->comm_ms[DIM_EP],
                        x->comm_ms[DIM_PP], x->comm_ms[DIM_DP], x->hidden_ms[DIM_DP],
-                       x->step_ms > 0 ? 100 * x->flops / (x->step_ms / 1e3) / peak : 0 };
-        if (i == 3 || i == 12)
+                       x->host_ms, x->step_ms > 0 ? 100 * x->flops / (x->step_ms / 1e3) / peak : 0 };
+        if (i == 3 || i == 13)
           printf (" %13.1f%%", v[i]);
         else
           printf (" %14.3f", v[i]);
@@ -388,8 +392,8 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
             mem->oom ? "  OOM: does not fit" : "");
     printf ("\n\n(step = pipeline + grads + optim; *_comm_ms: rank 0's collectives per step, "
             "tp/ep/pp ones inside pipeline_ms, of tp's tp_overlapped_ms hidden behind GEMMs; "
-            "grads_ms: the exposed part of dp's; predicted in "
-            "%.2f ms)\n",
+            "grads_ms: the exposed part of dp's; host_wait_ms: rank 0's device waiting for the "
+            "host's kernel launches, inside pipeline_ms; predicted in %.2f ms)\n",
             ((double) (t1.tv_sec - t0.tv_sec) * 1e3 + (double) (t1.tv_nsec - t0.tv_nsec) / 1e6));
     if (marked)
       puts (FALLBACK_FOOTNOTE);

@@ -94,9 +94,10 @@ strategy_per_op (const struct cli *c, struct plugin_set *set, const struct workl
     struct plugin *pl = predictor_find (set, names[p]);
     struct graph g;
     struct prediction pr;
-    double rec = 0, fw = 0, bw = 0;
+    double rec = 0, fw = 0, bw = 0, host[NPHASES];
     json_t *ops = NULL;
-    if (pl == NULL || dist_chunk_ops (set, pl, &w->m, &w->ge->gpu, o, stage, &g, &pr, &rec) < 0)
+    if (pl == NULL ||
+        dist_chunk_ops (set, pl, &w->m, &w->ge->gpu, o, stage, &g, &pr, &rec, host) < 0)
       return -1;
     if (json)
       ops = json_array ();
@@ -135,6 +136,26 @@ strategy_per_op (const struct cli *c, struct plugin_set *set, const struct workl
                 g.nodes[i].name, g.nodes[i].opname, kind, shape, dtype, graph_layer (&g, i),
                 (long long) graph_weight (&g, i), t->t[PHASE_FW], t->t[PHASE_BW],
                 t->t[PHASE_ACC], coll[0] ? coll : "-");
+    }
+    /* the device waiting for the host's launches: a row of its own, so the
+     * rows still add up to the stage */
+    if (host[PHASE_FW] + host[PHASE_BW] > 0) {
+      fw += host[PHASE_FW];
+      bw += host[PHASE_BW];
+      if (json)
+        json_array_append_new (ops, json_pack ("{s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:f, s:f, "
+                                               "s:f, s:s}", "node", "host_wait", "op", "host",
+                                               "kind", "HOST", "shape", "-", "dtype", "-",
+                                               "layer", -1, "count", (json_int_t) 1, "fw_ms",
+                                               host[PHASE_FW], "bw_ms", host[PHASE_BW],
+                                               "acc_ms", 0.0, "collective", ""));
+      else if (csv)
+        printf ("%s,%d,%d,host_wait,host,HOST,-,-,-1,1,%.9g,%.9g,0,\n", names[p], stage % s->pp,
+                stage, host[PHASE_FW], host[PHASE_BW]);
+      else
+        printf ("%-40.40s %-10.10s %-9s %-22s %-5s %5d %5d %11.6f %11.6f %11.6f  %s\n",
+                "host_wait", "host", "HOST", "-", "-", -1, 1, host[PHASE_FW], host[PHASE_BW],
+                0.0, "- (the device waiting for the host's launches)");
     }
     if (json) {
       json_t *e = json_array_get (json_predictions, p);

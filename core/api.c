@@ -298,6 +298,8 @@ predict (perfmod_ctx *ctx, const struct perfmod_request *req, struct perfmod_res
   res->capacity_gib = r.mem.capacity / PM_GIB;
   res->oom = r.mem.oom;
   res->microbatches = r.microbatches;
+  if (res->struct_size >= offsetof (struct perfmod_result, host_wait_ms) + sizeof res->host_wait_ms)
+    res->host_wait_ms = r.host_ms;
   rc = 0;
 out:
   model_cfg_free (&m);

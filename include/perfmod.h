@@ -59,6 +59,9 @@ struct perfmod_result {
   double memory_activations_gib, memory_kv_cache_gib, memory_reserve_gib, capacity_gib;
   int oom;                  /* 1: predicted not to fit (a result, not an error) */
   int microbatches;
+  /* appended (a caller built against an older header sets a smaller struct_size and
+   * gets none of these) */
+  double host_wait_ms;      /* of pipeline_ms: the device waiting for the host's launches */
 };
 
 /* Predict req into res: 0, or -1 with the reason in err. */

@@ -1505,6 +1505,35 @@ te_unfused_attention (struct bctx *c, int64_t h, int64_t kvh, int64_t dh, bool d
   mark_core (c, first);
 }
 
+/* The host's launches of Megatron-Core's MoE layer besides the kernels
+ * the graph models (forward, backward), counted in its code (Megatron-LM
+ * router.py, moe_utils.py, token_dispatcher.py; Transformer Engine's
+ * permutation.py, grouped_linear.py) for the unfused router and the
+ * fused permutation: the router's backward casts to fp32 and its
+ * gradient's accumulation; the top-k's scores, scatters and routing map;
+ * the load-balancing loss's scores, reductions and tracker; the
+ * dispatch's preprocessing (counts, splits, their all-gather over ep,
+ * four copies to the host), the permutation's row map, the probabilities'
+ * all-to-all and the chunks sorted to local experts; the combine's chunks
+ * sorted back.  gpt-oss's fc2 bias is added apart (skip_bias_add).  Not
+ * counted: the stream events of TE's multi-stream grouped GEMM (C++, about
+ * a microsecond each) and Megatron-Bridge's force-balancing (a benchmark
+ * setting).  Counts, not times: the host's cost is launches x host_us
+ * (doc/moe.md). */
+static const unsigned short MOE_ROUTER_LAUNCHES[NPHASES] = { 0, 5, 0 };
+static const unsigned short MOE_TOPK_LAUNCHES[NPHASES] = { 9, 3, 0 };
+static const unsigned short MOE_AUX_LAUNCHES[NPHASES] = { 14, 8, 0 };
+static const unsigned short MOE_DISPATCH_LAUNCHES[NPHASES] = { 17, 1, 0 };
+static const unsigned short MOE_COMBINE_LAUNCHES[NPHASES] = { 3, 0, 0 };
+static const unsigned short MOE_FC2_BIAS_LAUNCHES[NPHASES] = { 2, 4, 0 };
+
+static void
+host_extra (struct node *nd, const unsigned short launches[NPHASES])
+{
+  for (int p = 0; p < NPHASES; p++)
+    nd->host_launches[p] += launches[p];
+}
+
 /* Routed experts as Megatron-Core's MoE layer runs them: router GEMM
  * (its bias where the model has one: gpt-oss, DeepSeek-V3's expert bias),
  * fused top-k softmax (or sigmoid), in training the load-balancing loss
@@ -1528,13 +1557,19 @@ te_moe (struct bctx *c, int64_t f)
                                      c->b * expert_feeds (sh), &te);
   double routed = (double) t * (double) m->top_k * (double) d;
   bool bias = m->family == FAM_GPT_OSS;
+  struct node *nd;
   if (sh->expert_load > 1)
     te = (int64_t) ceil ((double) te * sh->expert_load);
   linear (c, "router", t, d, m->experts, m->router_bias);
-  te_vec (c, "router_topk", "softmax", t, m->experts, 2, 3, 0);
+  host_extra (&c->g->nodes[c->g->n - 1], MOE_ROUTER_LAUNCHES);
+  nd = te_vec (c, "router_topk", "softmax", t, m->experts, 2, 3, 0);
+  host_extra (nd, MOE_TOPK_LAUNCHES);
   if (c->train)
-    te_vec (c, "router_aux_loss", "mul", t, m->experts, 2, 2, 0);
+    host_extra (te_vec (c, "router_aux_loss", "mul", t, m->experts, 2, 2, 0), MOE_AUX_LAUNCHES);
   copy (c, "permute", "index_select", routed, routed);
+  nd = &c->g->nodes[c->g->n - 1];
+  host_extra (nd, MOE_DISPATCH_LAUNCHES);
+  nd->host_sync = true;                  /* the experts' token counts copied to the host */
   site (c, PERFMOD_SITE_MOE_DISPATCH);
   {                                      /* the reached experts: one built, `reached` copies */
     size_t from = c->g->n, act;
@@ -1542,11 +1577,15 @@ te_moe (struct bctx *c, int64_t f)
     act = c->g->n;
     te_vec (c, "experts_swiglu", "silu", te, f, 3, 5, 0);
     mark_rmod (c, act, RM_MOE_ACT);
+    c->g->nodes[act].host_once = true;   /* one kernel over every expert's tokens */
     linear (c, "experts_fc2", te, f, d, bias);
+    if (bias)
+      host_extra (&c->g->nodes[c->g->n - 1], MOE_FC2_BIAS_LAUNCHES);
     set_copies (c, from, reached);
   }
   site (c, PERFMOD_SITE_MOE_COMBINE);
   copy (c, "unpermute", "index_add", routed, (double) t * (double) d);
+  host_extra (&c->g->nodes[c->g->n - 1], MOE_COMBINE_LAUNCHES);
 }
 
 /* Multi-head latent attention as Megatron-Core builds it with Transformer

@@ -146,6 +146,12 @@ struct node {
                             PERFMOD_OVERLAP_GEMM ones are pipelined with; 0: none */
   bool shared_expert;    /* Megatron-Core's shared experts (what ep's dispatch and combine
                             run beside with shared_overlap=1) */
+  /* the host's side (training): launches one copy issues per phase besides its kernels
+   * (small kernels and copies of framework code not modelled as device work), and
+   * whether the host waits for the device after its forward (a device-to-host copy) */
+  unsigned short host_launches[NPHASES];
+  bool host_sync;
+  bool host_once;        /* its copies are one launch (one kernel over every copy's data) */
 };
 struct graph {
   char *source;          /* file it came from, or "builder" */

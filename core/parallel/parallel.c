@@ -330,6 +330,8 @@ struct chunk_times {
                             micro-batch, forward and backward) */
   double ep_hidden;      /* ep's dispatch and combine hidden beside the shared experts
                             (shared_overlap=1; ms per micro-batch) */
+  double host;           /* of fw and bw: the device waiting for the host's launches (ms per
+                            micro-batch) */
   double flops;          /* per micro-batch */
   bool built;
 };
@@ -432,6 +434,7 @@ chunk_build (struct graph *gr, const struct model_cfg *m, const struct dist_opti
 struct chunk_key {
   const void *pred, *gpu, *prec, *engine_name;
   int kernels, flash, fusion, train, embed, head, gpus_per_node, engine, shared_overlap, mtp;
+  double host_us;
   int64_t mbs, seq, cp, layers, first_layer, kv_len;
   int heads, ffn, vocab, tokens, experts, expert_ffn, ep_in_tp, moe_tp_after;
   double expert_load;
@@ -585,6 +588,7 @@ chunk_key_of (struct chunk_key *k, const struct plugin *pred, const struct perfm
   k->prec = o->prec;
   k->kernels = o->s->kernels;
   k->shared_overlap = o->s->shared_overlap;
+  k->host_us = o->train ? o->s->host_us : 0;
   k->flash = o->flash;
   k->fusion = o->fusion;
   k->train = o->train;
@@ -827,7 +831,7 @@ chunk_compute (struct plugin *pred, const struct model_cfg *m, const struct perf
                const struct comm_groups *g, int64_t layers, int64_t first_layer, bool embed,
                bool head, struct chunk_times_rc *times, size_t *kernels, size_t *unique)
 {
-  double gemm_hidden[NPHASES] = { 0 }, ep_hidden[NPHASES] = { 0 };
+  double gemm_hidden[NPHASES] = { 0 }, ep_hidden[NPHASES] = { 0 }, host[NPHASES] = { 0 };
   struct chunk_times *out = &times->base;
   struct graph gr;
   struct prediction pr;
@@ -854,6 +858,8 @@ chunk_compute (struct plugin *pred, const struct model_cfg *m, const struct perf
   gemm_overlap (&gr, &pr, g->size[DIM_TP], gemm_hidden);
   if (o->s->shared_overlap)
     shared_overlap (&gr, &pr, ep_hidden);
+  if (o->train)                          /* training runs eager; serving has its engine's host */
+    host_wait (&gr, &pr, o->prec, o->s->host_us, host);
   /* Collectives marked to overlap (ZeRO-3's prefetched gathers) hide
    * behind the phase's computation, tp's pipelined ones (tpo=1) behind
    * their GEMMs; the rest is on the critical path. */
@@ -866,7 +872,7 @@ chunk_compute (struct plugin *pred, const struct model_cfg *m, const struct perf
     exposed = (comm - pr.overlap_ms[p]) +
               (pr.overlap_ms[p] > compute ? pr.overlap_ms[p] - compute : 0);
     exposed -= gemm_hidden[p] + ep_hidden[p];
-    t[p] = compute + exposed;
+    t[p] = compute + exposed + host[p];
     *(p == PHASE_FW ? &out->fw_comm : &out->bw_comm) += exposed;
   }
   /* Recomputation runs forwards again before the backward: selective
@@ -888,6 +894,7 @@ chunk_compute (struct plugin *pred, const struct model_cfg *m, const struct perf
   times->recompute_full -= gemm_hidden[PHASE_FW] + ep_hidden[PHASE_FW];
   out->tp_hidden = gemm_hidden[PHASE_FW] + gemm_hidden[PHASE_BW];
   out->ep_hidden = ep_hidden[PHASE_FW] + ep_hidden[PHASE_BW];
+  out->host = host[PHASE_FW] + host[PHASE_BW];
   out->recompute = 0;
   out->attn = 0;
   for (size_t i = 0; i < gr.n; i++)
@@ -1309,6 +1316,7 @@ dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cf
         r->comm_ms[d] += times[k].comm[d] * r->microbatches;
       r->hidden_ms[DIM_TP] += times[k].tp_hidden * r->microbatches;
       r->hidden_ms[DIM_EP] += times[k].ep_hidden * r->microbatches;
+      r->host_ms += times[k].host * r->microbatches;
       r->flops += times[k].flops * r->microbatches;
     }
   }
@@ -1405,7 +1413,8 @@ timeline_free (struct timeline *t)
 int
 dist_chunk_ops (struct plugin_set *set, struct plugin *pred, const struct model_cfg *m,
                 const struct perfmod_gpu *gpu, const struct dist_options *o, int stage,
-                struct graph *gr, struct prediction *pr, double *recompute_ms)
+                struct graph *gr, struct prediction *pr, double *recompute_ms,
+                double host[NPHASES])
 {
   const struct strategy *s = o->s;
   int chunks = s->pp * (s->vp > 1 ? s->vp : 1);
@@ -1431,6 +1440,9 @@ dist_chunk_ops (struct plugin_set *set, struct plugin *pred, const struct model_
     graph_free (gr);
     return -1;
   }
+  memset (host, 0, NPHASES * sizeof host[0]);
+  if (o->train)
+    host_wait (gr, pr, o->prec, s->host_us, host);
   *recompute_ms = 0;
   if (o->train && s->recompute != RECOMPUTE_NONE) {
     unsigned mods = strategy_rmods (s);

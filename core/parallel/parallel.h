@@ -38,6 +38,8 @@ struct strategy {
                                  core (RM_CORE_ATTN) */
   int mtp;               /* multi-token prediction layers on the last stage (Megatron-Core's
                             --mtp-num-layers); 0: none */
+  double host_us;        /* the host's cost of one kernel launch in training, us (0: the
+                            host never holds the device up: CUDA graphs) */
   enum pm_kernels kernels;
   bool dp_set;
   bool zero_set;         /* zero given (else strategy_default_zero's) */
@@ -233,6 +235,8 @@ struct dist_result {
   int microbatches;
   size_t kernels, unique_kernels;
   double recompute_ms;   /* rank 0's recomputed forwards per step (inside pipeline_ms) */
+  double host_ms;        /* rank 0's device waiting for the host's launches per step (inside
+                            pipeline_ms) */
   /* per pipeline rank, one micro-batch through all its chunks (ms) */
   double stage_fw_ms[PM_MAX_STAGES], stage_bw_ms[PM_MAX_STAGES];
   double stage_recompute_ms[PM_MAX_STAGES];  /* of stage_bw_ms */
@@ -278,10 +282,12 @@ int scaling_plot_write (const char *path, const char *title, const char *ylabel,
                         const struct scaling_point *top, size_t ntop);
 /* Rank `stage`'s first chunk's graph, predicted as dist_predict does it
  * (perfmod --strategy --per-op); *recompute_ms: its forwards run again in
- * the backward, per micro-batch. */
+ * the backward, per micro-batch; host[]: per phase, the device waiting for
+ * the host's launches (host_wait), per micro-batch. */
 int dist_chunk_ops (struct plugin_set *set, struct plugin *pred, const struct model_cfg *m,
                     const struct perfmod_gpu *gpu, const struct dist_options *o, int stage,
-                    struct graph *g, struct prediction *pr, double *recompute_ms);
+                    struct graph *g, struct prediction *pr, double *recompute_ms,
+                    double host[NPHASES]);
 
 /* Serving, per replica of o->s (dp replicas share o->batch): the prefill
  * of its prompts (kv_len 0) or one decode step over kv_len cached tokens,
@@ -307,6 +313,21 @@ int dist_stage_graph (struct plugin_set *set, const struct model_cfg *m,
 /* The first pipeline chunk's graph on rank 0 (perfmod graph --strategy). */
 int dist_graph (struct plugin_set *set, const struct model_cfg *m, const struct perfmod_gpu *gpu,
                 const struct dist_options *o, struct graph *g);
+
+/* ---- host.c ---- */
+/* Eager PyTorch's host cost of one kernel launch, us: the kernel-launch
+ * overhead AutoParallel's compute cost model fitted on H100 (every
+ * operator at least 7 us; meta-pytorch/autoparallel pull request 146,
+ * 2025-09-10).  strategy key host_us replaces it; 0 leaves the host out. */
+#define PM_HOST_LAUNCH_US 7.0
+/* Per phase of one micro-batch through graph gr (predicted as pr), the
+ * ms its device waits for the host: each kernel launched in order at
+ * launch_us, each fp8 GEMM's quantisation too, the host waiting for the
+ * device after a node marked host_sync (MoE dispatch's counts copied to
+ * the host).  What the device would run back to back is the sum of pr's
+ * node times; the wait is what the flow of launches adds to it. */
+void host_wait (const struct graph *gr, const struct prediction *pr, const struct precision *prec,
+                double launch_us, double wait[NPHASES]);
 
 /* ---- explain.c ---- */
 struct workload;

@@ -28,6 +28,7 @@ strategy_init (struct strategy *s)
   s->tp = s->pp = s->dp = s->ep = s->mbs = s->vp = s->cp = 1;
   s->schedule = SCHED_1F1B;
   s->recompute = RECOMPUTE_NONE;
+  s->host_us = PM_HOST_LAUNCH_US;
 }
 
 /* layers over s->pp x s->vp chunks that do not divide them: each chunk
@@ -97,6 +98,8 @@ strategy_extra_keys (const struct strategy *s, char sep, char *buf, size_t len)
     append_key (buf, len, "%cshared_overlap=1", sep);
   if (s->mtp)
     append_key (buf, len, "%cmtp=%d", sep, s->mtp);
+  if (s->host_us != PM_HOST_LAUNCH_US)
+    append_key (buf, len, "%chost_us=%g", sep, s->host_us);
   if (s->recompute_modules) {
     char mods[80];
     append_key (buf, len, "%crecompute_modules=%s", sep,
@@ -285,7 +288,7 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
                                       "etp", "tpo", "first_layers", "last_layers",
                                       "account_embed", "account_loss", "dispatcher",
                                       "a2a_overlap", "shared_overlap", "recompute_modules",
-                                      "mtp" };
+                                      "mtp", "host_us" };
   int idx = word_index (key, keys, sizeof keys / sizeof keys[0]);
   int64_t v;
 
@@ -293,7 +296,7 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
     pm_error ("%s: unknown strategy key '%s' (known: tp, pp, dp, cp, ep, etp, mbs, vp, zero, "
               "schedule, recompute, sp, tpo, kernels, split, first_layers, last_layers, "
               "account_embed, account_loss, dispatcher, a2a_overlap, shared_overlap, "
-              "recompute_modules, mtp)", where, key);
+              "recompute_modules, mtp, host_us)", where, key);
     return -1;
   }
   if (*seen & (1u << idx)) {
@@ -367,6 +370,17 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
     }
     strv_free (parts);
     return rc;
+  }
+  if (idx == 24) {                      /* the host's us per kernel launch */
+    char *end;
+    double us = strtod (val, &end);
+    if (end == val || *end || !(us >= 0 && us <= 1000)) {
+      pm_error ("%s: host_us=%s: expected the host's microseconds per kernel launch, 0 to 1000 "
+                "(0: the host never holds the device up)", where, val);
+      return -1;
+    }
+    s->host_us = us;
+    return 0;
   }
   if (idx == 9) {
     if (strcmp (val, "0") && strcmp (val, "1")) {
