@@ -28,6 +28,66 @@ struct found {
   double score;          /* lower is better */
 };
 
+/* A configuration as enumerated, packed: struct strategy holds a split of
+ * up to 256 stages (1,120 bytes), and a DeepSeek-V3 space of 300,000 would
+ * keep 330 MB of them.  Everything else is strategy_init's; an uneven one's
+ * split is strategy_uneven_split's, redone when unpacked (the enumeration
+ * sets no other). */
+struct config {
+  int32_t tp, pp, dp, ep, cp, mbs, vp;
+  uint8_t uneven, kernels, dispatcher, a2a_overlap, shared_overlap, schedule, zero, recompute, sp,
+    tpo;
+};
+
+static void
+config_pack (struct config *c, const struct strategy *s)
+{
+  memset (c, 0, sizeof *c);
+  c->tp = s->tp;
+  c->pp = s->pp;
+  c->dp = s->dp;
+  c->ep = s->ep;
+  c->cp = s->cp;
+  c->mbs = s->mbs;
+  c->vp = s->vp;
+  c->uneven = s->nsplit > 0;
+  c->kernels = (uint8_t) s->kernels;
+  c->dispatcher = (uint8_t) s->dispatcher;
+  c->a2a_overlap = s->a2a_overlap;
+  c->shared_overlap = s->shared_overlap;
+  c->schedule = (uint8_t) s->schedule;
+  c->zero = (uint8_t) s->zero;
+  c->recompute = (uint8_t) s->recompute;
+  c->sp = s->sp;
+  c->tpo = s->tpo;
+}
+
+static void
+config_unpack (const struct config *c, const struct model_cfg *m, struct strategy *s)
+{
+  strategy_init (s);
+  s->tp = c->tp;
+  s->pp = c->pp;
+  s->dp = c->dp;
+  s->dp_set = true;
+  s->ep = c->ep;
+  s->cp = c->cp;
+  s->mbs = c->mbs;
+  s->vp = c->vp;
+  if (c->uneven)
+    strategy_uneven_split (s, m->layers);
+  s->kernels = (enum pm_kernels) c->kernels;
+  s->kernels_set = true;
+  s->dispatcher = c->dispatcher;
+  s->a2a_overlap = c->a2a_overlap;
+  s->shared_overlap = c->shared_overlap;
+  s->schedule = (enum pm_schedule) c->schedule;
+  s->zero = c->zero;
+  s->recompute = (enum pm_recompute) c->recompute;
+  s->sp = c->sp;
+  s->tpo = c->tpo;
+}
+
 /* The search's state: the fixed inputs, the counters, the best so far. */
 struct search {
   int64_t gpus, batch, seq, max_tp, max_cp;
@@ -45,7 +105,7 @@ struct search {
   enum pm_kernels kernels;
   int gpn;
   size_t tried, predicted, pruned[SEARCH_NPRUNE];
-  struct strategy *configs;        /* enumerated and not pruned: to predict */
+  struct config *configs;          /* enumerated and not pruned: to predict */
   size_t nconfigs;
   struct found *best;
   size_t nbest;
@@ -179,7 +239,7 @@ consider (struct search *x, const struct strategy *s)
   }
   if ((x->nconfigs & (x->nconfigs - 1)) == 0)
     x->configs = xrealloc (x->configs, (x->nconfigs ? 2 * x->nconfigs : 1) * sizeof *x->configs);
-  x->configs[x->nconfigs++] = *s;
+  config_pack (&x->configs[x->nconfigs++], s);
 }
 
 /* Predict configuration i into the worker's best; -1 on a predictor
@@ -191,11 +251,13 @@ predict_one (struct worker *w, size_t i)
   struct dist_options d;
   struct dist_result r;
   struct found f;
+  struct strategy s;
   double peak = perfmod_gpu_peak_flops (&x->ge->gpu, x->pr->gemm), tokens;
   int rc;
 
+  config_unpack (&x->configs[i], x->m, &s);
   memset (&d, 0, sizeof d);
-  d.s = &x->configs[i];
+  d.s = &s;
   d.prec = x->pr;
   d.train = true;
   d.flash = x->flash;
@@ -217,7 +279,7 @@ predict_one (struct worker *w, size_t i)
   }
   tokens = (double) x->batch * (double) x->seq;
   memset (&f, 0, sizeof f);
-  f.s = x->configs[i];
+  f.s = s;
   f.index = i;
   f.step_ms = r.step_ms;
   f.tokens_s = tokens / (r.step_ms / 1e3);
