@@ -222,6 +222,12 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
     assume (c, s->kernels == KERNELS_TE
             ? "dp gradients reduced during the backward (Megatron-Core; dp:overlap=0 turns it off)"
             : "dp gradients reduced after the backward (eager; dp:overlap=1 overlaps them)");
+  if (w->train && s->host_us == PM_HOST_LAUNCH_US) {
+    char *what = xasprintf ("each kernel launched from the host in %g us (eager PyTorch; "
+                            "host_us= sets it, 0 under CUDA graphs)", PM_HOST_LAUNCH_US);
+    assume (c, what);
+    free (what);
+  }
   if (s->tp > 1 && s->sp && s->kernels == KERNELS_TE && w->train && !s->tpo)
     assume (c, "tp collectives exposed (tpo=0; tpo=1 pipelines them with the GEMMs)");
   assume_engine_allreduce (c, w, s, gpn);

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1230-host.sh: the host's side of a training step, by hand: each kernel launched at host_us, fp8 GEMMs' quantisation launched too, MoE dispatch's host synchronisation; host_us=0; refusals.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 9
+plan 10
 
 near () { awk -v a="$1" -v b="$2" -v e="$3" 'BEGIN {d = a - b; if (d < 0) d = -d; exit !(d <= e)}'; }
 # one micro-batch of 16 tokens on one H100, roofline: every kernel far shorter than a
@@ -65,6 +65,13 @@ ok $([ "$zero_wait" = 0 ] && awk -v w="$1" -v s="$2" -v z="$zero_step" \
   "host_us=0 waits 0 ms; the default waits $1 ms, exactly what its step adds"
 ok $(case "$3" in *host_us*) echo 1 ;; *) echo 0 ;; esac) \
   "the default host_us is not spelt out in the spec"
+
+run_pm --model llama3-8b --gpu h100 --mode train --batch 8 --predictor roofline --strategy dp=8
+a=$(grep -c '^assumed: .*each kernel launched from the host in 7 us' "$TMP/out")
+run_pm --model llama3-8b --gpu h100 --mode train --batch 8 --predictor roofline --strategy dp=8,host_us=3
+b=$(grep -c '^assumed: .*launched from the host' "$TMP/out"; grep -c 'host_us=3' "$TMP/out")
+ok $([ "$a" = 1 ] && [ "$(echo $b)" = "0 1" ]; echo $?) \
+  "the assumed line says the default launch cost; a given host_us is in the strategy instead"
 
 expect_one_line 2 "host_us=-1: expected the host's microseconds per kernel launch" \
   "a negative host_us is refused" -- --model llama3-8b --gpu h100 --mode train --strategy host_us=-1

@@ -21,7 +21,7 @@ flow_job (double *h, double *g, double host_ms, double dev_ms)
 static double
 node_launches (const struct node *nd, int p, bool quantised)
 {
-  double n = nd->fused ? 1 : (double) nd->nops[p];
+  double n = nd->fused ? nd->nops[p] > 0 : (double) nd->nops[p];
   bool gemm = false;
   if (n == 0 && nd->host_launches[p] == 0)
     return 0;
