@@ -222,7 +222,7 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
     assume (c, s->kernels == KERNELS_TE
             ? "dp gradients reduced during the backward (Megatron-Core; dp:overlap=0 turns it off)"
             : "dp gradients reduced after the backward (eager; dp:overlap=1 overlaps them)");
-  if (w->train && s->host_us == PM_HOST_LAUNCH_US) {
+  if (w->train && !s->host_us_set) {
     char *what = xasprintf ("each kernel launched from the host in %g us (eager PyTorch; "
                             "host_us= sets it, 0 under CUDA graphs)", PM_HOST_LAUNCH_US);
     assume (c, what);

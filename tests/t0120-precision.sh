@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0120-precision.sh: --dtype and --precision: each kernel's dtype, the defaults per GPU, refusals, a predictor's dtype fallback said once and marked, and the memory terms.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 40
+plan 42
 
 tiny="$TMP/tiny.json"
 # GPT-2, L=4, d=8, 4 heads, f=32, v=16
@@ -32,7 +32,22 @@ ok $(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
                           if ($c["bytes"] != x) bad++ }
      END { print (n > 0 && !bad) ? 0 : 1 }' "$TMP/out") "bf16 GEMMs move 2 bytes per element"
 run_pm graph $T --mode train --precision fp8 --gpu h100 --format csv
-ok $([ $rc -eq 0 ] && dtypes fp8 bf16 && echo 0 || echo 1) "--precision fp8: GEMMs in fp8, every other kernel in bf16"
+cp "$TMP/out" "$TMP/fp8.csv"
+# Megatron-Core's output layer is its own, outside Transformer Engine's fp8: bf16 GEMMs
+ok $([ $rc -eq 0 ] && awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+       $1 == "output_layer" && $c["class"] == "FC" { n++; if ($c["dtype"] != "bf16") bad++ }
+       END { exit !(n == 3 && !bad) }' "$TMP/fp8.csv"; echo $?) \
+  "--precision fp8: the output layer's three GEMMs in bf16 (Megatron-Core's own layer)"
+# every other Linear casts its input (forward) and its incoming gradient (backward) to fp8
+# first: 2 bytes read and 1 + 1 written per element, 4 b m n and 4 b m k bytes
+ok $(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+       $2 == "Linear" && $c["class"] == "FC" && $c["phase"] == "fw" && $1 != "output_layer" {
+         want[$1 ",fw"] = 4 * $c["b"] * $c["m"] * $c["n"]; want[$1 ",bw"] = 4 * $c["b"] * $c["m"] * $c["k"] }
+       $c["kernel"] == "quantize" { got[$1 "," $c["phase"]] = $c["bytes"]; if ($1 == "output_layer") bad++ }
+       END { for (k in want) { n++; if (got[k] != want[k]) bad++ } exit !(n >= 8 && !bad) }' "$TMP/fp8.csv"
+     echo $?) "--precision fp8: each Linear's input and gradient cast to fp8 before it, 4 bytes an element"
+grep -v '^output_layer,' "$TMP/fp8.csv" > "$TMP/out"
+ok $([ $rc -eq 0 ] && dtypes fp8 bf16 && echo 0 || echo 1) "--precision fp8: the other GEMMs in fp8, every other kernel in bf16"
 # fp8 GEMMs read 1-byte operands and write a bf16 output: b (mn + nk) + 2 b mk
 ok $(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
      $c["class"] == "FC" || $c["class"] == "BMM" { n++; b = $c["b"]; m = $c["m"]; nn = $c["n"]; k = $c["k"];

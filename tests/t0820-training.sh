@@ -254,7 +254,7 @@ ok $([ "$rc" -eq 0 ] && near "$(bpp)" 7.5 1e-9 && jq -e '.strategy.zero == 1' "$
 # every assumption given: the assumed: line holds only the memory reserve, no stray comma;
 # and with --nodes but no --strategy (one device's step, no optimizer sharded) no zero=1
 run_pm --model gpt3-2.7b --mode train --gpu NVIDIA_H100_80GB_HBM3 --precision bf16 --attention flash --seq 1024 \
-  --predictor roofline --batch 8 --strategy tp=2,zero=0,kernels=te
+  --predictor roofline --batch 8 --strategy tp=2,zero=0,kernels=te,host_us=7
 ok $([ "$rc" -eq 0 ] && grep -q '^assumed: memory reserve 10^9 bytes + 5 %$' "$TMP/out"; echo $?) \
   "all given but the reserve: 'assumed: memory reserve ...', no leading comma"
 run_pm --model gpt3-2.7b --mode train --batch 64 --nodes 2

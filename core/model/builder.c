@@ -246,27 +246,52 @@ dropout (struct bctx *c, const char *name, double elems)
 }
 
 /* Linear (m,n,k): an (m,n) input through Linear(n->k).  The node's tensors
- * are the input, the weight and the bias, as an addmm's. */
+ * are the input, the weight and the bias, as an addmm's.  high: outside
+ * Transformer Engine's fp8 (Megatron-Core's output layer, its router):
+ * the GEMMs in the precision's 16-bit dtype, nothing quantised. */
 static void
-linear (struct bctx *c, const char *name, int64_t m, int64_t n, int64_t k, bool bias)
+linear_node (struct bctx *c, const char *name, int64_t m, int64_t n, int64_t k, bool bias,
+             bool high)
 {
   double w = (double) n * (double) k;
   struct node *nd = add_node (c, name, "Linear", (double) m * (double) n + w + (bias ? k : 0),
                               (double) m * (double) k);
   struct kop *o = node_add_op (nd, PHASE_FW, PERFMOD_KERNEL_LINEAR, "linear");
   o->m = m; o->n = n; o->k = k;
+  o->high = high;
   if (!c->train)
     return;
   o = node_add_op (nd, PHASE_BW, PERFMOD_KERNEL_LINEAR, "linear");   /* data gradient */
   o->m = m; o->n = k; o->k = n;
+  o->high = high;
   o = node_add_op (nd, PHASE_BW, PERFMOD_KERNEL_LINEAR, "linear");   /* weight gradient */
   o->m = k; o->n = m; o->k = n;
+  o->high = high;
+  /* Megatron-Core's fp8 training: Transformer Engine casts the input
+   * (forward) and the incoming gradient (backward, once for both
+   * products) to fp8, each cast reading 16 bits and writing 8 twice (the
+   * row-wise copy and the transposed one the other product reads): 2
+   * 16-bit elements moved per element, in the fp8 precisions only */
+  if (c->o->te && !high) {
+    o = node_add_op (nd, PHASE_FW, PERFMOD_KERNEL_MEMORY, "quantize");
+    o->elems = 2.0 * (double) m * (double) n;
+    o->quant = true;
+    o = node_add_op (nd, PHASE_BW, PERFMOD_KERNEL_MEMORY, "quantize");
+    o->elems = 2.0 * (double) m * (double) k;
+    o->quant = true;
+  }
   /* Megatron-Core's weight-gradient GEMM adds into the fp32 main_grad
    * itself (gradient_accumulation_fusion): no separate sum */
   if (!c->o->te)
     vec_op (nd, PHASE_ACC, "add", 1, n * k);
   if (bias)
     vec_op (nd, PHASE_ACC, "add", 1, k);
+}
+
+static void
+linear (struct bctx *c, const char *name, int64_t m, int64_t n, int64_t k, bool bias)
+{
+  linear_node (c, name, m, n, k, bias, false);
 }
 
 /* BMM (b,m,n,k) = (b,m,n) x (b,n,k); its gradients (b,m,k,n) and (b,n,m,k). */
@@ -1560,7 +1585,7 @@ te_moe (struct bctx *c, int64_t f)
   struct node *nd;
   if (sh->expert_load > 1)
     te = (int64_t) ceil ((double) te * sh->expert_load);
-  linear (c, "router", t, d, m->experts, m->router_bias);
+  linear_node (c, "router", t, d, m->experts, m->router_bias, true);  /* Megatron's own GEMM */
   host_extra (&c->g->nodes[c->g->n - 1], MOE_ROUTER_LAUNCHES);
   nd = te_vec (c, "router_topk", "softmax", t, m->experts, 2, 3, 0);
   host_extra (nd, MOE_TOPK_LAUNCHES);
@@ -1742,7 +1767,7 @@ te_mtp (struct bctx *c, int k)
   c->moe = moe;
   te_norm (c, "final_layernorm", tn, d);
   site (c, PERFMOD_SITE_LOGITS);
-  linear (c, "output_layer", t, d, v, false);
+  linear_node (c, "output_layer", t, d, v, false, true);   /* Megatron's own, not TE's */
   te_vec (c, "cross_entropy", "softmax", t, v, 1, 2, 0);
   c->prefix[0] = '\0';
 }
@@ -1770,7 +1795,9 @@ te_graph (struct bctx *c)
   if (c->sh->head) {
     te_norm (c, "final_layernorm", tn, d);
     site (c, PERFMOD_SITE_LOGITS);
-    linear (c, "output_layer", t, d, v, false);
+    /* Megatron-Core's output layer is its own ColumnParallelLinear, not
+     * Transformer Engine's: 16-bit in fp8 training */
+    linear_node (c, "output_layer", t, d, v, false, true);
     /* fused cross-entropy: reads the logits forward; backward writes
      * their gradient from them */
     if (c->train)

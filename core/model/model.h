@@ -112,6 +112,11 @@ struct kop {             /* one kernel of a node */
   int64_t kv_heads, window;
   bool causal;
   bool kv_shared;        /* the keys are the values too (MLA's latent), read once */
+  /* Megatron-Core's fp8 training (Transformer Engine): quant, a cast of a GEMM's input or
+   * incoming gradient to fp8 before it, run only when the precision's GEMMs are fp8,
+   * block-scaled fp8 or nvfp4; high, a GEMM outside Transformer Engine's fp8 (the output
+   * layer, the router) in the precision's other dtype */
+  bool quant, high;
   /* MOE kernels (perfmod-plugin.h): experts per token, gated, the busiest
    * rank's load over the even share, the engine's name */
   int64_t top_k;

@@ -14,22 +14,18 @@ flow_job (double *h, double *g, double host_ms, double dev_ms)
 }
 
 /* Launches of one copy of node nd in phase p: its kernels (a fused
- * chain one), each block-scaled or fp8 GEMM's quantisation of its input
- * (forward) or of the incoming gradient (backward, once for both
- * products: Transformer Engine casts it once), and the launches the
- * builder counted besides (kernels too small to model). */
+ * chain one; the quantisations before fp8 GEMMs in the precisions that
+ * run them), and the launches the builder counted besides (kernels too
+ * small to model). */
 static double
 node_launches (const struct node *nd, int p, bool quantised)
 {
-  double n = nd->fused ? nd->nops[p] > 0 : (double) nd->nops[p];
-  bool gemm = false;
-  if (n == 0 && nd->host_launches[p] == 0)
-    return 0;
-  for (size_t j = 0; j < nd->nops[p]; j++)
-    if (nd->ops[p][j].kclass == PERFMOD_KERNEL_LINEAR || nd->ops[p][j].kclass == PERFMOD_KERNEL_BMM)
-      gemm = true;
-  if (gemm && quantised)
-    n += 1;
+  double n = 0;
+  if (nd->fused)
+    n = nd->nops[p] > 0;
+  else
+    for (size_t j = 0; j < nd->nops[p]; j++)
+      n += !nd->ops[p][j].quant || quantised;
   return n + nd->host_launches[p];
 }
 
@@ -87,8 +83,7 @@ void
 host_wait (const struct graph *gr, const struct prediction *pr, const struct precision *prec,
            double launch_us, double wait[NPHASES])
 {
-  bool quantised = prec && (prec->gemm == PERFMOD_DTYPE_FP8 || prec->gemm == PERFMOD_DTYPE_FP8_BLOCK ||
-                            prec->gemm == PERFMOD_DTYPE_NVFP4);
+  bool quantised = precision_quantised (prec);
   double launch_ms = launch_us / 1e3;
   for (int p = 0; p < NPHASES; p++)
     wait[p] = 0;

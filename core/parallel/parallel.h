@@ -43,6 +43,7 @@ struct strategy {
   enum pm_kernels kernels;
   bool dp_set;
   bool zero_set;         /* zero given (else strategy_default_zero's) */
+  bool host_us_set;      /* host_us given (else PM_HOST_LAUNCH_US, on the assumed: line) */
   bool kernels_set;      /* kernels given (else the run's default) */
 };
 struct preset {
@@ -322,7 +323,7 @@ int dist_graph (struct plugin_set *set, const struct model_cfg *m, const struct 
 #define PM_HOST_LAUNCH_US 7.0
 /* Per phase of one micro-batch through graph gr (predicted as pr), the
  * ms its device waits for the host: each kernel launched in order at
- * launch_us, each fp8 GEMM's quantisation too, the host waiting for the
+ * launch_us (the quantisations before fp8 GEMMs among them), the host waiting for the
  * device after a node marked host_sync (MoE dispatch's counts copied to
  * the host).  What the device would run back to back is the sum of pr's
  * node times; the wait is what the flow of launches adds to it. */

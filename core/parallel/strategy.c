@@ -380,6 +380,7 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
       return -1;
     }
     s->host_us = us;
+    s->host_us_set = true;
     return 0;
   }
   if (idx == 9) {

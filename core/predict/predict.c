@@ -95,6 +95,13 @@ precision_of_dtype (int dtype, bool train)
   return dtype < PERFMOD_DTYPE_COUNT ? precision_train (train_names[dtype]) : NULL;
 }
 
+bool
+precision_quantised (const struct precision *p)
+{
+  return p && (p->gemm == PERFMOD_DTYPE_FP8 || p->gemm == PERFMOD_DTYPE_FP8_BLOCK ||
+               p->gemm == PERFMOD_DTYPE_NVFP4);
+}
+
 int
 precision_dtype (const struct precision *p, int kclass)
 {
@@ -212,7 +219,7 @@ void
 kop_to_kernel (const struct kop *o, const struct node *nd, const struct precision *pr,
                struct perfmod_kernel *k)
 {
-  int dtype = precision_dtype (pr, o->kclass);
+  int dtype = o->high && pr ? pr->other : precision_dtype (pr, o->kclass);
   double eb = dtype_sizes[dtype];
   memset (k, 0, sizeof *k);
   k->struct_size = sizeof *k;
@@ -563,6 +570,8 @@ predict_graph (struct plugin *pred, const struct graph *g, const struct perfmod_
       else
         for (size_t j = 0; j < nd->nops[p] && rc == 0; j++) {
           const struct kop *op = &nd->ops[p][j];
+          if (op->quant && !precision_quantised (o->prec))
+            continue;
           if (op->kclass == PERFMOD_KERNEL_COMM && op->dim != DIM_NONE) {
             double ms = o->groups ? group_comm_seconds (op, nd, gpu, o->groups, o->prec) * 1e3 : 0;
             memset (&e, 0, sizeof e);

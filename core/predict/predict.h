@@ -165,6 +165,9 @@ const struct precision *precision_infer (int dtype);
 const struct precision *precision_of_dtype (int dtype, bool train);
 /* The dtype of a kernel of kclass (p NULL: fp32). */
 int precision_dtype (const struct precision *p, int kclass);
+/* Whether p's GEMMs take quantised operands (fp8, block-scaled fp8, nvfp4): Transformer
+ * Engine casts their inputs first. */
+bool precision_quantised (const struct precision *p);
 /* What users run on gpu: bf16 where it has bf16 matrix units, fp16 where
  * it has only fp16 ones, else fp32. */
 int default_dtype (const struct perfmod_gpu *gpu);

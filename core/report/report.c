@@ -67,6 +67,8 @@ graph_kernels (const struct graph *g, const struct precision *pr, bool train, gr
       }
       else
         for (size_t j = 0; j < nd->nops[p]; j++) {
+          if (nd->ops[p][j].quant && !precision_quantised (pr))
+            continue;
           kop_to_kernel (&nd->ops[p][j], nd, pr, &k);
           fn (ctx, i, p, &k);
         }
