@@ -115,7 +115,7 @@ struct kop {             /* one kernel of a node */
   /* Megatron-Core's fp8 training (Transformer Engine): quant, a cast of a GEMM's input or
    * incoming gradient to fp8 before it, run only when the precision's GEMMs are fp8,
    * block-scaled fp8 or nvfp4; high, a GEMM outside Transformer Engine's fp8 (the output
-   * layer, the router) in the precision's other dtype */
+   * layer, the router): in those precisions, in their other (16-bit) dtype */
   bool quant, high;
   /* MOE kernels (perfmod-plugin.h): experts per token, gated, the busiest
    * rank's load over the even share, the engine's name */

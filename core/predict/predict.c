@@ -219,7 +219,8 @@ void
 kop_to_kernel (const struct kop *o, const struct node *nd, const struct precision *pr,
                struct perfmod_kernel *k)
 {
-  int dtype = o->high && pr ? pr->other : precision_dtype (pr, o->kclass);
+  /* a GEMM outside Transformer Engine's fp8 runs in the 16-bit dtype */
+  int dtype = o->high && precision_quantised (pr) ? pr->other : precision_dtype (pr, o->kclass);
   double eb = dtype_sizes[dtype];
   memset (k, 0, sizeof *k);
   k->struct_size = sizeof *k;
