@@ -19,10 +19,15 @@ pm tl --model gpt3-2.7b --gpu h100 --mode train --batch 16 --strategy tp=2,pp=4,
 ok $([ "$rc" -eq 0 ] && reads tl; echo $?) "the timeline, interleaved: $(tail -1 "$TMP/tl.boxes")"
 pm many --model llama3.1-70b --gpu h100 --mode train --batch 1024 --seq 4096 --strategy tp=8,pp=8,dp=16,vp=5,schedule=interleaved --nodes 128
 ok $([ "$rc" -eq 0 ] && reads many; echo $?) "the timeline of 64 micro-batches on 8 stages: $(tail -1 "$TMP/many.boxes")"
-pm scal search --model llama3.1-70b --gpu h100 --gpus 2048 --global-batch 1024 --seq 8192 --top 3
+pm scal search --model mixtral-8x7b --gpu h100 --gpus 1024 --global-batch 1024 --seq 4096 --top 3
 ok $([ "$rc" -eq 0 ] && reads scal; echo $?) "the scaling chart, its strategies listed beside it: $(tail -1 "$TMP/scal.boxes")"
+# the chart is 1000 px wide, or as wide as the list's longest strategy needs (the list
+# starts 740 px in, 6.2 px a character): computed here from the listed strategies
 w=$(sed -n 's/.*<svg [^>]*width="\([0-9]*\)".*/\1/p' "$TMP/scal.svg" | head -1)
-ok $([ "${w:-0}" -gt 1000 ]; echo $?) "the scaling chart widens for its longest strategy (${w:-?} px)"
+need=$(sed -n 's/.*<text x="724"[^>]*>\([^<]*\)<.*/\1/p' "$TMP/scal.svg" |
+       awk '{ n = length ($0); if (n > m) m = n } END { w = int (740 + 6.2 * m); print (w > 1000 ? w : 1000) }')
+ok $([ "${w:-0}" -eq "${need:-1}" ] && [ "${w:-0}" -gt 1000 ]; echo $?) \
+  "the scaling chart widens to its longest strategy (${w:-?} px, ${need:-?} needed)"
 pm fr search --serve --model llama3.1-70b --dtype fp8 --gpu h100 --gpus 8 --isl 1024 --osl 512 --jobs 1
 ok $([ "$rc" -eq 0 ] && reads fr; echo $?) "the serving frontier: its labels off each other and off the curve: $(tail -1 "$TMP/fr.boxes")"
 ok $([ "$(grep -c 'class="label"' "$TMP/fr.svg")" -ge 10 ]; echo $?) "... and most frontier points still labelled ($(grep -c 'class="label"' "$TMP/fr.svg"))"
