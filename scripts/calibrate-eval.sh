@@ -8,15 +8,8 @@
 # and reused when there)
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
-data=${1:-$top/../shared/moderndata}
-out=${2:-${TMPDIR:-/tmp}/perfmod-calibrate-eval}
-run=${PERFMOD_RUN:-$top/run}
-folds=${FOLDS:-l40s gb200}
-shapes=${SHAPES:-50 200 1000}
-seeds=${SEEDS:-1 2 3}
+. "$top/scripts/calibrate-common.sh"
 mkdir -p "$out"
-export OPENBLAS_NUM_THREADS=1
-A100=a100-sxm-80gb H100=NVIDIA_H100_80GB_HBM3,h100-sxm L40S=l40s RTX=rtx-pro-6000-server GB200=gb200
 
 # median |error| per dtype of tile-mlp in an eval table on stdin: "dtype median"
 medians () { awk '$1 == "tile-mlp" && $3 == "FC" { print $4, $8 }'; }

@@ -8,14 +8,7 @@
 # Usage: scripts/calibrate-interval.sh [DATA [OUTDIR]]   (after scripts/calibrate-eval.sh)
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
-data=${1:-$top/../shared/moderndata}
-out=${2:-${TMPDIR:-/tmp}/perfmod-calibrate-eval}
-run=${PERFMOD_RUN:-$top/run}
-folds=${FOLDS:-l40s gb200}
-shapes=${SHAPES:-50 200 1000}
-seeds=${SEEDS:-1 2 3}
-export OPENBLAS_NUM_THREADS=1
-L40S=l40s GB200=gb200 A100=a100-sxm-80gb H100=NVIDIA_H100_80GB_HBM3,h100-sxm RTX=rtx-pro-6000-server
+. "$top/scripts/calibrate-common.sh"
 
 # the GEMMs' trained-on half widths by dtype, from the header: "dtype width" lines
 trained=$(awk '/tc_interval80\[TC_NGROUPS\]/ { on = 1 } on && /^ *\[PERFMOD_DTYPE_/ {
