@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1100-dispatcher.sh: how ep's tokens reach their experts in a graph (dispatcher=alltoall, allgather, flex: DeepEP's kernels) and a2a_overlap, each by hand; what Megatron-Core refuses, refused.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 19
+plan 23
 
 # Mixtral 8x7B on 8 H100 of one node, ep=8 over the data-parallel ranks, one micro-batch of
 # 4096 tokens, roofline, Megatron-Core's layer: 32 routed layers, each dispatching and
@@ -134,6 +134,29 @@ run_pm search --model mixtral-8x7b --gpu h100 --gpus 16 --global-batch 64 --seq 
 ok $([ "$rc" -eq 0 ] && jq -e '(.best | length) > 0 and all(.best[]; .strategy.dispatcher == "flex"
        and .strategy.a2a_overlap and .strategy.ep > 1 and (.strategy.spec | test("dispatcher=flex")))' \
        "$TMP/out" >/dev/null; echo $?) "search --fix dispatcher=flex,a2a_overlap=1: every layout has them, with ep > 1"
+# Unless --fix gives them, search tries every way Megatron-Core moves ep's tokens, with an
+# overlap where one runs (none only where none runs): Mixtral (no shared experts, pp=1) the
+# all-to-all and flex dispatchers with a2a_overlap, and the all-gather one (3); no flex on
+# L40S (PCIe, no NVLink: 2); DeepSeek-V2-Lite over two stages without vp (no a2a_overlap)
+# with its shared experts' overlap instead (3); both overlaps fixed off: none (3)
+moe_choices () {
+  run_pm search --model "$1" --gpu "$2" --gpus 16 --global-batch 64 --seq 4096 --predictor roofline \
+    --fix "tp=1,$3,cp=1,ep=8,mbs=1,zero=1,recompute=none,kernels=te" --top 10 --format json
+  [ "$rc" -eq 0 ] && jq -r '.predicted, (.best[].strategy | "\(.dispatcher):\(.a2a_overlap):\(.shared_overlap)")' \
+    "$TMP/out" | sort | tr '\n' ' '
+}
+got=$(moe_choices mixtral-8x7b h100 pp=1)
+ok $([ "$got" = "3 allgather:false:false alltoall:true:false flex:true:false " ]; echo $?) \
+  "search: Mixtral's dispatchers, a2a_overlap with the all-to-all and flex ones ($got)"
+got=$(moe_choices mixtral-8x7b l40s pp=1)
+ok $([ "$got" = "2 " ] && [ "$(jq '.pruned.memory' "$TMP/out")" = 2 ]; echo $?) \
+  "search: no DeepEP on GPUs without NVLink ($got; both out of memory)"
+got=$(moe_choices deepseek-v2-lite h100 pp=2,vp=1,schedule=1f1b)
+ok $([ "$got" = "3 allgather:false:false alltoall:false:true flex:false:true " ]; echo $?) \
+  "search: shared experts' overlap tried, a2a_overlap not where pp > 1 without vp ($got)"
+got=$(moe_choices deepseek-v2-lite h100 pp=1,a2a_overlap=0,shared_overlap=0)
+ok $([ "$got" = "3 allgather:false:false alltoall:false:false flex:false:false " ]; echo $?) \
+  "search --fix a2a_overlap=0,shared_overlap=0: no overlap, each dispatcher ($got)"
 # DeepEP's buffers (Megatron-Core's get_buffer, DeepEP's size hints, 20 SMs: 10 channels):
 # Mixtral on one node of 8, hidden 4096 at 2 bytes: 10 x 8 x ((2 + 3) x 4 + 256 x (8192 + 8 +
 # 1024 + 512 + 512)) = 209880640 NVLink bytes; Qwen3-30B-A3B over 16 ranks on two nodes,

@@ -458,6 +458,14 @@ struct pipe_slot {
   size_t len;
   struct pipe_result result;
 };
+/* The most chunks and pipeline schedules a cache keeps: at these it
+ * starts again empty.  A search predicts neighbouring configurations
+ * together (they share what is kept), so forgetting the older ones costs
+ * a few recomputations and bounds its memory: with the MoE dispatchers
+ * and overlaps searched, DeepSeek-V3 on 2,048 GPUs grew to 1.3 GB without
+ * (doc/search.md). */
+#define DIST_CACHE_MAX_CHUNKS (1u << 17)
+#define DIST_CACHE_MAX_PIPES (1u << 16)
 struct dist_cache {
   struct cache_slot *slots;
   size_t cap, n;
@@ -537,6 +545,12 @@ pipeline_cached (struct dist_cache *c, const struct pipe_input *in, struct pipe_
     memcpy (&w, &key[j], sizeof w);
     h = (h ^ w) * 1099511628211ULL;
     h ^= h >> 29;
+  }
+  if (c->pn >= DIST_CACHE_MAX_PIPES) {
+    for (i = 0; i < c->pcap; i++)
+      free (c->pipes[i].key);
+    memset (c->pipes, 0, c->pcap * sizeof *c->pipes);
+    c->pn = 0;
   }
   if (c->pn * 2 >= c->pcap) {
     struct pipe_slot *old = c->pipes;
@@ -655,6 +669,15 @@ key_hash (const struct chunk_key *k, size_t len)
   return h;
 }
 
+static void
+cache_forget (struct dist_cache *c)
+{
+  for (size_t i = 0; i < c->cap; i++)
+    free (c->slots[i].key);
+  memset (c->slots, 0, c->cap * sizeof *c->slots);
+  c->n = 0;
+}
+
 /* k's slot in c: its own, or the free one to fill. */
 static struct cache_slot *
 cache_slot (struct dist_cache *c, const struct chunk_key *k, size_t len, uint64_t h)
@@ -738,6 +761,8 @@ chunk_predict (struct plugin *pred, const struct model_cfg *m, const struct perf
                        &found.kernels, &found.unique_kernels) < 0)
       return -1;
     pthread_mutex_lock (&c->lock);
+    if (c->n >= DIST_CACHE_MAX_CHUNKS)
+      cache_forget (c);
     slot = cache_slot (c, &key, len, h);
     if (slot->key == NULL) {
       found.key = xmalloc (len);

@@ -210,6 +210,24 @@ keep (struct found *best, size_t *n, size_t top, const struct found *f)
     (*n)++;
 }
 
+/* Megatron-Core's --overlap-moe-expert-parallel-comm runs with its own
+ * layer, ep > 1, interleaving where pp > 1 and no full recomputation. */
+static bool
+a2a_overlap_runs (const struct strategy *s)
+{
+  return s->ep > 1 && s->kernels == KERNELS_TE && !(s->pp > 1 && s->vp < 2) &&
+         s->recompute != RECOMPUTE_FULL && s->dispatcher != PERFMOD_DISPATCH_ALLGATHER;
+}
+
+/* --moe-shared-expert-overlap: its layer, shared experts, tokens to
+ * dispatch by all-to-all or flex. */
+static bool
+shared_overlap_runs (const struct search *x, const struct strategy *s)
+{
+  return s->ep > 1 && s->kernels == KERNELS_TE && x->m->shared_ffn > 0 &&
+         s->dispatcher != PERFMOD_DISPATCH_ALLGATHER;
+}
+
 /* Count s, and keep it for prediction unless fix or what is not
  * modelled prunes it. */
 static void
@@ -226,20 +244,62 @@ consider (struct search *x, const struct strategy *s)
     x->pruned[SEARCH_PRUNE_ZERO3_PP]++;
     return;
   }
-  /* the dispatcher and the overlaps are not searched: as fixed, where ep > 1,
-   * a2a_overlap=1 and shared_overlap=1 where Megatron-Core runs them (its own
-   * layer; a2a_overlap with vp where pp > 1 and no full recomputation) */
-  if ((x->fixed.dispatcher != PERFMOD_DISPATCH_ALLTOALL && s->ep < 2) ||
-      (x->fixed.a2a_overlap &&
-       (s->ep < 2 || (s->pp > 1 && s->vp < 2) || s->recompute == RECOMPUTE_FULL ||
-        s->kernels != KERNELS_TE)) ||
-      (x->fixed.shared_overlap && (s->ep < 2 || s->kernels != KERNELS_TE))) {
+  /* a fixed dispatcher or overlap where Megatron-Core would not run it
+   * (consider_moe enumerates only those it runs) */
+  if ((s->dispatcher != PERFMOD_DISPATCH_ALLTOALL && s->ep < 2) ||
+      (s->a2a_overlap && !a2a_overlap_runs (s)) ||
+      (s->shared_overlap && !shared_overlap_runs (x, s))) {
     x->pruned[SEARCH_PRUNE_FIXED]++;
     return;
   }
   if ((x->nconfigs & (x->nconfigs - 1)) == 0)
     x->configs = xrealloc (x->configs, (x->nconfigs ? 2 * x->nconfigs : 1) * sizeof *x->configs);
   config_pack (&x->configs[x->nconfigs++], s);
+}
+
+/* s with each way Megatron-Core moves ep's tokens, where ep > 1: its
+ * dispatchers (all-to-all, all-gather, DeepEP's flex where the GPUs have
+ * NVLink and the activations are 16-bit) and, beside the all-to-all and
+ * flex ones, the 1F1B all-to-all overlap (a2a_overlap) and the shared
+ * experts' (shared_overlap) where each runs.  No overlap is tried only
+ * where neither runs: perfmod's overlaps hide time and cost no memory, so
+ * none never beats one (--fix a2a_overlap=0,shared_overlap=0 asks for it).
+ * A key that --fix gives takes its value alone. */
+static void
+consider_moe (struct search *x, const struct strategy *b)
+{
+  static const int dispatchers[] = { PERFMOD_DISPATCH_ALLTOALL, PERFMOD_DISPATCH_ALLGATHER,
+                                     PERFMOD_DISPATCH_FLEX };
+  static const int ov_key[3] = { -1, FX_A2A_OVERLAP, FX_SHARED_OVERLAP };
+  bool deepep = x->ge->gpu.nvlink && x->pr->act_bytes <= 2;
+  if (b->ep < 2 || x->m->experts == 0) {
+    consider (x, b);
+    return;
+  }
+  for (size_t d = 0; d < sizeof dispatchers / sizeof dispatchers[0]; d++) {
+    struct strategy s = *b;
+    bool tried[3] = { false, false, false };
+    if (x->fixed_mask & 1u << FX_DISPATCHER ? dispatchers[d] != x->fixed.dispatcher
+        : dispatchers[d] == PERFMOD_DISPATCH_FLEX && !deepep)
+      continue;
+    s.dispatcher = dispatchers[d];
+    s.a2a_overlap = s.shared_overlap = false;
+    /* an overlap: where --fix asks for it (consider prunes it where it
+     * does not run) or where it runs */
+    tried[1] = fixed_ok (x, FX_A2A_OVERLAP, 1) && fixed_ok (x, FX_SHARED_OVERLAP, 0) &&
+               (x->fixed_mask & 1u << FX_A2A_OVERLAP || a2a_overlap_runs (&s));
+    tried[2] = fixed_ok (x, FX_SHARED_OVERLAP, 1) && fixed_ok (x, FX_A2A_OVERLAP, 0) &&
+               (x->fixed_mask & 1u << FX_SHARED_OVERLAP || shared_overlap_runs (x, &s));
+    tried[0] = fixed_ok (x, FX_A2A_OVERLAP, 0) && fixed_ok (x, FX_SHARED_OVERLAP, 0) &&
+               !tried[1] && !tried[2];
+    for (int ov = 0; ov < 3; ov++) {
+      if (!tried[ov])
+        continue;
+      s.a2a_overlap = ov_key[ov] == FX_A2A_OVERLAP;
+      s.shared_overlap = ov_key[ov] == FX_SHARED_OVERLAP;
+      consider (x, &s);
+    }
+  }
 }
 
 /* Predict configuration i into the worker's best; -1 on a predictor
@@ -504,7 +564,7 @@ enumerate (struct search *x)
                       s.recompute = (enum pm_recompute) rc;
                       s.sp = sp;
                       s.tpo = tpo;
-                      consider (x, &s);
+                      consider_moe (x, &s);
                     }
                   }
                 }
