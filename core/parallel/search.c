@@ -262,8 +262,9 @@ consider (struct search *x, const struct strategy *s)
  * NVLink and the activations are 16-bit) and, beside the all-to-all and
  * flex ones, the 1F1B all-to-all overlap (a2a_overlap) and the shared
  * experts' (shared_overlap) where each runs.  No overlap is tried only
- * where neither runs: perfmod's overlaps hide time and cost no memory, so
- * none never beats one (--fix a2a_overlap=0,shared_overlap=0 asks for it).
+ * where neither runs: perfmod's overlaps hide time and cost neither memory
+ * nor SMs, so none never beats one (an optimistic answer, doc/moe.md;
+ * --fix a2a_overlap=0,shared_overlap=0 asks for none).
  * A key that --fix gives takes its value alone. */
 static void
 consider_moe (struct search *x, const struct strategy *b)
