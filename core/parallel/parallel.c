@@ -850,6 +850,42 @@ shared_overlap (const struct graph *gr, const struct prediction *pr, double hidd
     hidden[p] += comm[p] < shared[p] ? comm[p] : shared[p];
 }
 
+/* CTAs of an NCCL all-to-all or all-gather, each holding an SM while it
+ * runs: NCCL's send/receive kernels run one per p2p channel, and an H100
+ * all_to_all_single was seen launching 16 (NVIDIA/nccl issue 1598; issue
+ * 1680's log: 32 p2p channels, 2 per peer). */
+#define NCCL_P2P_CTAS 16.0
+
+/* ep's collectives that hide behind computation (a2a_overlap's, marked to
+ * overlap the phase; shared_overlap's, beside the shared experts) still
+ * run on SMs the computation then lacks: DeepEP's kernels on their
+ * num_sms (the kernel's b), NCCL's on NCCL_P2P_CTAS.  Per phase:
+ * ov[], the ms of ep's collectives marked to overlap, and share[], the SMs
+ * ep's collectives take over the GPU's, weighted by their time. */
+static void
+ep_comm_sms (const struct graph *gr, const struct prediction *pr, const struct perfmod_gpu *gpu,
+             double ov[NPHASES], double share[NPHASES])
+{
+  double ms[NPHASES] = { 0 }, sm_ms[NPHASES] = { 0 };
+  for (size_t i = 0; i < gr->n; i++) {
+    const struct node *nd = &gr->nodes[i];
+    double w = (double) graph_weight (gr, i);
+    for (int p = PHASE_FW; p <= PHASE_BW; p++) {
+      const struct kop *op = nd->nops[p] == 1 ? &nd->ops[p][0] : NULL;
+      double t = w * pr->per_node[i].t[p];
+      if (op == NULL || op->kclass != PERFMOD_KERNEL_COMM || op->dim != DIM_EP)
+        continue;
+      ms[p] += t;
+      sm_ms[p] += t * (phys_deepep_op (op->op, NULL, NULL) && op->b > 0 ? (double) op->b
+                       : NCCL_P2P_CTAS);
+      if (op->overlap == PERFMOD_OVERLAP_PHASE)
+        ov[p] += t;
+    }
+  }
+  for (int p = PHASE_FW; p <= PHASE_BW; p++)
+    share[p] = ms[p] > 0 && gpu->sms > 0 ? fmin (1, sm_ms[p] / ms[p] / gpu->sms) : 0;
+}
+
 static int
 chunk_compute (struct plugin *pred, const struct model_cfg *m, const struct perfmod_gpu *gpu,
                const struct dist_options *o, const struct dist_plan *dp,
@@ -857,6 +893,7 @@ chunk_compute (struct plugin *pred, const struct model_cfg *m, const struct perf
                bool head, struct chunk_times_rc *times, size_t *kernels, size_t *unique)
 {
   double gemm_hidden[NPHASES] = { 0 }, ep_hidden[NPHASES] = { 0 }, host[NPHASES] = { 0 };
+  double ep_ov[NPHASES] = { 0 }, ep_share[NPHASES] = { 0 };
   struct chunk_times *out = &times->base;
   struct graph gr;
   struct prediction pr;
@@ -885,18 +922,22 @@ chunk_compute (struct plugin *pred, const struct model_cfg *m, const struct perf
     shared_overlap (&gr, &pr, ep_hidden);
   if (o->train)                          /* training runs eager; serving has its engine's host */
     host_wait (&gr, &pr, o->prec, o->s->host_us, host);
-  /* Collectives marked to overlap (ZeRO-3's prefetched gathers) hide
-   * behind the phase's computation, tp's pipelined ones (tpo=1) behind
-   * their GEMMs; the rest is on the critical path. */
+  ep_comm_sms (&gr, &pr, gpu, ep_ov, ep_share);
+  /* Collectives marked to overlap (ZeRO-3's prefetched gathers, ep's
+   * under a2a_overlap) hide behind the phase's computation, tp's pipelined
+   * ones (tpo=1) behind their GEMMs; the rest is on the critical path.
+   * ep's hidden ones slow the computation by the SMs they hold. */
   out->fw_comm = out->bw_comm = 0;
   for (int p = 0; p < NPHASES; p++) {
-    double comm = 0, compute, exposed;
+    double comm = 0, compute, exposed, hidden, ep_hid;
     for (int d = 0; d < NDIMS; d++)
       comm += pr.comm_ms[d][p];
     compute = t[p] - comm;
-    exposed = (comm - pr.overlap_ms[p]) +
-              (pr.overlap_ms[p] > compute ? pr.overlap_ms[p] - compute : 0);
+    hidden = pr.overlap_ms[p] > compute ? compute : pr.overlap_ms[p];
+    exposed = (comm - pr.overlap_ms[p]) + (pr.overlap_ms[p] - hidden);
     exposed -= gemm_hidden[p] + ep_hidden[p];
+    ep_hid = (pr.overlap_ms[p] > 0 ? hidden * ep_ov[p] / pr.overlap_ms[p] : 0) + ep_hidden[p];
+    exposed += ep_hid * ep_share[p];
     t[p] = compute + exposed + host[p];
     *(p == PHASE_FW ? &out->fw_comm : &out->bw_comm) += exposed;
   }
