@@ -215,15 +215,32 @@ done:
   return rc;
 }
 
-/* The seeded order of the shapes calibrate may use: by a hash of the row and the seed. */
+static uint64_t
+key_mix (uint64_t h, uint64_t v)
+{
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h * 0xff51afd7ed558ccdull;
+}
+
+/* The seeded order of the shapes calibrate may use: by a hash of the row and the seed.  A
+ * collective's shape is its operation, ranks and bytes (its b, m, n, k, h are 0: without them
+ * every collective hashed alike and the seed drew the file's first rows); the inputs a GEMM
+ * lacks are mixed in only where set, so a GEMM's draw is what it was. */
 static uint64_t
 shape_key (const struct krow *r, uint64_t seed)
 {
-  uint64_t h = seed ^ 0x9e3779b97f4a7c15ull;
+  uint64_t h = seed ^ 0x9e3779b97f4a7c15ull, bits;
   int64_t v[6] = { r->b, r->m, r->n, r->k, r->h, r->kclass * 16 + r->dtype };
-  for (int i = 0; i < 6; i++) {
-    h ^= (uint64_t) v[i] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-    h *= 0xff51afd7ed558ccdull;
+  for (int i = 0; i < 6; i++)
+    h = key_mix (h, (uint64_t) v[i]);
+  if (r->kclass == PERFMOD_KERNEL_COMM && r->op)
+    for (const char *c = r->op; *c; c++)
+      h = key_mix (h, (uint64_t) (unsigned char) *c);
+  if (r->ranks)
+    h = key_mix (h, (uint64_t) r->ranks);
+  if (r->bytes != 0) {
+    memcpy (&bits, &r->bytes, sizeof bits);
+    h = key_mix (h, bits);
   }
   return h ^ (h >> 33);
 }
@@ -257,7 +274,7 @@ cmd_calibrate (struct cli *c, struct plugin_set *set)
   struct calib_shape *sh = NULL;
   struct keyed *order = NULL;
   int dtype, split, rc = EXIT_USAGE;
-  size_t n = 0, kept = 0;
+  size_t n = 0, kept = 0, avail = 0, pcie = 0;
 
   memset (&ks, 0, sizeof ks);
   memset (&cal, 0, sizeof cal);
@@ -282,12 +299,26 @@ cmd_calibrate (struct cli *c, struct plugin_set *set)
   f.tables = tables;
   if (mdata_load (&ks, c->data, &gpus, &f) < 0)
     goto out;
-  /* the 80 % eval does not hold out, in the seed's order, the first N */
+  /* the 80 % eval does not hold out, in the seed's order, the first N; a PCIe server's
+   * collectives left out: on the two left out of training, calibrating them made them
+   * worse (scripts/calibrate-comm.sh, doc/precision.md) */
   order = xcalloc (ks.n + 1, sizeof *order);
-  for (size_t i = 0; i < ks.n; i++)
-    if (!krow_holdout (&ks.v[i], SPLIT_SEED) && ks.v[i].gpu == gpu[0])
-      order[kept++] = (struct keyed) { .key = shape_key (&ks.v[i], (uint64_t) c->seed), .row = i };
+  for (size_t i = 0; i < ks.n; i++) {
+    const struct krow *r = &ks.v[i];
+    if (krow_holdout (r, SPLIT_SEED) || r->gpu != gpu[0])
+      continue;
+    if (r->kclass == PERFMOD_KERNEL_COMM && !r->gpu->gpu.nvlink) {
+      pcie++;
+      continue;
+    }
+    order[kept++] = (struct keyed) { .key = shape_key (r, (uint64_t) c->seed), .row = i };
+  }
+  if (pcie > 0)
+    pm_error ("%s: %zu collectives of %s left out: on PCIe servers left out of training, "
+                "calibrating collectives made them worse (doc/precision.md)", c->data, pcie,
+                gpu[0]->name);
   qsort (order, kept, sizeof *order, cmp_keyed);
+  avail = kept;
   if (c->shapes > 0 && (size_t) c->shapes < kept)
     kept = (size_t) c->shapes;
   if (kept == 0) {
@@ -326,13 +357,14 @@ cmd_calibrate (struct cli *c, struct plugin_set *set)
   }
   printf ("perfmod calibrate: %s on %s, calibrated on %zu shapes (of %zu measured outside "
           "eval's held-out 20 %%) into %s\n%-8s %-9s %7s %10s %10s %10s\n", pl->p.name, cal.gpu,
-          cal.shapes, kept, c->out, "class", "dtype", "shapes", "a", "b", "c");
+          cal.shapes, avail, c->out, "class", "dtype", "shapes", "a", "b", "c");
   for (size_t i = 0; i < cal.ngroups; i++)
     printf ("%-8s %-9s %7zu %+10.4f %+10.4f %+10.4f\n", kclass_name (cal.groups[i].kclass),
             dtype_name (cal.groups[i].dtype), cal.groups[i].n, cal.groups[i].a, cal.groups[i].b,
             cal.groups[i].c);
   printf ("(each group: measured = predicted x exp(a + b ln(predicted / 1 ms) + c ln(FLOPs per "
-          "byte)); use it with --calibration %s)\n", c->out);
+          "byte), a collective's ranks for its FLOPs per byte); use it with --calibration %s)\n",
+          c->out);
   rc = 0;
 out:
   free (sh);

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1220-calibrate.sh: perfmod calibrate on a GPU's measured GEMMs (a table made 1.5 x the roofline), the correction by hand, applied by --calibration in kernel, predict and eval (on that GPU alone), "calibrated on N shapes"; the benchmark script's plan; bad input.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 20
+plan 24
 
 # An H100 that runs every bf16 GEMM at 1.5 x the roofline's time, 40 shapes
 D="$TMP/md/aiconfigurator/h100_sxm/gemm/x/1"
@@ -100,6 +100,48 @@ ok $([ "$(grep -c '^bf16 [0-9]* [0-9]* [0-9]*$' "$TMP/plan")" = 7 ] && [ "$(grep
   "calibrate-bench.py --dry-run: the 7 GEMMs it would measure, each one perfmod predicts; nothing written"
 
 # bad input
+# Collectives: an H100 whose NCCL all-reduces and all-gathers (2, 4, 8 GPUs, 1 MiB-512 MiB)
+# take 1.5 x the roofline's time; one COMM group, ln of the ranks for its FLOPs per byte:
+# a = n/(n+2) ln 1.5, b = c = 0, by hand, and kernel --op collective corrected by exp(a)
+C="$TMP/mc/aiconfigurator/h100_sxm/comm/nccl/x"
+mkdir -p "$C"
+echo framework,version,device,op_name,kernel_source,nccl_dtype,num_gpus,message_size,latency >"$C/nccl_perf.csv"
+for op in all_reduce all_gather; do
+  for g in 2 4 8; do
+    for sz in 1048576 8388608 67108864 536870912; do
+      echo "A,1,NVIDIA H100 80GB HBM3,$op,NCCL,half,$g,$sz,1" >>"$C/nccl_perf.csv"
+    done
+  done
+done
+run_pm eval --data "$TMP/mc" --table nccl --predictor roofline --format csv --per-op
+awk -F, 'NR > 1 { printf "%s,%.15g\n", $3, 1.5 * $18 }' "$TMP/out" >"$TMP/nccl.ms"
+awk -F, -v OFS=, 'NR == FNR { ms[$1] = $2; next } FNR > 1 { $9 = ms[FNR] } { print }' \
+  "$TMP/nccl.ms" "$C/nccl_perf.csv" >"$TMP/nccl.csv" && mv "$TMP/nccl.csv" "$C/nccl_perf.csv"
+run_pm calibrate --data "$TMP/mc" --table nccl --gpu h100-sxm --predictor roofline --seed 1 --out "$TMP/nccl.cal"
+m=$(sed -n 's/.* calibrated on \([0-9]*\) shapes .*/\1/p' "$TMP/out")
+ok $([ "$rc" -eq 0 ] && [ -n "$m" ] && [ "$m" -ge 12 ] && awk -v n="$m" '$1 == "group" && $2 == "COMM" { f = 1
+       exit !($4 == n && ($5 - n / (n + 2) * log(1.5))^2 < 1e-12 && $6^2 < 1e-12 && $7^2 < 1e-12 && $10 == 2 && $11 == 8) }
+       END { exit !f }' "$TMP/nccl.cal"; echo $?) \
+  "calibrate on collectives: one COMM group on $m shapes, a = n/(n+2) ln 1.5, b = c = 0, ranks 2-8 fitted on"
+coll_ms () {
+  "$PERFMOD" kernel --op collective --coll all_reduce --bytes 33554432 --ranks 4 --gpu h100-sxm --dtype fp16 \
+    --predictor roofline --format csv ${1:+--calibration "$1"} 2>/dev/null | awk -F, 'NR == 2 { print $5 }'
+}
+c0=$(coll_ms) c1=$(coll_ms "$TMP/nccl.cal")
+ok $(awk -v b="$c0" -v c="$c1" -v n="$m" 'BEGIN { exit !(b > 0 && (c / b / exp(n / (n + 2) * log(1.5)) - 1)^2 < 1e-10) }'; echo $?) \
+  "kernel --op collective --calibration: a size it never saw at exp(a) x ($c0 -> $c1 ms)"
+# the seed draws which collectives (their operation, ranks and bytes are their shape)
+run_pm calibrate --data "$TMP/mc" --table nccl --gpu h100-sxm --predictor tile-mlp --shapes 6 --seed 1 --out "$TMP/s1.cal"
+run_pm calibrate --data "$TMP/mc" --table nccl --gpu h100-sxm --predictor tile-mlp --shapes 6 --seed 2 --out "$TMP/s2.cal"
+ok $([ "$rc" -eq 0 ] && ! cmp -s "$TMP/s1.cal" "$TMP/s2.cal" && grep -q '^group COMM fp16 6 ' "$TMP/s2.cal"; echo $?) \
+  "calibrate --shapes 6: two seeds, two draws of the collectives"
+# a PCIe server's collectives are left out, said; nothing else to fit: exit 1
+L="$TMP/ml/aiconfigurator/l40s/comm/nccl/x"
+mkdir -p "$L"
+sed 's/NVIDIA H100 80GB HBM3/NVIDIA L40S/' "$C/nccl_perf.csv" >"$L/nccl_perf.csv"
+run_pm calibrate --data "$TMP/ml" --table nccl --gpu l40s --predictor roofline --out "$TMP/l40s.cal"
+ok $([ "$rc" -eq 1 ] && grep -q "collectives of l40s left out: on PCIe servers" "$TMP/err" &&
+     [ ! -e "$TMP/l40s.cal" ]; echo $?) "calibrate on a PCIe server's collectives: left out, said, exit 1, no file"
 expect_one_line 2 "calibrate needs --data DIR" "calibrate without --gpu: refused" -- \
   calibrate --data "$TMP/md" --out "$TMP/x.cal"
 expect_one_line 1 "no measured kernel of a100-sxm-80gb" "calibrate on a GPU the tables have no rows of: said, exit 1" -- \

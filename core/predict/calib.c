@@ -10,7 +10,7 @@
 #include "physics.h"
 
 /* A residual per kernel class and dtype: measured = predicted x exp(a + b ln(predicted / 1 ms)
- * + c ln(FLOPs per byte)), fitted by least squares on ln(measured / predicted) and shrunk
+ * + c ln(FLOPs per byte)) (a collective's ranks for its FLOPs per byte), fitted by least squares on ln(measured / predicted) and shrunk
  * toward none (a pseudo-count CALIB_PRIOR_N for a, CALIB_PRIOR_XX of ln-spread for b and c):
  * a few shapes move the prediction a little, many move it to what they measured.  The time
  * and the arithmetic intensity are the two things a GPU's difference shows in: a slower
@@ -119,10 +119,16 @@ calib_fit (struct calibration *c, const struct calib_shape *s, size_t n)
   return c->ngroups > 0 ? 0 : -1;
 }
 
+/* A collective does no arithmetic: its second input is its ranks, where GPUs differ as
+ * their links do.  One group corrects every collective of a dtype: with a group per
+ * operation (tried) the left-out NVLink GPUs' errors after 25-100 shapes were as large or
+ * larger, each group fitted on a quarter of the shapes (doc/precision.md). */
 double
 calib_intensity (const struct perfmod_kernel *k, const struct perfmod_gpu *gpu)
 {
   struct phys_cost pc;
+  if (k->kclass == PERFMOD_KERNEL_COMM)
+    return k->ranks >= 2 ? (double) k->ranks : 0;
   if (phys_cost_of (k, gpu, &pc) != 0 || !(pc.bytes > 0) || !(pc.flops > 0))
     return 0;
   return pc.flops / pc.bytes;

@@ -239,7 +239,8 @@ void calib_describe (const struct calibration *c, const char *path, char *buf, s
  * has no group of, or without c. */
 double calib_factor (const struct calibration *c, const struct perfmod_gpu *gpu, int kclass,
                      int dtype, double seconds, double intensity);
-/* A kernel's FLOPs per byte as calibration reads it (0 where it moves no byte). */
+/* A kernel's FLOPs per byte as calibration reads it (0 where it moves no byte; a
+ * collective's ranks). */
 double calib_intensity (const struct perfmod_kernel *k, const struct perfmod_gpu *gpu);
 
 #endif /* PERFMOD_PREDICT_H */
