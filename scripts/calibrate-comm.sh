@@ -9,14 +9,10 @@
 # Usage: scripts/calibrate-comm.sh [DATA [OUTDIR]]
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
-data=${1:-$top/../shared/moderndata}
-out=${2:-${TMPDIR:-/tmp}/perfmod-calibrate-comm}
-run=${PERFMOD_RUN:-$top/run}
-shapes=${SHAPES:-10 25 50 100}
-seeds=${SEEDS:-1 2 3}
-folds=${FOLDS:-a100 h100 gb200}
+: "${SHAPES:=10 25 50 100}" "${FOLDS:=a100 h100 gb200}"
+export SHAPES FOLDS
+. "$top/scripts/calibrate-common.sh"
 mkdir -p "$out"
-A100=a100-sxm-80gb H100=NVIDIA_H100_80GB_HBM3,h100-sxm L40S=l40s RTX=rtx-pro-6000-server GB200=gb200
 
 # median |error| per operation of tile-mlp in an eval table on stdin: "operation median"
 medians () { awk '$1 == "tile-mlp" { print $3, $8 }'; }
@@ -26,33 +22,11 @@ fold () {
   params=$out/logo-nccl-$f.params
   "$run" train --predictor tile-mlp --data "$data" --table nccl --in-dist "$train" --seed 1 \
     --out "$params" >/dev/null 2>&1
-  opt="--plugin-opt tile-mlp:comm_params=$params"
-  gpu=${test##*,}    # the section the NCCL rows name (H100: the aiconfigurator folder's)
-  # shellcheck disable=SC2086
-  "$run" eval --data "$data" --table nccl --gpu "$test" --split holdout --predictor tile-mlp \
-    $opt 2>/dev/null | medians > "$out/$f-0.txt"
-  for n in $shapes; do
-    : > "$out/$f-$n.txt"
-    for s in $seeds; do
-      # shellcheck disable=SC2086
-      "$run" calibrate --data "$data" --table nccl --gpu "$gpu" --shapes "$n" --seed "$s" \
-        --out "$out/$f-$n-$s.cal" $opt >/dev/null 2>&1
-      # shellcheck disable=SC2086
-      "$run" eval --data "$data" --table nccl --gpu "$test" --split holdout --predictor tile-mlp \
-        $opt --calibration "$out/$f-$n-$s.cal" 2>/dev/null | medians >> "$out/$f-$n.txt"
-    done
-  done
+  # the section the NCCL rows name (H100: the aiconfigurator folder's)
+  calibration_curve "comm-$f" nccl "$test" "${test##*,}" medians \
+    --plugin-opt tile-mlp:comm_params="$params"
   echo "== $f left out of training: median |error| (%) on its held-out 20 %, calibrated on N collectives (mean of seeds $seeds)"
-  printf '%-15s %8s' operation "N=0"
-  for n in $shapes; do printf ' %8s' "N=$n"; done
-  echo
-  for op in $(awk '{ print $1 }' "$out/$f-0.txt"); do
-    printf '%-15s %8s' "$op" "$(awk -v o="$op" '$1 == o { printf "%.2f", $2 }' "$out/$f-0.txt")"
-    for n in $shapes; do
-      printf ' %8s' "$(awk -v o="$op" '$1 == o { s += $2; k++ } END { if (k) printf "%.2f", s / k; else printf "-" }' "$out/$f-$n.txt")"
-    done
-    echo
-  done
+  print_curve "comm-$f" operation
 }
 for f in $folds; do
   case $f in

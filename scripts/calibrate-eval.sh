@@ -26,31 +26,8 @@ for f in $folds; do
   params=$out/tile-mlp-logo-$f.params
   [ -s "$params" ] || "$run" train --predictor tile-mlp --data "$data" --seed 1 --members 3 \
     --table gemm --in-dist "$train" --out "$params"
-  opt="--plugin-opt tile-mlp:gemm_params=$params"
   gpu=${test%%,*}
-  # shellcheck disable=SC2086
-  "$run" eval --data "$data" --table gemm --gpu "$test" --split holdout --predictor tile-mlp \
-    $opt 2>/dev/null | medians > "$out/$f-0.txt"
-  for n in $shapes; do
-    : > "$out/$f-$n.txt"
-    for s in $seeds; do
-      # shellcheck disable=SC2086
-      "$run" calibrate --data "$data" --table gemm --gpu "$gpu" --shapes "$n" --seed "$s" \
-        --out "$out/$f-$n-$s.cal" $opt >/dev/null 2>&1
-      # shellcheck disable=SC2086
-      "$run" eval --data "$data" --table gemm --gpu "$test" --split holdout --predictor tile-mlp \
-        $opt --calibration "$out/$f-$n-$s.cal" 2>/dev/null | medians >> "$out/$f-$n.txt"
-    done
-  done
+  calibration_curve "$f" gemm "$test" "$gpu" medians --plugin-opt tile-mlp:gemm_params="$params"
   echo "== $f left out of training: tile-mlp's median |error| (%) on its held-out 20 %, calibrated on N shapes (mean of seeds $seeds)"
-  printf '%-10s %8s' dtype "N=0"
-  for n in $shapes; do printf ' %8s' "N=$n"; done
-  echo
-  for d in $(awk '{ print $1 }' "$out/$f-0.txt"); do
-    printf '%-10s %8s' "$d" "$(awk -v d="$d" '$1 == d { printf "%.2f", $2 }' "$out/$f-0.txt")"
-    for n in $shapes; do
-      printf ' %8s' "$(awk -v d="$d" '$1 == d { s += $2; k++ } END { if (k) printf "%.2f", s / k; else printf "-" }' "$out/$f-$n.txt")"
-    done
-    echo
-  done
+  print_curve "$f" dtype
 done
