@@ -315,8 +315,8 @@ cmd_calibrate (struct cli *c, struct plugin_set *set)
   }
   if (pcie > 0)
     pm_error ("%s: %zu collectives of %s left out: on PCIe servers left out of training, "
-                "calibrating collectives made them worse (doc/precision.md)", c->data, pcie,
-                gpu[0]->name);
+              "calibrating collectives made them worse (doc/precision.md)", c->data, pcie,
+              gpu[0]->name);
   qsort (order, kept, sizeof *order, cmp_keyed);
   avail = kept;
   if (c->shapes > 0 && (size_t) c->shapes < kept)
