@@ -11,8 +11,9 @@
 
 /* A residual per kernel class and dtype: measured = predicted x exp(a + b ln(predicted / 1 ms)
  * + c ln(FLOPs per byte)) (a collective's ranks for its FLOPs per byte), fitted by least
- * squares on ln(measured / predicted) and shrunk toward none (a pseudo-count CALIB_PRIOR_N for a, CALIB_PRIOR_XX of ln-spread for b and c):
- * a few shapes move the prediction a little, many move it to what they measured.  The time
+ * squares on ln(measured / predicted) and shrunk toward none (a pseudo-count CALIB_PRIOR_N
+ * for a, CALIB_PRIOR_XX of ln-spread for b and c): a few shapes move the prediction a
+ * little, many move it to what they measured.  The time
  * and the arithmetic intensity are the two things a GPU's difference shows in: a slower
  * clock or launch shifts the short kernels, other matrix units or caches the compute- or
  * the memory-bound ones (on L40S left out of training, fp8 GEMMs' median error 35 % goes to
