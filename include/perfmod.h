@@ -131,7 +131,7 @@ enum perfmod_search_prune {
   PERFMOD_PRUNE_BATCH,      /* global batch not a multiple of dp x mbs, or > 2^20 of them */
   PERFMOD_PRUNE_INTERLEAVE, /* layers not a multiple of pp x vp, or micro-batches of pp */
   PERFMOD_PRUNE_ZERO3_PP,   /* ZeRO-3 with pipeline stages: not modelled */
-  PERFMOD_PRUNE_MEMORY,     /* predicted out of memory (counted after prediction) */
+  PERFMOD_PRUNE_MEMORY,     /* out of memory by the memory model (its times not predicted) */
   PERFMOD_PRUNE_FIXED,      /* outside fix or max_tp */
   PERFMOD_PRUNE_CP          /* cp with unfused attention, or seq not 2 x cp chunks */
 };

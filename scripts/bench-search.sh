@@ -66,10 +66,13 @@ cpu_of () {   # cpu_of JOBS: "wall_s cpu_s" of one search, the least of three (a
          printf "%.3f %.3f\n", w, u[1] * 60 + u[2] + s[1] * 60 + s[2] }' "$TMP/times"
   done | sort -n -k2 | awk 'NR == 1 { c = $2 } { if (w == "" || $1 < w) w = $1 } END { print w, c }'
 }
-n=$("$PM" search $D --jobs 1 --top 1 2>/dev/null | jq -r '.configurations')
+# per configuration searched, and per one whose times were predicted (the
+# rest pruned before, two thirds of them by the memory model)
+set -- $("$PM" search $D --jobs 1 --top 1 2>/dev/null | jq -r '.configurations, .predicted')
+n=$1 np=$2
 set -- $(cpu_of 1) $(cpu_of 2)
-printf 'DeepSeek-V3, 2,048 H100, roofline: %d configurations; --jobs 1: %.2f s wall, %.2f s CPU = %.1f us CPU per configuration; --jobs 2: %.2f s wall, %.2f s CPU\n' \
-  "$n" "$1" "$2" "$(echo "$2 / $n * 1000000" | bc -l)" "$3" "$4"
+printf 'DeepSeek-V3, 2,048 H100, roofline: %d configurations, %d predicted; --jobs 1: %.2f s wall, %.2f s CPU = %.1f us CPU per configuration (%.1f per predicted one); --jobs 2: %.2f s wall, %.2f s CPU\n' \
+  "$n" "$np" "$1" "$2" "$(echo "$2 / $n * 1000000" | bc -l)" "$(echo "$2 / $np * 1000000" | bc -l)" "$3" "$4"
 printf 'ratio: --jobs 2 / --jobs 1 = %.2fx the CPU, %.2fx the wall speed\n' \
   "$(echo "$4 / $2" | bc -l)" "$(echo "$1 / $3" | bc -l)"
 echo "targets (issue 31): <= 30 us CPU per configuration; --jobs 2 <= 1.25x the CPU with >= 1.6x the wall speed on 2 idle cores"

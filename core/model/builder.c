@@ -1398,15 +1398,11 @@ static void
 layer_kinds (struct bctx *c, const char *stem, void (*layer) (struct bctx *c))
 {
   const struct model_cfg *m = c->m;
-  int64_t first = c->sh->first_layer, n = c->sh->layers ? c->sh->layers : m->layers;
-  int64_t count[4] = { 0 }, at[4] = { 0 };
-  for (int64_t i = first; i < first + n && i < m->layers; i++) {
-    int k = (model_layer_moe (m, i) ? 1 : 0) | (model_layer_sliding (m, i) ? 2 : 0);
-    if (count[k]++ == 0)
-      at[k] = i;
-  }
+  int64_t n = c->sh->layers ? c->sh->layers : m->layers;
+  int64_t count[MODEL_LAYER_KINDS], at[MODEL_LAYER_KINDS];
+  model_layer_counts (m, c->sh->first_layer, n, count, at);
   c->g->layer_begin = c->g->n;
-  for (int k = 0; k < 4; k++) {
+  for (int k = 0; k < MODEL_LAYER_KINDS; k++) {
     size_t from = c->g->n;
     int64_t context = c->kv;
     if (count[k] == 0)

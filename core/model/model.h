@@ -64,6 +64,14 @@ struct model_cfg {
 bool model_layer_moe (const struct model_cfg *m, int64_t i);
 bool model_layer_sliding (const struct model_cfg *m, int64_t i);
 int64_t model_layer_span (const struct model_cfg *m, int64_t i, int64_t context);
+/* Layer i's kind, 0 to MODEL_LAYER_KINDS - 1: bit 0 routed, bit 1 sliding.
+ * A stage's graph is built from how many of its layers are of each kind
+ * (count[]), not from where they are: at[] (NULL: not wanted) gets the
+ * first of each kind, for the nodes' names. */
+#define MODEL_LAYER_KINDS 4
+int model_layer_kind (const struct model_cfg *m, int64_t i);
+void model_layer_counts (const struct model_cfg *m, int64_t first, int64_t n,
+                         int64_t count[MODEL_LAYER_KINDS], int64_t at[MODEL_LAYER_KINDS]);
 /* Key/value elements one token caches in one layer (MLA: the latent and
  * the rope key; else keys and values of every key/value head). */
 double model_kv_width (const struct model_cfg *m);

@@ -580,6 +580,28 @@ model_layer_span (const struct model_cfg *m, int64_t i, int64_t context)
   return model_layer_sliding (m, i) && m->window < context ? m->window : context;
 }
 
+int
+model_layer_kind (const struct model_cfg *m, int64_t i)
+{
+  return (model_layer_moe (m, i) ? 1 : 0) | (model_layer_sliding (m, i) ? 2 : 0);
+}
+
+void
+model_layer_counts (const struct model_cfg *m, int64_t first, int64_t n,
+                    int64_t count[MODEL_LAYER_KINDS], int64_t at[MODEL_LAYER_KINDS])
+{
+  for (int k = 0; k < MODEL_LAYER_KINDS; k++) {
+    count[k] = 0;
+    if (at)
+      at[k] = 0;
+  }
+  for (int64_t i = first; i < first + n && i < m->layers; i++) {
+    int k = model_layer_kind (m, i);
+    if (count[k]++ == 0 && at)
+      at[k] = i;
+  }
+}
+
 double
 model_kv_width (const struct model_cfg *m)
 {

@@ -423,8 +423,9 @@ chunk_build (struct graph *gr, const struct model_cfg *m, const struct dist_opti
 /* ---- chunk predictions remembered across strategies (perfmod search) ----
  * A chunk's times depend only on what its graph is built and costed from:
  * the predictor, GPU and precision, the kernels, the micro-batch and the
- * context-parallel split of the sequence, the chunk's layers and ends,
- * the plan's divisors, the collectives the graph holds and the groups
+ * context-parallel split of the sequence, the chunk's ends and how many
+ * of its layers are of each kind (not where they are: DeepSeek-V3's
+ * routed layers 3-7 and 40-44 build one graph), the plan's divisors, the collectives the graph holds and the groups
  * those run over.  The graph holds no collective at a stage boundary or
  * of the gradients (the builder has no such site: dist_predict costs
  * those itself), so the key leaves them out, and the groups of the
@@ -435,7 +436,8 @@ struct chunk_key {
   const void *pred, *gpu, *prec, *engine_name;
   int kernels, flash, fusion, train, embed, head, gpus_per_node, engine, shared_overlap, mtp;
   double host_us;
-  int64_t mbs, seq, cp, layers, first_layer, kv_len;
+  int64_t mbs, seq, cp, layers, kv_len;
+  int64_t kinds[MODEL_LAYER_KINDS];    /* the chunk's layers of each kind (not where they are) */
   int heads, ffn, vocab, tokens, experts, expert_ffn, ep_in_tp, moe_tp_after;
   double expert_load;
   int size[NDIMS];
@@ -590,7 +592,8 @@ dist_cache_stats (const struct dist_cache *c, size_t *hits, size_t *misses)
 }
 
 static void
-chunk_key_of (struct chunk_key *k, const struct plugin *pred, const struct perfmod_gpu *gpu,
+chunk_key_of (struct chunk_key *k, const struct model_cfg *m, const struct plugin *pred,
+              const struct perfmod_gpu *gpu,
               const struct dist_options *o, const struct dist_plan *dp,
               const struct comm_groups *g, int64_t layers, int64_t first_layer, bool embed,
               bool head)
@@ -616,7 +619,7 @@ chunk_key_of (struct chunk_key *k, const struct plugin *pred, const struct perfm
   k->engine = o->engine;
   k->engine_name = o->engine_name;
   k->layers = layers;
-  k->first_layer = first_layer;
+  model_layer_counts (m, first_layer, layers, k->kinds, NULL);
   k->heads = dp->plan.heads;
   k->ffn = dp->plan.ffn;
   k->vocab = dp->plan.vocab;
@@ -741,7 +744,7 @@ chunk_predict (struct plugin *pred, const struct model_cfg *m, const struct perf
     r->unique_kernels += unique;
     return 0;
   }
-  chunk_key_of (&key, pred, gpu, o, dp, g, layers, first_layer, embed, head);
+  chunk_key_of (&key, m, pred, gpu, o, dp, g, layers, first_layer, embed, head);
   len = chunk_key_len (&key);
   h = key_hash (&key, len);
   /* a shared cache: looked up under its lock, a miss computed outside it
@@ -1323,6 +1326,23 @@ dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cf
     return -1;
   if (compose (set, m, gpu, o, &dp) < 0)
     return -1;
+  /* memory first: it needs no times, and a search wants none where it
+   * does not fit.  The fullest pipeline rank: with even stages the first
+   * or the last, with a given split any. */
+  rank_memory (m, gpu, o, &dp, 0, &r->mem);
+  for (int k = 1; k < p; k++) {
+    struct memory_estimate other;
+    if (!strategy_uneven (s) && k != p - 1)
+      continue;
+    rank_memory (m, gpu, o, &dp, k, &other);
+    if (other.total > r->mem.total) {
+      r->mem = other;
+      r->mem_rank = k;
+    }
+  }
+  r->plan = dp.plan;
+  if (o->stop_if_oom && r->mem.oom)
+    return 0;
   cr = costed_rank (m, s, &dp);
   comm_groups_init (&g, o);
   r->microbatches = (int) (o->batch / ((int64_t) s->dp * s->mbs));
@@ -1438,21 +1458,6 @@ dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cf
     tl->bubble = r->bubble;
   }
 
-  /* memory: the fullest pipeline rank (with even stages the first or the
-   * last; with a given split any) */
-  rank_memory (m, gpu, o, &dp, 0, &r->mem);
-  r->mem_rank = 0;
-  for (int k = 1; k < p; k++) {
-    struct memory_estimate other;
-    if (!strategy_uneven (s) && k != p - 1)
-      continue;
-    rank_memory (m, gpu, o, &dp, k, &other);
-    if (other.total > r->mem.total) {
-      r->mem = other;
-      r->mem_rank = k;
-    }
-  }
-  r->plan = dp.plan;
   rc = 0;
 out:
   free (fw);

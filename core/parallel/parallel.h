@@ -202,6 +202,7 @@ struct dist_options {
   struct dist_cache *cache; /* chunk predictions shared across strategies, or NULL */
   struct memo *memo;     /* kernel estimates kept across graphs (run_options.memo) */
   struct timeline *timeline; /* the step's schedule recorded (--plot), or NULL */
+  bool stop_if_oom;      /* out of memory: no times predicted (a search's pruning) */
 };
 /* Chunk predictions remembered across strategies of one model, GPU and
  * precision (perfmod search); one per thread. */

@@ -327,17 +327,18 @@ predict_one (struct worker *w, size_t i)
   d.gpus_per_node = x->gpn;
   d.cache = w->cache;
   d.memo = w->memo;
+  d.stop_if_oom = true;
   pm_error_capture (w->err, sizeof w->err);
   rc = dist_predict (x->set, x->pred, x->m, &x->ge->gpu, &d, &r);
   pm_error_capture (NULL, 0);
   if (rc < 0)
     return -1;
-  w->predicted++;
   __atomic_fetch_add (&x->done, 1, __ATOMIC_RELAXED);
   if (r.mem.oom) {
     w->oom++;
     return 0;
   }
+  w->predicted++;
   tokens = (double) x->batch * (double) x->seq;
   memset (&f, 0, sizeof f);
   f.s = s;
