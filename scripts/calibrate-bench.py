@@ -1,12 +1,19 @@
 #!/usr/bin/env python3
-# calibrate-bench.py: measure GEMMs on this machine's GPU with PyTorch and write them in the shared tables' layout (aiconfigurator's gemm_perf.csv), for perfmod calibrate --data DIR --gpu G.
+# calibrate-bench.py: measure GEMMs (or NCCL collectives) on this machine's GPUs with PyTorch and write them in the shared tables' layout (aiconfigurator's gemm_perf.csv, nccl_perf.csv), for perfmod calibrate --data DIR --gpu G.
 #
 # Usage: python3 scripts/calibrate-bench.py --out DIR [--shapes N] [--dtype bf16,fp8] [--seed S]
 #        [--reps R] [--device NAME] [--dry-run]
+#        torchrun --nproc-per-node N scripts/calibrate-bench.py --collectives --out DIR
+#        [--sizes LO:HI] [--reps R] [--device NAME] [--dry-run [--gpus N]]
 # Optional: nothing perfmod builds or tests needs it.  Needs PyTorch with a CUDA (or ROCm)
 # device; fp8 needs torch._scaled_mm and a GPU with fp8 matrix units.  The shapes are those
 # of transformer layers (tokens 1 to 16384 against widths 512 to 32768), drawn by the seed;
 # each is timed by CUDA events over R runs after a warm-up, the median written in ms.
+# --collectives measures, on the N GPUs torchrun starts (N >= 2; NCCL, fp16), all_reduce,
+# all_gather, reduce_scatter and alltoall over the first 2, 4, ... N ranks at 2^LO to 2^HI
+# elements (default 8:28, the shared tables' sizes; nccl-tests' size: all_gather's output,
+# reduce_scatter's input, alltoall's per-rank buffer), each the median of R runs on each
+# rank, the slowest rank's written.
 # --dry-run lists the shapes and writes nothing (no GPU needed).  The device column is the
 # GPU's name as torch reports it ("NVIDIA H100 80GB HBM3"), which gpus.d resolves; a GPU it
 # does not know takes --device NAME, a gpus.d section or alias.
@@ -33,19 +40,64 @@ def shapes(n, seed):
     return out
 
 
-def main():
-    ap = argparse.ArgumentParser(description="Measure GEMMs with PyTorch into gemm_perf.csv "
-                                 "for perfmod calibrate.")
-    ap.add_argument("--out", required=True, help="folder for gemm_perf.csv")
-    ap.add_argument("--shapes", type=int, default=300)
-    ap.add_argument("--dtype", default="bf16")
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--reps", type=int, default=20)
-    ap.add_argument("--device", default=None)
-    ap.add_argument("--dry-run", action="store_true")
-    a = ap.parse_args()
-    if a.shapes < 1 or a.reps < 1:
-        sys.exit("calibrate-bench.py: --shapes and --reps take a number of at least 1")
+COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall")
+# the shared tables' columns (aiconfigurator's gemm_perf and nccl_perf), latency in ms
+GEMM_HEADER = ["framework", "version", "device", "op_name", "kernel_source", "gemm_dtype",
+               "m", "n", "k", "latency"]
+NCCL_HEADER = ["framework", "version", "device", "op_name", "kernel_source", "nccl_dtype",
+               "num_gpus", "message_size", "latency"]
+
+
+def collective_plan(world, lo, hi):
+    """(op, ranks, elements): each collective over the first 2, 4, ... ranks up to world (and
+    world itself), at 2^lo to 2^hi fp16 elements rounded down to a multiple of the ranks."""
+    groups, g = [], 2
+    while g <= world:
+        groups.append(g)
+        g *= 2
+    if world >= 2 and world not in groups:
+        groups.append(world)
+    return [(op, g, (1 << e) // g * g) for op in COLLECTIVES for g in groups
+            for e in range(lo, hi + 1) if (1 << e) >= g]
+
+
+def write_table(path, header, rows):
+    """The table written whole or not at all (a partial run leaves no half-written file)."""
+    with open(path + ".tmp", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(rows)
+    os.replace(path + ".tmp", path)
+
+
+def median_ms(torch, run, reps):
+    """The median of reps timed runs of run() after a warm-up, by CUDA events, in ms."""
+    for _ in range(3):
+        run()
+    times = []
+    for _ in range(reps):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        run()
+        e.record()
+        torch.cuda.synchronize()
+        times.append(s.elapsed_time(e))
+    return statistics.median(times)
+
+
+def import_torch():
+    try:
+        import torch
+    except ImportError:
+        sys.exit("calibrate-bench.py: PyTorch is not installed (pip install torch): nothing measured")
+    if not torch.cuda.is_available():
+        sys.exit("calibrate-bench.py: PyTorch sees no GPU: nothing measured")
+    return torch
+
+
+def gemms(a):
+    if a.shapes < 1:
+        sys.exit("calibrate-bench.py: --shapes takes a number of at least 1")
     dtypes = a.dtype.split(",")
     for d in dtypes:
         if d not in ("bf16", "fp16", "fp8"):
@@ -56,12 +108,7 @@ def main():
             print("%s %d %d %d" % (d, m, n, k))
         print("%d GEMMs to measure" % len(todo), file=sys.stderr)
         return 0
-    try:
-        import torch
-    except ImportError:
-        sys.exit("calibrate-bench.py: PyTorch is not installed (pip install torch): nothing measured")
-    if not torch.cuda.is_available():
-        sys.exit("calibrate-bench.py: PyTorch sees no GPU: nothing measured")
+    torch = import_torch()
     dev = torch.device("cuda")
     name = a.device or torch.cuda.get_device_name(dev)
     rows = []
@@ -79,32 +126,92 @@ def main():
             x = torch.randn(m, k, device=dev, dtype=t)
             w = torch.randn(n, k, device=dev, dtype=t)
             run = lambda: torch.nn.functional.linear(x, w)
-        for _ in range(3):
-            run()
-        times = []
-        for _ in range(a.reps):
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            run()
-            e.record()
-            torch.cuda.synchronize()
-            times.append(s.elapsed_time(e))
         # aiconfigurator's layout: y(m, n) = x(m, k) w(n, k)^T, latency in ms
         rows.append(("pytorch", torch.__version__, name, "gemm", "calibrate-bench",
                      {"bf16": "bfloat16", "fp16": "float16", "fp8": "fp8"}[d], m, n, k,
-                     "%.6f" % statistics.median(times)))
+                     "%.6f" % median_ms(torch, run, a.reps)))
     os.makedirs(a.out, exist_ok=True)
     path = os.path.join(a.out, "gemm_perf.csv")
-    with open(path + ".tmp", "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["framework", "version", "device", "op_name", "kernel_source", "gemm_dtype",
-                    "m", "n", "k", "latency"])
-        w.writerows(rows)
-    os.replace(path + ".tmp", path)
+    write_table(path, GEMM_HEADER, rows)
     print("%s: %d GEMMs measured on %s; now: perfmod calibrate --data %s --gpu GPU --out FILE"
           % (path, len(rows), name, a.out))
     return 0
 
+
+def collectives(a):
+    try:
+        lo, hi = (int(v) for v in a.sizes.split(":"))
+    except ValueError:
+        sys.exit("calibrate-bench.py: --sizes '%s': expected LO:HI, powers of two of the "
+                 "elements (8:28)" % a.sizes)
+    if not 0 <= lo <= hi <= 32:
+        sys.exit("calibrate-bench.py: --sizes '%s': expected 0 <= LO <= HI <= 32" % a.sizes)
+    world = a.gpus or int(os.environ.get("WORLD_SIZE", "1"))
+    if a.dry_run:
+        if world < 2:
+            sys.exit("calibrate-bench.py: --collectives --dry-run: --gpus N (N >= 2) or "
+                     "torchrun's WORLD_SIZE")
+        plan = collective_plan(world, lo, hi)
+        for op, g, elems in plan:
+            print("%s %d %d" % (op, g, elems))
+        print("%d collectives to measure" % len(plan), file=sys.stderr)
+        return 0
+    if world < 2:
+        sys.exit("calibrate-bench.py: --collectives runs under torchrun --nproc-per-node N "
+                 "(N >= 2): WORLD_SIZE is %d" % world)
+    torch = import_torch()
+    import torch.distributed as dist
+    rank = int(os.environ.get("RANK", "0"))
+    torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+    dist.init_process_group("nccl")
+    plan = collective_plan(dist.get_world_size(), lo, hi)
+    name = a.device or torch.cuda.get_device_name()
+    version = ".".join(str(v) for v in torch.cuda.nccl.version())
+    groups = {g: dist.new_group(list(range(g))) for g in sorted({p[1] for p in plan})}
+    rows = []
+    for op, g, elems in plan:
+        if rank < g:
+            grp, h = groups[g], torch.float16
+            buf = torch.ones(elems, dtype=h, device="cuda")
+            part = torch.ones(elems // g, dtype=h, device="cuda")
+            other = torch.empty(elems, dtype=h, device="cuda")
+            run = {"all_reduce": lambda: dist.all_reduce(buf, group=grp),
+                   "all_gather": lambda: dist.all_gather_into_tensor(buf, part, group=grp),
+                   "reduce_scatter": lambda: dist.reduce_scatter_tensor(part, buf, group=grp),
+                   "alltoall": lambda: dist.all_to_all_single(other, buf, group=grp)}[op]
+            ms = torch.tensor([median_ms(torch, run, a.reps)], device="cuda")
+            dist.all_reduce(ms, op=dist.ReduceOp.MAX, group=grp)   # the slowest rank's
+            if rank == 0:
+                rows.append(("pytorch", version, name, op, "NCCL", "half", g, elems,
+                             "%.6f" % ms.item()))
+        dist.barrier()
+    if rank == 0:
+        os.makedirs(a.out, exist_ok=True)
+        path = os.path.join(a.out, "nccl_perf.csv")
+        write_table(path, NCCL_HEADER, rows)
+        print("%s: %d collectives measured on %s; now: perfmod calibrate --data %s --gpu GPU "
+              "--out FILE" % (path, len(rows), name, a.out))
+    dist.destroy_process_group()
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description="Measure GEMMs (or NCCL collectives) with PyTorch "
+                                 "into the shared tables' layout for perfmod calibrate.")
+    ap.add_argument("--out", required=True, help="folder for gemm_perf.csv or nccl_perf.csv")
+    ap.add_argument("--shapes", type=int, default=300)
+    ap.add_argument("--dtype", default="bf16")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--device", default=None)
+    ap.add_argument("--collectives", action="store_true")
+    ap.add_argument("--sizes", default="8:28")
+    ap.add_argument("--gpus", type=int, default=0)
+    ap.add_argument("--dry-run", action="store_true")
+    a = ap.parse_args()
+    if a.reps < 1:
+        sys.exit("calibrate-bench.py: --reps takes a number of at least 1")
+    return collectives(a) if a.collectives else gemms(a)
 
 if __name__ == "__main__":
     sys.exit(main())

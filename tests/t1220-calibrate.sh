@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1220-calibrate.sh: perfmod calibrate on a GPU's measured GEMMs (a table made 1.5 x the roofline), the correction by hand, applied by --calibration in kernel, predict and eval (on that GPU alone), "calibrated on N shapes"; the benchmark script's plan; bad input.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 24
+plan 29
 
 # An H100 that runs every bf16 GEMM at 1.5 x the roofline's time, 40 shapes
 D="$TMP/md/aiconfigurator/h100_sxm/gemm/x/1"
@@ -99,6 +99,42 @@ ok $([ "$(grep -c '^bf16 [0-9]* [0-9]* [0-9]*$' "$TMP/plan")" = 7 ] && [ "$(grep
      [ ! -e "$TMP/cb" ]; echo $?) \
   "calibrate-bench.py --dry-run: the 7 GEMMs it would measure, each one perfmod predicts; nothing written"
 
+# the collectives' plan, without GPUs: each one perfmod predicts (bytes: 2 x fp16 elements)
+python3 "$top_srcdir/scripts/calibrate-bench.py" --out "$TMP/cc" --collectives --dry-run --gpus 8 --sizes 20:22 \
+  >"$TMP/cplan" 2>"$TMP/cplan.err"
+while read -r op g n; do
+  "$PERFMOD" kernel --op collective --coll "$op" --bytes $((2 * n)) --ranks "$g" --gpu h100-sxm --dtype fp16 \
+    --predictor roofline --format csv 2>/dev/null | awk -F, 'NR == 2 && $5 > 0 { print "ok" }'
+done <"$TMP/cplan" >"$TMP/cplanned"
+ok $([ "$(grep -c '^[a-z_]* [248] [0-9]*$' "$TMP/cplan")" = 36 ] && [ "$(grep -c ok "$TMP/cplanned")" = 36 ] &&
+     grep -q '^36 collectives to measure$' "$TMP/cplan.err" && [ ! -e "$TMP/cc" ]; echo $?) \
+  "calibrate-bench.py --collectives --dry-run: 4 collectives x 2, 4, 8 ranks x 3 sizes, each one perfmod predicts"
+# the table it writes is one perfmod calibrate reads: its writer and columns, the plan's rows
+# at twice the roofline's time, in a folder that names no GPU (the device column's H100),
+# calibrated on all it keeps
+CB="$TMP/cw/nccl"
+mkdir -p "$CB"
+while read -r op g n; do
+  ms=$("$PERFMOD" kernel --op collective --coll "$op" --bytes $((2 * n)) --ranks "$g" --gpu h100 --dtype fp16 \
+         --predictor roofline --format csv 2>/dev/null | awk -F, 'NR == 2 { printf "%.9g", 2 * $5 }')
+  echo "$op $g $n $ms"
+done <"$TMP/cplan" >"$TMP/crows"
+python3 - "$top_srcdir/scripts/calibrate-bench.py" "$CB/nccl_perf.csv" "$TMP/crows" <<'PY'
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("cb", sys.argv[1])
+cb = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(cb)
+rows = [("pytorch", "2.27.3", "NVIDIA H100 80GB HBM3", op, "NCCL", "half", int(g), int(n), ms)
+        for op, g, n, ms in (line.split() for line in open(sys.argv[3]))]
+cb.write_table(sys.argv[2], cb.NCCL_HEADER, rows)
+PY
+run_pm calibrate --data "$TMP/cw" --gpu h100 --predictor roofline --out "$TMP/cw.cal"
+m=$(sed -n 's/.* calibrated on \([0-9]*\) shapes (of \([0-9]*\) measured.*/\1 \2/p' "$TMP/out")
+ok $([ "$rc" -eq 0 ] && set -- $m && [ "$1" = "$2" ] && [ "$1" -ge 20 ] &&
+     awk -v n="$1" '$1 == "group" && $2 == "COMM" { f = 1; exit !(($5 - n / (n + 2) * log(2))^2 < 1e-10) }
+       END { exit !f }' "$TMP/cw.cal" && [ ! -e "$CB/nccl_perf.csv.tmp" ]; echo $?) \
+  "calibrate-bench.py's nccl_perf.csv: read by perfmod calibrate (${m%% *} shapes, all outside eval's 20 %), a = n/(n+2) ln 2"
+
 # bad input
 # Collectives: an H100 whose NCCL all-reduces and all-gathers (2, 4, 8 GPUs, 1 MiB-512 MiB)
 # take 1.5 x the roofline's time; one COMM group, ln of the ranks for its FLOPs per byte:
@@ -142,6 +178,17 @@ sed 's/NVIDIA H100 80GB HBM3/NVIDIA L40S/' "$C/nccl_perf.csv" >"$L/nccl_perf.csv
 run_pm calibrate --data "$TMP/ml" --table nccl --gpu l40s --predictor roofline --out "$TMP/l40s.cal"
 ok $([ "$rc" -eq 1 ] && grep -q "collectives of l40s left out: on PCIe servers" "$TMP/err" &&
      [ ! -e "$TMP/l40s.cal" ]; echo $?) "calibrate on a PCIe server's collectives: left out, said, exit 1, no file"
+# a collective table whose folder names no GPU and whose device gpus.d does not know
+mkdir -p "$TMP/cu/mine"
+sed 's/NVIDIA H100 80GB HBM3/NVIDIA Foo 9000/' "$CB/nccl_perf.csv" >"$TMP/cu/mine/nccl_perf.csv"
+expect_fail 2 "cu/mine/nccl_perf.csv:2: device 'NVIDIA Foo 9000' is not in gpus.d" \
+  "calibrate on collectives of a GPU gpus.d lacks: file:line and the device named, exit 2" -- \
+  calibrate --data "$TMP/cu" --gpu h100 --predictor roofline --out "$TMP/cu.cal"
+ok $([ ! -e "$TMP/cu.cal" ]; echo $?) "... and leaves no file"
+python3 "$top_srcdir/scripts/calibrate-bench.py" --out "$TMP/cc" --collectives --dry-run --gpus 8 --sizes 9 \
+  >"$TMP/out" 2>"$TMP/err"
+ok $([ $? -ne 0 ] && grep -q -- "--sizes '9': expected LO:HI" "$TMP/err" && [ ! -s "$TMP/out" ] && [ ! -e "$TMP/cc" ]; echo $?) \
+  "calibrate-bench.py --sizes 9: refused, said, nothing listed or written"
 expect_one_line 2 "calibrate needs --data DIR" "calibrate without --gpu: refused" -- \
   calibrate --data "$TMP/md" --out "$TMP/x.cal"
 expect_one_line 1 "no measured kernel of a100-sxm-80gb" "calibrate on a GPU the tables have no rows of: said, exit 1" -- \

@@ -461,10 +461,13 @@ read_moe (struct table *t)
 }
 
 /* aiconfigurator nccl_perf: message_size counts elements of nccl_dtype
- * (half: 2 bytes). */
+ * (half: 2 bytes).  The GPU the path names, else the device column's (one
+ * shared table's device column holds sizes; a user's own table, written by
+ * scripts/calibrate-bench.py, may sit in a folder of any name). */
 static void
 read_nccl (struct table *t)
 {
+  int cd = t->path_gpu ? -1 : csv_column (t->r.fields, t->r.nfields, "device");
   int co = need_column (t, "op_name"), ct = need_column (t, "nccl_dtype");
   int cg = need_column (t, "num_gpus"), cs = need_column (t, "message_size");
   int cl = need_column (t, "latency");
@@ -481,7 +484,7 @@ read_nccl (struct table *t)
       continue;
     }
     if (!cell_int (t, cg, "num_gpus", 2, &ranks) || !cell_int (t, cs, "message_size", 1, &elems) ||
-        !cell_latency (t, cl, 1e-3, &k.latency_s) || (k.gpu = row_gpu (t, -1)) == NULL)
+        !cell_latency (t, cl, 1e-3, &k.latency_s) || (k.gpu = row_gpu (t, cd)) == NULL)
       continue;
     k.kclass = PERFMOD_KERNEL_COMM;
     k.op = intern (t->r.fields[co]);
@@ -959,8 +962,7 @@ read_table (struct kset *s, const char *path, enum kind kind, const struct gpu_d
   if (f && t.path_gpu && !gpu_listed (f->gpus, t.path_gpu) &&
       (kind == K_NCCL || kind == K_VNET || kind == K_VLAYER || kind == K_LLMC))
     return 0;                   /* the path names another GPU: nothing to keep */
-  if (t.path_gpu == NULL && (kind == K_NCCL || kind == K_VNET || kind == K_VLAYER ||
-                             kind == K_LLMC)) {
+  if (t.path_gpu == NULL && (kind == K_VNET || kind == K_VLAYER || kind == K_LLMC)) {
     pm_error ("%s: no device column and no GPU in gpus.d named by the path", path);
     return -1;
   }
