@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1100-dispatcher.sh: how ep's tokens reach their experts in a graph (dispatcher=alltoall, allgather, flex: DeepEP's kernels) and a2a_overlap, each by hand; what Megatron-Core refuses, refused.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 24
+plan 28
 
 # Mixtral 8x7B on 8 H100 of one node, ep=8 over the data-parallel ranks, one micro-batch of
 # 4096 tokens, roofline, Megatron-Core's layer: 32 routed layers, each dispatching and
@@ -143,23 +143,29 @@ run_pm search --model mixtral-8x7b --gpu h100 --gpus 16 --global-batch 64 --seq 
 ok $([ "$rc" -eq 0 ] && jq -e '(.best | length) > 0 and all(.best[]; .strategy.dispatcher == "flex"
        and .strategy.a2a_overlap and .strategy.ep > 1 and (.strategy.spec | test("dispatcher=flex")))' \
        "$TMP/out" >/dev/null; echo $?) "search --fix dispatcher=flex,a2a_overlap=1: every layout has them, with ep > 1"
-# Unless --fix gives them, search tries every way Megatron-Core moves ep's tokens, with an
-# overlap where one runs (none only where none runs): Mixtral (no shared experts, pp=1) the
-# all-to-all and flex dispatchers with a2a_overlap, and the all-gather one (3); no flex on
-# L40S (PCIe, no NVLink: 2); DeepSeek-V2-Lite over two stages without vp (no a2a_overlap)
-# with its shared experts' overlap instead (3); both overlaps fixed off: none (3)
+# Unless --fix gives them, search tries every way Megatron-Core moves ep's tokens, each with
+# no overlap and with one where it runs (none not where the shared experts' runs: that one
+# costs no memory): Mixtral (no shared experts, pp=1) at 2048 tokens the all-to-all and flex
+# dispatchers with and without a2a_overlap, and the all-gather one (5); at 4096 a2a_overlap's
+# extra micro-batch does not fit (3, 2 out of memory); no flex on L40S (PCIe, no NVLink: 3
+# out of memory); DeepSeek-V2-Lite over two stages without vp (no a2a_overlap) with its
+# shared experts' overlap instead (3); both overlaps fixed off: none (3)
 moe_choices () {
-  run_pm search --model "$1" --gpu "$2" --gpus 16 --global-batch 64 --seq 4096 --predictor roofline \
+  run_pm search --model "$1" --gpu "$2" --gpus 16 --global-batch 64 --seq "${S:-4096}" --predictor roofline \
     --fix "tp=1,$3,cp=1,ep=8,mbs=1,zero=1,recompute=none,kernels=te" --top 10 --format json
   [ "$rc" -eq 0 ] && jq -r '.predicted, (.best[].strategy | "\(.dispatcher):\(.a2a_overlap):\(.shared_overlap)")' \
     "$TMP/out" | sort | tr '\n' ' '
 }
+got=$(S=2048 moe_choices mixtral-8x7b h100 pp=1)
+ok $([ "$got" = "5 allgather:false:false alltoall:false:false alltoall:true:false flex:false:false flex:true:false " ]
+     echo $?) "search: Mixtral's dispatchers, with and without a2a_overlap for the all-to-all and flex ones ($got)"
 got=$(moe_choices mixtral-8x7b h100 pp=1)
-ok $([ "$got" = "3 allgather:false:false alltoall:true:false flex:true:false " ]; echo $?) \
-  "search: Mixtral's dispatchers, a2a_overlap with the all-to-all and flex ones ($got)"
+ok $([ "$got" = "3 allgather:false:false alltoall:false:false flex:false:false " ] &&
+     [ "$(jq '.pruned.memory' "$TMP/out")" = 2 ]; echo $?) \
+  "search at 4096 tokens: a2a_overlap's extra micro-batch out of memory, none kept ($got)"
 got=$(moe_choices mixtral-8x7b l40s pp=1)
-ok $([ "$got" = "0 " ] && [ "$(jq '.pruned.memory' "$TMP/out")" = 2 ]; echo $?) \
-  "search: no DeepEP on GPUs without NVLink (alltoall and allgather alone, both out of memory: $got)"
+ok $([ "$got" = "0 " ] && [ "$(jq '.pruned.memory' "$TMP/out")" = 3 ]; echo $?) \
+  "search: no DeepEP on GPUs without NVLink (alltoall with and without a2a_overlap, allgather: all out of memory: $got)"
 got=$(moe_choices deepseek-v2-lite h100 pp=2,vp=1,schedule=1f1b)
 ok $([ "$got" = "3 allgather:false:false alltoall:false:true flex:false:true " ]; echo $?) \
   "search: shared experts' overlap tried, a2a_overlap not where pp > 1 without vp ($got)"
@@ -182,5 +188,30 @@ qw=$(awk -v a="$(act qwen3-30b-a3b 16 dp=16,ep=16,dispatcher=flex)" \
          -v b="$(act qwen3-30b-a3b 16 dp=16,ep=16)" 'BEGIN {printf "%.9f", a - b}')
 ok $(awk -v m="$mix" -v q="$qw" 'BEGIN {exit !((m - 0.243435072)^2 < 1e-12 && (q - 0.206881792)^2 < 1e-12)}'
      echo $?) "DeepEP's buffers: 0.243435072 GB a rank on one node of 8, 0.206881792 over 16 ($mix, $qw)"
+
+# a2a_overlap's extra micro-batch (Megatron-Core's combined 1F1B runs one more forward before
+# its 1F1B steps): Mixtral's layer at 2 and 4 layers, mbs=1, 4096 tokens; a layer's
+# activations a = (A4 - A2) / 2 are held once more without pipelining, once more with
+# pp=2 x vp=2 (a chunk of one layer), not at all with one micro-batch (nothing beside it)
+jq '.num_hidden_layers = 2' "$top_srcdir/models/mixtral-8x7b.json" >"$TMP/mx2.json"
+jq '.num_hidden_layers = 4' "$top_srcdir/models/mixtral-8x7b.json" >"$TMP/mx4.json"
+P1=tp=1,pp=1,dp=8,ep=8,mbs=1,kernels=te
+a2=$(act "$TMP/mx2.json" 16 $P1) a4=$(act "$TMP/mx4.json" 16 $P1)
+o2=$(act "$TMP/mx2.json" 16 $P1,a2a_overlap=1) o4=$(act "$TMP/mx4.json" 16 $P1,a2a_overlap=1)
+ok $(awk -v a2="$a2" -v a4="$a4" -v o2="$o2" -v o4="$o4" \
+       'BEGIN { a = (a4 - a2) / 2; exit !(a > 0 && ((o4 - o2) / 2 / a - 2)^2 < 1e-12 && ((o4 - a4) / a - 4)^2 < 1e-12) }'
+     echo $?) "a2a_overlap without pipelining: each layer's activations held twice ($a2, $a4 -> $o2, $o4 GB)"
+one=$(act "$TMP/mx4.json" 8 $P1) one_o=$(act "$TMP/mx4.json" 8 $P1,a2a_overlap=1)
+ok $([ "$one" = "$one_o" ]; echo $?) "a2a_overlap with one micro-batch: no more activations ($one GB)"
+PV=tp=1,pp=2,dp=8,ep=8,mbs=1,vp=2,schedule=interleaved,kernels=te
+run_pm --model "$TMP/mx4.json" --gpu h100 --mode train --batch 64 --seq 4096 --nodes 2 --predictor roofline \
+  --format json --strategy $PV
+i0=$(jq -r '.predictions[0].memory_gib.activations * 1073741824 / 1e9' "$TMP/out")
+run_pm --model "$TMP/mx4.json" --gpu h100 --mode train --batch 64 --seq 4096 --nodes 2 --predictor roofline \
+  --format json --strategy $PV,a2a_overlap=1
+i1=$(jq -r '.predictions[0].memory_gib.activations * 1073741824 / 1e9' "$TMP/out")
+ok $(awk -v a2="$a2" -v a4="$a4" -v i0="$i0" -v i1="$i1" \
+       'BEGIN { a = (a4 - a2) / 2; exit !(((i1 - i0) / a - 1)^2 < 1e-12) }'
+     echo $?) "a2a_overlap with pp=2 x vp=2: one more chunk of one layer in flight ($i0 -> $i1 GB)"
 
 finish

@@ -1257,6 +1257,13 @@ rank_memory (const struct model_cfg *m, const struct perfmod_gpu *gpu,
   }
   else
     inflight = (double) (p - r) < mbs ? (double) (p - r) : mbs;
+  /* Megatron-Core's combined 1F1B (a2a_overlap) runs one more forward
+   * before its 1F1B steps, so that each step's forward and backward are
+   * of different micro-batches (pipeline_parallel/schedules.py: "one
+   * extra micro-batch forward step"; without pipelining the next
+   * micro-batch's forward runs beside this one's backward) */
+  if (o->train && s->a2a_overlap && inflight + 1 <= mbs * v)
+    inflight += 1;
   memset (&ms, 0, sizeof ms);
   ms.tp = s->tp;
   ms.sp = s->sp;

@@ -261,11 +261,11 @@ consider (struct search *x, const struct strategy *s)
  * dispatchers (all-to-all, all-gather, DeepEP's flex where the GPUs have
  * NVLink and the activations are 16-bit) and, beside the all-to-all and
  * flex ones, the 1F1B all-to-all overlap (a2a_overlap) and the shared
- * experts' (shared_overlap) where each runs.  No overlap is tried only
- * where neither runs: perfmod's overlaps hide time and cost neither memory
- * nor SMs, so none never beats one (an optimistic answer, doc/moe.md;
- * --fix a2a_overlap=0,shared_overlap=0 asks for none).
- * A key that --fix gives takes its value alone. */
+ * experts' (shared_overlap) where each runs.  No overlap is tried but
+ * where shared_overlap runs: that one hides time for the SMs its
+ * collectives hold and costs no memory, so it never loses to none, while
+ * a2a_overlap holds another micro-batch's activations (it may not fit
+ * where none does).  A key that --fix gives takes its value alone. */
 static void
 consider_moe (struct search *x, const struct strategy *b)
 {
@@ -292,7 +292,7 @@ consider_moe (struct search *x, const struct strategy *b)
     tried[2] = fixed_ok (x, FX_SHARED_OVERLAP, 1) && fixed_ok (x, FX_A2A_OVERLAP, 0) &&
                (x->fixed_mask & 1u << FX_SHARED_OVERLAP || shared_overlap_runs (x, &s));
     tried[0] = fixed_ok (x, FX_A2A_OVERLAP, 0) && fixed_ok (x, FX_SHARED_OVERLAP, 0) &&
-               !tried[1] && !tried[2];
+               !tried[2];
     for (int ov = 0; ov < 3; ov++) {
       if (!tried[ov])
         continue;
