@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1220-calibrate.sh: perfmod calibrate on a GPU's measured GEMMs (a table made 1.5 x the roofline), the correction by hand, applied by --calibration in kernel, predict and eval (on that GPU alone), "calibrated on N shapes"; the benchmark script's plan; bad input.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 29
+plan 31
 
 # An H100 that runs every bf16 GEMM at 1.5 x the roofline's time, 40 shapes
 D="$TMP/md/aiconfigurator/h100_sxm/gemm/x/1"
@@ -166,6 +166,28 @@ coll_ms () {
 c0=$(coll_ms) c1=$(coll_ms "$TMP/nccl.cal")
 ok $(awk -v b="$c0" -v c="$c1" -v n="$m" 'BEGIN { exit !(b > 0 && (c / b / exp(n / (n + 2) * log(1.5)) - 1)^2 < 1e-10) }'; echo $?) \
   "kernel --op collective --calibration: a size it never saw at exp(a) x ($c0 -> $c1 ms)"
+# a step's collectives: with a COMM group for the GPU, one node's take the predictor's own
+# estimate corrected (a = 0: as predicted; a = ln 2: twice that), tp's and dp's alike; a
+# calibration of GEMMs alone leaves them NCCL's model, and so does a group over two nodes
+for c in "one 0" "two 0.693147180559945"; do
+  set -- $c
+  printf 'gpu = NVIDIA_H100_80GB_HBM3\npredictor = roofline\nshapes = 30\ngroup COMM fp16 30 %s 0 0\n' "$2" \
+    >"$TMP/$1.cal"
+done
+printf 'gpu = NVIDIA_H100_80GB_HBM3\npredictor = roofline\nshapes = 30\ngroup FC bf16 30 0.7 0 0\n' >"$TMP/fc.cal"
+comm_of () {   # comm_of STRATEGY NODES [CALIBRATION]: the step's tp and dp collectives, ms
+  "$PERFMOD" --model llama3-8b --gpu h100 --mode train --batch 16 --seq 4096 --predictor roofline \
+    --nodes "$2" --strategy "$1" --format json ${3:+--calibration "$3"} 2>/dev/null |
+    jq -r '.predictions[0].comm_ms | "\(.tp) \(.dp)"'
+}
+t0=$(comm_of tp=8,dp=1 1) t1=$(comm_of tp=8,dp=1 1 "$TMP/one.cal") t2=$(comm_of tp=8,dp=1 1 "$TMP/two.cal")
+d1=$(comm_of tp=1,dp=8 1 "$TMP/one.cal") d2=$(comm_of tp=1,dp=8 1 "$TMP/two.cal")
+tf=$(comm_of tp=8,dp=1 1 "$TMP/fc.cal")
+ok $(echo "$t0 $t1 $t2 $d1 $d2 $tf" | awk '{ exit !($1 > 0 && $3 > 0 && $3 != $1 && ($5 / $3 - 2)^2 < 1e-18 &&
+       $8 > 0 && ($10 / $8 - 2)^2 < 1e-18 && $11 == $1) }'; echo $?) \
+  "a step's collectives with a COMM calibration: the predictor's estimate x exp(a) (tp $t0 -> $t1 -> $t2 ms, dp $d1 -> $d2; GEMMs alone: $tf)"
+n0=$(comm_of tp=1,dp=16 2) n2=$(comm_of tp=1,dp=16 2 "$TMP/two.cal")
+ok $([ -n "$n0" ] && [ "$n0" = "$n2" ]; echo $?) "... not over two nodes (the tables measure one): dp $n0 ms either way"
 # the seed draws which collectives (their operation, ranks and bytes are their shape)
 run_pm calibrate --data "$TMP/mc" --table nccl --gpu h100-sxm --predictor tile-mlp --shapes 6 --seed 1 --out "$TMP/s1.cal"
 run_pm calibrate --data "$TMP/mc" --table nccl --gpu h100-sxm --predictor tile-mlp --shapes 6 --seed 2 --out "$TMP/s2.cal"

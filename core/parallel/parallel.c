@@ -301,8 +301,9 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
 /* Seconds of the plan's collectives at one site, split into what may
  * overlap and what may not. */
 static void
-site_seconds (const struct dist_plan *dp, int site, const struct comm_groups *g,
-              const struct perfmod_gpu *gpu, double *plain, double *overlap, double by_dim[NDIMS])
+site_seconds (struct plugin *pred, const struct dist_plan *dp, int site,
+              const struct comm_groups *g, const struct perfmod_gpu *gpu, double *plain,
+              double *overlap, double by_dim[NDIMS])
 {
   *plain = *overlap = 0;
   for (size_t i = 0; i < dp->ncomms; i++) {
@@ -310,8 +311,8 @@ site_seconds (const struct dist_plan *dp, int site, const struct comm_groups *g,
     double t;
     if (cs->site != site)
       continue;
-    t = group_collective_seconds (cs->collective, cs->bytes, cs->dim, g->size[cs->dim],
-                                  g->stride[cs->dim], g->gpus_per_node, g->engine, gpu);
+    t = step_collective_seconds (pred, cs->collective, cs->bytes, cs->dim, g->size[cs->dim],
+                                 g->stride[cs->dim], g->gpus_per_node, g->engine, gpu);
     *(cs->overlap == PERFMOD_OVERLAP_PHASE ? overlap : plain) += t;
     if (by_dim)
       by_dim[cs->dim] += t;
@@ -1414,7 +1415,7 @@ dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cf
     }
   }
 
-  site_seconds (&dp, PERFMOD_SITE_STAGE, &g, gpu, &plain, &over, NULL);
+  site_seconds (pred, &dp, PERFMOD_SITE_STAGE, &g, gpu, &plain, &over, NULL);
   p2p = (plain + over) * 1e3;
   memset (&pin, 0, sizeof pin);
   pin.stages = p;
@@ -1439,7 +1440,7 @@ dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cf
      * hide behind the last micro-batch's backward, all but the last
      * bucket; the rest is exposed. */
     double by_dim[NDIMS] = { 0 }, window = 0, params, buckets, hidden;
-    site_seconds (&dp, PERFMOD_SITE_GRADS, &g, gpu, &plain, &over, by_dim);
+    site_seconds (pred, &dp, PERFMOD_SITE_GRADS, &g, gpu, &plain, &over, by_dim);
     for (int c = cr; c < chunks; c += p)
       window += bw[c];
     params = device_params (m, &dp, rank_share (m, s, cr), cr == 0,

@@ -33,6 +33,17 @@ calib_free (struct calibration *c)
   memset (c, 0, sizeof *c);
 }
 
+bool
+calib_covers (const struct calibration *c, const struct perfmod_gpu *gpu, int kclass)
+{
+  if (c == NULL || gpu == NULL || gpu->name == NULL || strcmp (gpu->name, c->gpu) != 0)
+    return false;
+  for (size_t i = 0; i < c->ngroups; i++)
+    if (c->groups[i].kclass == kclass)
+      return true;
+  return false;
+}
+
 double
 calib_factor (const struct calibration *c, const struct perfmod_gpu *gpu, int kclass, int dtype,
               double seconds, double intensity)
@@ -43,7 +54,9 @@ calib_factor (const struct calibration *c, const struct perfmod_gpu *gpu, int kc
   for (size_t i = 0; i < c->ngroups; i++) {
     const struct calib_group *g = &c->groups[i];
     double x1 = log (seconds * 1e3), x2 = log (intensity);
-    if (g->kclass != kclass || g->dtype != dtype)
+    /* a collective's time is its bytes, whatever their type: its group
+     * corrects any */
+    if (g->kclass != kclass || (g->dtype != dtype && kclass != PERFMOD_KERNEL_COMM))
       continue;
     if (g->lo1 <= g->hi1) {
       x1 = fmin (fmax (x1, g->lo1), g->hi1);

@@ -421,9 +421,39 @@ describe (const struct perfmod_kernel *k, char *buf, size_t len)
 
 /* A built graph's collective over its dimension's group (nd its node, pr
  * the run's precision: DeepEP's kernels are kernels of the graph). */
+double
+step_collective_seconds (struct plugin *pred, int coll, double bytes, int dim, int size,
+                         int64_t stride, int gpus_per_node, bool engine,
+                         const struct perfmod_gpu *gpu)
+{
+  static const char *const ops[] = { NULL, "all_reduce", "reduce_scatter", "all_gather",
+                                     "alltoall" };
+  int q, nodes;
+  if (pred && pred->calib && !engine && size > 1 && bytes > 0 &&
+      coll >= PERFMOD_COLL_ALLREDUCE && coll <= PERFMOD_COLL_ALLTOALL &&
+      calib_covers (pred->calib, gpu, PERFMOD_KERNEL_COMM)) {
+    group_layout (size, stride, gpus_per_node, &q, &nodes);
+    if (nodes == 1) {          /* what the calibration's tables measure: one node's */
+      struct perfmod_kernel k;
+      struct perfmod_estimate e;
+      memset (&k, 0, sizeof k);
+      k.struct_size = sizeof k;
+      k.kclass = PERFMOD_KERNEL_COMM;
+      k.op = ops[coll];
+      k.bytes = bytes;
+      k.ranks = size;
+      kernel_set_dtype (&k, PERFMOD_DTYPE_BF16);
+      if (plugin_estimate (pred, &k, gpu, &e) == 0)
+        return e.seconds;
+    }
+  }
+  return group_collective_seconds (coll, bytes, dim, size, stride, gpus_per_node, engine, gpu);
+}
+
 static double
-group_comm_seconds (const struct kop *op, const struct node *nd, const struct perfmod_gpu *gpu,
-                    const struct comm_groups *gr, const struct precision *pr)
+group_comm_seconds (struct plugin *pred, const struct kop *op, const struct node *nd,
+                    const struct perfmod_gpu *gpu, const struct comm_groups *gr,
+                    const struct precision *pr)
 {
   static const struct { const char *name; int coll; } colls[] = {
     { "allreduce", PERFMOD_COLL_ALLREDUCE }, { "reduce_scatter", PERFMOD_COLL_REDUCE_SCATTER },
@@ -440,8 +470,9 @@ group_comm_seconds (const struct kop *op, const struct node *nd, const struct pe
   }
   for (size_t i = 0; i < sizeof colls / sizeof colls[0]; i++)
     if (strcmp (op->op, colls[i].name) == 0)
-      return group_collective_seconds (colls[i].coll, op->bytes, op->dim, gr->size[op->dim],
-                                       gr->stride[op->dim], gr->gpus_per_node, gr->engine, gpu);
+      return step_collective_seconds (pred, colls[i].coll, op->bytes, op->dim,
+                                      gr->size[op->dim], gr->stride[op->dim], gr->gpus_per_node,
+                                      gr->engine, gpu);
   return 0;
 }
 
@@ -574,7 +605,7 @@ predict_graph (struct plugin *pred, const struct graph *g, const struct perfmod_
           if (op->quant && !precision_quantised (o->prec))
             continue;
           if (op->kclass == PERFMOD_KERNEL_COMM && op->dim != DIM_NONE) {
-            double ms = o->groups ? group_comm_seconds (op, nd, gpu, o->groups, o->prec) * 1e3 : 0;
+            double ms = o->groups ? group_comm_seconds (pred, op, nd, gpu, o->groups, o->prec) * 1e3 : 0;
             memset (&e, 0, sizeof e);
             e.seconds = ms / 1e3;
             node_add (t, p, &e);

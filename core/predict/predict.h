@@ -39,6 +39,13 @@ int plugin_start (struct plugin *pl);
  * callback), checked; -1 with the reason in pm_plugin_errmsg. */
 int plugin_estimate (struct plugin *pl, const struct perfmod_kernel *k,
                      const struct perfmod_gpu *gpu, struct perfmod_estimate *e);
+/* A step's collective over a group (group_collective_seconds' arguments):
+ * NCCL's model, or, where perfmod calibrate fitted pred's collectives on
+ * this GPU (--calibration) and the group is one node's NCCL collective,
+ * pred's own estimate with that correction. */
+double step_collective_seconds (struct plugin *pred, int coll, double bytes, int dim, int size,
+                                int64_t stride, int gpus_per_node, bool engine,
+                                const struct perfmod_gpu *gpu);
 int plugin_predict (struct plugin *pl, const struct perfmod_kernel *k,
                     const struct perfmod_gpu *gpu, double *seconds);
 /* Whether a predictor's own model covers dtype for kclass (its dtypes()
@@ -234,9 +241,11 @@ void calib_free (struct calibration *c);
 int calib_attach (const char *path, struct plugin_set *set, struct calibration *cal);
 /* What every command says of it: "tile-mlp calibrated on N shapes of G (path)". */
 void calib_describe (const struct calibration *c, const char *path, char *buf, size_t len);
+/* Whether c corrects kernels of class kclass on gpu. */
+bool calib_covers (const struct calibration *c, const struct perfmod_gpu *gpu, int kclass);
 /* The factor c puts on a kernel of that class and dtype predicted in seconds on gpu, of
  * that arithmetic intensity (FLOPs per byte): 1 on another GPU, for a class and dtype it
- * has no group of, or without c. */
+ * has no group of (a collective's group: any dtype), or without c. */
 double calib_factor (const struct calibration *c, const struct perfmod_gpu *gpu, int kclass,
                      int dtype, double seconds, double intensity);
 /* A kernel's FLOPs per byte as calibration reads it (0 where it moves no byte; a
