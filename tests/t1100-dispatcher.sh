@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1100-dispatcher.sh: how ep's tokens reach their experts in a graph (dispatcher=alltoall, allgather, flex: DeepEP's kernels) and a2a_overlap, each by hand; what Megatron-Core refuses, refused.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 28
+plan 32
 
 # Mixtral 8x7B on 8 H100 of one node, ep=8 over the data-parallel ranks, one micro-batch of
 # 4096 tokens, roofline, Megatron-Core's layer: 32 routed layers, each dispatching and
@@ -213,5 +213,33 @@ i1=$(jq -r '.predictions[0].memory_gib.activations * 1073741824 / 1e9' "$TMP/out
 ok $(awk -v a2="$a2" -v a4="$a4" -v i0="$i0" -v i1="$i1" \
        'BEGIN { a = (a4 - a2) / 2; exit !(((i1 - i0) / a - 1)^2 < 1e-12) }'
      echo $?) "a2a_overlap with pp=2 x vp=2: one more chunk of one layer in flight ($i0 -> $i1 GB)"
+
+# Megatron-Core's expert ranks (parallel_state's expert rank generator, order tp-ep-dp): ep's
+# neighbours are etp apart. Qwen3-30B-A3B, tp=2, ep=8 on two nodes of 8: with etp=1 the group
+# is 8 neighbouring ranks, one node, so its all-to-alls cost what they cost in one node of 16;
+# with the default expert tp (= tp) every other rank, across both nodes
+epc () {
+  run_pm --model qwen3-30b-a3b --gpu h100 --mode train --batch 64 --seq 4096 --nodes "$1" \
+    --gpus-per-node "$2" --predictor roofline --strategy "${4:-tp=2,dp=8,ep=8,sp=1,kernels=te}${3:-}" \
+    --format json
+  jq -r '.predictions[0].comm_ms.ep' "$TMP/out"
+}
+w8=$(epc 2 8 ,etp=1) w16=$(epc 1 16 ,etp=1) d8=$(epc 2 8) d16=$(epc 1 16)
+ok $(awk -v a="$w8" -v b="$w16" -v c="$d8" -v d="$d16" 'BEGIN { exit !(a > 0 && a == b && c > d && d == b) }'
+     echo $?) "etp=1: ep's 8 ranks neighbours, one node ($w8 = $w16 ms); etp = tp: across two ($d8 > $d16 ms)"
+# cp folds into the expert ranks too: tp=1, cp=2, ep=8 takes 8 neighbouring ranks (one node)
+c8=$(epc 2 8 "" "tp=1,cp=2,dp=8,ep=8,kernels=te") c16=$(epc 1 16 "" "tp=1,cp=2,dp=8,ep=8,kernels=te")
+ok $(awk -v a="$c8" -v b="$c16" 'BEGIN { exit !(a > 0 && a == b) }'; echo $?) \
+  "cp=2, ep=8: ep's ranks neighbours across the cp ranks, one node ($c8 = $c16 ms)"
+# search tries etp=1 where tp > 1 (sp=1, all-to-all or flex, ep from tp x dp)
+run_pm search --model mixtral-8x7b --gpu h100 --gpus 16 --global-batch 64 --seq 4096 --predictor roofline \
+  --fix tp=2,pp=1,etp=1 --top 100 --format json
+ok $([ "$rc" -eq 0 ] && jq -e '(.best | length) > 0 and all(.best[].strategy; .etp == 1 and .sp and
+       .dispatcher != "allgather") and any(.best[].strategy; .ep > .dp)' "$TMP/out" >/dev/null; echo $?) \
+  "search --fix tp=2,etp=1: every layout with sp and all-to-all or flex, ep beyond dp among them"
+run_pm search --model mixtral-8x7b --gpu h100 --gpus 16 --global-batch 64 --seq 4096 --predictor roofline \
+  --fix tp=2,pp=1 --top 1000 --format json
+ok $([ "$rc" -eq 0 ] && jq -e '([.best[].strategy.etp] | unique) == [null, 1]' "$TMP/out" >/dev/null; echo $?) \
+  "search with tp=2: both expert tps tried (the default and etp=1)"
 
 finish

@@ -52,7 +52,13 @@ comm_groups_init (struct comm_groups *g, const struct dist_options *o)
   g->stride[DIM_NONE] = 1;
   g->stride[DIM_TP] = 1;
   g->stride[DIM_CP] = s->tp;
-  g->stride[DIM_EP] = (int64_t) s->tp * s->cp;
+  /* Megatron-Core's expert ranks fold a stage's tp x cp x dp into etp x
+   * ep x edp, expert tp innermost (parallel_state's expert rank
+   * generator, order tp-ep-dp): ep's neighbours are etp apart, tp by
+   * default, 1 with etp=1; the eager modules draw ep from dp, after tp
+   * and cp */
+  g->stride[DIM_EP] = o->train && s->kernels == KERNELS_TE ? (s->etp == 1 ? 1 : s->tp)
+                      : (int64_t) s->tp * s->cp;
   g->stride[DIM_PP] = (int64_t) s->tp * s->cp * s->dp;
   g->stride[DIM_DP] = s->tp;
 }

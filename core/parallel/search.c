@@ -36,7 +36,7 @@ struct found {
 struct config {
   int32_t tp, pp, dp, ep, cp, mbs, vp;
   uint8_t uneven, kernels, dispatcher, a2a_overlap, shared_overlap, schedule, zero, recompute, sp,
-    tpo;
+    tpo, etp;
 };
 
 static void
@@ -60,6 +60,7 @@ config_pack (struct config *c, const struct strategy *s)
   c->recompute = (uint8_t) s->recompute;
   c->sp = s->sp;
   c->tpo = s->tpo;
+  c->etp = (uint8_t) s->etp;
 }
 
 static void
@@ -86,6 +87,7 @@ config_unpack (const struct config *c, const struct model_cfg *m, struct strateg
   s->recompute = (enum pm_recompute) c->recompute;
   s->sp = c->sp;
   s->tpo = c->tpo;
+  s->etp = c->etp;
 }
 
 /* The search's state: the fixed inputs, the counters, the best so far. */
@@ -132,7 +134,7 @@ struct worker {
 };
 
 enum { FX_TP, FX_PP, FX_DP, FX_EP, FX_MBS, FX_VP, FX_ZERO, FX_RECOMPUTE, FX_SP, FX_SCHEDULE,
-       FX_KERNELS, FX_CP, FX_TPO, FX_DISPATCHER, FX_A2A_OVERLAP, FX_SHARED_OVERLAP };
+       FX_KERNELS, FX_CP, FX_TPO, FX_DISPATCHER, FX_A2A_OVERLAP, FX_SHARED_OVERLAP, FX_ETP };
 
 /* Which keys fix gives: parsed as a strategy, each key's presence found
  * by name. */
@@ -141,7 +143,7 @@ fix_parse (struct search *x, const char *fix)
 {
   static const char *const keys[] = { "tp", "pp", "dp", "ep", "mbs", "vp", "zero", "recompute",
                                       "sp", "schedule", "kernels", "cp", "tpo", "dispatcher",
-                                      "a2a_overlap", "shared_overlap" };
+                                      "a2a_overlap", "shared_overlap", "etp" };
   char **items;
   strategy_init (&x->fixed);
   x->fixed_mask = 0;
@@ -154,8 +156,9 @@ fix_parse (struct search *x, const char *fix)
     if (eq)
       *eq = '\0';
     if ((k = word_index (*it, keys, sizeof keys / sizeof keys[0])) < 0) {
-      pm_error ("--fix: %s cannot be fixed (fixable: tp, pp, dp, ep, mbs, vp, zero, recompute, "
-                "sp, tpo, schedule, kernels, cp, dispatcher, a2a_overlap, shared_overlap)", *it);
+      pm_error ("--fix: %s cannot be fixed (fixable: tp, pp, dp, ep, etp, mbs, vp, zero, "
+                "recompute, sp, tpo, schedule, kernels, cp, dispatcher, a2a_overlap, "
+                "shared_overlap)", *it);
       strv_free (items);
       return -1;
     }
@@ -183,7 +186,7 @@ fixed_ok (const struct search *x, int key, int value)
   const struct strategy *f = &x->fixed;
   int want[] = { f->tp, f->pp, f->dp, f->ep, f->mbs, f->vp, f->zero, f->recompute, f->sp,
                  f->schedule, f->kernels, f->cp, f->tpo, f->dispatcher, f->a2a_overlap,
-                 f->shared_overlap };
+                 f->shared_overlap, f->etp };
   return !(x->fixed_mask & 1u << key) || want[key] == value;
 }
 
@@ -247,6 +250,7 @@ consider (struct search *x, const struct strategy *s)
   /* a fixed dispatcher or overlap where Megatron-Core would not run it
    * (consider_moe enumerates only those it runs) */
   if ((s->dispatcher != PERFMOD_DISPATCH_ALLTOALL && s->ep < 2) ||
+      (s->etp && s->dispatcher == PERFMOD_DISPATCH_ALLGATHER) ||
       (s->a2a_overlap && !a2a_overlap_runs (s)) ||
       (s->shared_overlap && !shared_overlap_runs (x, s))) {
     x->pruned[SEARCH_PRUNE_FIXED]++;
@@ -281,7 +285,8 @@ consider_moe (struct search *x, const struct strategy *b)
     struct strategy s = *b;
     bool tried[3] = { false, false, false };
     if (x->fixed_mask & 1u << FX_DISPATCHER ? dispatchers[d] != x->fixed.dispatcher
-        : dispatchers[d] == PERFMOD_DISPATCH_FLEX && !deepep)
+        : (dispatchers[d] == PERFMOD_DISPATCH_FLEX && !deepep) ||
+          (dispatchers[d] == PERFMOD_DISPATCH_ALLGATHER && b->etp))
       continue;
     s.dispatcher = dispatchers[d];
     s.a2a_overlap = s.shared_overlap = false;
@@ -458,6 +463,86 @@ prune (struct search *x, enum search_prune why)
  * its --strategy string (split=a:b:...) stays within a row's 256 bytes. */
 #define SEARCH_MAX_UNEVEN 16
 
+/* The layouts of one (tp, pp, cp, dp, ep, etp): micro-batch, interleaving,
+ * schedule, ZeRO stage, recomputation, sp and tpo, each with the MoE
+ * communication consider_moe tries. */
+static void
+enumerate_layouts (struct search *x, int tp, int64_t pp, int cp, int64_t dp, int64_t ep, int etp,
+                   enum pm_kernels kernels)
+{
+  const struct model_cfg *m = x->m;
+  for (int mbs = 1; mbs <= 16; mbs *= 2) {
+    int64_t micro;
+    if (!fixed_ok (x, FX_MBS, mbs)) {
+      prune (x, SEARCH_PRUNE_FIXED);
+      continue;
+    }
+    if (x->batch % (dp * mbs) != 0) {
+      prune (x, SEARCH_PRUNE_BATCH);
+      continue;
+    }
+    micro = x->batch / (dp * mbs);
+    if (micro > PM_MAX_MICROBATCHES) {   /* beyond what dist_check models */
+      prune (x, SEARCH_PRUNE_BATCH);
+      continue;
+    }
+    for (int64_t vp = 1; vp <= (pp > 1 ? m->layers / pp : 1); vp++) {
+      bool uneven = m->layers % (pp * vp) != 0;
+      if (!fixed_ok (x, FX_VP, (int) vp)) {
+        prune (x, SEARCH_PRUNE_FIXED);
+        continue;
+      }
+      /* Interleaving needs the micro-batches in whole rounds of
+       * pp, as Megatron does; chunks that do not divide the layers
+       * split them unevenly (strategy_uneven_split), up to
+       * SEARCH_MAX_UNEVEN chunks. */
+      if ((vp > 1 && micro % pp != 0) || (uneven && pp * vp > SEARCH_MAX_UNEVEN)) {
+        if (m->layers % pp == 0 || vp == 1)   /* each (pp, vp) counted once */
+          prune (x, SEARCH_PRUNE_INTERLEAVE);
+        continue;
+      }
+      /* the strategy every choice below starts from */
+      struct strategy b;
+      strategy_init (&b);
+      b.tp = tp;
+      b.pp = (int) pp;
+      b.dp = (int) dp;
+      b.dp_set = true;
+      b.ep = (int) ep;
+      b.etp = etp;
+      b.cp = cp;
+      b.mbs = mbs;
+      b.vp = (int) vp;
+      if (uneven)
+        strategy_uneven_split (&b, m->layers);
+      b.kernels = kernels;
+      b.kernels_set = true;
+      b.dispatcher = x->fixed.dispatcher;
+      b.a2a_overlap = x->fixed.a2a_overlap;
+      b.shared_overlap = x->fixed.shared_overlap;
+      /* one chunk per rank: GPipe beside 1F1B; tpo (Transformer
+       * Engine's userbuffers) with sp and TE's layer */
+      for (int sc = 0; sc < (pp > 1 && vp == 1 ? 2 : 1); sc++) {
+        for (int zero = 0; zero <= (dp > 1 ? 3 : 0); zero++) {
+          for (int rc = RECOMPUTE_NONE; rc <= RECOMPUTE_FULL; rc++) {
+            for (int sp = etp; sp <= (tp > 1 ? 1 : 0); sp++) {   /* etp=1: sp */
+              for (int tpo = 0; tpo <= (sp && kernels == KERNELS_TE ? 1 : 0); tpo++) {
+                struct strategy s = b;
+                s.schedule = vp > 1 ? SCHED_INTERLEAVED : sc ? SCHED_GPIPE : SCHED_1F1B;
+                s.zero = zero;
+                s.recompute = (enum pm_recompute) rc;
+                s.sp = sp;
+                s.tpo = tpo;
+                consider_moe (x, &s);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 /* Every configuration, in a fixed order (the result does not depend on
  * it: ties are broken by that order). */
 static void
@@ -494,8 +579,14 @@ enumerate (struct search *x)
         prune (x, SEARCH_PRUNE_CP);
         continue;
       }
-      for (int64_t ep = 1; ep <= dp; ep++) {
-        if (dp % ep != 0 || (ep > 1 && m->experts == 0))
+      /* ep within dp (Megatron-Core's default expert tp, = tp), and with
+       * etp=1 (experts whole, the ep ranks drawn from tp x dp: TE's layer,
+       * tp > 1 beside sp) any divisor of those, as --strategy takes */
+      int64_t fold = (int64_t) tp * dp;
+      for (int64_t ep = 1; ep <= fold; ep++) {
+        bool within_dp = dp % ep == 0;
+        bool whole = tp > 1 && kernels == KERNELS_TE && ep > 1 && fold % ep == 0;
+        if ((!within_dp && !whole) || (ep > 1 && m->experts == 0))
           continue;
         if (!fixed_ok (x, FX_EP, (int) ep)) {
           prune (x, SEARCH_PRUNE_FIXED);
@@ -505,74 +596,14 @@ enumerate (struct search *x)
           prune (x, SEARCH_PRUNE_EP);
           continue;
         }
-        for (int mbs = 1; mbs <= 16; mbs *= 2) {
-          int64_t micro;
-          if (!fixed_ok (x, FX_MBS, mbs)) {
+        for (int etp = 0; etp <= 1; etp++) {
+          if (etp ? !whole : !within_dp)
+            continue;
+          if (!fixed_ok (x, FX_ETP, etp)) {
             prune (x, SEARCH_PRUNE_FIXED);
             continue;
           }
-          if (x->batch % (dp * mbs) != 0) {
-            prune (x, SEARCH_PRUNE_BATCH);
-            continue;
-          }
-          micro = x->batch / (dp * mbs);
-          if (micro > PM_MAX_MICROBATCHES) {   /* beyond what dist_check models */
-            prune (x, SEARCH_PRUNE_BATCH);
-            continue;
-          }
-          for (int64_t vp = 1; vp <= (pp > 1 ? m->layers / pp : 1); vp++) {
-            bool uneven = m->layers % (pp * vp) != 0;
-            if (!fixed_ok (x, FX_VP, (int) vp)) {
-              prune (x, SEARCH_PRUNE_FIXED);
-              continue;
-            }
-            /* Interleaving needs the micro-batches in whole rounds of
-             * pp, as Megatron does; chunks that do not divide the layers
-             * split them unevenly (strategy_uneven_split), up to
-             * SEARCH_MAX_UNEVEN chunks. */
-            if ((vp > 1 && micro % pp != 0) || (uneven && pp * vp > SEARCH_MAX_UNEVEN)) {
-              if (m->layers % pp == 0 || vp == 1)   /* each (pp, vp) counted once */
-                prune (x, SEARCH_PRUNE_INTERLEAVE);
-              continue;
-            }
-            /* the strategy every choice below starts from */
-            struct strategy b;
-            strategy_init (&b);
-            b.tp = tp;
-            b.pp = (int) pp;
-            b.dp = (int) dp;
-            b.dp_set = true;
-            b.ep = (int) ep;
-            b.cp = cp;
-            b.mbs = mbs;
-            b.vp = (int) vp;
-            if (uneven)
-              strategy_uneven_split (&b, m->layers);
-            b.kernels = kernels;
-            b.kernels_set = true;
-            b.dispatcher = x->fixed.dispatcher;
-            b.a2a_overlap = x->fixed.a2a_overlap;
-            b.shared_overlap = x->fixed.shared_overlap;
-            /* one chunk per rank: GPipe beside 1F1B; tpo (Transformer
-             * Engine's userbuffers) with sp and TE's layer */
-            for (int sc = 0; sc < (pp > 1 && vp == 1 ? 2 : 1); sc++) {
-              for (int zero = 0; zero <= (dp > 1 ? 3 : 0); zero++) {
-                for (int rc = RECOMPUTE_NONE; rc <= RECOMPUTE_FULL; rc++) {
-                  for (int sp = 0; sp <= (tp > 1 ? 1 : 0); sp++) {
-                    for (int tpo = 0; tpo <= (sp && kernels == KERNELS_TE ? 1 : 0); tpo++) {
-                      struct strategy s = b;
-                      s.schedule = vp > 1 ? SCHED_INTERLEAVED : sc ? SCHED_GPIPE : SCHED_1F1B;
-                      s.zero = zero;
-                      s.recompute = (enum pm_recompute) rc;
-                      s.sp = sp;
-                      s.tpo = tpo;
-                      consider_moe (x, &s);
-                    }
-                  }
-                }
-              }
-            }
-          }
+          enumerate_layouts (x, tp, pp, cp, dp, ep, etp, kernels);
         }
       }
     }
