@@ -717,6 +717,10 @@ tm_dtypes (void *state, int kclass)
     mask = 0;
   if (kclass == PERFMOD_KERNEL_MOE)
     return tc_setup_group (s, TC_MOE) > 0 ? learned_dtypes (&s->moe, kclass, 1) : 0;
+  /* the collectives' file loaded now, before a host's threads ask for one (a calibrated
+   * step's collectives are this plugin's estimates: step_collective_seconds) */
+  if (kclass == PERFMOD_KERNEL_COMM)
+    (void) tc_setup_group (s, TC_COMM);
   if (kclass == PERFMOD_KERNEL_LINEAR || kclass == PERFMOD_KERNEL_BMM)
     return mask | (tc_setup_group (s, TC_GEMM) > 0 ? learned_dtypes (&s->gemm, kclass, 1) : 0);
   if (tc_setup (s) > 0) {

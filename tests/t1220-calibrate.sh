@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1220-calibrate.sh: perfmod calibrate on a GPU's measured GEMMs (a table made 1.5 x the roofline), the correction by hand, applied by --calibration in kernel, predict and eval (on that GPU alone), "calibrated on N shapes"; the benchmark script's plan; bad input.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 31
+plan 32
 
 # An H100 that runs every bf16 GEMM at 1.5 x the roofline's time, 40 shapes
 D="$TMP/md/aiconfigurator/h100_sxm/gemm/x/1"
@@ -188,6 +188,19 @@ ok $(echo "$t0 $t1 $t2 $d1 $d2 $tf" | awk '{ exit !($1 > 0 && $3 > 0 && $3 != $1
   "a step's collectives with a COMM calibration: the predictor's estimate x exp(a) (tp $t0 -> $t1 -> $t2 ms, dp $d1 -> $d2; GEMMs alone: $tf)"
 n0=$(comm_of tp=1,dp=16 2) n2=$(comm_of tp=1,dp=16 2 "$TMP/two.cal")
 ok $([ -n "$n0" ] && [ "$n0" = "$n2" ]; echo $?) "... not over two nodes (the tables measure one): dp $n0 ms either way"
+# ... and in a search on two threads (tile-mlp's collectives loaded before them): the same
+# answer as one thread, not the uncalibrated one
+sed 's/^predictor = roofline/predictor = tile-mlp/' "$TMP/two.cal" >"$TMP/twotm.cal"
+for j in 1 2; do
+  run_pm search --model llama3-8b --gpu h100 --gpus 8 --global-batch 16 --seq 4096 --predictor tile-mlp \
+    --calibration "$TMP/twotm.cal" --top 5 --format csv --jobs $j
+  cp "$TMP/out" "$TMP/cs$j.csv"
+done
+run_pm search --model llama3-8b --gpu h100 --gpus 8 --global-batch 16 --seq 4096 --predictor tile-mlp \
+  --top 5 --format csv --jobs 2
+ok $([ "$rc" -eq 0 ] && [ "$(grep -c . "$TMP/cs1.csv")" -eq 6 ] && cmp -s "$TMP/cs1.csv" "$TMP/cs2.csv" &&
+     ! cmp -s "$TMP/cs1.csv" "$TMP/out"; echo $?) \
+  "search --calibration (collectives) on 1 and 2 threads: the same answer, not the uncalibrated one"
 # the seed draws which collectives (their operation, ranks and bytes are their shape)
 run_pm calibrate --data "$TMP/mc" --table nccl --gpu h100-sxm --predictor tile-mlp --shapes 6 --seed 1 --out "$TMP/s1.cal"
 run_pm calibrate --data "$TMP/mc" --table nccl --gpu h100-sxm --predictor tile-mlp --shapes 6 --seed 2 --out "$TMP/s2.cal"
