@@ -202,7 +202,8 @@ ok $(awk -v a2="$a2" -v a4="$a4" -v o2="$o2" -v o4="$o4" \
        'BEGIN { a = (a4 - a2) / 2; exit !(a > 0 && ((o4 - o2) / 2 / a - 2)^2 < 1e-12 && ((o4 - a4) / a - 4)^2 < 1e-12) }'
      echo $?) "a2a_overlap without pipelining: each layer's activations held twice ($a2, $a4 -> $o2, $o4 GB)"
 one=$(act "$TMP/mx4.json" 8 $P1) one_o=$(act "$TMP/mx4.json" 8 $P1,a2a_overlap=1)
-ok $([ "$one" = "$one_o" ]; echo $?) "a2a_overlap with one micro-batch: no more activations ($one GB)"
+ok $(awk -v a="$one" -v b="$one_o" -v a4="$a4" 'BEGIN { exit !(a > 0 && a == b && a == a4 + 0) }'; echo $?) \
+  "a2a_overlap with one micro-batch: no more activations ($one GB, as at 16 sequences without it)"
 PV=tp=1,pp=2,dp=8,ep=8,mbs=1,vp=2,schedule=interleaved,kernels=te
 run_pm --model "$TMP/mx4.json" --gpu h100 --mode train --batch 64 --seq 4096 --nodes 2 --predictor roofline \
   --format json --strategy $PV
