@@ -432,13 +432,13 @@ chunk_build (struct graph *gr, const struct model_cfg *m, const struct dist_opti
  * the predictor, GPU and precision, the kernels, the micro-batch and the
  * context-parallel split of the sequence, the chunk's ends and how many
  * of its layers are of each kind (not where they are: DeepSeek-V3's
- * routed layers 3-7 and 40-44 build one graph), the plan's divisors, the collectives the graph holds and the groups
- * those run over.  The graph holds no collective at a stage boundary or
- * of the gradients (the builder has no such site: dist_predict costs
- * those itself), so the key leaves them out, and the groups of the
- * dimensions no collective of the graph runs over: strategies that
- * differ only in dp or the ZeRO stage below 3 share their chunks.  The
- * key holds exactly that, zero-padded. */
+ * routed layers 3-7 and 40-44 build one graph), the plan's divisors, the
+ * collectives the graph holds and the groups those run over.  The graph
+ * holds no collective at a stage boundary or of the gradients (the
+ * builder has no such site: dist_predict costs those itself), so the key
+ * leaves them out, and the groups of the dimensions no collective of the
+ * graph runs over: strategies that differ only in dp or the ZeRO stage
+ * below 3 share their chunks.  The key holds exactly that, zero-padded. */
 struct chunk_key {
   const void *pred, *gpu, *prec, *engine_name;
   int kernels, flash, fusion, train, embed, head, gpus_per_node, engine, shared_overlap, mtp;

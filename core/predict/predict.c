@@ -605,7 +605,8 @@ predict_graph (struct plugin *pred, const struct graph *g, const struct perfmod_
           if (op->quant && !precision_quantised (o->prec))
             continue;
           if (op->kclass == PERFMOD_KERNEL_COMM && op->dim != DIM_NONE) {
-            double ms = o->groups ? group_comm_seconds (pred, op, nd, gpu, o->groups, o->prec) * 1e3 : 0;
+            double ms = o->groups ? group_comm_seconds (pred, op, nd, gpu, o->groups,
+                                                        o->prec) * 1e3 : 0;
             memset (&e, 0, sizeof e);
             e.seconds = ms / 1e3;
             node_add (t, p, &e);
