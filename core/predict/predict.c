@@ -419,8 +419,8 @@ describe (const struct perfmod_kernel *k, char *buf, size_t len)
             (long long) k->h);
 }
 
-/* A built graph's collective over its dimension's group (nd its node, pr
- * the run's precision: DeepEP's kernels are kernels of the graph). */
+/* predict.h: NCCL's model, or a calibrated predictor's own estimate of one
+ * node's NCCL collective (where it cannot give one, the model). */
 double
 step_collective_seconds (struct plugin *pred, int coll, double bytes, int dim, int size,
                          int64_t stride, int gpus_per_node, bool engine,
@@ -450,6 +450,8 @@ step_collective_seconds (struct plugin *pred, int coll, double bytes, int dim, i
   return group_collective_seconds (coll, bytes, dim, size, stride, gpus_per_node, engine, gpu);
 }
 
+/* A built graph's collective over its dimension's group (nd its node, pr
+ * the run's precision: DeepEP's kernels are kernels of the graph). */
 static double
 group_comm_seconds (struct plugin *pred, const struct kop *op, const struct node *nd,
                     const struct perfmod_gpu *gpu, const struct comm_groups *gr,
