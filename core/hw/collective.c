@@ -17,6 +17,14 @@ collective_name (int coll)
   return coll >= PERFMOD_COLL_ALLREDUCE && coll <= PERFMOD_COLL_DEEPEP ? coll_names[coll] : "?";
 }
 
+const char *
+collective_nccl_name (int coll)
+{
+  static const char *const names[] = { NULL, "all_reduce", "reduce_scatter", "all_gather",
+                                       "alltoall", "send_recv" };
+  return coll >= PERFMOD_COLL_ALLREDUCE && coll <= PERFMOD_COLL_SENDRECV ? names[coll] : NULL;
+}
+
 void
 group_layout (int size, int64_t stride, int gpus_per_node, int *per_node, int *nodes)
 {
@@ -41,8 +49,6 @@ double
 collective_seconds (int coll, double bytes, int size, int64_t stride, int gpus_per_node,
                     const struct perfmod_gpu *gpu)
 {
-  static const char *const ops[] = { NULL, "all_reduce", "reduce_scatter", "all_gather",
-                                     "alltoall", "send_recv" };
   struct phys_nccl r;
   int q, nodes;
 
@@ -53,7 +59,7 @@ collective_seconds (int coll, double bytes, int size, int64_t stride, int gpus_p
     size = 2;
     q = stride < gpus_per_node ? 2 : 1;
   }
-  if (phys_nccl_time (ops[coll], bytes, size, q, gpu, &r) < 0)
+  if (phys_nccl_time (collective_nccl_name (coll), bytes, size, q, gpu, &r) < 0)
     return HUGE_VAL;
   return r.seconds;
 }

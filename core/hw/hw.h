@@ -35,6 +35,9 @@ enum pdim { DIM_NONE = 0, DIM_TP = 1, DIM_EP = 2, DIM_PP = 3, DIM_DP = 4, DIM_CP
 #define NDIMS 6
 const char *dim_name (int dim);
 const char *collective_name (int coll);
+/* An NCCL collective's (enum perfmod_collective, all-reduce to send/recv) name as
+ * physics.h and the predictors' COMM kernels take it ("all_reduce"), or NULL. */
+const char *collective_nccl_name (int coll);
 /* A group of `size` ranks `stride` apart: members per node and nodes. */
 void group_layout (int size, int64_t stride, int gpus_per_node, int *per_node, int *nodes);
 /* Seconds of one collective (enum perfmod_collective) on a buffer of

@@ -426,8 +426,6 @@ step_collective_seconds (struct plugin *pred, int coll, double bytes, int dim, i
                          int64_t stride, int gpus_per_node, bool engine,
                          const struct perfmod_gpu *gpu)
 {
-  static const char *const ops[] = { NULL, "all_reduce", "reduce_scatter", "all_gather",
-                                     "alltoall" };
   int q, nodes;
   if (pred && pred->calib && !engine && size > 1 && bytes > 0 &&
       coll >= PERFMOD_COLL_ALLREDUCE && coll <= PERFMOD_COLL_ALLTOALL &&
@@ -439,7 +437,7 @@ step_collective_seconds (struct plugin *pred, int coll, double bytes, int dim, i
       memset (&k, 0, sizeof k);
       k.struct_size = sizeof k;
       k.kclass = PERFMOD_KERNEL_COMM;
-      k.op = ops[coll];
+      k.op = collective_nccl_name (coll);
       k.bytes = bytes;
       k.ranks = size;
       kernel_set_dtype (&k, PERFMOD_DTYPE_BF16);
