@@ -1,4 +1,4 @@
-/* kernel.c: perfmod kernel: one kernel (gemm, bmm, attention, decode, elementwise, norm, softmax, collective, moe, deepep) predicted by each predictor asked for. */
+/* kernel.c: perfmod kernel: one kernel (gemm, bmm, attention, decode, elementwise, norm, softmax, copy, collective, moe, deepep) predicted by each predictor asked for. */
 #include <config.h>
 
 #include <getopt.h>
@@ -15,8 +15,12 @@ kernel_usage (FILE *fp)
   fputs ("Usage: perfmod kernel --op OP --gpu NAME [--dtype D] [--predictor LIST]\n"
          "               [--format table|csv|json] [--calibration FILE] [--plugin-path DIR]...\n"
          "               [--plugin-opt N:K=V]...\n"
-         "  gemm         --m M --n N --k K          (M x K) by (K x N)\n"
-         "  bmm          --batch B --m M --n N --k K\n"
+         "  gemm         --m M --n N --k K [--input-quantised]\n"
+         "                                          (M x K) by (K x N); in fp8, block-scaled\n"
+         "                                          fp8 or nvfp4 a serving engine's call, its\n"
+         "                                          input quantised first (--input-quantised:\n"
+         "                                          the GEMM alone, as a training step's are)\n"
+         "  bmm          --batch B --m M --n N --k K [--input-quantised]\n"
          "  attention    --batch B --seq S --heads H [--kv-heads G] --head-dim D\n"
          "               [--window W] [--no-causal] [--backward]\n"
          "                                          fused prefill over S tokens (or its backward)\n"
@@ -27,6 +31,7 @@ kernel_usage (FILE *fp)
          "  elementwise  --rows R --cols C [--fn add|mul|gelu|relu|silu_mul|rope]\n"
          "  norm         --rows R --cols C           layer norm or RMSNorm\n"
          "  softmax      --rows R --cols C\n"
+         "  copy         --bytes N                   a copy or cast moving N bytes in all\n"
          "  collective   --coll all_reduce|all_gather|reduce_scatter|alltoall|send_recv\n"
          "               --bytes N --ranks G         one buffer of N bytes over G GPUs\n"
          "  moe          --tokens T --hidden D --ffn F --experts E --top-k K [--ep N]\n"
@@ -55,6 +60,7 @@ struct kopts {
   bool no_causal;
   bool backward;         /* attention: the backward kernel */
   bool latent;           /* decode: keys and values one tensor (MLA's latent) */
+  bool input_quantised;  /* gemm, bmm: the GEMM alone, its input quantised apart */
   char **paths, **popts;
   size_t npaths, npopts;
 };
@@ -98,6 +104,10 @@ build_shape (const struct kopts *o, int dtype, struct perfmod_kernel *k)
     pm_error ("--latent: a decode step's latent attention (--op decode)");
     return -1;
   }
+  if (o->input_quantised && strcmp (o->op, "gemm") != 0 && strcmp (o->op, "bmm") != 0) {
+    pm_error ("--input-quantised: a GEMM's (--op gemm or bmm)");
+    return -1;
+  }
   if (strcmp (o->op, "gemm") == 0 || strcmp (o->op, "bmm") == 0) {
     bool bmm = o->op[0] == 'b';
     if (!need (o->m, "m", o->op) || !need (o->n, "n", o->op) || !need (o->k, "k", o->op) ||
@@ -110,6 +120,15 @@ build_shape (const struct kopts *o, int dtype, struct perfmod_kernel *k)
     k->m = o->m;
     k->n = o->k;
     k->k = o->n;
+    k->input_quantised = o->input_quantised;
+    return 0;
+  }
+  if (strcmp (o->op, "copy") == 0) {
+    if (!(o->bytes > 0))
+      return pm_error ("kernel --op copy needs --bytes"), -1;
+    k->kclass = PERFMOD_KERNEL_MEMORY;
+    k->op = "copy";
+    k->bytes = o->bytes;
     return 0;
   }
   if (strcmp (o->op, "attention") == 0 || strcmp (o->op, "decode") == 0) {
@@ -266,7 +285,7 @@ build_shape (const struct kopts *o, int dtype, struct perfmod_kernel *k)
     return 0;
   }
   pm_error ("--op '%s': expected gemm, bmm, attention, decode, elementwise, norm, softmax, "
-            "collective, moe or deepep", o->op);
+            "copy, collective, moe or deepep", o->op);
   return -1;
 }
 
@@ -288,7 +307,7 @@ parse (int argc, char **argv, struct kopts *o)
          K_SEQ, K_HEADS, K_KVH, K_HD, K_KVLEN, K_WIN, K_ROWS, K_COLS, K_RANKS, K_BYTES,
          K_NOCAUSAL, K_BACKWARD, K_PPATH, K_POPT, K_TOKENS, K_HIDDEN, K_FFN, K_EXPERTS, K_TOPK,
          K_EP, K_ENGINE, K_NOGATE, K_LOAD, K_LL, K_SMS, K_GROUPS, K_GROUPTOPK, K_CALIB,
-         K_LATENT };
+         K_LATENT, K_INQ };
   static const struct option opts[] = {
     { "op", required_argument, NULL, K_OP }, { "gpu", required_argument, NULL, K_GPU },
     { "dtype", required_argument, NULL, K_DTYPE },
@@ -307,6 +326,7 @@ parse (int argc, char **argv, struct kopts *o)
     { "bytes", required_argument, NULL, K_BYTES },
     { "no-causal", no_argument, NULL, K_NOCAUSAL },
     { "backward", no_argument, NULL, K_BACKWARD }, { "latent", no_argument, NULL, K_LATENT },
+    { "input-quantised", no_argument, NULL, K_INQ },
     { "tokens", required_argument, NULL, K_TOKENS }, { "hidden", required_argument, NULL, K_HIDDEN },
     { "ffn", required_argument, NULL, K_FFN }, { "experts", required_argument, NULL, K_EXPERTS },
     { "top-k", required_argument, NULL, K_TOPK }, { "ep", required_argument, NULL, K_EP },
@@ -355,6 +375,7 @@ parse (int argc, char **argv, struct kopts *o)
       break;
     case K_NOCAUSAL: o->no_causal = true; break;
     case K_LATENT: o->latent = true; break;
+    case K_INQ: o->input_quantised = true; break;
     case K_TOKENS: ok = opt_int ("tokens", optarg, 1, &o->tokens); break;
     case K_HIDDEN: ok = opt_int ("hidden", optarg, 1, &o->hidden); break;
     case K_FFN: ok = opt_int ("ffn", optarg, 1, &o->ffn); break;
@@ -390,7 +411,7 @@ parse (int argc, char **argv, struct kopts *o)
   }
   if (o->op == NULL) {
     pm_error ("kernel needs --op (gemm, bmm, attention, decode, elementwise, norm, softmax, "
-              "collective, moe, deepep)");
+              "copy, collective, moe, deepep)");
     return -1;
   }
   if (strcmp (o->format, "table") && strcmp (o->format, "csv") && strcmp (o->format, "json")) {

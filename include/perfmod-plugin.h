@@ -131,6 +131,12 @@ struct perfmod_kernel {
    * takes the values as the latent's first kv_lora_rank columns); 0:
    * keys and values apart. */
   int kv_shared;
+  /* Appended (check struct_size): LINEAR and BMM kernels in fp8, block-scaled
+   * fp8 or nvfp4 whose input a kernel of its own quantised before them
+   * (Transformer Engine's casts in a training step, which the graph costs
+   * apart): 1 where the GEMM alone is wanted, without the activations'
+   * quantisation a serving engine's GEMM call runs first; 0: the call's. */
+  int input_quantised;
 };
 
 /* One GPU, from gpus.d.  Units are in the field names. 0 means unknown/absent. */
@@ -249,6 +255,13 @@ struct perfmod_parallel_case {
    * Megatron-Core's --overlap-moe-expert-parallel-comm). */
   int dispatcher;
   int a2a_overlap;
+  /* Appended (check struct_size): bytes per element in which tp's
+   * all-gathers under sequence parallelism move what they gather (the
+   * column-parallel GEMMs' inputs, forward and again for the weight
+   * gradient, and the row-parallel ones' incoming gradients):
+   * Transformer Engine quantises them first in fp8 training, 1; else
+   * elem_bytes.  0: elem_bytes. */
+  double gather_bytes;
 };
 
 /* How a routed layer's tokens reach the ranks of their experts. */

@@ -602,6 +602,47 @@ tc_trained_on (struct state *s, int g, const struct perfmod_gpu *gpu)
   return false;
 }
 
+static int tc_estimate (struct state *s, const struct perfmod_kernel *k,
+                        const struct perfmod_gpu *gpu, struct perfmod_estimate *est);
+
+/* The GEMM networks learned a serving engine's quantised GEMM call (its
+ * tables time the layer's forward): the activations quantised by a kernel
+ * of their own (read in 16 bits, written in the GEMM's dtype), then the
+ * GEMM.  A GEMM whose input another kernel already quantised (a training
+ * step's Transformer Engine casts, costed apart) is that call less its
+ * quantisation, predicted as the vector networks predict a copy of those
+ * bytes; never under the GEMM's physical floor or one kernel's fixed
+ * cost.  Returns the seconds taken off (0: nothing to take). */
+static double
+tc_quantisation_taken (struct state *s, const struct perfmod_kernel *k,
+                       const struct perfmod_gpu *gpu, double *seconds)
+{
+  struct perfmod_kernel q;
+  struct perfmod_estimate qe = { .seconds = 0 };
+  struct phys_cost pc;
+  double rows = k->kclass == PERFMOD_KERNEL_BMM ? (double) k->b * (double) k->m : (double) k->m;
+  double floor;
+  if (k->struct_size < offsetof (struct perfmod_kernel, input_quantised)
+                       + sizeof k->input_quantised || !k->input_quantised ||
+      (k->kclass != PERFMOD_KERNEL_LINEAR && k->kclass != PERFMOD_KERNEL_BMM) ||
+      (k->dtype != PERFMOD_DTYPE_FP8 && k->dtype != PERFMOD_DTYPE_FP8_BLOCK &&
+       k->dtype != PERFMOD_DTYPE_NVFP4) || phys_cost_of (k, gpu, &pc) < 0)
+    return 0;
+  memset (&q, 0, sizeof q);
+  q.struct_size = sizeof q;
+  q.kclass = PERFMOD_KERNEL_MEMORY;
+  q.op = "quantize";
+  q.dtype = PERFMOD_DTYPE_BF16;
+  q.elem_bytes = 2;
+  q.bytes = rows * (double) k->n * (2 + k->elem_bytes);
+  if (tc_estimate (s, &q, gpu, &qe) <= 0 || !(qe.seconds > 0))
+    return 0;
+  floor = fmax (phys_floor (&pc, gpu), TC_LAUNCH_CYCLES / (gpu->clock_mhz * 1e6));
+  double t = fmax (floor, *seconds - qe.seconds), taken = *seconds - t;
+  *seconds = t;
+  return taken > 0 ? taken : 0;
+}
+
 /* A kernel the tensor-core networks model: the geometric mean of the
  * members' times, their spread and, where the group's errors were
  * measured (tc_interval80), an 80 % interval; 0 if none models it. */
@@ -630,6 +671,8 @@ tc_estimate (struct state *s, const struct perfmod_kernel *k, const struct perfm
     return -1;
   }
   est->seconds *= scale;
+  if (g == TC_GEMM && tc_quantisation_taken (s, &own, gpu, &est->seconds) > 0)
+    est->basis = "the GEMM alone: the call less its input's quantisation";
   est->spread = est->seconds * (exp (sd) - 1);
   double w = tc_interval_width (g, own.kclass, own.dtype, tc_trained_on (s, g, gpu));
   if (w > 0 && PERFMOD_ESTIMATE_HAS (s->l.host, high)) {

@@ -34,7 +34,7 @@ static int
 tp_plan (void *state, const struct perfmod_parallel_case *c, struct perfmod_plan *p)
 {
   int y = c->degree;
-  double act = c->mb_tokens * c->hidden * c->elem_bytes;
+  double act = c->mb_tokens * c->hidden * c->elem_bytes, gathered = act;
   /* Transformer Engine's userbuffers pipeline each block's gathers and
    * scatters with the GEMM beside them (a core before tp_comm_overlap
    * has no such field) */
@@ -43,15 +43,20 @@ tp_plan (void *state, const struct perfmod_parallel_case *c, struct perfmod_plan
            c->tp_comm_overlap && c->sequence_parallel ? PERFMOD_OVERLAP_GEMM : 0;
   static const int in[] = { PERFMOD_SITE_ATTN_IN, PERFMOD_SITE_MLP_IN };
   static const int out[] = { PERFMOD_SITE_ATTN_OUT, PERFMOD_SITE_MLP_OUT };
+  /* in fp8 training Transformer Engine quantises what its layers gather
+   * before gathering it: the blocks' all-gathers move that dtype */
+  if (c->struct_size >= offsetof (struct perfmod_parallel_case, gather_bytes)
+                       + sizeof c->gather_bytes && c->gather_bytes > 0)
+    gathered = c->mb_tokens * c->hidden * c->gather_bytes;
   (void) state;
   p->heads = p->ffn = p->vocab = y;
   if (c->sequence_parallel) {
     p->tokens = y;
     for (int i = 0; i < 2; i++) {
-      perfmod_plan_comm (p, PERFMOD_COLL_ALLGATHER, in[i], 0, act, ub);
+      perfmod_plan_comm (p, PERFMOD_COLL_ALLGATHER, in[i], 0, gathered, ub);
       perfmod_plan_comm (p, PERFMOD_COLL_REDUCE_SCATTER, out[i], 0, act, ub);
-      perfmod_plan_comm (p, PERFMOD_COLL_ALLGATHER, out[i], 1, act, ub);
-      perfmod_plan_comm (p, PERFMOD_COLL_ALLGATHER, in[i], 1, act, ub);
+      perfmod_plan_comm (p, PERFMOD_COLL_ALLGATHER, out[i], 1, gathered, ub);
+      perfmod_plan_comm (p, PERFMOD_COLL_ALLGATHER, in[i], 1, gathered, ub);
       perfmod_plan_comm (p, PERFMOD_COLL_REDUCE_SCATTER, in[i], 1, act, ub);
     }
     perfmod_plan_comm (p, PERFMOD_COLL_REDUCE_SCATTER, PERFMOD_SITE_EMBED, 0, act, 0);

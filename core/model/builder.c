@@ -273,6 +273,9 @@ linear_node (struct bctx *c, const char *name, int64_t m, int64_t n, int64_t k, 
    * row-wise copy and the transposed one the other product reads): 2
    * 16-bit elements moved per element, in the fp8 precisions only */
   if (c->o->te && !high) {
+    for (int p = PHASE_FW; p <= PHASE_BW; p++)
+      for (size_t j = 0; j < nd->nops[p]; j++)
+        nd->ops[p][j].cast_apart = true;
     o = node_add_op (nd, PHASE_FW, PERFMOD_KERNEL_MEMORY, "quantize");
     o->elems = 2.0 * (double) m * (double) n;
     o->quant = true;

@@ -123,8 +123,9 @@ struct kop {             /* one kernel of a node */
   /* Megatron-Core's fp8 training (Transformer Engine): quant, a cast of a GEMM's input or
    * incoming gradient to fp8 before it, run only when the precision's GEMMs are fp8,
    * block-scaled fp8 or nvfp4; high, a GEMM outside Transformer Engine's fp8 (the output
-   * layer, the router): in those precisions, in their other (16-bit) dtype */
-  bool quant, high;
+   * layer, the router): in those precisions, in their other (16-bit) dtype; cast_apart, a
+   * GEMM whose input a quant of its node casts (its time is the GEMM's alone) */
+  bool quant, high, cast_apart;
   /* MOE kernels (perfmod-plugin.h): experts per token, gated, the busiest
    * rank's load over the even share, the engine's name */
   int64_t top_k;

@@ -203,6 +203,8 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
     c.tp_comm_overlap = s->tpo;
     c.dispatcher = s->dispatcher;
     c.a2a_overlap = s->a2a_overlap;
+    c.gather_bytes = o->train && s->kernels == KERNELS_TE && precision_quantised (pr)
+                     ? dtype_bytes (pr->gemm) : c.elem_bytes;
     plan_init (&p);
     pm_current_plugin = pl->p.name;
     pm_plugin_errmsg[0] = '\0';

@@ -242,6 +242,7 @@ kop_to_kernel (const struct kop *o, const struct node *nd, const struct precisio
   k->route_group_topk = o->route_group_topk;
   k->kv_shared = o->kv_shared;
   kernel_set_dtype (k, dtype);
+  k->input_quantised = o->cast_apart && dtype_low (dtype);
   switch (o->kclass) {
   case PERFMOD_KERNEL_ELEMENTWISE:
   case PERFMOD_KERNEL_SOFTMAX:
@@ -335,6 +336,7 @@ kernel_hash (const struct perfmod_kernel *k)
   h = mix (h, (uint64_t) k->top_k);
   h = mix (h, (uint64_t) (uintptr_t) k->engine);
   h = mix (h, (uint64_t) k->dtype);
+  h = mix (h, (uint64_t) k->input_quantised);
   /* the low bits index the table: every input bit made to reach them
    * (MurmurHash3's finaliser; without it the probes ran long) */
   h ^= h >> 33;
@@ -357,7 +359,7 @@ kernel_same (const struct perfmod_kernel *a, const struct perfmod_kernel *b)
          a->gated == b->gated && a->expert_load == b->expert_load && a->engine == b->engine &&
          a->experts_reached == b->experts_reached && a->ranks == b->ranks &&
          a->route_groups == b->route_groups && a->route_group_topk == b->route_group_topk &&
-         a->kv_shared == b->kv_shared;
+         a->kv_shared == b->kv_shared && a->input_quantised == b->input_quantised;
 }
 
 struct memo *
