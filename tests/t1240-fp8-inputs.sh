@@ -1,7 +1,7 @@
 #!/bin/sh
-# t1240-fp8-inputs.sh: fp8 GEMMs' quantised inputs: a GEMM as a serving engine calls it (its input quantised first) and alone (a training step's, whose casts are costed apart), by hand from perfmod kernel; tp's all-gathers in fp8 training move fp8; bf16 untouched; refusals.
+# t1240-fp8-inputs.sh: fp8 GEMMs' quantised inputs: a GEMM as a serving engine calls it (its input quantised first) and alone (a training step's, whose casts are costed apart), by hand from perfmod kernel; under sequence parallelism the casts of what tp gathers on the rank's share, and the all-gathers in fp8; bf16 untouched; refusals.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 11
+plan 13
 
 near () { awk -v a="$1" -v b="$2" -v e="$3" 'BEGIN {d = a - b; if (d < 0) d = -d; exit !(a > 0 && d <= e)}'; }
 ms () {  # perfmod kernel ARGS: tile-mlp's milliseconds on h100-sxm, or nothing
@@ -67,6 +67,26 @@ ok $([ "$got" = "allgather:4.1943MB reduce_scatter:8.38861MB " ]; echo $?) \
 got=$(tpcomm bf16)
 ok $([ "$got" = "allgather:8.38861MB reduce_scatter:8.38861MB " ]; echo $?) \
   "bf16: both of 2-byte elements ($got)"
+
+# ... and the casts before those gathers run on the rank's half of the 1,024 tokens: linear_qkv's
+# input forward, linear_proj's incoming gradient backward (its input, the heads' outputs, is
+# not gathered: all 1,024 rows)
+run_pm --model llama3-8b --gpu h100-sxm --mode train --batch 8 --seq 1024 --precision fp8 \
+  --predictor tile-mlp --strategy tp=2,sp=1,mbs=1,kernels=te --per-op
+qkv=$(awk '$1 == "decoder_layers_0_linear_qkv" {print $8}' "$TMP/out")
+set -- $(awk '$1 == "decoder_layers_0_linear_proj" {print $8, $9}' "$TMP/out")
+pfw=${1:-0} pbw=${2:-0}
+g=$(ms --op gemm --m 1024 --k 4096 --n 3072 --dtype fp8 --input-quantised)
+c=$(ms --op copy --bytes $((4 * 512 * 4096)))
+ok $(near "${qkv:-0}" "$(awk -v g="${g:-0}" -v c="${c:-0}" 'BEGIN {printf "%.6f", g + c}')" 0.000002
+     echo $?) "tp=2, sp: linear_qkv's forward casts the rank's 512 tokens, then gathers ($g + $c = $qkv ms)"
+d=$(ms --op gemm --m 1024 --k 4096 --n 2048 --dtype fp8 --input-quantised)
+w=$(ms --op gemm --m 4096 --k 1024 --n 2048 --dtype fp8 --input-quantised)
+g2=$(ms --op gemm --m 1024 --k 2048 --n 4096 --dtype fp8 --input-quantised)
+c2=$(ms --op copy --bytes $((4 * 1024 * 2048)))
+ok $(near "$pbw" "$(awk -v d="${d:-0}" -v w="${w:-0}" -v c="${c:-0}" 'BEGIN {printf "%.6f", d + w + c}')" 0.000002 &&
+     near "$pfw" "$(awk -v g="${g2:-0}" -v c="${c2:-0}" 'BEGIN {printf "%.6f", g + c}')" 0.000002
+     echo $?) "linear_proj: its gradient cast on the rank's 512 tokens backward, its input on all 1,024 forward ($pfw, $pbw ms)"
 
 expect_one_line 2 "input-quantised: a GEMM's" "--input-quantised on a norm is refused" -- \
   kernel --op norm --rows 8 --cols 8 --gpu h100-sxm --input-quantised

@@ -248,10 +248,14 @@ dropout (struct bctx *c, const char *name, double elems)
 /* Linear (m,n,k): an (m,n) input through Linear(n->k).  The node's tensors
  * are the input, the weight and the bias, as an addmm's.  high: outside
  * Transformer Engine's fp8 (Megatron-Core's output layer, its router):
- * the GEMMs in the precision's 16-bit dtype, nothing quantised. */
+ * the GEMMs in the precision's 16-bit dtype, nothing quantised.  cast_in
+ * and cast_grad: the rows of the input and of the incoming gradient that
+ * fp8 training casts (m, but a sequence-parallel rank's share where TE
+ * casts what it then all-gathers: a column-parallel GEMM's input, a
+ * row-parallel one's gradient). */
 static void
-linear_node (struct bctx *c, const char *name, int64_t m, int64_t n, int64_t k, bool bias,
-             bool high)
+linear_cast (struct bctx *c, const char *name, int64_t m, int64_t n, int64_t k, bool bias,
+             bool high, int64_t cast_in, int64_t cast_grad)
 {
   double w = (double) n * (double) k;
   struct node *nd = add_node (c, name, "Linear", (double) m * (double) n + w + (bias ? k : 0),
@@ -277,10 +281,10 @@ linear_node (struct bctx *c, const char *name, int64_t m, int64_t n, int64_t k, 
       for (size_t j = 0; j < nd->nops[p]; j++)
         nd->ops[p][j].cast_apart = true;
     o = node_add_op (nd, PHASE_FW, PERFMOD_KERNEL_MEMORY, "quantize");
-    o->elems = 2.0 * (double) m * (double) n;
+    o->elems = 2.0 * (double) cast_in * (double) n;
     o->quant = true;
     o = node_add_op (nd, PHASE_BW, PERFMOD_KERNEL_MEMORY, "quantize");
-    o->elems = 2.0 * (double) m * (double) k;
+    o->elems = 2.0 * (double) cast_grad * (double) k;
     o->quant = true;
   }
   /* Megatron-Core's weight-gradient GEMM adds into the fp32 main_grad
@@ -292,9 +296,31 @@ linear_node (struct bctx *c, const char *name, int64_t m, int64_t n, int64_t k, 
 }
 
 static void
+linear_node (struct bctx *c, const char *name, int64_t m, int64_t n, int64_t k, bool bias,
+             bool high)
+{
+  linear_cast (c, name, m, n, k, bias, high, m, m);
+}
+
+static void
 linear (struct bctx *c, const char *name, int64_t m, int64_t n, int64_t k, bool bias)
 {
   linear_node (c, name, m, n, k, bias, false);
+}
+
+/* A tensor-parallel block's GEMMs under sequence parallelism (tn of the t
+ * rows on each rank): the column-parallel one's input and the row-parallel
+ * one's gradient are cast on the rank's share, then gathered. */
+static void
+linear_column (struct bctx *c, const char *name, int64_t n, int64_t k, bool bias)
+{
+  linear_cast (c, name, c->t, n, k, bias, false, c->tn, c->t);
+}
+
+static void
+linear_row (struct bctx *c, const char *name, int64_t n, int64_t k, bool bias)
+{
+  linear_cast (c, name, c->t, n, k, bias, false, c->t, c->tn);
 }
 
 /* BMM (b,m,n,k) = (b,m,n) x (b,n,k); its gradients (b,m,k,n) and (b,n,m,k). */
@@ -1676,7 +1702,7 @@ te_layer (struct bctx *c)
   if (m->kv_lora_rank > 0)
     te_mla (c);
   else {
-    linear (c, "linear_qkv", t, d, (h + 2 * kvh) * dh, gpt || m->qkv_bias);
+    linear_column (c, "linear_qkv", d, (h + 2 * kvh) * dh, gpt || m->qkv_bias);
     if (m->qk_norm) {                    /* Qwen3: TE's norm over each query and key head */
       te_norm (c, "q_layernorm", t * h, dh);
       te_norm (c, "k_layernorm", t * kvh, dh);
@@ -1688,7 +1714,7 @@ te_layer (struct bctx *c)
       flash_attention (c, h, kvh, dh);
     else
       te_unfused_attention (c, h, kvh, dh, gpt);
-    linear (c, "linear_proj", t, h * dh, d, false);
+    linear_row (c, "linear_proj", h * dh, d, false);
   }
   at = c->g->n;
   site (c, PERFMOD_SITE_ATTN_OUT);
@@ -1711,9 +1737,9 @@ te_layer (struct bctx *c)
                                             gated by a sigmoid */
       int64_t sf = m->shared_ffn / c->sh->ffn;
       size_t from = c->g->n;
-      linear (c, "shared_experts_linear_fc1", t, d, 2 * sf, false);
+      linear_column (c, "shared_experts_linear_fc1", d, 2 * sf, false);
       te_vec (c, "shared_experts_swiglu", "silu", t, sf, 3, 5, 0);
-      linear (c, "shared_experts_linear_fc2", t, sf, d, false);
+      linear_row (c, "shared_experts_linear_fc2", sf, d, false);
       if (m->shared_gate) {
         linear (c, "shared_experts_gate", t, d, 1, false);
         te_vec (c, "shared_experts_gate_mul", "mul", t, d, 3, 3, 0);
@@ -1725,12 +1751,12 @@ te_layer (struct bctx *c)
   else {
     size_t mlp = c->g->n;
     pair_gemm (c, at, c->g->n, c->g->n);
-    linear (c, "linear_fc1", t, d, gpt ? f : 2 * f, false);
+    linear_column (c, "linear_fc1", d, gpt ? f : 2 * f, false);
     if (gpt)
       te_vec (c, "bias_gelu", "gelu", t, f, 2, 3, 1);
     else
       te_vec (c, "swiglu", "silu", t, f, 3, 5, 0);
-    linear (c, "linear_fc2", t, f, d, false);
+    linear_row (c, "linear_fc2", f, d, false);
     mark_rmod (c, mlp, RM_MLP);
   }
   at = c->g->n;
