@@ -1,7 +1,7 @@
 #!/bin/sh
-# t1230-host.sh: the host's side of a training step, by hand: each kernel launched at host_us, fp8 GEMMs' quantisation launched too, MoE dispatch's host synchronisation; host_us=0; refusals.
+# t1230-host.sh: the host's side of a training step, by hand: each kernel launched at host_us, fp8 GEMMs' quantisation launched too, MoE dispatch's host synchronisation; host_us=0; refusals; scripts/published-keys.py's sweep over the published runs.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 10
+plan 13
 
 near () { awk -v a="$1" -v b="$2" -v e="$3" 'BEGIN {d = a - b; if (d < 0) d = -d; exit !(d <= e)}'; }
 # one micro-batch of 16 tokens on one H100, roofline: every kernel far shorter than a
@@ -79,3 +79,28 @@ expect_one_line 2 "host_us=7us: expected" "a host_us with a unit is refused by i
   --model llama3-8b --gpu h100 --mode train --strategy host_us=7us
 expect_one_line 2 "host_us=5000: expected" "a host_us past 1000 us is refused" -- \
   --model llama3-8b --gpu h100 --mode train --strategy host_us=5000
+
+# scripts/published-keys.py: a sweep of host_us over every published run; a run that sets
+# a key keeps its own (one run with host_us=3 added by hand first)
+keys="${top_srcdir:-$(dirname "$0")/..}/scripts/published-keys.py"
+runs="${top_srcdir:-$(dirname "$0")/..}/tests/published-runs.csv"
+awk -F, 'BEGIN {OFS = ","} /^#/ || $1 == "id" || done {print; next}
+         {$24 = ($24 == "" ? "host_us=3" : $24 ";host_us=3"); done = 1; print}' "$runs" \
+  > "$TMP/own.csv"
+python3 "$keys" host_us=1000 "$TMP/own.csv" "$TMP/swept.csv" 2>"$TMP/err"
+n=$(grep -vc '^#' "$runs"); n=$((n - 1))
+ok $([ "$(grep -c 'host_us=1000' "$TMP/swept.csv")" = $((n - 1)) ] &&
+     [ "$(grep -c 'host_us=3' "$TMP/swept.csv")" = 1 ]; echo $?) \
+  "published-keys.py adds host_us=1000 to the $((n - 1)) runs without one, not to the one with its own"
+run_pm reproduce --table published --published "$TMP/own.csv" --predictor roofline --format csv
+rc1=$rc; cp "$TMP/out" "$TMP/own.out"
+run_pm reproduce --table published --published "$TMP/swept.csv" --predictor roofline --format csv
+slower=$(awk -F, 'NR == FNR {t[$1] = $17; next} $1 != "id" && ($1 in t) && $17 > t[$1] {n++}
+                  END {print n + 0}' "$TMP/own.out" "$TMP/out")
+same=$(awk -F, 'NR == FNR {t[$1] = $17; next} FNR == 2 && $17 == t[$1] {print 1}' \
+         "$TMP/own.out" "$TMP/out")
+ok $([ "$rc1" -eq 0 ] && [ "$rc" -eq 0 ] && [ "$slower" -eq $((n - 1)) ] && [ "$same" = 1 ]
+     echo $?) "with host_us=1000 the $((n - 1)) swept runs are predicted slower ($slower), the other as before"
+python3 "$keys" 'host_us' "$runs" "$TMP/bad.csv" 2>"$TMP/err"
+ok $([ $? -eq 2 ] && grep -q "'host_us': expected KEY=VALUE" "$TMP/err" && [ ! -e "$TMP/bad.csv" ]
+     echo $?) "a key without a value is refused, naming it, and nothing is written"
