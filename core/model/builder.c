@@ -277,6 +277,7 @@ linear_cast (struct bctx *c, const char *name, int64_t m, int64_t n, int64_t k, 
    * row-wise copy and the transposed one the other product reads): 2
    * 16-bit elements moved per element, in the fp8 precisions only */
   if (c->o->te && !high) {
+    /* the casts are kernels here, so the GEMMs are the GEMMs alone */
     for (int p = PHASE_FW; p <= PHASE_BW; p++)
       for (size_t j = 0; j < nd->nops[p]; j++)
         nd->ops[p][j].cast_apart = true;
