@@ -215,7 +215,7 @@ workload_load (struct cli *c, struct workload *w)
     return EXIT_USAGE;
   }
   if (c->precision && precision_train (c->precision) == NULL) {
-    pm_error ("--precision '%s': expected fp32, amp-fp16, bf16 or fp8 (or tf32: fp32 with TF32 "
+    pm_error ("--precision '%s': expected fp32, amp-fp16, bf16, fp8 or fp8-cs (or tf32: fp32 with TF32 "
               "GEMMs)", c->precision);
     return EXIT_USAGE;
   }

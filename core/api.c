@@ -227,7 +227,7 @@ predict (perfmod_ctx *ctx, const struct perfmod_request *req, struct perfmod_res
     return -1;
   }
   if ((pr = request_precision (req, ge, train)) == NULL) {
-    pm_error ("precision '%s': expected fp32, amp-fp16, bf16, fp8 or tf32 in training, "
+    pm_error ("precision '%s': expected fp32, amp-fp16, bf16, fp8, fp8-cs or tf32 in training, "
               "or a dtype (" DTYPE_NAMES_TEXT ") in inference", req->precision);
     return -1;
   }

@@ -32,7 +32,7 @@ struct perfmod_request {
   const char *model;        /* built-in name or a Hugging Face config.json (required) */
   const char *gpu;          /* gpus.d section or alias; NULL: "h100" */
   const char *mode;         /* "train" or "inf"; NULL: "train" */
-  const char *precision;    /* fp32, amp-fp16, bf16, fp8, tf32 (train) or a dtype (inf);
+  const char *precision;    /* fp32, amp-fp16, bf16, fp8, fp8-cs, tf32 (train) or a dtype (inf);
                                NULL: what the GPU runs (bf16 where it has bf16 units) */
   const char *strategy;     /* "tp=8,pp=4,..." as --strategy; NULL: one GPU */
   const char *predictor;    /* NULL: "tile-mlp", the most accurate (roofline: a bound) */
@@ -83,7 +83,7 @@ struct perfmod_search_request {
   uint32_t struct_size;
   const char *model;        /* built-in name or a Hugging Face config.json (required) */
   const char *gpu;          /* gpus.d section or alias; NULL: "h100" */
-  const char *precision;    /* fp32, amp-fp16, bf16, fp8 or tf32; NULL: what the GPU runs */
+  const char *precision;    /* fp32, amp-fp16, bf16, fp8, fp8-cs or tf32; NULL: what the GPU runs */
   const char *predictor;    /* NULL: "tile-mlp", the most accurate (roofline: a bound) */
   const char *objective;    /* "time", "cost" or "tokens-per-s"; NULL: "time" */
   const char *fix;          /* "tp=8,zero=1,...": keys held fixed, as --fix; NULL: none */

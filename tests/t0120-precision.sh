@@ -85,7 +85,7 @@ expect_fail 2 "--dtype fp8: [^ ]+ has no fp8 matrix units" "--dtype fp8 in train
 expect_fail 2 "--precision bf16: Tesla_V100-PCIE-32GB has no bf16" "--precision bf16 on a V100 is refused" -- \
   $T --gpu v100 --mode train --precision bf16
 expect_fail 2 "--precision bf16: a training precision" "--precision for inference is refused" -- $T --precision bf16
-expect_fail 2 "--precision 'fp16': expected fp32, amp-fp16, bf16 or fp8" "an unknown precision is refused" -- \
+expect_fail 2 "--precision 'fp16': expected fp32, amp-fp16, bf16, fp8 or fp8-cs" "an unknown precision is refused" -- \
   $T --mode train --precision fp16
 expect_fail 2 "--dtype bf16 and --precision fp8 disagree" "--dtype and --precision that disagree are refused" -- \
   $T --mode train --dtype bf16 --precision fp8

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1110-launch.sh: --print megatron|nemo: a layout as Megatron-LM's arguments or Megatron-Bridge's overrides, by hand; every flag and field one its tool documents (tests/launch-names.txt); search prints its best; what neither runs, refused.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 13
+plan 14
 
 NAMES="$top_srcdir/tests/launch-names.txt"
 L70="--model llama3.1-70b --gpu h100 --mode train --batch 1024 --seq 8192"
@@ -27,8 +27,18 @@ run_pm --model deepseek-v3 --gpu h800 --mode train --batch 15360 --seq 4096 --pr
   --strategy tp=1,pp=16,ep=64,dp=128,split=3:4:4:4:4:4:4:4:4:4:4:4:4:4:4:2,dispatcher=flex \
   --print megatron
 ok $([ "$rc" -eq 0 ] && grep -q -- "--pipeline-model-parallel-layout 'Et\*3|t\*4|t\*4|t\*4|t\*4|t\*4|t\*4|t\*4|t\*4|t\*4|t\*4|t\*4|t\*4|t\*4|t\*4|t\*2L' --expert-model-parallel-size 64 " "$TMP/out" &&
-     grep -q -- "--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend deepep .*--bf16 --fp8-format hybrid --fp8-recipe tensorwise$" "$TMP/out"; echo $?) \
+     grep -q -- "--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend deepep .*--bf16 --fp8-format hybrid --fp8-recipe delayed$" "$TMP/out"; echo $?) \
   "--print megatron: an uneven split as the pipeline layout, DeepEP's dispatcher, fp8"
+
+# fp8 is delayed scaling, fp8-cs per-tensor current scaling: each recipe's flag and
+# Megatron-Bridge's precision recipe
+recipe () {  # precision tool: the recipe's words
+  run_pm $L70 --strategy tp=8,pp=2,dp=8 --precision "$1" --print "$2"
+  tr ' ' '\n' <"$TMP/out" | grep -A1 -e '^--fp8-recipe$' -e '^mixed_precision=' | tr '\n' ' '
+}
+got="$(recipe fp8 megatron)|$(recipe fp8-cs megatron)|$(recipe fp8 nemo)|$(recipe fp8-cs nemo)"
+ok $([ "$got" = "--fp8-recipe delayed |--fp8-recipe tensorwise |mixed_precision=bf16_with_fp8_mixed |mixed_precision=bf16_with_fp8_current_scaling_mixed " ]
+     echo $?) "--print: fp8's recipe delayed, fp8-cs's tensorwise, in both tools ($got)"
 
 # Every flag or field perfmod writes, over layouts that reach each of them, is one its tool
 # documents

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1230-host.sh: the host's side of a training step, by hand: each kernel launched at host_us, fp8 GEMMs' quantisation launched too, MoE dispatch's host synchronisation; host_us=0; refusals; scripts/published-keys.py's sweep over the published runs.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 13
+plan 14
 
 near () { awk -v a="$1" -v b="$2" -v e="$3" 'BEGIN {d = a - b; if (d < 0) d = -d; exit !(d <= e)}'; }
 # one micro-batch of 16 tokens on one H100, roofline: every kernel far shorter than a
@@ -35,6 +35,10 @@ set -- $(stage llama3-8b 2 fp8 1000)
 ce8=$(fw_of llama3-8b 2 fp8 cross_entropy)
 ok $(near "$1" "$(awk -v c="$ce8" 'BEGIN {printf "%.7f", 34 + c}')" 0.000002; echo $?) \
   "fp8: each GEMM's cast launched too, 34 launches ($1 ms)"
+# fp8-cs, per-tensor current scaling: each cast is three launches (amax, scale, cast): 26 + 3 x 8
+set -- $(stage llama3-8b 2 fp8-cs 1000)
+ok $(near "$1" "$(awk -v c="$ce8" 'BEGIN {printf "%.7f", 50 + c}')" 0.000002; echo $?) \
+  "fp8-cs: each cast three launches, 50 ($1 ms)"
 
 # Qwen3-30B-A3B, one MoE layer in bf16: the embedding; 10 kernels up to the router (two
 # norms, qkv, q and k norms, rotary, attention, proj, residual add, router); the top-k with

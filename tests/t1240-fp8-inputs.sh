@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1240-fp8-inputs.sh: fp8 GEMMs' quantised inputs: a GEMM as a serving engine calls it (its input quantised first) and alone (a training step's, whose casts are costed apart), by hand from perfmod kernel; under sequence parallelism the casts of what tp gathers on the rank's share, and the all-gathers in fp8; bf16 untouched; refusals.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 12
+plan 13
 
 near () { awk -v a="$1" -v b="$2" -v e="$3" 'BEGIN {d = a - b; if (d < 0) d = -d; exit !(a > 0 && d <= e)}'; }
 ms () {  # perfmod kernel ARGS: tile-mlp's milliseconds on h100-sxm, or nothing
@@ -60,6 +60,24 @@ got=$(node_times mbs=1,kernels=te decoder_layers_0_linear_fc1)
 want=$(by_hand 1024 4096 28672 1024 1024)
 ok $(same_times "$got" "$want"; echo $?) \
   "Llama 3 8B's fc1 in fp8: the GEMMs alone and the casts, forward and backward ($got; by hand $want ms)"
+
+# fp8-cs, per-tensor current scaling: each cast reads its input once more for the amax,
+# 6 bytes an element, the GEMMs as fp8's
+node_times_cs () {
+  run_pm --model llama3-8b --gpu h100-sxm --mode train --batch 8 --seq 1024 --precision fp8-cs \
+    --predictor tile-mlp --strategy mbs=1,kernels=te --per-op
+  awk '$1 == "decoder_layers_0_linear_fc1" {print $8, $9; f = 1} END {exit !f}' "$TMP/out"
+}
+got=$(node_times_cs)
+g=$(ms --op gemm --m 1024 --k 4096 --n 28672 --dtype fp8 --input-quantised)
+d=$(ms --op gemm --m 1024 --k 28672 --n 4096 --dtype fp8 --input-quantised)
+w=$(ms --op gemm --m 28672 --k 1024 --n 4096 --dtype fp8 --input-quantised)
+ci=$(ms --op copy --bytes $((6 * 1024 * 4096)))
+cg=$(ms --op copy --bytes $((6 * 1024 * 28672)))
+want=$(awk -v g="${g:-0}" -v d="${d:-0}" -v w="${w:-0}" -v ci="${ci:-0}" -v cg="${cg:-0}" \
+  'BEGIN {if (g > 0 && ci > 0 && cg > 0) printf "%.6f %.6f", g + ci, d + w + cg}')
+ok $(same_times "$got" "$want"; echo $?) \
+  "fp8-cs: fc1's casts move 6 bytes an element, the amax's pass besides ($got; by hand $want ms)"
 
 # tp=2 with sequence parallelism: Transformer Engine quantises what a layer gathers before
 # gathering it, so in fp8 the all-gathers (the GEMMs' inputs, again for the weight gradient,

@@ -172,8 +172,9 @@ launch_args (int tool, const struct strategy *s, const struct model_cfg *m,
   }
   arg (&o, tool, "--transformer-impl", NULL,
        s->kernels == KERNELS_TE ? "transformer_engine" : "local");
-  /* the precision: Transformer Engine's fp8 with per-tensor current
-   * scaling, e4m3 forward and e5m2 backward, in a bf16 model */
+  /* the precision: Transformer Engine's fp8, e4m3 forward and e5m2
+   * backward, in a bf16 model: delayed scaling (fp8), per-tensor current
+   * scaling (fp8-cs) */
   if (strcmp (pr->name, "amp-fp16") == 0) {
     arg (&o, tool, "--fp16", NULL, NULL);
     arg (&o, tool, NULL, "mixed_precision", "fp16_mixed");
@@ -182,11 +183,12 @@ launch_args (int tool, const struct strategy *s, const struct model_cfg *m,
     arg (&o, tool, "--bf16", NULL, NULL);
     arg (&o, tool, NULL, "mixed_precision", "bf16_mixed");
   }
-  else if (strcmp (pr->name, "fp8") == 0) {
+  else if (strcmp (pr->name, "fp8") == 0 || strcmp (pr->name, "fp8-cs") == 0) {
     arg (&o, tool, "--bf16", NULL, NULL);
     arg (&o, tool, "--fp8-format", NULL, "hybrid");
-    arg (&o, tool, "--fp8-recipe", NULL, "tensorwise");
-    arg (&o, tool, NULL, "mixed_precision", "bf16_with_fp8_current_scaling_mixed");
+    arg (&o, tool, "--fp8-recipe", NULL, pr->cast_amax ? "tensorwise" : "delayed");
+    arg (&o, tool, NULL, "mixed_precision", pr->cast_amax ? "bf16_with_fp8_current_scaling_mixed"
+                                                          : "bf16_with_fp8_mixed");
   }
   if (o.cut) {
     pm_error ("--print: the arguments do not fit in %zu bytes", len);

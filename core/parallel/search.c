@@ -776,7 +776,8 @@ search_run (struct plugin_set *set, const struct gpu_db *gpus,
     x.gpn = 1;
   if (req->precision) {
     if ((x.pr = precision_train (req->precision)) == NULL) {
-      pm_error ("--precision '%s': expected fp32, amp-fp16, bf16 or fp8", req->precision);
+      pm_error ("--precision '%s': expected fp32, amp-fp16, bf16, fp8 or fp8-cs",
+                req->precision);
       goto out;
     }
     if (!gpu_has_units (&x.ge->gpu, x.pr->gemm)) {

@@ -44,13 +44,18 @@ const char *dtype_name (int dtype) { return dtype_names[dtype]; }
  * bytes per parameter are bf16's.  Assumed: TE casts a weight to fp8 as
  * each GEMM needs it, so the fp8 copies are transient and not counted
  * (with TE's weight caching across micro-batches they would add one or
- * two bytes per GEMM parameter); activations are kept in bf16. */
+ * two bytes per GEMM parameter); activations are kept in bf16.  fp8 casts
+ * in one pass, as delayed scaling (the scale from past amaxes, the cast
+ * recording this one) and the block-scaled recipes (each block's scale
+ * found in the pass) do; fp8-cs is per-tensor current scaling, whose
+ * scale needs the tensor's amax first: a pass of its own. */
 static const struct precision train_precisions[] = {
-  { "fp32", PERFMOD_DTYPE_FP32, PERFMOD_DTYPE_FP32, 4, 0, 4, 8, 4 },
-  { "tf32", PERFMOD_DTYPE_TF32, PERFMOD_DTYPE_FP32, 4, 0, 4, 8, 4 },
-  { "amp-fp16", PERFMOD_DTYPE_FP16, PERFMOD_DTYPE_FP16, 2, 4, 4, 8, 2 },
-  { "bf16", PERFMOD_DTYPE_BF16, PERFMOD_DTYPE_BF16, 2, 4, 4, 8, 2 },
-  { "fp8", PERFMOD_DTYPE_FP8, PERFMOD_DTYPE_BF16, 2, 4, 4, 8, 2 },
+  { "fp32", PERFMOD_DTYPE_FP32, PERFMOD_DTYPE_FP32, 4, 0, 4, 8, 4, false },
+  { "tf32", PERFMOD_DTYPE_TF32, PERFMOD_DTYPE_FP32, 4, 0, 4, 8, 4, false },
+  { "amp-fp16", PERFMOD_DTYPE_FP16, PERFMOD_DTYPE_FP16, 2, 4, 4, 8, 2, false },
+  { "bf16", PERFMOD_DTYPE_BF16, PERFMOD_DTYPE_BF16, 2, 4, 4, 8, 2, false },
+  { "fp8", PERFMOD_DTYPE_FP8, PERFMOD_DTYPE_BF16, 2, 4, 4, 8, 2, false },
+  { "fp8-cs", PERFMOD_DTYPE_FP8, PERFMOD_DTYPE_BF16, 2, 4, 4, 8, 2, true },
 };
 
 /* Inference at one dtype: weights and activations (and the KV cache) in
@@ -59,13 +64,13 @@ static const struct precision train_precisions[] = {
  * the activations quantised on the way into each GEMM) with bf16
  * activations, KV cache and other kernels. */
 static const struct precision infer_precisions[PERFMOD_DTYPE_NTYPES] = {
-  { "fp32", PERFMOD_DTYPE_FP32, PERFMOD_DTYPE_FP32, 4, 0, 0, 0, 4 },
-  { "tf32", PERFMOD_DTYPE_TF32, PERFMOD_DTYPE_FP32, 4, 0, 0, 0, 4 },
-  { "fp16", PERFMOD_DTYPE_FP16, PERFMOD_DTYPE_FP16, 2, 0, 0, 0, 2 },
-  { "bf16", PERFMOD_DTYPE_BF16, PERFMOD_DTYPE_BF16, 2, 0, 0, 0, 2 },
-  { "fp8", PERFMOD_DTYPE_FP8, PERFMOD_DTYPE_BF16, 1, 0, 0, 0, 2 },
-  { "nvfp4", PERFMOD_DTYPE_NVFP4, PERFMOD_DTYPE_BF16, 0.5 + 1.0 / 16, 0, 0, 0, 2 },
-  { "fp8_block", PERFMOD_DTYPE_FP8_BLOCK, PERFMOD_DTYPE_BF16, 1, 0, 0, 0, 2 },
+  { "fp32", PERFMOD_DTYPE_FP32, PERFMOD_DTYPE_FP32, 4, 0, 0, 0, 4, false },
+  { "tf32", PERFMOD_DTYPE_TF32, PERFMOD_DTYPE_FP32, 4, 0, 0, 0, 4, false },
+  { "fp16", PERFMOD_DTYPE_FP16, PERFMOD_DTYPE_FP16, 2, 0, 0, 0, 2, false },
+  { "bf16", PERFMOD_DTYPE_BF16, PERFMOD_DTYPE_BF16, 2, 0, 0, 0, 2, false },
+  { "fp8", PERFMOD_DTYPE_FP8, PERFMOD_DTYPE_BF16, 1, 0, 0, 0, 2, false },
+  { "nvfp4", PERFMOD_DTYPE_NVFP4, PERFMOD_DTYPE_BF16, 0.5 + 1.0 / 16, 0, 0, 0, 2, false },
+  { "fp8_block", PERFMOD_DTYPE_FP8_BLOCK, PERFMOD_DTYPE_BF16, 1, 0, 0, 0, 2, false },
 };
 
 const struct precision *
@@ -257,6 +262,8 @@ kop_to_kernel (const struct kop *o, const struct node *nd, const struct precisio
   case PERFMOD_KERNEL_MEMORY:
   case PERFMOD_KERNEL_COMM:
     k->bytes = o->bytes > 0 ? o->bytes : o->elems * eb;
+    if (o->quant && pr && pr->cast_amax)   /* the amax's pass: the 16-bit input read again */
+      k->bytes *= 1.5;
     break;
   default:
     break;

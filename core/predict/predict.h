@@ -145,7 +145,8 @@ bool fused_kernel (const struct node *nd, int phase, const struct precision *pr,
 /* A run's numeric precision: the dtype each kernel class runs in and the
  * bytes one parameter and one activation take.  Inference has one per
  * --dtype, training one per --precision (fp32, tf32, amp-fp16, bf16, fp8:
- * Transformer Engine's, GEMMs in fp8 and the rest in bf16). */
+ * Transformer Engine's, GEMMs in fp8 and the rest in bf16; fp8-cs: the same
+ * with per-tensor current scaling). */
 /* The predictor a prediction, a search or a serving run uses when none is
  * named: the one the validated tables measure most accurate (doc/precision.md);
  * the roofline is a bound, named when asked for. */
@@ -161,6 +162,10 @@ struct precision {
   double grad_bytes;     /* per parameter: gradients (training) */
   double moment_bytes;   /* per parameter: Adam's two moments (training) */
   double act_bytes;      /* per activation (and KV-cache) element */
+  /* fp8-cs, Transformer Engine's per-tensor current scaling: each cast of a
+   * GEMM's input or gradient reads it once more for its amax, and launches
+   * the amax and the scale besides the cast */
+  bool cast_amax;
 };
 /* The training precision of that name, or NULL. */
 const struct precision *precision_train (const char *name);
