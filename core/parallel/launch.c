@@ -183,7 +183,7 @@ launch_args (int tool, const struct strategy *s, const struct model_cfg *m,
     arg (&o, tool, "--bf16", NULL, NULL);
     arg (&o, tool, NULL, "mixed_precision", "bf16_mixed");
   }
-  else if (strcmp (pr->name, "fp8") == 0 || strcmp (pr->name, "fp8-cs") == 0) {
+  else if (precision_quantised (pr)) {
     arg (&o, tool, "--bf16", NULL, NULL);
     arg (&o, tool, "--fp8-format", NULL, "hybrid");
     arg (&o, tool, "--fp8-recipe", NULL, pr->cast_amax ? "tensorwise" : "delayed");
