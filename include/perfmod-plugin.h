@@ -262,6 +262,10 @@ struct perfmod_parallel_case {
    * Transformer Engine quantises them first in fp8 training, 1; else
    * elem_bytes.  0: elem_bytes. */
   double gather_bytes;
+  /* Appended (check struct_size): bytes of one gradient in grad_bytes,
+   * 4 (fp32, mixed precision's) or 2 (strategy key grad_fp32=0, Megatron's
+   * --grad-reduce-in-bf16).  0: 4. */
+  double grad_elem_bytes;
 };
 
 /* How a routed layer's tokens reach the ranks of their experts. */

@@ -67,7 +67,10 @@ static int
 dp_plan (void *state, const struct perfmod_parallel_case *c, struct perfmod_plan *p)
 {
   double x = c->degree, grads = c->grad_bytes;
-  double params = grads / 4 * (c->elem_bytes < 4 ? 2 : 4);
+  double ge = c->struct_size >= offsetof (struct perfmod_parallel_case, grad_elem_bytes)
+                                + sizeof c->grad_elem_bytes && c->grad_elem_bytes > 0
+              ? c->grad_elem_bytes : 4;
+  double params = grads / ge * (c->elem_bytes < 4 ? 2 : 4);
   bool mcore = c->struct_size >= offsetof (struct perfmod_parallel_case, megatron_core)
                                  + sizeof c->megatron_core && c->megatron_core;
   int overlap = S.overlap >= 0 ? S.overlap : mcore;

@@ -145,14 +145,15 @@ ok $([ "$rc" -eq 0 ] && jq -e '(.best | length) > 0 and all(.best[]; .strategy.d
        "$TMP/out" >/dev/null; echo $?) "search --fix dispatcher=flex,a2a_overlap=1: every layout has them, with ep > 1"
 # Unless --fix gives them, search tries every way Megatron-Core moves ep's tokens, each with
 # no overlap and with one where it runs (none not where the shared experts' runs: that one
-# costs no memory): Mixtral (no shared experts, pp=1) at 2048 tokens the all-to-all and flex
-# dispatchers with and without a2a_overlap, and the all-gather one (5); at 4096 a2a_overlap's
-# extra micro-batch does not fit (3, 2 out of memory); no flex on L40S (PCIe, no NVLink: 3
-# out of memory); DeepSeek-V2-Lite over two stages without vp (no a2a_overlap) with its
-# shared experts' overlap instead (3); both overlaps fixed off: none (3)
+# costs no memory): Mixtral (no shared experts, pp=1) on 32 GPUs (each expert's state over
+# its 4 replicas) with bf16 gradients, at 2048 tokens the all-to-all and flex dispatchers
+# with and without a2a_overlap, and the all-gather one (5); at 4096 a2a_overlap's extra
+# micro-batch does not fit (3, 2 out of memory); no flex on L40S (PCIe, no NVLink: 3 out of
+# memory); DeepSeek-V2-Lite over two stages without vp (no a2a_overlap) with its shared
+# experts' overlap instead (3); both overlaps fixed off: none (3)
 moe_choices () {
-  run_pm search --model "$1" --gpu "$2" --gpus 16 --global-batch 64 --seq "${S:-4096}" --predictor roofline \
-    --fix "tp=1,$3,cp=1,ep=8,mbs=1,zero=1,recompute=none,kernels=te" --top 10 --format json
+  run_pm search --model "$1" --gpu "$2" --gpus 32 --global-batch 64 --seq "${S:-4096}" --predictor roofline \
+    --fix "tp=1,$3,cp=1,ep=8,mbs=1,zero=1,recompute=none,kernels=te,grad_fp32=0" --top 10 --format json
   [ "$rc" -eq 0 ] && jq -r '.predicted, (.best[].strategy | "\(.dispatcher):\(.a2a_overlap):\(.shared_overlap)")' \
     "$TMP/out" | sort | tr '\n' ' '
 }

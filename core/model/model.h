@@ -192,6 +192,8 @@ struct comm_site {       /* a collective the plan puts at a site of the model */
   int collective, site, phase, dim;
   double bytes;
   int overlap;           /* enum perfmod_overlap */
+  int expert_group;      /* the gradients' collectives of the routed experts: over the expert
+                            data-parallel group (comm_groups' edp_*), not dim's */
 };
 struct shard {           /* one rank's share of the model (divisors 1: none) */
   int heads, ffn, vocab, tokens, experts;

@@ -148,10 +148,16 @@ memory_estimate (const struct model_cfg *m, const struct memory_options *o,
      * fp8 the same, its weights bf16); fp32 training has no master copy
      * (16).  The master copy is optimizer state: ZeRO shards it with the
      * moments. */
-    out->weights = p * pr->weight_bytes / (sh ? sh->weights : 1);
-    out->gradients = p * pr->grad_bytes / (sh ? sh->gradients : 1)
-                   + (sh ? p * pr->grad_bytes * sh->gradient_buffers : 0);
-    out->optimizer = p * (pr->master_bytes + pr->moment_bytes) / (sh ? sh->optimizer : 1);
+    double pe = sh ? sh->expert_params : 0, pd = p - pe;   /* the routed experts' apart */
+    double gb = sh && sh->grad_bytes > 0 ? sh->grad_bytes : pr->grad_bytes;
+    out->weights = pd * pr->weight_bytes / (sh ? sh->weights : 1)
+                 + (pe > 0 ? pe * pr->weight_bytes / sh->expert_weights : 0);
+    out->gradients = pd * gb / (sh ? sh->gradients : 1)
+                   + (pe > 0 ? pe * gb / sh->expert_gradients : 0)
+                   + (sh ? p * gb * sh->gradient_buffers : 0);
+    out->optimizer = pd * (pr->master_bytes + pr->moment_bytes) / (sh ? sh->optimizer : 1)
+                   + (pe > 0 ? pe * (pr->master_bytes + pr->moment_bytes) / sh->expert_optimizer
+                      : 0);
     /* Transformer Engine keeps an fp8 GEMM's input for its weight
      * gradient as the fp8 copy it cast (assumed: one byte, its transpose
      * alone, as Hopper's fp8 GEMMs take it) */

@@ -30,6 +30,26 @@ degree_of (const struct strategy *s, int dim)
   }
 }
 
+/* The routed experts' data-parallel group: a stage's tp x cp x dp ranks
+ * hold each expert etp x ep ways (etp=1, else Megatron-Core's default, tp;
+ * the eager modules split experts over tp too), so each expert shard has
+ * tp x cp x dp / (etp x ep) replicas, ep's stride x ep apart (Megatron-Core's
+ * expert rank generator, order tp-ep-dp).  Their gradients are reduced, and
+ * the distributed optimizer shards their state, over this group
+ * (parallel_state's expert data-parallel group), not over dp's. */
+static void
+expert_dp_group (const struct strategy *s, int64_t ep_stride, int *size, int64_t *stride)
+{
+  int64_t ranks = (int64_t) s->tp * s->cp * s->dp, held = (int64_t) (s->etp == 1 ? 1 : s->tp) * s->ep;
+  if (held < 1 || ranks % held != 0) {  /* no such layout: dp's group */
+    *size = s->dp * s->cp;
+    *stride = s->tp;
+    return;
+  }
+  *size = (int) (ranks / held);
+  *stride = ep_stride * s->ep;
+}
+
 /* Megatron's placement: tp innermost, then cp, then ep (within the
  * data-parallel ranks), then pp, dp outermost.  The gradients are reduced
  * over the data- and context-parallel ranks together (Megatron's
@@ -61,19 +81,27 @@ comm_groups_init (struct comm_groups *g, const struct dist_options *o)
                       : (int64_t) s->tp * s->cp;
   g->stride[DIM_PP] = (int64_t) s->tp * s->cp * s->dp;
   g->stride[DIM_DP] = s->tp;
+  expert_dp_group (s, g->stride[DIM_EP], &g->edp_size, &g->edp_stride);
 }
 
 /* Parameters one device holds: its share of the embedding, the output
  * layer and of `frac` of the layers.  The routed experts' width is split
  * expert_ffn ways (0: as the rest, pl->ffn). */
 static double
+device_expert_params (const struct dist_plan *dp, double frac)
+{
+  const struct perfmod_plan *pl = &dp->plan;
+  double eff = dp->expert_ffn > 0 ? (double) dp->expert_ffn : (double) pl->ffn;
+  return frac * dp->param_experts / (eff * pl->experts);
+}
+
+static double
 device_params (const struct model_cfg *m, const struct dist_plan *dp, double frac, bool embed,
                bool head, bool tied_copy)
 {
   const struct perfmod_plan *pl = &dp->plan;
-  double eff = dp->expert_ffn > 0 ? (double) dp->expert_ffn : (double) pl->ffn;
   double rest = dp->param_all - dp->param_embed - dp->param_head - dp->param_experts;
-  double p = frac * (rest / pl->heads + dp->param_experts / (eff * pl->experts));
+  double p = frac * rest / pl->heads + device_expert_params (dp, frac);
   if (embed)
     p += dp->param_embed / pl->vocab;
   if (head)
@@ -139,6 +167,72 @@ plan_init (struct perfmod_plan *p)
   p->weights = p->gradients = p->optimizer = 1;
 }
 
+/* Bytes of a gradient: the precision's (fp32 under mixed precision), the
+ * weights' with grad_fp32=0. */
+static double
+grad_bytes_of (const struct precision *pr, const struct strategy *s)
+{
+  return s->grad_low && pr->weight_bytes < pr->grad_bytes ? pr->weight_bytes : pr->grad_bytes;
+}
+
+/* Plugin pl's plan for case c, checked. */
+static int
+plugin_plan (struct plugin *pl, const struct perfmod_parallel_case *c, struct perfmod_plan *p)
+{
+  int rc;
+  plan_init (p);
+  pm_current_plugin = pl->p.name;
+  pm_plugin_errmsg[0] = '\0';
+  rc = pl->p.plan (pl->state, c, p);
+  pm_current_plugin = NULL;
+  if (rc < 0) {
+    pm_error ("%s: %s", pl->p.name, pm_plugin_errmsg);
+    return -1;
+  }
+  if (p->heads < 1 || p->ffn < 1 || p->vocab < 1 || p->tokens < 1 || p->experts < 1 ||
+      p->expert_load < 1 || p->weights < 1 || p->gradients < 1 || p->optimizer < 1 ||
+      p->gradient_buffers < 0 ||
+      p->ncomm < 0 || p->ncomm > PERFMOD_MAX_COMMS) {
+    pm_error ("%s: plan() returned an invalid plan (a divisor below 1 or too many collectives)",
+              pl->p.name);
+    return -1;
+  }
+  for (int k = 0; k < p->ncomm; k++) {
+    int coll = p->comm[k].collective, where = p->comm[k].site;
+    if (coll < PERFMOD_COLL_ALLREDUCE || coll > PERFMOD_COLL_DEEPEP
+        || (coll == PERFMOD_COLL_DEEPEP && where != PERFMOD_SITE_MOE_DISPATCH
+            && where != PERFMOD_SITE_MOE_COMBINE)) {
+      pm_error ("%s: plan() returned collective %d at site %d, which this core does not run",
+                pl->p.name, coll, where);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* Plan p's collectives (those at `site` alone when site >= 0) into dp. */
+static void
+plan_add_comms (struct dist_plan *dp, const struct perfmod_plan *p, int dim, int site,
+                bool expert_group)
+{
+  for (int k = 0; k < p->ncomm; k++) {
+    struct comm_site *cs;
+    if ((site >= 0 && p->comm[k].site != site)
+        || dp->ncomms >= sizeof dp->comms / sizeof dp->comms[0])
+      continue;
+    cs = &dp->comms[dp->ncomms++];
+    cs->collective = p->comm[k].collective;
+    cs->site = p->comm[k].site;
+    cs->phase = p->comm[k].phase;
+    cs->bytes = p->comm[k].bytes;
+    /* a value this core does not know hides behind the phase, as 1 */
+    cs->overlap = p->comm[k].overlap == PERFMOD_OVERLAP_GEMM ? PERFMOD_OVERLAP_GEMM
+                  : p->comm[k].overlap != 0 ? PERFMOD_OVERLAP_PHASE : PERFMOD_OVERLAP_NONE;
+    cs->dim = dim;
+    cs->expert_group = expert_group;
+  }
+}
+
 /* Ask each dimension's plugin for its plan and compose them. */
 static int
 compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod_gpu *gpu,
@@ -165,13 +259,23 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
   /* the experts' width over etp; in inference ep within the tp ranks */
   dp->expert_ffn = s->etp > 0 ? s->etp : 0;
   dp->ep_in_tp = s->etp > 0 && !o->train;
+  /* the routed experts' gradients go over their own data-parallel group
+   * when it is not dp's (expert_dp_group) */
+  int edp_size;
+  int64_t edp_stride, ep_stride = o->train && s->kernels == KERNELS_TE
+                                  ? (s->etp == 1 ? 1 : s->tp) : (int64_t) s->tp * s->cp;
+  expert_dp_group (s, ep_stride, &edp_size, &edp_stride);
+  bool expert_apart = o->train && dp->param_experts > 0
+                      && (edp_size != s->dp * s->cp || edp_stride != s->tp);
+  struct plugin *dp_plugin = NULL;
+  struct perfmod_parallel_case dp_case;
+  dp->expert_weights = dp->expert_gradients = dp->expert_optimizer = 1;
   for (size_t i = 0; i < sizeof plan_order / sizeof plan_order[0]; i++) {
     int dim = plan_order[i], degree = degree_of (s, dim);
     struct perfmod_parallel_case c;
     struct perfmod_plan p;
     struct plugin *pl;
-    int rc;
-    if (degree <= 1)
+    if (degree <= 1 && !(dim == DIM_DP && expert_apart))
       continue;
     pl = plugins_find (set, dim_name (dim), PERFMOD_PLUGIN_PARALLELISM);
     if (pl == NULL) {
@@ -194,7 +298,10 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
     /* gradients (fp32) and one layer's weights of an average stage so far */
     int cr = costed_rank (m, s, dp);
     double dev = device_params (m, dp, rank_share (m, s, cr), cr == 0, cr == s->pp - 1, false);
-    c.grad_bytes = (o->train ? pr->grad_bytes : 4) * dev;
+    if (dim == DIM_DP && expert_apart)   /* the experts' go over their own group (below) */
+      dev -= device_expert_params (dp, rank_share (m, s, cr));
+    c.grad_elem_bytes = o->train ? grad_bytes_of (pr, s) : 4;
+    c.grad_bytes = c.grad_elem_bytes * dev;
     c.layer_param_bytes = device_params (m, dp, 1.0 / (double) m->layers, false, false, false)
                           * pr->weight_bytes;
     c.zero = s->zero;
@@ -205,23 +312,14 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
     c.a2a_overlap = s->a2a_overlap;
     c.gather_bytes = o->train && s->kernels == KERNELS_TE && precision_quantised (pr)
                      ? dtype_bytes (pr->gemm) : c.elem_bytes;
-    plan_init (&p);
-    pm_current_plugin = pl->p.name;
-    pm_plugin_errmsg[0] = '\0';
-    rc = pl->p.plan (pl->state, &c, &p);
-    pm_current_plugin = NULL;
-    if (rc < 0) {
-      pm_error ("%s: %s", pl->p.name, pm_plugin_errmsg);
-      return -1;
+    if (dim == DIM_DP) {
+      dp_plugin = pl;
+      dp_case = c;
     }
-    if (p.heads < 1 || p.ffn < 1 || p.vocab < 1 || p.tokens < 1 || p.experts < 1 ||
-        p.expert_load < 1 || p.weights < 1 || p.gradients < 1 || p.optimizer < 1 ||
-        p.gradient_buffers < 0 ||
-        p.ncomm < 0 || p.ncomm > PERFMOD_MAX_COMMS) {
-      pm_error ("%s: plan() returned an invalid plan (a divisor below 1 or too many collectives)",
-                pl->p.name);
+    if (degree <= 1)                     /* dp of 1: only the experts' group (below) */
+      continue;
+    if (plugin_plan (pl, &c, &p) < 0)
       return -1;
-    }
     dp->plan.heads *= p.heads;
     dp->plan.ffn *= p.ffn;
     dp->plan.vocab *= p.vocab;
@@ -232,6 +330,11 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
     dp->plan.gradients *= p.gradients;
     dp->plan.optimizer *= p.optimizer;
     dp->plan.gradient_buffers += p.gradient_buffers;
+    if (dim == DIM_DP && !expert_apart) {
+      dp->expert_weights = p.weights;
+      dp->expert_gradients = p.gradients;
+      dp->expert_optimizer = p.optimizer;
+    }
     /* ep within the tp ranks (etp given): every rank has every token
      * after attention's all-reduce, so nothing is dispatched; each runs
      * its experts on the tokens routed to them and tp's all-reduce after
@@ -240,27 +343,23 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
      * plugin's experts and load stand, its all-to-alls do not. */
     if (dim == DIM_EP && dp->ep_in_tp)
       continue;
-    for (int k = 0; k < p.ncomm; k++) {
-      int coll = p.comm[k].collective, where = p.comm[k].site;
-      if (coll < PERFMOD_COLL_ALLREDUCE || coll > PERFMOD_COLL_DEEPEP
-          || (coll == PERFMOD_COLL_DEEPEP && where != PERFMOD_SITE_MOE_DISPATCH
-              && where != PERFMOD_SITE_MOE_COMBINE)) {
-        pm_error ("%s: plan() returned collective %d at site %d, which this core does not run",
-                  pl->p.name, coll, where);
-        return -1;
-      }
-    }
-    for (int k = 0; k < p.ncomm; k++) {
-      struct comm_site *cs = &dp->comms[dp->ncomms++];
-      cs->collective = p.comm[k].collective;
-      cs->site = p.comm[k].site;
-      cs->phase = p.comm[k].phase;
-      cs->bytes = p.comm[k].bytes;
-      /* a value this core does not know hides behind the phase, as 1 */
-      cs->overlap = p.comm[k].overlap == PERFMOD_OVERLAP_GEMM ? PERFMOD_OVERLAP_GEMM
-                    : p.comm[k].overlap != 0 ? PERFMOD_OVERLAP_PHASE : PERFMOD_OVERLAP_NONE;
-      cs->dim = dim;
-    }
+    plan_add_comms (dp, &p, dim, -1, false);
+  }
+  /* The routed experts' gradients over the expert data-parallel group:
+   * dp's plugin asked again, for that group and those gradients; its
+   * sharding divides the experts' state, its gradient collectives join
+   * (counted as dp's).  A group of one reduces nothing and shards nothing. */
+  if (expert_apart && dp_plugin && edp_size > 1) {
+    struct perfmod_plan p;
+    int cr = costed_rank (m, s, dp);
+    dp_case.degree = edp_size;
+    dp_case.grad_bytes = grad_bytes_of (pr, s) * device_expert_params (dp, rank_share (m, s, cr));
+    if (plugin_plan (dp_plugin, &dp_case, &p) < 0)
+      return -1;
+    dp->expert_weights = p.weights;
+    dp->expert_gradients = p.gradients;
+    dp->expert_optimizer = p.optimizer;
+    plan_add_comms (dp, &p, DIM_DP, PERFMOD_SITE_GRADS, true);
   }
   /* Megatron-Core's routed copies over tp (dp->moe_tp_after): gathered
    * after dispatch and reduce-scattered before combine in the forward,
@@ -319,8 +418,10 @@ site_seconds (struct plugin *pred, const struct dist_plan *dp, int site,
     double t;
     if (cs->site != site)
       continue;
-    t = step_collective_seconds (pred, cs->collective, cs->bytes, cs->dim, g->size[cs->dim],
-                                 g->stride[cs->dim], g->gpus_per_node, g->engine, gpu);
+    t = step_collective_seconds (pred, cs->collective, cs->bytes, cs->dim,
+                                 cs->expert_group ? g->edp_size : g->size[cs->dim],
+                                 cs->expert_group ? g->edp_stride : g->stride[cs->dim],
+                                 g->gpus_per_node, g->engine, gpu);
     *(cs->overlap == PERFMOD_OVERLAP_PHASE ? overlap : plain) += t;
     if (by_dim)
       by_dim[cs->dim] += t;
@@ -1279,6 +1380,7 @@ rank_memory (const struct model_cfg *m, const struct perfmod_gpu *gpu,
   ms.tpo = s->tpo;
   ms.params = device_params (m, dp, rank_share (m, s, r), embed, head,
                             m->tied && p > 1 && head);
+  ms.expert_params = device_expert_params (dp, rank_share (m, s, r));
   ms.layer_copies = o->train ? lpc * inflight : lpc * v;
   if (head && o->train && s->mtp > 0) {
     /* the multi-token prediction layers: a layer's weights and eh_proj's
@@ -1287,6 +1389,7 @@ rank_memory (const struct model_cfg *m, const struct perfmod_gpu *gpu,
     double d = (double) m->hidden, layers = (double) s->mtp;
     ms.params += device_params (m, dp, layers / (double) m->layers, false, false, false)
                  + layers * (2 * d * d + 2 * d) / dp->plan.ffn;
+    ms.expert_params += device_expert_params (dp, layers / (double) m->layers);
     if (p > 1 && !m->tied)
       ms.params += (double) m->vocab * d / dp->plan.vocab;
     ms.layer_copies += layers * inflight / v;
@@ -1298,6 +1401,11 @@ rank_memory (const struct model_cfg *m, const struct perfmod_gpu *gpu,
   ms.weights = dp->plan.weights;
   ms.gradients = dp->plan.gradients;
   ms.optimizer = dp->plan.optimizer;
+  if (o->prec)
+    ms.grad_bytes = grad_bytes_of (o->prec, s);
+  ms.expert_weights = dp->expert_weights;
+  ms.expert_gradients = dp->expert_gradients;
+  ms.expert_optimizer = dp->expert_optimizer;
   ms.gradient_buffers = dp->plan.gradient_buffers;
   /* DeepEP's buffers under the flex dispatcher, over the ep group */
   if (o->train && s->dispatcher == PERFMOD_DISPATCH_FLEX && s->ep > 1)
@@ -1461,7 +1569,9 @@ dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cf
     r->hidden_ms[DIM_DP] = hidden;
     for (int d = 0; d < NDIMS; d++)
       r->comm_ms[d] += by_dim[d] * 1e3;
-    if (optimizer_ms (pred, gpu, o->prec, params / dp.plan.optimizer, &r->optimizer_ms) < 0)
+    double experts = device_expert_params (&dp, rank_share (m, s, cr));
+    if (optimizer_ms (pred, gpu, o->prec, (params - experts) / dp.plan.optimizer
+                                          + experts / dp.expert_optimizer, &r->optimizer_ms) < 0)
       goto out;
   }
   r->step_ms = r->pipeline_ms + r->grads_ms + r->optimizer_ms;

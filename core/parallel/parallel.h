@@ -40,6 +40,9 @@ struct strategy {
                             --mtp-num-layers); 0: none */
   double host_us;        /* the host's cost of one kernel launch in training, us (0: the
                             host never holds the device up: CUDA graphs) */
+  bool grad_low;         /* gradients kept and reduced in the weights' 2-byte dtype, not fp32
+                            (grad_fp32=0: Megatron's --grad-reduce-in-bf16, the Bridge's
+                            ddp.grad_reduce_in_fp32=False) */
   enum pm_kernels kernels;
   bool dp_set;
   bool zero_set;         /* zero given (else strategy_default_zero's) */
@@ -132,6 +135,10 @@ struct mem_shard {       /* one device's share under graph-level parallelism */
   bool embed, head;      /* first stage's embedding output, last stage's logits */
   int vocab;             /* logits split over this many ranks */
   double weights, gradients, optimizer; /* ZeRO divisors */
+  double expert_params;  /* of params, the routed experts': their own divisors (over the
+                            expert data-parallel group) */
+  double expert_weights, expert_gradients, expert_optimizer;
+  double grad_bytes;     /* per parameter (0: the precision's) */
   double gradient_buffers; /* extra unsharded gradient copies (data-parallel buckets) */
   double comm_buffers;   /* bytes communication libraries register (DeepEP's), counted with
                             the activations as Transformer Engine's userbuffers are */
@@ -221,6 +228,9 @@ struct dist_plan {       /* the plugins' plans composed */
   bool ep_in_tp;         /* ep's ranks are tp's: each has every token (etp given) */
   bool moe_tp_after;     /* routed layers keep tp's sequence shard; their copies are
                             gathered over tp after dispatch (Megatron-Core, shard.h) */
+  /* the routed experts' ZeRO divisors: over their own data-parallel group
+   * (parallel.c, expert_dp_group), else plan's */
+  double expert_weights, expert_gradients, expert_optimizer;
   struct comm_site comms[4 * PERFMOD_MAX_COMMS];
   size_t ncomms;
 };

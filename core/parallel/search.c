@@ -36,7 +36,7 @@ struct found {
 struct config {
   int32_t tp, pp, dp, ep, cp, mbs, vp;
   uint8_t uneven, kernels, dispatcher, a2a_overlap, shared_overlap, schedule, zero, recompute, sp,
-    tpo, etp;
+    tpo, etp, grad_low;
 };
 
 static void
@@ -61,6 +61,7 @@ config_pack (struct config *c, const struct strategy *s)
   c->sp = s->sp;
   c->tpo = s->tpo;
   c->etp = (uint8_t) s->etp;
+  c->grad_low = s->grad_low;
 }
 
 static void
@@ -88,6 +89,7 @@ config_unpack (const struct config *c, const struct model_cfg *m, struct strateg
   s->sp = c->sp;
   s->tpo = c->tpo;
   s->etp = c->etp;
+  s->grad_low = c->grad_low;
 }
 
 /* The search's state: the fixed inputs, the counters, the best so far. */
@@ -134,7 +136,8 @@ struct worker {
 };
 
 enum { FX_TP, FX_PP, FX_DP, FX_EP, FX_MBS, FX_VP, FX_ZERO, FX_RECOMPUTE, FX_SP, FX_SCHEDULE,
-       FX_KERNELS, FX_CP, FX_TPO, FX_DISPATCHER, FX_A2A_OVERLAP, FX_SHARED_OVERLAP, FX_ETP };
+       FX_KERNELS, FX_CP, FX_TPO, FX_DISPATCHER, FX_A2A_OVERLAP, FX_SHARED_OVERLAP, FX_ETP,
+       FX_GRAD_FP32 };
 
 /* Which keys fix gives: parsed as a strategy, each key's presence found
  * by name. */
@@ -143,7 +146,7 @@ fix_parse (struct search *x, const char *fix)
 {
   static const char *const keys[] = { "tp", "pp", "dp", "ep", "mbs", "vp", "zero", "recompute",
                                       "sp", "schedule", "kernels", "cp", "tpo", "dispatcher",
-                                      "a2a_overlap", "shared_overlap", "etp" };
+                                      "a2a_overlap", "shared_overlap", "etp", "grad_fp32" };
   char **items;
   strategy_init (&x->fixed);
   x->fixed_mask = 0;
@@ -158,7 +161,7 @@ fix_parse (struct search *x, const char *fix)
     if ((k = word_index (*it, keys, sizeof keys / sizeof keys[0])) < 0) {
       pm_error ("--fix: %s cannot be fixed (fixable: tp, pp, dp, ep, etp, mbs, vp, zero, "
                 "recompute, sp, tpo, schedule, kernels, cp, dispatcher, a2a_overlap, "
-                "shared_overlap)", *it);
+                "shared_overlap, grad_fp32)", *it);
       strv_free (items);
       return -1;
     }
@@ -520,6 +523,7 @@ enumerate_layouts (struct search *x, int tp, int64_t pp, int cp, int64_t dp, int
       b.dispatcher = x->fixed.dispatcher;
       b.a2a_overlap = x->fixed.a2a_overlap;
       b.shared_overlap = x->fixed.shared_overlap;
+      b.grad_low = x->fixed.grad_low;   /* a recipe's setting, not searched */
       /* one chunk per rank: GPipe beside 1F1B; tpo (Transformer
        * Engine's userbuffers) with sp and TE's layer */
       for (int sc = 0; sc < (pp > 1 && vp == 1 ? 2 : 1); sc++) {

@@ -100,6 +100,8 @@ strategy_extra_keys (const struct strategy *s, char sep, char *buf, size_t len)
     append_key (buf, len, "%cmtp=%d", sep, s->mtp);
   if (s->host_us != PM_HOST_LAUNCH_US)
     append_key (buf, len, "%chost_us=%g", sep, s->host_us);
+  if (s->grad_low)
+    append_key (buf, len, "%cgrad_fp32=0", sep);
   if (s->recompute_modules) {
     char mods[80];
     append_key (buf, len, "%crecompute_modules=%s", sep,
@@ -288,7 +290,7 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
                                       "etp", "tpo", "first_layers", "last_layers",
                                       "account_embed", "account_loss", "dispatcher",
                                       "a2a_overlap", "shared_overlap", "recompute_modules",
-                                      "mtp", "host_us" };
+                                      "mtp", "host_us", "grad_fp32" };
   int idx = word_index (key, keys, sizeof keys / sizeof keys[0]);
   int64_t v;
 
@@ -296,7 +298,7 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
     pm_error ("%s: unknown strategy key '%s' (known: tp, pp, dp, cp, ep, etp, mbs, vp, zero, "
               "schedule, recompute, sp, tpo, kernels, split, first_layers, last_layers, "
               "account_embed, account_loss, dispatcher, a2a_overlap, shared_overlap, "
-              "recompute_modules, mtp, host_us)", where, key);
+              "recompute_modules, mtp, host_us, grad_fp32)", where, key);
     return -1;
   }
   if (*seen & (1u << idx)) {
@@ -381,6 +383,15 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
     }
     s->host_us = us;
     s->host_us_set = true;
+    return 0;
+  }
+  if (idx == 25) {
+    if (strcmp (val, "0") && strcmp (val, "1")) {
+      pm_error ("%s: grad_fp32=%s: expected 0 or 1 (gradients kept and reduced in fp32, or in "
+                "the weights' 16-bit dtype)", where, val);
+      return -1;
+    }
+    s->grad_low = val[0] == '0';
     return 0;
   }
   if (idx == 9) {

@@ -98,6 +98,9 @@ struct comm_groups {     /* where each dimension's ranks lie (enum pdim) */
   int size[NDIMS];
   int64_t stride[NDIMS];
   int gpus_per_node;
+  int edp_size;          /* the routed experts' data-parallel group (Megatron-Core's expert
+                            data parallelism): its ranks and their stride */
+  int64_t edp_stride;
   bool engine;           /* a serving engine's inference: its own tp all-reduce
                             where cheaper (group_collective_seconds) */
 };

@@ -37,7 +37,7 @@ json_strategy (const struct strategy *s, bool train)
     char mods[80];
     strategy_spec (s, spec, sizeof spec);
     o = json_pack ("{s:s, s:i, s:i, s:i, s:i, s:i, s:o, s:i, s:i, s:s, s:i, s:s, s:o, s:b, s:b, "
-                   "s:s, s:s, s:b, s:b, s:i}", "spec", spec, "tp", s->tp, "pp", s->pp, "dp", s->dp,
+                   "s:s, s:s, s:b, s:b, s:i, s:b}", "spec", spec, "tp", s->tp, "pp", s->pp, "dp", s->dp,
                    "cp", s->cp, "ep", s->ep,   /* etp null: the experts' tp is tp */
                    "etp", s->etp > 0 ? json_integer (s->etp) : json_null (), "mbs", s->mbs,
                    "vp", s->vp, "schedule", schedule_name (s->schedule), "zero", s->zero,
@@ -46,7 +46,8 @@ json_strategy (const struct strategy *s, bool train)
                    ? json_string (rmod_names (strategy_rmods (s), mods, sizeof mods)) : json_null (),
                    "sp", s->sp, "tpo", s->tpo, "kernels", kernels_name (s->kernels),
                    "dispatcher", dispatcher_name (s->dispatcher), "a2a_overlap", s->a2a_overlap,
-                   "shared_overlap", s->shared_overlap, "mtp", s->mtp);
+                   "shared_overlap", s->shared_overlap, "mtp", s->mtp,
+                   "grad_fp32", !s->grad_low);
   }
   else {                                /* a serving replica's keys, and dp its replicas */
     int n = snprintf (spec, sizeof spec, "tp=%d,pp=%d,dp=%d,ep=%d", s->tp, s->pp, s->dp, s->ep);
