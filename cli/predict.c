@@ -369,8 +369,13 @@ predict_distributed (struct cli *c, struct plugin_set *set, struct workload *w,
     char keys[16 * PM_MAX_STAGES];
     strategy_extra_keys (s, ' ', keys, sizeof keys);
     fputs (keys, stdout);
-    printf (": %d GPUs on %d node%s of %d, %d micro-batch%s per replica\n", gpus, nodes,
+    printf (": %d GPUs on %d node%s of %d, %d micro-batch%s per replica", gpus, nodes,
             nodes == 1 ? "" : "s", gpn, r[0].microbatches, r[0].microbatches == 1 ? "" : "es");
+    if (w->train && w->m.experts > 0 && dist_expert_replicas (s) > 0) {
+      /* the ranks the experts' gradients and optimizer state go over */
+      printf (", expert data parallelism %d", dist_expert_replicas (s));
+    }
+    putchar ('\n');
     printf ("\n%-16s", "");
     for (size_t p = 0; p < npred; p++)
       print_column_head (pls[p]);

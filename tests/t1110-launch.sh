@@ -44,7 +44,7 @@ ok $([ "$got" = "--fp8-recipe delayed |--fp8-recipe tensorwise |mixed_precision=
 # documents
 bad=0 n=0
 for tool in megatron nemo; do
-  for spec in "$L70 --strategy tp=8,pp=2,dp=8,zero=0" "$L70 --strategy tp=8,pp=2,dp=8,zero=2,recompute=full" \
+  for spec in "$L70 --strategy tp=8,pp=2,dp=8,zero=0" "$L70 --strategy tp=8,pp=2,dp=8,zero=2,recompute=full,grad_fp32=0" \
               "$L70 --strategy tp=8,pp=1,dp=16,zero=3 --precision amp-fp16" \
               "$L70 --strategy tp=4,pp=2,dp=8,cp=2,zero=1 --precision fp8" \
               "--model mixtral-8x7b --gpu h100 --mode train --batch 256 --seq 4096 --strategy tp=1,pp=4,vp=2,schedule=interleaved,ep=8,dp=8,dispatcher=flex,a2a_overlap=1" \

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1250-expert-dp.sh: the routed experts' gradients and optimizer state over Megatron-Core's expert data-parallel group, and grad_fp32=0 (bf16 gradients), by hand.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 10
+plan 11
 
 # Qwen3-30B-A3B (48 layers, 128 experts of 3 x 2048 x 768 = 4718592 parameters) on one
 # node of 8 H100, tp=1, dp=8, the distributed optimizer.  With ep=E each rank holds 128 / E
@@ -83,3 +83,8 @@ ok $([ "$rc" -eq 0 ] && jq -e '.strategy.spec | test("grad_fp32=0")' "$TMP/out" 
   "the run's strategy spec carries grad_fp32=0"
 expect_one_line 2 'grad_fp32=2: expected 0 or 1' "grad_fp32=2 is refused in one line" -- \
   --model qwen3-30b-a3b --gpu h100 --mode train --batch 64 --seq 4096 --strategy dp=8,grad_fp32=2
+# the table's strategy line names the experts' group: 16 ranks, 8 ways of expert parallelism
+run_pm --model qwen3-30b-a3b --gpu h100 --mode train --batch 64 --seq 4096 --predictor roofline \
+  --strategy tp=1,dp=16,ep=8
+ok $([ "$rc" -eq 0 ] && grep -q '^strategy: .*, expert data parallelism 2$' "$TMP/out"; echo $?) \
+  "the strategy line says each expert's replicas: expert data parallelism 2 (16 ranks / ep=8)"

@@ -40,14 +40,21 @@ degree_of (const struct strategy *s, int dim)
 static void
 expert_dp_group (const struct strategy *s, int64_t ep_stride, int *size, int64_t *stride)
 {
-  int64_t ranks = (int64_t) s->tp * s->cp * s->dp, held = (int64_t) (s->etp == 1 ? 1 : s->tp) * s->ep;
-  if (held < 1 || ranks % held != 0) {  /* no such layout: dp's group */
+  int n = dist_expert_replicas (s);
+  if (n < 1) {                           /* no such layout: dp's group */
     *size = s->dp * s->cp;
     *stride = s->tp;
     return;
   }
-  *size = (int) (ranks / held);
+  *size = n;
   *stride = ep_stride * s->ep;
+}
+
+int
+dist_expert_replicas (const struct strategy *s)
+{
+  int64_t ranks = (int64_t) s->tp * s->cp * s->dp, held = (int64_t) (s->etp == 1 ? 1 : s->tp) * s->ep;
+  return held > 0 && ranks % held == 0 ? (int) (ranks / held) : 0;
 }
 
 /* Megatron's placement: tp innermost, then cp, then ep (within the

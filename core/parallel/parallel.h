@@ -263,6 +263,10 @@ void comm_groups_init (struct comm_groups *g, const struct dist_options *o);
 /* Refuse a strategy the model cannot take (layers, experts, batch,
  * kernels). */
 int dist_check (const struct model_cfg *m, const struct dist_options *o);
+/* The routed experts' replicas in training (Megatron-Core's expert
+ * data-parallel group: tp x cp x dp / (etp x ep)); 0 where the layout
+ * does not divide. */
+int dist_expert_replicas (const struct strategy *s);
 int dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cfg *m,
                   const struct perfmod_gpu *gpu, const struct dist_options *o,
                   struct dist_result *r);
