@@ -30,24 +30,16 @@ degree_of (const struct strategy *s, int dim)
   }
 }
 
-/* The routed experts' data-parallel group: a stage's tp x cp x dp ranks
- * hold each expert etp x ep ways (etp=1, else Megatron-Core's default, tp;
- * the eager modules split experts over tp too), so each expert shard has
- * tp x cp x dp / (etp x ep) replicas, ep's stride x ep apart (Megatron-Core's
- * expert rank generator, order tp-ep-dp).  Their gradients are reduced, and
- * the distributed optimizer shards their state, over this group
- * (parallel_state's expert data-parallel group), not over dp's. */
-static void
-expert_dp_group (const struct strategy *s, int64_t ep_stride, int *size, int64_t *stride)
+/* Megatron-Core's expert ranks fold a stage's tp x cp x dp into etp x ep x
+ * edp, expert tp innermost (parallel_state's expert rank generator, order
+ * tp-ep-dp): ep's neighbours are etp apart, tp by default, 1 with etp=1;
+ * the eager modules draw ep from dp, after tp and cp. */
+static int64_t
+ep_stride (const struct dist_options *o)
 {
-  int n = dist_expert_replicas (s);
-  if (n < 1) {                           /* no such layout: dp's group */
-    *size = s->dp * s->cp;
-    *stride = s->tp;
-    return;
-  }
-  *size = n;
-  *stride = ep_stride * s->ep;
+  const struct strategy *s = o->s;
+  return o->train && s->kernels == KERNELS_TE ? (s->etp == 1 ? 1 : s->tp)
+         : (int64_t) s->tp * s->cp;
 }
 
 int
@@ -55,6 +47,27 @@ dist_expert_replicas (const struct strategy *s)
 {
   int64_t ranks = (int64_t) s->tp * s->cp * s->dp, held = (int64_t) (s->etp == 1 ? 1 : s->tp) * s->ep;
   return held > 0 && ranks % held == 0 ? (int) (ranks / held) : 0;
+}
+
+/* The routed experts' data-parallel group: a stage's tp x cp x dp ranks
+ * hold each expert etp x ep ways (etp=1, else Megatron-Core's default, tp;
+ * the eager modules split experts over tp too), so each expert shard has
+ * tp x cp x dp / (etp x ep) replicas, ep's stride x ep apart.  Their
+ * gradients are reduced, and the distributed optimizer shards their
+ * state, over this group (parallel_state's expert data-parallel group),
+ * not over dp's. */
+static void
+expert_dp_group (const struct dist_options *o, int *size, int64_t *stride)
+{
+  const struct strategy *s = o->s;
+  int n = dist_expert_replicas (s);
+  if (n < 1) {                           /* no such layout: dp's group */
+    *size = s->dp * s->cp;
+    *stride = s->tp;
+    return;
+  }
+  *size = n;
+  *stride = ep_stride (o) * s->ep;
 }
 
 /* Megatron's placement: tp innermost, then cp, then ep (within the
@@ -79,21 +92,14 @@ comm_groups_init (struct comm_groups *g, const struct dist_options *o)
   g->stride[DIM_NONE] = 1;
   g->stride[DIM_TP] = 1;
   g->stride[DIM_CP] = s->tp;
-  /* Megatron-Core's expert ranks fold a stage's tp x cp x dp into etp x
-   * ep x edp, expert tp innermost (parallel_state's expert rank
-   * generator, order tp-ep-dp): ep's neighbours are etp apart, tp by
-   * default, 1 with etp=1; the eager modules draw ep from dp, after tp
-   * and cp */
-  g->stride[DIM_EP] = o->train && s->kernels == KERNELS_TE ? (s->etp == 1 ? 1 : s->tp)
-                      : (int64_t) s->tp * s->cp;
+  g->stride[DIM_EP] = ep_stride (o);
   g->stride[DIM_PP] = (int64_t) s->tp * s->cp * s->dp;
   g->stride[DIM_DP] = s->tp;
-  expert_dp_group (s, g->stride[DIM_EP], &g->edp_size, &g->edp_stride);
+  expert_dp_group (o, &g->edp_size, &g->edp_stride);
 }
 
-/* Parameters one device holds: its share of the embedding, the output
- * layer and of `frac` of the layers.  The routed experts' width is split
- * expert_ffn ways (0: as the rest, pl->ffn). */
+/* The routed experts' parameters one device holds of `frac` of the
+ * layers: their width split expert_ffn ways (0: as the rest, pl->ffn). */
 static double
 device_expert_params (const struct dist_plan *dp, double frac)
 {
@@ -102,6 +108,8 @@ device_expert_params (const struct dist_plan *dp, double frac)
   return frac * dp->param_experts / (eff * pl->experts);
 }
 
+/* Parameters one device holds: its share of the embedding, the output
+ * layer and of `frac` of the layers. */
 static double
 device_params (const struct model_cfg *m, const struct dist_plan *dp, double frac, bool embed,
                bool head, bool tied_copy)
@@ -269,9 +277,8 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
   /* the routed experts' gradients go over their own data-parallel group
    * when it is not dp's (expert_dp_group) */
   int edp_size;
-  int64_t edp_stride, ep_stride = o->train && s->kernels == KERNELS_TE
-                                  ? (s->etp == 1 ? 1 : s->tp) : (int64_t) s->tp * s->cp;
-  expert_dp_group (s, ep_stride, &edp_size, &edp_stride);
+  int64_t edp_stride;
+  expert_dp_group (o, &edp_size, &edp_stride);
   bool expert_apart = o->train && dp->param_experts > 0
                       && (edp_size != s->dp * s->cp || edp_stride != s->tp);
   struct plugin *dp_plugin = NULL;
