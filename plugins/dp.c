@@ -88,8 +88,12 @@ dp_plan (void *state, const struct perfmod_parallel_case *c, struct perfmod_plan
     p->gradients = x;
   perfmod_plan_comm (p, PERFMOD_COLL_REDUCE_SCATTER, PERFMOD_SITE_GRADS, 1, grads,
                      overlap || c->zero == 3);
+  /* Megatron-Core's distributed optimizer gathers the updated parameters
+   * bucket by bucket as the next step's forward reaches them
+   * (--overlap-param-gather, with --overlap-grad-reduce in its recipes) */
   if (c->zero < 3)
-    return perfmod_plan_comm (p, PERFMOD_COLL_ALLGATHER, PERFMOD_SITE_GRADS, 0, params, 0);
+    return perfmod_plan_comm (p, PERFMOD_COLL_ALLGATHER, PERFMOD_SITE_GRADS, 0, params,
+                              overlap && mcore);
   p->weights = x;
   perfmod_plan_comm (p, PERFMOD_COLL_ALLGATHER, PERFMOD_SITE_PARAMS, 0, c->layer_param_bytes, 1);
   return perfmod_plan_comm (p, PERFMOD_COLL_ALLGATHER, PERFMOD_SITE_PARAMS, 1,

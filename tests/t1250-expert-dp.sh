@@ -1,7 +1,7 @@
 #!/bin/sh
-# t1250-expert-dp.sh: the routed experts' gradients and optimizer state over Megatron-Core's expert data-parallel group, and grad_fp32=0 (bf16 gradients), by hand.
+# t1250-expert-dp.sh: the routed experts' gradients and optimizer state over Megatron-Core's expert data-parallel group, grad_fp32=0 (bf16 gradients), and the parameters' all-gather hidden in the next forward, by hand.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 11
+plan 13
 
 # Qwen3-30B-A3B (48 layers, 128 experts of 3 x 2048 x 768 = 4718592 parameters) on one
 # node of 8 H100, tp=1, dp=8, the distributed optimizer.  With ep=E each rank holds 128 / E
@@ -88,3 +88,18 @@ run_pm --model qwen3-30b-a3b --gpu h100 --mode train --batch 64 --seq 4096 --pre
   --strategy tp=1,dp=16,ep=8
 ok $([ "$rc" -eq 0 ] && grep -q '^strategy: .*, expert data parallelism 2$' "$TMP/out"; echo $?) \
   "the strategy line says each expert's replicas: expert data parallelism 2 (16 ranks / ep=8)"
+
+# --overlap-param-gather, which perfmod --print writes for Megatron-Core with the distributed
+# optimizer: the updated parameters are gathered bucket by bucket as the next step's forward
+# reaches them, as the gradients are reduced during the backward.  GPT-3 2.7B on 8 A100,
+# zero=1: 2.65e9 parameters a rank (its bf16 weights' GiB x 2^30 / 2) in ceil(p / 40e6)
+# buckets; every bucket but the last hides (the forward and backward of a micro-batch are
+# longer than the gathers and the scatters), so what is exposed is dp's time / buckets
+run_pm --model gpt3-2.7b --gpu a100 --mode train --batch 16 --strategy dp=8,zero=1,kernels=te --format json
+ok $([ "$rc" -eq 0 ] && jq -e '.predictions[0] | (.memory_gib.weights * 1073741824 / 2 / 40e6 | ceil) as $b
+       | .comm_ms.dp > 0 and ((.grads_ms * $b - .comm_ms.dp) | fabs) < 1e-6 * .comm_ms.dp' "$TMP/out" >/dev/null
+     echo $?) "zero=1 under Megatron-Core: the reduce-scatter and the parameters' all-gather each hide but their last bucket"
+run_pm --model gpt3-2.7b --gpu a100 --mode train --batch 16 --strategy dp=8,zero=1,kernels=te --format json \
+  --plugin-opt dp:overlap=0
+ok $([ "$rc" -eq 0 ] && jq -e '.predictions[0] | .comm_ms.dp > 0 and ((.grads_ms - .comm_ms.dp) | fabs) < 1e-9 * .comm_ms.dp' \
+       "$TMP/out" >/dev/null; echo $?) "dp:overlap=0: the scatter and the gather both exposed after the backward"

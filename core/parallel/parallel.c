@@ -419,10 +419,10 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
   return 0;
 }
 
-/* Seconds of the plan's collectives at one site, split into what may
- * overlap and what may not. */
+/* Seconds of the plan's collectives at one site (of one phase, or of
+ * both where phase < 0), split into what may overlap and what may not. */
 static void
-site_seconds (struct plugin *pred, const struct dist_plan *dp, int site,
+site_seconds (struct plugin *pred, const struct dist_plan *dp, int site, int phase,
               const struct comm_groups *g, const struct perfmod_gpu *gpu, double *plain,
               double *overlap, double by_dim[NDIMS])
 {
@@ -430,7 +430,7 @@ site_seconds (struct plugin *pred, const struct dist_plan *dp, int site,
   for (size_t i = 0; i < dp->ncomms; i++) {
     const struct comm_site *cs = &dp->comms[i];
     double t;
-    if (cs->site != site)
+    if (cs->site != site || (phase >= 0 && cs->phase != phase))
       continue;
     t = step_collective_seconds (pred, cs->collective, cs->bytes, cs->dim,
                                  cs->expert_group ? g->edp_size : g->size[cs->dim],
@@ -1545,7 +1545,7 @@ dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cf
     }
   }
 
-  site_seconds (pred, &dp, PERFMOD_SITE_STAGE, &g, gpu, &plain, &over, NULL);
+  site_seconds (pred, &dp, PERFMOD_SITE_STAGE, -1, &g, gpu, &plain, &over, NULL);
   p2p = (plain + over) * 1e3;
   memset (&pin, 0, sizeof pin);
   pin.stages = p;
@@ -1567,19 +1567,26 @@ dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cf
 
   if (o->train) {
     /* Gradients once per step: bucketed collectives marked to overlap may
-     * hide behind the last micro-batch's backward, all but the last
-     * bucket; the rest is exposed. */
-    double by_dim[NDIMS] = { 0 }, window = 0, params, buckets, hidden;
-    site_seconds (pred, &dp, PERFMOD_SITE_GRADS, &g, gpu, &plain, &over, by_dim);
-    for (int c = cr; c < chunks; c += p)
-      window += bw[c];
+     * hide, all but the last bucket, behind the last micro-batch's
+     * backward (the gradients' reduction, phase 1) or the first one's
+     * forward (the parameters' all-gather into the next step, phase 0:
+     * Megatron's --overlap-param-gather); the rest is exposed. */
+    double by_dim[NDIMS] = { 0 }, window[2] = { 0, 0 }, params, buckets, hidden = 0;
     params = device_params (m, &dp, rank_share (m, s, cr), cr == 0,
                             cr == p - 1, false);
     buckets = ceil (params / DP_BUCKET_PARAMS);
-    hidden = over * 1e3 * (1 - 1 / buckets);
-    if (hidden > window)
-      hidden = window;
-    r->grads_ms = (plain + over) * 1e3 - hidden;
+    for (int c = cr; c < chunks; c += p) {
+      window[0] += fw[c];
+      window[1] += bw[c];
+    }
+    r->grads_ms = 0;
+    for (int ph = 0; ph < 2; ph++) {
+      double h;
+      site_seconds (pred, &dp, PERFMOD_SITE_GRADS, ph, &g, gpu, &plain, &over, by_dim);
+      h = fmin (over * 1e3 * (1 - 1 / buckets), window[ph]);
+      r->grads_ms += (plain + over) * 1e3 - h;
+      hidden += h;
+    }
     r->hidden_ms[DIM_DP] = hidden;
     for (int d = 0; d < NDIMS; d++)
       r->comm_ms[d] += by_dim[d] * 1e3;
