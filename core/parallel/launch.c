@@ -136,7 +136,7 @@ launch_args (int tool, const struct strategy *s, const struct model_cfg *m,
         arg (&o, tool, "--overlap-param-gather", "ddp.overlap_param_gather", NULL);
     }
   }
-  if (s->grad_low) {                     /* the Bridge sets both, as its recipes do */
+  if (s->grad_low && pr && pr->weight_bytes < pr->grad_bytes) {   /* the Bridge sets both */
     arg (&o, tool, "--grad-reduce-in-bf16", NULL, NULL);
     arg (&o, tool, NULL, "ddp.grad_reduce_in_fp32", "false");
     arg (&o, tool, NULL, "mixed_precision.grad_reduce_in_fp32", "false");
