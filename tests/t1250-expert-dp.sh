@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1250-expert-dp.sh: the routed experts' gradients and optimizer state over Megatron-Core's expert data-parallel group, grad_fp32=0 (bf16 gradients), and the parameters' all-gather hidden in the next forward, by hand.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 13
+plan 17
 
 # Qwen3-30B-A3B (48 layers, 128 experts of 3 x 2048 x 768 = 4718592 parameters) on one
 # node of 8 H100, tp=1, dp=8, the distributed optimizer.  With ep=E each rank holds 128 / E
@@ -103,3 +103,20 @@ run_pm --model gpt3-2.7b --gpu a100 --mode train --batch 16 --strategy dp=8,zero
   --plugin-opt dp:overlap=0
 ok $([ "$rc" -eq 0 ] && jq -e '.predictions[0] | .comm_ms.dp > 0 and ((.grads_ms - .comm_ms.dp) | fabs) < 1e-9 * .comm_ms.dp' \
        "$TMP/out" >/dev/null; echo $?) "dp:overlap=0: the scatter and the gather both exposed after the backward"
+
+# With etp=1 the experts' replicas reach beyond dp: tp=4, ep=2, dp=1 holds each whole
+# expert on 2 of the 4 ranks, so Megatron-Core's distributed optimizer (the default under
+# kernels=te) halves their state: 12 bytes x 48 x 64 x 4718592 / 2 = 81.0 GiB of the 85.3
+run_pm --model qwen3-30b-a3b --gpu h100 --mode train --batch 8 --seq 4096 --predictor roofline \
+  --strategy tp=4,ep=2,etp=1,sp=1,dp=1 --format json
+ok $([ "$rc" -eq 0 ] && jq -e '.strategy.zero == 1 and (.predictions[0].memory_gib.optimizer
+       - 12 * 48 * 64 * 4718592 / 2 / 1073741824) as $dense | $dense > 0 and $dense < 5' "$TMP/out" >/dev/null
+     echo $?) "etp=1, dp=1: the distributed optimizer by default, the experts' state over their 2 replicas"
+run_pm --model qwen3-30b-a3b --gpu h100 --mode train --batch 8 --seq 4096 \
+  --strategy tp=4,ep=2,etp=1,sp=1,dp=1 --print megatron
+ok $([ "$rc" -eq 0 ] && grep -q -- '--use-distributed-optimizer' "$TMP/out"; echo $?) \
+  "--print megatron asks for the distributed optimizer there too"
+expect_one_line 2 'grad_fp32=0: .*mixed precision' "grad_fp32=0 in fp32 training is refused in one line" -- \
+  --model qwen3-30b-a3b --gpu h100 --mode train --batch 64 --seq 4096 --precision fp32 --strategy dp=8,grad_fp32=0
+expect_one_line 2 'grad_fp32=0: .*training step' "grad_fp32=0 in inference is refused in one line" -- \
+  --model qwen3-30b-a3b --gpu h100 --mode inf --batch 8 --seq 1024 --strategy tp=2,grad_fp32=0

@@ -122,7 +122,7 @@ launch_args (int tool, const struct strategy *s, const struct model_cfg *m,
   arg_int (&o, tool, "--micro-batch-size", "train.micro_batch_size", s->mbs);
   arg_int (&o, tool, "--global-batch-size", "train.global_batch_size", batch);
   arg_int (&o, tool, "--seq-length", "dataset.sequence_length", seq);
-  if (s->dp * s->cp > 1) {
+  if (s->dp * s->cp > 1 || (m->experts > 0 && dist_expert_replicas (s) > 1)) {
     if (s->zero >= 1)
       arg (&o, tool, "--use-distributed-optimizer", "ddp.use_distributed_optimizer", NULL);
     if (s->zero >= 2) {                 /* Megatron-FSDP's ZeRO-2 and ZeRO-3 */

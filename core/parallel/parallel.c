@@ -61,7 +61,10 @@ expert_dp_group (const struct dist_options *o, int *size, int64_t *stride)
 {
   const struct strategy *s = o->s;
   int n = dist_expert_replicas (s);
-  if (n < 1) {                           /* no such layout: dp's group */
+  /* no such layout; or each expert sharded as the rest (ep 1, experts over
+   * tp): dp's group; or ep drawn from dp beside cp (the eager modules),
+   * whose replicas are not one strided group: dp's, approximately */
+  if (n < 1 || (s->ep == 1 && s->etp != 1) || (s->cp > 1 && ep_stride (o) > s->tp)) {
     *size = s->dp * s->cp;
     *stride = s->tp;
     return;
@@ -226,15 +229,19 @@ plugin_plan (struct plugin *pl, const struct perfmod_parallel_case *c, struct pe
 }
 
 /* Plan p's collectives (those at `site` alone when site >= 0) into dp. */
-static void
+static int
 plan_add_comms (struct dist_plan *dp, const struct perfmod_plan *p, int dim, int site,
                 bool expert_group)
 {
   for (int k = 0; k < p->ncomm; k++) {
     struct comm_site *cs;
-    if ((site >= 0 && p->comm[k].site != site)
-        || dp->ncomms >= sizeof dp->comms / sizeof dp->comms[0])
+    if (site >= 0 && p->comm[k].site != site)
       continue;
+    if (dp->ncomms >= sizeof dp->comms / sizeof dp->comms[0]) {
+      pm_error ("the plugins' plans hold more than %zu collectives",
+                sizeof dp->comms / sizeof dp->comms[0]);
+      return -1;
+    }
     cs = &dp->comms[dp->ncomms++];
     cs->collective = p->comm[k].collective;
     cs->site = p->comm[k].site;
@@ -246,6 +253,7 @@ plan_add_comms (struct dist_plan *dp, const struct perfmod_plan *p, int dim, int
     cs->dim = dim;
     cs->expert_group = expert_group;
   }
+  return 0;
 }
 
 /* Ask each dimension's plugin for its plan and compose them. */
@@ -357,7 +365,8 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
      * plugin's experts and load stand, its all-to-alls do not. */
     if (dim == DIM_EP && dp->ep_in_tp)
       continue;
-    plan_add_comms (dp, &p, dim, -1, false);
+    if (plan_add_comms (dp, &p, dim, -1, false) < 0)
+      return -1;
   }
   /* The routed experts' gradients over the expert data-parallel group:
    * dp's plugin asked again, for that group and those gradients; its
@@ -373,7 +382,8 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
     dp->expert_weights = p.weights;
     dp->expert_gradients = p.gradients;
     dp->expert_optimizer = p.optimizer;
-    plan_add_comms (dp, &p, DIM_DP, PERFMOD_SITE_GRADS, true);
+    if (plan_add_comms (dp, &p, DIM_DP, PERFMOD_SITE_GRADS, true) < 0)
+      return -1;
   }
   /* Megatron-Core's routed copies over tp (dp->moe_tp_after): gathered
    * after dispatch and reduce-scattered before combine in the forward,
@@ -392,6 +402,7 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
         cs->bytes = copies;
         cs->overlap = PERFMOD_OVERLAP_NONE;
         cs->dim = DIM_TP;
+        cs->expert_group = 0;
       }
   }
   /* Context parallelism (Megatron's ring attention): each layer passes
@@ -414,13 +425,15 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
       cs->bytes = kv;
       cs->overlap = PERFMOD_OVERLAP_PHASE;
       cs->dim = DIM_CP;
+      cs->expert_group = 0;
     }
   }
   return 0;
 }
 
-/* Seconds of the plan's collectives at one site (of one phase, or of
- * both where phase < 0), split into what may overlap and what may not. */
+/* Seconds of the plan's collectives at one site (of the forward, phase 0,
+ * or the backward, any other, or of both where phase < 0), split into
+ * what may overlap and what may not. */
 static void
 site_seconds (struct plugin *pred, const struct dist_plan *dp, int site, int phase,
               const struct comm_groups *g, const struct perfmod_gpu *gpu, double *plain,
@@ -430,7 +443,7 @@ site_seconds (struct plugin *pred, const struct dist_plan *dp, int site, int pha
   for (size_t i = 0; i < dp->ncomms; i++) {
     const struct comm_site *cs = &dp->comms[i];
     double t;
-    if (cs->site != site || (phase >= 0 && cs->phase != phase))
+    if (cs->site != site || (phase >= 0 && (cs->phase != 0) != (phase != 0)))
       continue;
     t = step_collective_seconds (pred, cs->collective, cs->bytes, cs->dim,
                                  cs->expert_group ? g->edp_size : g->size[cs->dim],
@@ -567,7 +580,7 @@ struct chunk_key {
   int size[NDIMS];
   int64_t stride[NDIMS];
   size_t ncomms;
-  struct comm_site comms[4 * PERFMOD_MAX_COMMS];
+  struct comm_site comms[5 * PERFMOD_MAX_COMMS + 6]; /* four plans, the experts' and the core's */
 };
 struct cache_slot {
   uint64_t hash;
@@ -1200,6 +1213,13 @@ dist_check (const struct model_cfg *m, const struct dist_options *o)
       pm_error ("dispatcher=%s: needs %s", dispatcher_name (s->dispatcher), need);
       return -1;
     }
+  }
+  /* 16-bit gradients: a mixed-precision step's (fp32 keeps fp32 ones) */
+  if (s->grad_low && (!o->train || !o->prec || o->prec->weight_bytes >= o->prec->grad_bytes)) {
+    pm_error ("grad_fp32=0: gradients in the weights' 16 bits need %s",
+              !o->train ? "a training step (--mode train)"
+              : "a mixed precision (bf16, amp-fp16, fp8, fp8-cs): fp32 training keeps fp32 ones");
+    return -1;
   }
   /* Megatron-Core's multi-token prediction: its layer after the loss */
   if (s->mtp > 0 && (!o->train || s->kernels != KERNELS_TE)) {

@@ -231,7 +231,7 @@ struct dist_plan {       /* the plugins' plans composed */
   /* the routed experts' ZeRO divisors: over their own data-parallel group
    * (parallel.c, expert_dp_group), else plan's */
   double expert_weights, expert_gradients, expert_optimizer;
-  struct comm_site comms[4 * PERFMOD_MAX_COMMS];
+  struct comm_site comms[5 * PERFMOD_MAX_COMMS + 6]; /* four plans, the experts' and the core's */
   size_t ncomms;
 };
 struct dist_result {

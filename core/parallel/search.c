@@ -189,7 +189,7 @@ fixed_ok (const struct search *x, int key, int value)
   const struct strategy *f = &x->fixed;
   int want[] = { f->tp, f->pp, f->dp, f->ep, f->mbs, f->vp, f->zero, f->recompute, f->sp,
                  f->schedule, f->kernels, f->cp, f->tpo, f->dispatcher, f->a2a_overlap,
-                 f->shared_overlap, f->etp };
+                 f->shared_overlap, f->etp, f->grad_low ? 0 : 1 };
   return !(x->fixed_mask & 1u << key) || want[key] == value;
 }
 
@@ -527,7 +527,9 @@ enumerate_layouts (struct search *x, int tp, int64_t pp, int cp, int64_t dp, int
       /* one chunk per rank: GPipe beside 1F1B; tpo (Transformer
        * Engine's userbuffers) with sp and TE's layer */
       for (int sc = 0; sc < (pp > 1 && vp == 1 ? 2 : 1); sc++) {
-        for (int zero = 0; zero <= (dp > 1 ? 3 : 0); zero++) {
+        /* ZeRO over dp, or ZeRO-1 over the routed experts' replicas (etp=1 with dp 1) */
+        int zmax = dp > 1 ? 3 : m->experts > 0 && dist_expert_replicas (&b) > 1 ? 1 : 0;
+        for (int zero = 0; zero <= zmax; zero++) {
           for (int rc = RECOMPUTE_NONE; rc <= RECOMPUTE_FULL; rc++) {
             for (int sp = etp; sp <= (tp > 1 ? 1 : 0); sp++) {   /* etp=1: sp */
               for (int tpo = 0; tpo <= (sp && kernels == KERNELS_TE ? 1 : 0); tpo++) {

@@ -264,7 +264,9 @@ strategy_check_split (const struct strategy *s, int64_t layers, const char *wher
 bool
 strategy_default_zero (struct strategy *s, bool train)
 {
-  if (s->zero_set || !train || s->kernels != KERNELS_TE || s->dp * s->cp <= 1)
+  /* sharded over dp, or over the routed experts' replicas beyond it (etp=1) */
+  if (s->zero_set || !train || s->kernels != KERNELS_TE
+      || (s->dp * s->cp <= 1 && dist_expert_replicas (s) <= 1))
     return false;
   s->zero = 1;
   return true;

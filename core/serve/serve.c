@@ -115,7 +115,7 @@ layout_parse (struct strategy *s, const char *spec, const char *what, bool repli
   strategy_init (&d);
   if (s->mbs != 1 || s->vp != 1 || s->zero || s->cp != 1 || s->sp || s->tpo || strategy_uneven (s) ||
       s->kernels_set || s->recompute != RECOMPUTE_NONE || s->schedule != d.schedule ||
-      s->a2a_overlap || s->shared_overlap) {
+      s->a2a_overlap || s->shared_overlap || s->grad_low) {
     pm_error ("%s '%s': a serving replica takes tp, pp, ep, etp, dispatcher%s only", what, spec,
               replicas ? " and dp (replicas)" : "");
     return -1;
