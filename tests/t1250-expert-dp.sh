@@ -1,7 +1,7 @@
 #!/bin/sh
-# t1250-expert-dp.sh: the routed experts' gradients and optimizer state over Megatron-Core's expert data-parallel group, grad_fp32=0 (bf16 gradients), and the parameters' all-gather hidden in the next forward, by hand.
+# t1250-expert-dp.sh: the routed experts' gradients and optimizer state over Megatron-Core's expert data-parallel group, grad_fp32=0 (bf16 gradients), the parameters' all-gather hidden in the next forward, and the routed copies the experts keep, by hand.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 17
+plan 18
 
 # Qwen3-30B-A3B (48 layers, 128 experts of 3 x 2048 x 768 = 4718592 parameters) on one
 # node of 8 H100, tp=1, dp=8, the distributed optimizer.  With ep=E each rank holds 128 / E
@@ -120,3 +120,18 @@ expect_one_line 2 'grad_fp32=0: .*mixed precision' "grad_fp32=0 in fp32 training
   --model qwen3-30b-a3b --gpu h100 --mode train --batch 64 --seq 4096 --precision fp32 --strategy dp=8,grad_fp32=0
 expect_one_line 2 'grad_fp32=0: .*training step' "grad_fp32=0 in inference is refused in one line" -- \
   --model qwen3-30b-a3b --gpu h100 --mode inf --batch 8 --seq 1024 --strategy tp=2,grad_fp32=0
+
+# The activations a routed layer keeps grow with top-k by, per token and extra copy, fc1's
+# output (2 x 768 x 2 bytes), the activation's (768 x 2) and the copy fc1 keeps for its
+# weight gradient (2048 x 2): Qwen3-30B-A3B against itself with 4 experts a token, one
+# micro-batch of 4096 tokens in flight on each of 48 layers: 48 x 4096 x 4 x 8704 bytes
+sed 's/"num_experts_per_tok": 8/"num_experts_per_tok": 4/' "$top_srcdir/models/qwen3-30b-a3b.json" > "$TMP/k4.json"
+act () {
+  run_pm --model "$1" --gpu h100 --mode train --batch 8 --seq 4096 --predictor roofline \
+    --strategy dp=8,ep=8,zero=1 --format json
+  jq -e '.predictions[0].memory_gib.activations' "$TMP/out"
+}
+a8=$(act "$top_srcdir/models/qwen3-30b-a3b.json") a4=$(act "$TMP/k4.json")
+ok $(awk -v a="$a8" -v b="$a4" 'BEGIN { want = 48 * 4096 * 4 * 8704 / 1073741824
+       exit !(((a - b) - want)^2 < (1e-6 * want)^2) }'; echo $?) \
+  "top-8 against top-4: 4 more routed copies of fc1's input and output a token ($a8 - $a4 GiB)"

@@ -39,6 +39,8 @@ layer_activations (const struct model_cfg *m, double b, double s, double eb, dou
   /* q, k, v, the projection's input; fc1's output (gated: gate and up)
    * and the activation's output, fc2's input */
   split = sbh * (eb * (1 + 2 * r) + gin) + k * s * b * f * (eb * (gated ? 2 : 1) + gin);
+  if (m->experts > 0)                   /* the k routed copies of each token fc1 keeps */
+    split += k * sbh * gin;
   /* softmax output, and with dropout its mask and output; fused
    * attention keeps only the softmax's fp32 log-sum-exp per query row (it
    * recomputes the scores in its backward and regenerates the dropout
@@ -60,13 +62,16 @@ layer_activations (const struct model_cfg *m, double b, double s, double eb, dou
  * The attention's q, k and v (MLA: expanded keys and values and the
  * latent), the context the output projection reads, and the feed-forward
  * intermediates averaged over the layers (a routed layer: top_k experts
- * and the shared ones per token); Gemma 2/3 keep two more norm inputs. */
+ * and the shared ones per token, and the top_k routed copies of the token
+ * the experts' fc1 keeps for its weight gradient: Transformer Engine's
+ * GroupedLinear saves its permuted input, as a per-expert Linear does);
+ * Gemma 2/3 keep two more norm inputs. */
 static double
 modern_layer_activations (const struct model_cfg *m, double b, double s, double eb, double gin,
                           enum pm_recompute rc, unsigned mods, double tp, bool sp, bool flash)
 {
   double h = (double) m->hidden, a = (double) m->heads, sb = s * b, sbh = sb * h;
-  double qkv, ctx, f = 0, fr = 0, fd = 0, up = 0, replicated, split, scores;
+  double qkv, ctx, f = 0, fr = 0, fd = 0, up = 0, kh = 0, replicated, split, scores;
   bool gated = !m->layernorm;
   if (rc == RECOMPUTE_FULL)
     return sbh * eb / (sp ? tp : 1);
@@ -83,6 +88,7 @@ modern_layer_activations (const struct model_cfg *m, double b, double s, double 
   for (int64_t i = 0; i < m->layers; i++)
     if (model_layer_moe (m, i)) {
       f += (double) (m->top_k * m->moe_ffn + m->shared_ffn);
+      kh += (double) (m->top_k * m->hidden);   /* the routed copies fc1 keeps */
       fr += (double) (m->top_k * m->moe_ffn);
     }
     else {
@@ -90,10 +96,11 @@ modern_layer_activations (const struct model_cfg *m, double b, double s, double 
       fd += (double) m->ffn;
     }
   f /= (double) m->layers;
+  kh /= (double) m->layers;
   fr /= (double) m->layers;            /* the routed experts', the dense layers' share */
   fd /= (double) m->layers;
   replicated = sbh * (2 * gin + (gated ? 0 : 2)) + (m->post_norms ? 4 : 2) * sbh * eb;
-  split = sb * (eb * qkv + gin * ctx) + sb * f * (eb * (gated ? 2 : 1) + gin);
+  split = sb * (eb * qkv + gin * ctx) + sb * f * (eb * (gated ? 2 : 1) + gin) + sb * kh * gin;
   scores = flash ? 4 * a * s * b : a * s * s * b * eb;
   if (rc == RECOMPUTE_SELECTIVE) {      /* the modules run again keep nothing */
     if (mods & RM_LAYERNORM)
