@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1250-expert-dp.sh: the routed experts' gradients and optimizer state over Megatron-Core's expert data-parallel group, grad_fp32=0 (bf16 gradients), the parameters' all-gather hidden in the next forward, and the routed copies the experts keep, by hand.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 18
+plan 19
 
 # Qwen3-30B-A3B (48 layers, 128 experts of 3 x 2048 x 768 = 4718592 parameters) on one
 # node of 8 H100, tp=1, dp=8, the distributed optimizer.  With ep=E each rank holds 128 / E
@@ -135,3 +135,16 @@ a8=$(act "$top_srcdir/models/qwen3-30b-a3b.json") a4=$(act "$TMP/k4.json")
 ok $(awk -v a="$a8" -v b="$a4" 'BEGIN { want = 48 * 4096 * 4 * 8704 / 1073741824
        exit !(((a - b) - want)^2 < (1e-6 * want)^2) }'; echo $?) \
   "top-8 against top-4: 4 more routed copies of fc1's input and output a token ($a8 - $a4 GiB)"
+
+# Under Megatron-Core's default expert tp the routed copies of both tp ranks' tokens are
+# gathered onto each (Mixtral, tp=2, sp, ep=4: 1024 tokens x 2 copies x 4096 x 2 bytes on
+# each of 32 layers), where with etp=1 each rank keeps its own half: 0.25 GiB more
+mix () {
+  run_pm --model mixtral-8x7b --gpu h100 --mode train --dtype bf16 --batch 8 --seq 1024 \
+    --predictor roofline --strategy "tp=2,ep=4,dp=4,sp=1,kernels=te$1" --format json
+  jq -e '.predictions[0].memory_gib.activations' "$TMP/out"
+}
+m0=$(mix "") m1=$(mix ",etp=1")
+ok $(awk -v a="$m0" -v b="$m1" 'BEGIN { want = 32 * 1024 * 2 * 4096 * 2 / 2 / 1073741824
+       exit !(((a - b) - want)^2 < (1e-6 * want)^2) }'; echo $?) \
+  "expert tp = tp keeps the copies gathered over tp: 0.25 GiB more than etp=1 ($m0 - $m1 GiB)"

@@ -22,13 +22,14 @@
  * norm, dropout and residual terms (its 10) only with sequence parallelism. */
 static double
 layer_activations (const struct model_cfg *m, double b, double s, double eb, double gin,
-                   enum pm_recompute rc, unsigned mods, double tp, bool sp, bool flash)
+                   enum pm_recompute rc, unsigned mods, double tp, double ktp, bool sp,
+                   bool flash)
 {
   double h = (double) m->hidden, a = (double) m->heads, f = (double) m->ffn;
   double r = (double) m->kv_heads / (double) m->heads, sbh = s * b * h, k = 1;
   bool gated = m->family == FAM_LLAMA || m->family == FAM_MIXTRAL;
   bool attn_dropout = !gated;
-  double replicated, split, scores;
+  double replicated, split, scores, routed = 0;
   if (m->experts > 0 && (m->family == FAM_MIXTRAL || m->family == FAM_SWITCH))
     k = (double) m->top_k;   /* each token's activations in k experts */
   if (rc == RECOMPUTE_FULL)
@@ -40,7 +41,7 @@ layer_activations (const struct model_cfg *m, double b, double s, double eb, dou
    * and the activation's output, fc2's input */
   split = sbh * (eb * (1 + 2 * r) + gin) + k * s * b * f * (eb * (gated ? 2 : 1) + gin);
   if (m->experts > 0)                   /* the k routed copies of each token fc1 keeps */
-    split += k * sbh * gin;
+    routed = k * sbh * gin;
   /* softmax output, and with dropout its mask and output; fused
    * attention keeps only the softmax's fp32 log-sum-exp per query row (it
    * recomputes the scores in its backward and regenerates the dropout
@@ -54,7 +55,7 @@ layer_activations (const struct model_cfg *m, double b, double s, double eb, dou
     if (mods & RM_MLP && m->experts == 0)
       split -= s * b * f * (eb * (gated ? 2 : 1) + gin);
   }
-  return replicated / (sp ? tp : 1) + split / tp
+  return replicated / (sp ? tp : 1) + split / tp + routed / ktp
          + (rc == RECOMPUTE_SELECTIVE && (mods == 0 || mods & RM_CORE_ATTN) ? 0 : scores / tp);
 }
 
@@ -64,11 +65,13 @@ layer_activations (const struct model_cfg *m, double b, double s, double eb, dou
  * intermediates averaged over the layers (a routed layer: top_k experts
  * and the shared ones per token, and the top_k routed copies of the token
  * the experts' fc1 keeps for its weight gradient: Transformer Engine's
- * GroupedLinear saves its permuted input, as a per-expert Linear does);
- * Gemma 2/3 keep two more norm inputs. */
+ * GroupedLinear saves its permuted input, as a per-expert Linear does;
+ * over ktp ranks, 1 where they are gathered over tp); Gemma 2/3 keep two
+ * more norm inputs. */
 static double
 modern_layer_activations (const struct model_cfg *m, double b, double s, double eb, double gin,
-                          enum pm_recompute rc, unsigned mods, double tp, bool sp, bool flash)
+                          enum pm_recompute rc, unsigned mods, double tp, double ktp, bool sp,
+                          bool flash)
 {
   double h = (double) m->hidden, a = (double) m->heads, sb = s * b, sbh = sb * h;
   double qkv, ctx, f = 0, fr = 0, fd = 0, up = 0, kh = 0, replicated, split, scores;
@@ -100,7 +103,7 @@ modern_layer_activations (const struct model_cfg *m, double b, double s, double 
   fr /= (double) m->layers;            /* the routed experts', the dense layers' share */
   fd /= (double) m->layers;
   replicated = sbh * (2 * gin + (gated ? 0 : 2)) + (m->post_norms ? 4 : 2) * sbh * eb;
-  split = sb * (eb * qkv + gin * ctx) + sb * f * (eb * (gated ? 2 : 1) + gin) + sb * kh * gin;
+  split = sb * (eb * qkv + gin * ctx) + sb * f * (eb * (gated ? 2 : 1) + gin);
   scores = flash ? 4 * a * s * b : a * s * s * b * eb;
   if (rc == RECOMPUTE_SELECTIVE) {      /* the modules run again keep nothing */
     if (mods & RM_LAYERNORM)
@@ -112,7 +115,7 @@ modern_layer_activations (const struct model_cfg *m, double b, double s, double 
     if (mods & RM_MLA_UP)
       split -= sb * eb * up;
   }
-  return replicated / (sp ? tp : 1) + split / tp
+  return replicated / (sp ? tp : 1) + split / tp + sb * kh * gin / ktp
          + (rc == RECOMPUTE_SELECTIVE && (mods == 0 || mods & RM_CORE_ATTN) ? 0 : scores / tp);
 }
 
@@ -148,6 +151,7 @@ memory_estimate (const struct model_cfg *m, const struct memory_options *o,
     p = sh->params;
   if (o->train) {
     double tp = sh ? sh->tp : 1, copies = sh ? sh->layer_copies : l;
+    double ktp = sh && sh->routed_gathered ? 1 : tp;   /* the routed copies a rank keeps */
     bool sp = sh && sh->sp;
     /* The precision's bytes per parameter (see predict.c): mixed
      * precision keeps 2-byte weights, fp32 gradients and Adam's fp32
@@ -171,10 +175,11 @@ memory_estimate (const struct model_cfg *m, const struct memory_options *o,
     double gin = pr->gemm == PERFMOD_DTYPE_FP8 ? 1 : eb;
     out->activations = copies * (m->family >= FAM_QWEN
                                  ? modern_layer_activations (m, b, s, eb, gin, o->recompute,
-                                                             o->recompute_modules, tp, sp,
+                                                             o->recompute_modules, tp, ktp, sp,
                                                              o->flash)
                                  : layer_activations (m, b, s, eb, gin, o->recompute,
-                                                      o->recompute_modules, tp, sp, o->flash));
+                                                      o->recompute_modules, tp, ktp, sp,
+                                                      o->flash));
     /* logits and their gradient in fp32 for the loss (the last stage):
      * PyTorch's cross-entropy keeps both; Megatron-Core's keeps the fp32
      * softmax alone and turns it into the gradient in place.  The

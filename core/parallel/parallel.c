@@ -1412,6 +1412,7 @@ rank_memory (const struct model_cfg *m, const struct perfmod_gpu *gpu,
   ms.tp = s->tp;
   ms.sp = s->sp;
   ms.tpo = s->tpo;
+  ms.routed_gathered = dp->moe_tp_after && s->etp == 0;
   ms.params = device_params (m, dp, rank_share (m, s, r), embed, head,
                             m->tied && p > 1 && head);
   ms.expert_params = device_expert_params (dp, rank_share (m, s, r));

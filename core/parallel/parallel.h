@@ -130,6 +130,8 @@ struct mem_shard {       /* one device's share under graph-level parallelism */
   int tp;                /* activations split over tensor-parallel ranks */
   bool sp;               /* and the norm/dropout regions too (sequence parallel) */
   bool tpo;              /* Transformer Engine's userbuffers (tp communication overlap) */
+  bool routed_gathered;  /* the routed copies of every tp rank's tokens on each (Megatron-Core's
+                            default expert tp, dist_plan's moe_tp_after) */
   double params;         /* parameters held */
   double layer_copies;   /* layers' activations kept: layers x micro-batches in flight */
   bool embed, head;      /* first stage's embedding output, last stage's logits */
