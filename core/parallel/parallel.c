@@ -45,7 +45,8 @@ ep_stride (const struct dist_options *o)
 int
 dist_expert_replicas (const struct strategy *s)
 {
-  int64_t ranks = (int64_t) s->tp * s->cp * s->dp, held = (int64_t) (s->etp == 1 ? 1 : s->tp) * s->ep;
+  int64_t ranks = (int64_t) s->tp * s->cp * s->dp;
+  int64_t held = (int64_t) (s->etp == 1 ? 1 : s->tp) * s->ep;   /* each expert's ranks */
   return held > 0 && ranks % held == 0 ? (int) (ranks / held) : 0;
 }
 

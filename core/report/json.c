@@ -37,7 +37,8 @@ json_strategy (const struct strategy *s, bool train)
     char mods[80];
     strategy_spec (s, spec, sizeof spec);
     o = json_pack ("{s:s, s:i, s:i, s:i, s:i, s:i, s:o, s:i, s:i, s:s, s:i, s:s, s:o, s:b, s:b, "
-                   "s:s, s:s, s:b, s:b, s:i, s:b}", "spec", spec, "tp", s->tp, "pp", s->pp, "dp", s->dp,
+                   "s:s, s:s, s:b, s:b, s:i, s:b}", "spec", spec, "tp", s->tp, "pp", s->pp,
+                   "dp", s->dp,
                    "cp", s->cp, "ep", s->ep,   /* etp null: the experts' tp is tp */
                    "etp", s->etp > 0 ? json_integer (s->etp) : json_null (), "mbs", s->mbs,
                    "vp", s->vp, "schedule", schedule_name (s->schedule), "zero", s->zero,
