@@ -122,7 +122,7 @@ launch_args (int tool, const struct strategy *s, const struct model_cfg *m,
   arg_int (&o, tool, "--micro-batch-size", "train.micro_batch_size", s->mbs);
   arg_int (&o, tool, "--global-batch-size", "train.global_batch_size", batch);
   arg_int (&o, tool, "--seq-length", "dataset.sequence_length", seq);
-  if (s->dp * s->cp > 1 || (m->experts > 0 && dist_expert_replicas (s) > 1)) {
+  if (strategy_shards (s)) {
     if (s->zero >= 1)
       arg (&o, tool, "--use-distributed-optimizer", "ddp.use_distributed_optimizer", NULL);
     if (s->zero >= 2) {                 /* Megatron-FSDP's ZeRO-2 and ZeRO-3 */
@@ -136,7 +136,7 @@ launch_args (int tool, const struct strategy *s, const struct model_cfg *m,
         arg (&o, tool, "--overlap-param-gather", "ddp.overlap_param_gather", NULL);
     }
   }
-  if (s->grad_low && pr && pr->weight_bytes < pr->grad_bytes) {   /* the Bridge sets both */
+  if (s->grad_low && precision_mixed (pr)) {   /* the Bridge sets both */
     arg (&o, tool, "--grad-reduce-in-bf16", NULL, NULL);
     arg (&o, tool, NULL, "ddp.grad_reduce_in_fp32", "false");
     arg (&o, tool, NULL, "mixed_precision.grad_reduce_in_fp32", "false");

@@ -191,7 +191,7 @@ plan_init (struct perfmod_plan *p)
 static double
 grad_bytes_of (const struct precision *pr, const struct strategy *s)
 {
-  return s->grad_low && pr->weight_bytes < pr->grad_bytes ? pr->weight_bytes : pr->grad_bytes;
+  return s->grad_low && precision_mixed (pr) ? pr->weight_bytes : pr->grad_bytes;
 }
 
 /* Plugin pl's plan for case c, checked. */
@@ -292,6 +292,7 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
                       && (edp_size != s->dp * s->cp || edp_stride != s->tp);
   struct plugin *dp_plugin = NULL;
   struct perfmod_parallel_case dp_case;
+  double dp_experts = 0;                 /* the routed experts' parameters of dp's case */
   dp->expert_weights = dp->expert_gradients = dp->expert_optimizer = 1;
   for (size_t i = 0; i < sizeof plan_order / sizeof plan_order[0]; i++) {
     int dim = plan_order[i], degree = degree_of (s, dim);
@@ -321,8 +322,9 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
     /* gradients (fp32) and one layer's weights of an average stage so far */
     int cr = costed_rank (m, s, dp);
     double dev = device_params (m, dp, rank_share (m, s, cr), cr == 0, cr == s->pp - 1, false);
+    double experts = device_expert_params (dp, rank_share (m, s, cr));
     if (dim == DIM_DP && expert_apart)   /* the experts' go over their own group (below) */
-      dev -= device_expert_params (dp, rank_share (m, s, cr));
+      dev -= experts;
     c.grad_elem_bytes = o->train ? grad_bytes_of (pr, s) : 4;
     c.grad_bytes = c.grad_elem_bytes * dev;
     c.layer_param_bytes = device_params (m, dp, 1.0 / (double) m->layers, false, false, false)
@@ -338,6 +340,7 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
     if (dim == DIM_DP) {
       dp_plugin = pl;
       dp_case = c;
+      dp_experts = experts;
     }
     if (degree <= 1)                     /* dp of 1: only the experts' group (below) */
       continue;
@@ -375,9 +378,8 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
    * (counted as dp's).  A group of one reduces nothing and shards nothing. */
   if (expert_apart && dp_plugin && edp_size > 1) {
     struct perfmod_plan p;
-    int cr = costed_rank (m, s, dp);
     dp_case.degree = edp_size;
-    dp_case.grad_bytes = grad_bytes_of (pr, s) * device_expert_params (dp, rank_share (m, s, cr));
+    dp_case.grad_bytes = dp_case.grad_elem_bytes * dp_experts;
     if (plugin_plan (dp_plugin, &dp_case, &p) < 0)
       return -1;
     dp->expert_weights = p.weights;
@@ -1216,7 +1218,7 @@ dist_check (const struct model_cfg *m, const struct dist_options *o)
     }
   }
   /* 16-bit gradients: a mixed-precision step's (fp32 keeps fp32 ones) */
-  if (s->grad_low && (!o->train || !o->prec || o->prec->weight_bytes >= o->prec->grad_bytes)) {
+  if (s->grad_low && (!o->train || !precision_mixed (o->prec))) {
     pm_error ("grad_fp32=0: gradients in the weights' 16 bits need %s",
               !o->train ? "a training step (--mode train)"
               : "a mixed precision (bf16, amp-fp16, fp8, fp8-cs): fp32 training keeps fp32 ones");

@@ -80,6 +80,9 @@ int strategy_resolve (struct strategy *s, int64_t nodes, int gpus_per_node, int6
  * distributed optimizer (zero=1), as its recipes do, unless zero was given: true when it
  * chose zero=1. */
 bool strategy_default_zero (struct strategy *s, bool train);
+/* Whether the distributed optimizer has replicas to shard over: dp's, or the
+ * routed experts' beyond them (etp=1 with dp 1). */
+bool strategy_shards (const struct strategy *s);
 /* split= for the pp x vp chunks when they do not divide the layers (pp x vp <=
  * PM_MAX_STAGES), as perfmod search tries it: layers / chunks each, the extra ones to the
  * middle chunks first. */

@@ -262,11 +262,17 @@ strategy_check_split (const struct strategy *s, int64_t layers, const char *wher
 }
 
 bool
+strategy_shards (const struct strategy *s)
+{
+  /* dp's replicas, or the routed experts' beyond them (etp=1; a dense
+   * model's are dp's) */
+  return s->dp * s->cp > 1 || dist_expert_replicas (s) > 1;
+}
+
+bool
 strategy_default_zero (struct strategy *s, bool train)
 {
-  /* sharded over dp, or over the routed experts' replicas beyond it (etp=1) */
-  if (s->zero_set || !train || s->kernels != KERNELS_TE
-      || (s->dp * s->cp <= 1 && dist_expert_replicas (s) <= 1))
+  if (s->zero_set || !train || s->kernels != KERNELS_TE || !strategy_shards (s))
     return false;
   s->zero = 1;
   return true;

@@ -101,6 +101,12 @@ precision_of_dtype (int dtype, bool train)
 }
 
 bool
+precision_mixed (const struct precision *p)
+{
+  return p && p->weight_bytes < p->grad_bytes;
+}
+
+bool
 precision_quantised (const struct precision *p)
 {
   return p && (p->gemm == PERFMOD_DTYPE_FP8 || p->gemm == PERFMOD_DTYPE_FP8_BLOCK ||

@@ -183,6 +183,10 @@ int precision_dtype (const struct precision *p, int kclass);
 /* Whether p's GEMMs take quantised operands (fp8, block-scaled fp8, nvfp4): Transformer
  * Engine casts their inputs first. */
 bool precision_quantised (const struct precision *p);
+/* Whether p keeps 16-bit weights beside fp32 gradients (mixed precision), so
+ * that its gradients may be kept and reduced in the weights' dtype instead
+ * (strategy key grad_fp32=0). */
+bool precision_mixed (const struct precision *p);
 /* What users run on gpu: bf16 where it has bf16 matrix units, fp16 where
  * it has only fp16 ones, else fp32. */
 int default_dtype (const struct perfmod_gpu *gpu);
