@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0850-serving.sh: --gen under a strategy (the engine's kernels with --engine, per replica: tensor parallelism speeds the decode step, shards the KV cache, pipeline stages split it, experts a batch reaches, the largest batch that fits, the formats agree), its bad input, and the engine's fused kernels and all-reduce (perfmod serve and reproduce --table serving: t0860-serve.sh).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 47
+plan 48
 
 # field NAME: the CSV column NAME of the first prediction in $TMP/out
 field () {
@@ -93,6 +93,27 @@ n=$(awk '/one decode step/ { f = 1 } f && $1 ~ /^layers_0_tp_allreduce_fw$/ { n+
 ok $([ "$rc" -eq 0 ] && [ "$n" -eq 2 ] && grep -q '^MoE layers (ep=8 x etp=1 within tp=8): no dispatch' "$TMP/out" &&
      ! grep -q 'alltoall' "$TMP/out" && echo 0 || echo 1) \
   "--explain: the MoE layer's outputs summed by tp's all-reduce after it, no all-to-all ($n all-reduces a layer)"
+# an engine's fused MoE kernel reads the weights of the experts a model's router reaches:
+# each token picks 8 of Qwen3-235B's 128, so with 16 tokens one expert goes untouched with
+# probability (1 - 8/128)^16 = 0.35607; ep=4 (within tp=4): a rank's 32 experts, 20.606
+# reached on average, sd sqrt(32 p (1 - p)) = 2.7087, the busiest of 4 ranks (Blom's
+# expected maximum of 4 normals, 1.0491 sd) 23.448; etp=4 (ep=1): every rank reaches
+# 128 p = 82.423 quarter experts.  Bytes: the reached experts' 3 x 4096 x 1536 fp8 weights
+# (over etp) and 32 (ep=4) or 128 assignments' bf16 activations, 2 x (5 x 4096 + 2 x 2f
+# + 2f + 4096 / 8) B each (f = 1536, or 384 over etp), at the roofline's 3430 GB/s (the measured kernels spread
+# their assignments over 32 and 128 experts: the balanced collectors' routing)
+moe_decode_ms () {
+  run_pm --gpu h100 --model qwen3-235b-a22b --dtype fp8 --engine=trtllm --gen 64 --batch 16 \
+    --seq 1024 --strategy "$1" --predictor roofline --explain
+  awk '/one decode step/ { f = 1 } f && $1 == "layers_0_experts" && $2 == "MoE" { print $4; exit }' "$TMP/out"
+}
+a=$(moe_decode_ms tp=4,ep=4,etp=1)
+b=$(moe_decode_ms tp=4,ep=1,etp=4)
+ok $(awk -v a="$a" -v b="$b" 'BEGIN {
+  wa = (23.448 * 3 * 4096 * 1536 + 32 * 2 * 30208) / 3430e6
+  wb = (82.423 * 3 * 4096 * 384 + 128 * 2 * 23296) / 3430e6
+  exit !(a / wa - 1 < 1e-3 && a / wa - 1 > -1e-3 && b / wb - 1 < 1e-3 && b / wb - 1 > -1e-3) }'; echo $?) \
+  "a decode step's fused MoE kernel at 16 tokens reads the experts they reach: ep=4 the busiest rank's 23.45 of 32 ($a ms), etp=4 82.42 of 128 ($b ms)"
 expect_one_line 2 'etp=1: ep=4 x etp=1 must equal tp=8' "ep x etp other than tp is refused naming etp" -- \
   --model qwen3-235b-a22b --gen 16 --strategy tp=8,ep=4,etp=1
 expect_one_line 2 'ep=3 does not divide the 8 experts' "ep not dividing the experts is refused naming ep" -- \

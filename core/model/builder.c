@@ -962,10 +962,13 @@ eng_experts (struct bctx *c, int64_t reached, int64_t te, int64_t d, int64_t f)
 
 /* The routed experts as the engine's fused MoE kernel (one MOE kernel,
  * perfmod-plugin.h): the `routed` tokens of the expert-parallel group
- * reach this rank's `local` experts, f wide on it; the busiest rank's
- * load (the strategy's expert_load) scales its share. */
+ * reach `reached` of this rank's `local` experts, f wide on it; the
+ * busiest rank's load (the strategy's expert_load) scales its share.
+ * The measured kernels spread their assignments over as many experts as
+ * they can (aiconfigurator's balanced routing); a model's router picks
+ * its experts per token, so fewer are reached where the tokens are few. */
 static void
-eng_moe (struct bctx *c, int64_t routed, int64_t local, int64_t d, int64_t f)
+eng_moe (struct bctx *c, int64_t routed, int64_t local, int64_t d, int64_t f, double reached)
 {
   const struct model_cfg *m = c->m;
   double tokens = (double) c->t * (double) d;
@@ -980,6 +983,7 @@ eng_moe (struct bctx *c, int64_t routed, int64_t local, int64_t d, int64_t f)
   o->gated = !m->layernorm;
   o->load = c->sh->expert_load > 1 ? c->sh->expert_load : 1;
   o->engine = c->engine;
+  o->reached = reached;
 }
 
 /* Grouped-query attention as an engine runs it: one QKV GEMM, the q/k
@@ -1009,12 +1013,19 @@ eng_attention (struct bctx *c)
   linear (c, "self_attn_o_proj", t, h * dh, d, m->o_bias);
 }
 
+/* The share of a rank's experts that t tokens reach: each token is routed
+ * to top_k of the E experts, so one expert is left untouched with
+ * probability (1 - k/E)^t; a small batch (a decode step) reads the weights
+ * of the experts it uses only, a large one reaches them all. */
+static double
+reach_share (const struct model_cfg *m, double t)
+{
+  return 1 - pow (1 - (double) m->top_k / (double) m->experts, t);
+}
+
 /* The local experts (of `local`) that t tokens reach, and in *te the
- * tokens each processes.  Each token is routed to top_k of the experts:
- * one expert is left untouched with probability (1 - k/E)^t, so a small
- * batch (a decode step) reads the weights of the experts it uses only;
- * a large one reaches them all.  The local experts' routed assignments
- * are spread evenly over those reached, capped by the capacity where the
+ * tokens each processes.  The local experts' routed assignments are
+ * spread evenly over those reached, capped by the capacity where the
  * model has one.  The capacity holds per sequence (Hugging Face's Switch
  * router counts an expert's tokens along each sequence), so nseq
  * sequences allow nseq times it. */
@@ -1022,7 +1033,7 @@ static int64_t
 experts_reached (const struct model_cfg *m, int64_t local, int64_t t, int64_t nseq, int64_t *te)
 {
   double e = (double) m->experts, k = (double) m->top_k;
-  double reached = (double) local * (1 - pow (1 - k / e, (double) t));
+  double reached = (double) local * reach_share (m, (double) t);
   int64_t n = (int64_t) ceil (reached - 1e-9), cap = m->capacity * nseq;
   if (n < 1)
     n = 1;
@@ -1052,26 +1063,34 @@ expert_feeds (const struct shard *sh)
   return sh->ep_in_tp ? 1 : sh->experts;
 }
 
+/* The expected largest of n standard normal variables: Blom's
+ * approximation Phi^-1 ((n - 0.375) / (n + 0.25)), the inverse by
+ * Abramowitz and Stegun 26.2.23 (within 4.5e-4): 1.03 for 4, 1.42 for 8,
+ * 1.77 for 16. */
+static double
+normal_max (int n)
+{
+  double q = 1 - ((double) n - 0.375) / ((double) n + 0.25);
+  double t = sqrt (-2 * log (q));
+  if (n < 2)
+    return 0;
+  return t - (2.515517 + 0.802853 * t + 0.010328 * t * t)
+             / (1 + 1.432788 * t + 0.189269 * t * t + 0.001308 * t * t * t);
+}
+
 /* With ep within the tp ranks the layer ends in an all-reduce, so it
  * lasts as long as its busiest rank: each of the local experts is
- * reached with probability p = 1 - (1 - k/E)^t, independently (as
- * experts_reached), so a rank reaches local p of them on average with a
- * variance local p (1 - p), and the most of ep ranks about sqrt (2 ln ep)
- * standard deviations more (the expected maximum of ep normal
- * variables, bounded so).  Nothing fitted: a decode step's few tokens
- * land unevenly, a prefill's reach every expert everywhere. */
-static int64_t
-busiest_reached (const struct model_cfg *m, int64_t local, int64_t t, int ep, int64_t n)
+ * reached with probability p (reach_share), independently, so a rank
+ * reaches local p of them on average with a variance local p (1 - p), and
+ * the most of ep ranks normal_max (ep) standard deviations more, at most
+ * all of them.  Nothing fitted: a decode step's few tokens land unevenly,
+ * a prefill's reach every expert everywhere. */
+static double
+busiest_reach (const struct model_cfg *m, int64_t local, int64_t t, int ep)
 {
-  double p = 1 - pow (1 - (double) m->top_k / (double) m->experts, (double) t);
+  double p = reach_share (m, (double) t);
   double mu = (double) local * p, sd = sqrt ((double) local * p * (1 - p));
-  int64_t busy;
-  if (ep < 2)
-    return n;
-  busy = (int64_t) ceil (mu + sd * sqrt (2 * log ((double) ep)) - 1e-9);
-  if (busy > local)
-    busy = local;
-  return busy > n ? busy : n;
+  return fmin ((double) local, mu + (ep > 1 ? sd * normal_max (ep) : 0));
 }
 
 static void
@@ -1088,8 +1107,10 @@ moe_block (struct bctx *c, int64_t f, const char *act)
   int64_t reached = experts_reached (m, local, t * expert_feeds (sh), c->b * expert_feeds (sh),
                                      &te);
   double ted;
-  if (sh->ep_in_tp)              /* the busiest rank's experts, each with the mean tokens */
-    reached = busiest_reached (m, local, t, sh->experts, reached);
+  if (sh->ep_in_tp) {            /* the busiest rank's experts, each with the mean tokens */
+    int64_t busy = (int64_t) ceil (busiest_reach (m, local, t, sh->experts) - 1e-9);
+    reached = busy > reached ? busy : reached;
+  }
   if (sh->expert_load > 1)
     te = (int64_t) ceil ((double) te * sh->expert_load);
   ted = (double) te * (double) d;
@@ -1099,7 +1120,9 @@ moe_block (struct bctx *c, int64_t f, const char *act)
     te_vec (c, "router_topk", "softmax", t, m->experts, 2, 0, 0);
     site (c, PERFMOD_SITE_MOE_DISPATCH);
     if (c->engine)
-      eng_moe (c, t * expert_feeds (sh), local, d, f);
+      eng_moe (c, t * expert_feeds (sh), local, d, f,
+               sh->ep_in_tp ? busiest_reach (m, local, t, sh->experts)
+                            : (double) local * reach_share (m, (double) (t * expert_feeds (sh))));
     else
       eng_experts (c, reached, te, d, f);
     site (c, PERFMOD_SITE_MOE_COMBINE);

@@ -127,11 +127,14 @@ struct kop {             /* one kernel of a node */
    * GEMM whose input a quant of its node casts (its time is the GEMM's alone) */
   bool quant, high, cast_apart;
   /* MOE kernels (perfmod-plugin.h): experts per token, gated, the busiest
-   * rank's load over the even share, the engine's name */
+   * rank's load over the even share, the engine's name; the experts the
+   * busiest rank's tokens reach under random routing (0: as many as its
+   * assignments can) */
   int64_t top_k;
   bool gated;
   double load;
   const char *engine;
+  double reached;
 };
 /* Megatron-Core's recompute modules (--recompute-modules): which nodes
  * of its layer (kernels=te) selective recomputation may run again. */

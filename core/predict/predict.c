@@ -249,6 +249,7 @@ kop_to_kernel (const struct kop *o, const struct node *nd, const struct precisio
   k->gated = o->gated;
   k->expert_load = o->load;
   k->engine = o->engine;
+  k->experts_reached = o->reached;
   k->route_groups = o->route_groups;
   k->route_group_topk = o->route_group_topk;
   k->kv_shared = o->kv_shared;
