@@ -441,7 +441,13 @@ explain_serving (struct plugin_set *set, struct plugin *pl, const struct model_c
   s.vp = 1;
   q.s = &s;
   comm_groups_init (&g, &q);
-  if (s.etp > 0)
+  if (s.etp > 0 && s.ep * s.etp != s.tp)
+    fprintf (out, "\nMoE layers (ep=%d x etp=%d over the tp=%d ranks of %d replicas): each rank "
+             "dispatches its 1/%d of the replica's tokens over the %d expert ranks (%s) and "
+             "combines them back; tp's all-reduce after them sums the tp ranks' experts\n",
+             s.ep, s.etp, s.tp, s.dp, s.tp, s.ep,
+             s.dispatcher_set ? dispatcher_name (s.dispatcher) : "allgather, the engines' default");
+  else if (s.etp > 0)
     fprintf (out, "\nMoE layers (ep=%d x etp=%d within tp=%d): no dispatch or combine "
              "all-to-all; the experts' outputs are summed by the tp all-reduce after them "
              "(tp_allreduce_fw below the experts, over the %d ranks)\n", s.ep, s.etp, s.tp, s.tp);
@@ -628,7 +634,15 @@ predict_serving (struct cli *c, struct plugin_set *set, struct workload *w,
     printf ("strategy: tp=%d pp=%d ep=%d dp=%d%s: %d GPU%s per replica, %d replica%s (%d GPUs)\n",
             s->tp, s->pp, s->ep, s->dp, keys, replica, replica == 1 ? "" : "s", s->dp,
             s->dp == 1 ? "" : "s", gpus);
-    if (s->etp > 0)
+    if (s->etp > 0 && s->ep * s->etp != s->tp)
+      printf ("experts: ep=%d x etp=%d over the tp=%d ranks of the %d replicas (attention data "
+              "parallelism): %lld of the %lld experts per GPU, each 1/%d of its width %lld; the "
+              "replicas' tokens dispatched to them and combined back (%s)\n", s->ep, s->etp,
+              s->tp, s->dp, (long long) (w->m.experts / s->ep), (long long) w->m.experts, s->etp,
+              (long long) (w->m.moe_ffn ? w->m.moe_ffn : w->m.ffn),
+              s->dispatcher_set ? dispatcher_name (s->dispatcher)
+                                : "all-gathered and reduce-scattered, the engines' default");
+    else if (s->etp > 0)
       printf ("experts: ep=%d x etp=%d over the tp=%d ranks: %lld of the %lld experts per GPU, "
               "each 1/%d of its width %lld; attention's all-reduce leaves every token on every "
               "rank, each runs its experts on those routed to them (the busiest rank's), tp's "

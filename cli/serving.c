@@ -21,6 +21,10 @@ static const struct {
   { "openai/gpt-oss-120b", "gpt-oss-120b" },
   { "deepseek-ai/DeepSeek-V3", "deepseek-v3" },
   { "deepseek-ai/DeepSeek-R1", "deepseek-v3" },   /* R1 is V3's architecture */
+  /* M2.5 is M2's architecture and shape (MiniMaxM2ForCausalLM, 256 experts
+   * top-8 over 62 layers: SGLang's and vLLM's MiniMax-M2 model code serve
+   * both) */
+  { "MiniMaxAI/MiniMax-M2.5", "minimax-m2" },
 };
 
 /* The columns read, in this order (the disaggregated pools' after C_TPOT). */
@@ -138,7 +142,7 @@ serving_load (const char *path, const struct gpu_db *gpus, struct serving_run **
     }
   while ((rc = csv_next (&r)) > 0) {
     struct serving_run s;
-    const char *conc, *adp_why = NULL;
+    const char *conc;
     char *end;
     if (r.nfields == 1 && r.fields[0][0] == '\0')
       continue;                              /* a blank line */
@@ -191,8 +195,7 @@ serving_load (const char *path, const struct gpu_db *gpus, struct serving_run **
     for (size_t i = 0; i < sizeof serving_models / sizeof serving_models[0]; i++)
       if (strcmp (serving_models[i].path, s.model) == 0)
         s.builtin = xstrdup (serving_models[i].builtin);
-    if (s.disagg ? s.pre.adp > 1 || s.dec.adp > 1 : s.agg.adp > 1)
-      adp_why = "attention data parallelism (attention_dp > 1): not modelled yet";
+
     /* What perfmod cannot express, first reason only. */
     if (s.builtin == NULL)
       s.skip = xasprintf ("no built-in model for %s", s.model);
@@ -207,10 +210,8 @@ serving_load (const char *path, const struct gpu_db *gpus, struct serving_run **
     else if (strcmp (s.gemm, "bf16") && strcmp (s.gemm, "fp8") && strcmp (s.gemm, "fp8_block") &&
              strcmp (s.gemm, "fp8_static"))
       s.skip = xasprintf ("gemm_quant_mode %s", s.gemm);
-    else if (adp_why)
-      s.skip = xstrdup (adp_why);
-    else if (s.disagg ? s.dec.batch > 0 && s.dec.batch * s.dec.workers < s.conc
-             : s.agg.batch > 0 && s.agg.batch < s.conc)
+    else if (s.disagg ? s.dec.batch > 0 && s.dec.batch * s.dec.workers * s.dec.adp < s.conc
+             : s.agg.batch > 0 && s.agg.batch * s.agg.adp < s.conc)
       s.skip = xstrdup ("batch_size below the concurrency (a batch per attention data-parallel "
                         "rank?): not modelled");
     else if (!builtin_exists (s.builtin))
@@ -254,15 +255,41 @@ mean (const double *v, size_t n)
   return n ? s / (double) n : NAN;
 }
 
-/* A layout as a strategy string: tp, pp, and the experts over moe_ep
- * ranks within tp's (etp = moe_tp) where moe_ep > 1. */
-static char *
-layout_spec (const struct run_layout *l, bool moe)
+/* Attention data parallelism with the experts over every replica's ranks
+ * (moe_ep x moe_tp = tp x attention_dp); else the attention-DP ranks are
+ * replicas of their own. */
+static bool
+adp_experts (const struct run_layout *l, bool moe)
 {
-  if (moe && l->moe_ep > 1)
-    return xasprintf ("tp=%lld,pp=%lld,ep=%lld,etp=%lld", (long long) l->tp, (long long) l->pp,
-                      (long long) l->moe_ep, (long long) l->moe_tp);
-  return xasprintf ("tp=%lld,pp=%lld", (long long) l->tp, (long long) l->pp);
+  return moe && l->adp > 1 && l->moe_ep * l->moe_tp == l->tp * l->adp;
+}
+
+/* A layout as a strategy string: tp, pp, and the experts over moe_ep
+ * ranks within tp's (etp = moe_tp) where moe_ep > 1, or over every
+ * attention-DP rank's (dp, the batch a replica's); `replicas` adds an
+ * aggregated run's attention-DP replicas as dp. */
+static char *
+layout_spec (const struct run_layout *l, bool moe, bool replicas)
+{
+  if (adp_experts (l, moe))
+    return xasprintf ("tp=%lld,pp=%lld,dp=%lld,ep=%lld,etp=%lld", (long long) l->tp,
+                      (long long) l->pp, (long long) l->adp, (long long) l->moe_ep,
+                      (long long) l->moe_tp);
+  char *dp = replicas && l->adp > 1 ? xasprintf (",dp=%lld", (long long) l->adp) : xstrdup ("");
+  char *spec = moe && l->moe_ep > 1
+               ? xasprintf ("tp=%lld,pp=%lld%s,ep=%lld,etp=%lld", (long long) l->tp,
+                            (long long) l->pp, dp, (long long) l->moe_ep, (long long) l->moe_tp)
+               : xasprintf ("tp=%lld,pp=%lld%s", (long long) l->tp, (long long) l->pp, dp);
+  free (dp);
+  return spec;
+}
+
+/* A disaggregated pool's workers: its attention-DP ranks are workers of
+ * their own unless its experts span them. */
+static int64_t
+pool_workers (const struct run_layout *l, bool moe)
+{
+  return l->adp > 1 && !adp_experts (l, moe) ? l->workers * l->adp : l->workers;
 }
 
 /* The perfmod serve request of a run (the strings are the caller's to
@@ -285,15 +312,15 @@ run_request (const struct serving_run *r, const char *predictor, bool moe,
   q->osl = r->osl;
   specs[0] = specs[1] = NULL;
   if (r->disagg) {
-    q->prefill_strategy = specs[0] = layout_spec (&r->pre, moe);
-    q->decode_strategy = specs[1] = layout_spec (&r->dec, moe);
-    q->prefill_workers = r->pre.workers;
-    q->decode_workers = r->dec.workers;
+    q->prefill_strategy = specs[0] = layout_spec (&r->pre, moe, false);
+    q->decode_strategy = specs[1] = layout_spec (&r->dec, moe, false);
+    q->prefill_workers = pool_workers (&r->pre, moe);
+    q->decode_workers = pool_workers (&r->dec, moe);
     q->prefill_max_batch = r->pre.batch;
     q->max_batch = r->dec.batch;
   }
   else {
-    q->strategy = specs[0] = layout_spec (&r->agg, moe);
+    q->strategy = specs[0] = layout_spec (&r->agg, moe, true);
     q->max_batch = r->agg.batch;
   }
 }

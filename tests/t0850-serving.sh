@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0850-serving.sh: --gen under a strategy (the engine's kernels with --engine, per replica: tensor parallelism speeds the decode step, shards the KV cache, pipeline stages split it, experts a batch reaches, the largest batch that fits, the formats agree), its bad input, and the engine's fused kernels and all-reduce (perfmod serve and reproduce --table serving: t0860-serve.sh).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 48
+plan 52
 
 # field NAME: the CSV column NAME of the first prediction in $TMP/out
 field () {
@@ -118,6 +118,42 @@ expect_one_line 2 'etp=1: ep=4 x etp=1 must equal tp=8' "ep x etp other than tp 
   --model qwen3-235b-a22b --gen 16 --strategy tp=8,ep=4,etp=1
 expect_one_line 2 'ep=3 does not divide the 8 experts' "ep not dividing the experts is refused naming ep" -- \
   --model "$TMP/moeA/config.json" --gen 16 --strategy tp=3,ep=3,etp=1
+# attention data parallelism: the experts over every replica's tp ranks (ep x etp = tp x dp,
+# vLLM's --data-parallel-size with --enable-expert-parallel): 8 experts over tp=2 x dp=4
+# GPUs hold one whole expert each, where ep=2 within tp=2 holds four; the difference is
+# 3 experts of 3 x 1024 x 1024 parameters in 2 layers, 2 bytes each
+serving adp --model "$TMP/moeA/config.json" --dtype bf16 --engine=vllm --gen 8 --batch 512 --seq 256 --strategy tp=2,dp=4,ep=8,etp=1
+serving eptp --model "$TMP/moeA/config.json" --dtype bf16 --engine=vllm --gen 8 --batch 128 --seq 256 --strategy tp=2,ep=2,etp=1
+want=$(awk 'BEGIN { printf "%.9f", 2 * 3 * 3 * 1024 * 1024 * 2 / 1073741824 }')
+ok $(awk -v a="$(get adp weights_gib)" -v b="$(get eptp weights_gib)" -v w="$want" \
+  'BEGIN { d = (b - a) / w - 1; exit !(d < 1e-3 && d > -1e-3) }'; echo $?) \
+  "attention data parallelism (tp=2,dp=4,ep=8,etp=1): one whole expert a GPU, three fewer than ep=2 within tp=2 ($(get eptp weights_gib) -> $(get adp weights_gib) GiB, want -$want)"
+# Its decode step at 512 sequences (128 a replica): each tp rank all-gathers its 64 tokens'
+# hidden states over the 8 expert ranks (8 x 64 x 1024 x 2 = 1048576 bytes gathered) and
+# reduce-scatters them back, as NCCL's model costs them on one node; the rank's expert then
+# runs on every replica's 4 x 128 tokens, 128 of their 1024 top-2 assignments (roofline:
+# its 3 x 1024 x 1024 bf16 weights and 128 x 2 x (5 x 1024 + 2 x 2048 + 2 x 1024 + 512)
+# bytes of activations at 3430 GB/s)
+run_pm --gpu h100 --model "$TMP/moeA/config.json" --dtype bf16 --engine=vllm --gen 8 --batch 512 \
+  --seq 256 --strategy tp=2,dp=4,ep=8,etp=1 --predictor roofline --explain
+row () { awk -v n="$1" '/one decode step/ { f = 1 } f && $1 == n { print $4; exit }' "$TMP/out"; }
+ag=$(row layers_0_ep_allgather_fw) rs=$(row layers_0_ep_reduce_scatter_fw) mo=$(row layers_0_experts)
+coll () {
+  "$PERFMOD" kernel --op collective --coll "$1" --ranks 8 --bytes 1048576 --gpu h100 \
+    --predictor tile-mlp --plugin-opt tile-mlp:comm_params=none --format csv | awk -F, 'NR == 2 { print $5 }'
+}
+wag=$(coll all_gather) wrs=$(coll reduce_scatter)
+ok $([ "$rc" -eq 0 ] && grep -q 'over the tp=2 ranks of 4 replicas' "$TMP/out" &&
+     awk -v a="$ag" -v b="$rs" -v c="$mo" -v wa="$wag" -v wb="$wrs" 'BEGIN {
+       wm = (3 * 1024 * 1024 * 2 + 128 * 2 * (5 * 1024 + 2 * 2048 + 2 * 1024 + 512)) / 3430e6
+       exit !(wa > 0 && (a / wa - 1)^2 < 1e-6 && (b / wb - 1)^2 < 1e-6 && (c / wm - 1)^2 < 1e-6) }'; echo $?) \
+  "attention data parallelism: a decode step gathers the replicas' tokens ($ag ms = $wag) and reduce-scatters them ($rs ms = $wrs), the expert runs on all of them ($mo ms)"
+expect_one_line 2 'ep=8 with tp=2: the experts over ep x tp = 16 ranks do not fit the tp x dp = 8 GPUs' \
+  "experts over more ranks than the replicas have are refused, naming etp" -- \
+  --model "$TMP/moeA/config.json" --gen 16 --batch 8 --strategy tp=2,dp=4,ep=8
+expect_one_line 2 'etp=1: ep=4 x etp=1 must equal tp=2 .* or tp x dp = 8' \
+  "ep x etp neither tp nor tp x dp is refused naming both" -- \
+  --model "$TMP/moeA/config.json" --gen 16 --batch 8 --strategy tp=2,dp=4,ep=4,etp=1
 moecfg moeC 1004
 expect_one_line 2 'etp=8 does not divide the expert width 1004' "etp not dividing the expert width is refused" -- \
   --model "$TMP/moeC/config.json" --gen 16 --strategy tp=8,ep=1,etp=8

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0860-serve.sh: perfmod serve, the serving simulation: its bad input, the engines' schedulers by hand (SGLang's prefill batches, the KV cache's admission and preemption), directions (TTFT with concurrency and prompt length, throughput saturating, disaggregation's trade), a closed loop's identity, the formats, and reproduce --table serving whose every row is a perfmod serve command that prints its numbers.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 49
+plan 50
 
 # sv VAR ARGS...: perfmod serve ARGS as CSV into $TMP/VAR; col VAR NAME: a column of it
 sv () { v=$1; shift; serve_to csv "$TMP/$v" "$TMP/$v.err" "$@"; }
@@ -88,6 +88,14 @@ sv dis --model qwen3-32b --gpu h100 --concurrency 64 --isl 4096 --osl 512 --pref
 ok $(cmpf "$(col dis tpot_ms_mean)" '<' "$(col agg tpot_ms_mean)" && cmpf "$(col dis ttft_ms_mean)" '>' "$(col agg ttft_ms_mean)" &&
      [ "$(col dis gpus)" = 4 ] && [ "$(col agg gpus)" = 4 ]; echo $?) \
   "disaggregated on 4 GPUs: TPOT $(col dis tpot_ms_mean) ms < $(col agg tpot_ms_mean) aggregated, TTFT $(col dis ttft_ms_mean) > $(col agg ttft_ms_mean)"
+# attention data parallelism: a worker's dp replicas share its experts (ep x etp = tp x dp):
+# a prefill worker of 4 one-GPU replicas beside a decode worker of tp=4 is 8 GPUs, and an
+# aggregated tp=2,dp=2 layout with its 128 experts over the 4 GPUs is 4
+sv adpd --model qwen3-30b-a3b --gpu h100 --concurrency 16 --isl 1024 --osl 64 --prefill tp=1,dp=4,ep=4,etp=1 --decode tp=4,ep=4,etp=1
+sv adpa --model qwen3-30b-a3b --gpu h100 --concurrency 16 --isl 1024 --osl 64 --strategy tp=2,dp=2,ep=4,etp=1
+ok $([ "$(col adpd gpus)" = 8 ] && [ "$(col adpa gpus)" = 4 ] && cmpf "$(col adpd tpot_ms_mean)" '>' 0 &&
+     cmpf "$(col adpa tpot_ms_mean)" '>' 0; echo $?) \
+  "attention data parallelism in a prefill worker ($(col adpd gpus) GPUs) and aggregated ($(col adpa gpus) GPUs)"
 # the KV transfer: 4096 tokens x 64 layers x 8 heads x 128 x 2 x 2 B over the prefill's
 # 2 GPUs' NICs (gpus.d nic_gbps x nic_efficiency each) and one latency.
 run_pm serve --model qwen3-32b --gpu h100 --concurrency 64 --isl 4096 --osl 512 --prefill tp=2 --decode tp=2 --format json
@@ -213,7 +221,7 @@ if [ -f "$MODERN/aiconfigurator/silicon_sample_h100_sxm.csv" ]; then
   done < "$TMP/sample"
   ok $([ "$n" -ge 30 ] && [ "$bad" -eq 0 ]; echo $?) \
     "every 25th row of the measured runs: its perfmod serve command prints the table's TTFT and TPOT ($n rows, $bad differ)"
-  ok $(grep -Eq '^ +[0-9]+  nvfp4 on h100_sxm' "$TMP/err" && grep -Eq '^ +[0-9]+  no built-in model for MiniMax' "$TMP/err" &&
+  ok $(grep -Eq '^ +[0-9]+  nvfp4 on h100_sxm' "$TMP/err" && grep -Eq '^ +[0-9]+  no batch_size or silicon_concurrency' "$TMP/err" &&
        grep -q ", $sk skipped\$" "$TMP/err"; echo $?) \
     "skipped rows are listed with their reason ($sk) and counted by reason"
   # the SGLang runs keep their prefill batches' waves: within 20 % at the median

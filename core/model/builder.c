@@ -1056,11 +1056,12 @@ expert_width (const struct bctx *c, int64_t w)
 
 /* The tokens of how many ranks feed this rank's experts: ep's where its
  * ranks hold other tokens (from the data-parallel ranks), one where they
- * are the tp ranks, each of which has every token after attention. */
+ * are the tp ranks, each of which has every token after attention, the
+ * replicas' under attention data parallelism (shard.moe_feeds). */
 static int64_t
 expert_feeds (const struct shard *sh)
 {
-  return sh->ep_in_tp ? 1 : sh->experts;
+  return sh->moe_feeds > 0 ? sh->moe_feeds : sh->ep_in_tp ? 1 : sh->experts;
 }
 
 /* The expected largest of n standard normal variables: Blom's
@@ -1945,7 +1946,7 @@ switch_graph (struct bctx *c)
 #define MAX_EXPERT_BLOCKS (1 << 17)
 
 static const struct shard no_shard = { 1, 1, 1, 1, 1, 1.0, 0, 0, true, true, NULL, 0, 0, false,
-                                        false };
+                                        0, false };
 
 /* Degrees the model's shapes cannot take are refused, naming both. */
 static int

@@ -209,6 +209,9 @@ struct shard {           /* one rank's share of the model (divisors 1: none) */
   int expert_ffn;        /* the routed experts' width divisor; 0: ffn's */
   bool ep_in_tp;         /* the expert-parallel ranks are the tensor-parallel ones: each
                             has every token, none come from other ranks */
+  int moe_feeds;         /* the ranks with tokens of their own a rank's experts serve: ep's;
+                            1 with ep within the tp ranks; the replicas under attention data
+                            parallelism (the tp ranks of one have the same tokens); 0: ep's */
   /* Megatron-Core's routed layer under sequence parallelism: the router
    * and the permutation run over the rank's tokens/tokens share, and the
    * routed copies are gathered over tp after dispatch (scattered back

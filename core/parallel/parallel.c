@@ -30,14 +30,37 @@ degree_of (const struct strategy *s, int dim)
   }
 }
 
+/* The replicas of a layout: serving builds one replica's graphs (dp 1)
+ * and says how many there are. */
+static int
+layout_replicas (const struct dist_options *o)
+{
+  return o->replicas > 0 ? o->replicas : o->s->dp;
+}
+
+/* Inference with the routed experts over the tp ranks of every replica:
+ * ep x etp = tp x replicas, more than one (attention data parallelism:
+ * vLLM's --data-parallel-size with --enable-expert-parallel, TensorRT-LLM's
+ * and SGLang's attention DP). */
+static bool
+attention_dp (const struct dist_options *o)
+{
+  const struct strategy *s = o->s;
+  int r = layout_replicas (o);
+  return !o->train && s->etp > 0 && r > 1 && (int64_t) s->ep * s->etp == (int64_t) s->tp * r;
+}
+
 /* Megatron-Core's expert ranks fold a stage's tp x cp x dp into etp x ep x
  * edp, expert tp innermost (parallel_state's expert rank generator, order
  * tp-ep-dp): ep's neighbours are etp apart, tp by default, 1 with etp=1;
- * the eager modules draw ep from dp, after tp and cp. */
+ * the eager modules draw ep from dp, after tp and cp; attention data
+ * parallelism spans the replicas' tp ranks, one after another. */
 static int64_t
 ep_stride (const struct dist_options *o)
 {
   const struct strategy *s = o->s;
+  if (attention_dp (o))          /* every rank of the replicas, neighbours (pp 1) */
+    return 1;
   return o->train && s->kernels == KERNELS_TE ? (s->etp == 1 ? 1 : s->tp)
          : (int64_t) s->tp * s->cp;
 }
@@ -280,9 +303,12 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
    * hidden states instead (tp's MLP_IN gather stands). */
   dp->moe_tp_after = o->train && s->kernels == KERNELS_TE && s->sp && s->tp > 1 &&
                      m->experts > 0 && s->dispatcher != PERFMOD_DISPATCH_ALLGATHER;
-  /* the experts' width over etp; in inference ep within the tp ranks */
+  /* the experts' width over etp; in inference ep within the tp ranks, or
+   * over every replica's (attention data parallelism) */
   dp->expert_ffn = s->etp > 0 ? s->etp : 0;
-  dp->ep_in_tp = s->etp > 0 && !o->train;
+  dp->ep_in_tp = s->etp > 0 && !o->train && (int64_t) s->ep * s->etp == s->tp;
+  dp->attn_dp = attention_dp (o);
+  dp->moe_feeds = dp->ep_in_tp ? 1 : dp->attn_dp ? s->ep * s->etp / s->tp : s->ep;
   /* the routed experts' gradients go over their own data-parallel group
    * when it is not dp's (expert_dp_group) */
   int edp_size;
@@ -337,6 +363,17 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
     c.a2a_overlap = s->a2a_overlap;
     c.gather_bytes = o->train && s->kernels == KERNELS_TE && precision_quantised (pr)
                      ? dtype_bytes (pr->gemm) : c.elem_bytes;
+    /* Attention data parallelism: each of a replica's tp ranks dispatches
+     * its 1/tp of the replica's tokens over the whole expert group (vLLM's
+     * sequence-parallel MoE), so a rank's experts see every replica's
+     * tokens once.  The engines gather them (vLLM's allgather_reducescatter,
+     * TensorRT-LLM's and SGLang's attention-DP default) unless the layout
+     * names another dispatcher. */
+    if (dim == DIM_EP && dp->attn_dp) {
+      c.mb_tokens /= s->tp;
+      if (!s->dispatcher_set)
+        c.dispatcher = PERFMOD_DISPATCH_ALLGATHER;
+    }
     if (dim == DIM_DP) {
       dp_plugin = pl;
       dp_case = c;
@@ -542,6 +579,7 @@ chunk_build (struct graph *gr, const struct model_cfg *m, const struct dist_opti
   sh.ncomms = dp->ncomms;
   sh.expert_ffn = dp->expert_ffn;
   sh.ep_in_tp = dp->ep_in_tp;
+  sh.moe_feeds = dp->moe_feeds;
   sh.moe_tp_after = dp->moe_tp_after;
   memset (&bo, 0, sizeof bo);
   bo.batch = o->s->mbs;
@@ -578,7 +616,7 @@ struct chunk_key {
   double host_us;
   int64_t mbs, seq, cp, layers, kv_len;
   int64_t kinds[MODEL_LAYER_KINDS];    /* the chunk's layers of each kind (not where they are) */
-  int heads, ffn, vocab, tokens, experts, expert_ffn, ep_in_tp, moe_tp_after;
+  int heads, ffn, vocab, tokens, experts, expert_ffn, ep_in_tp, moe_feeds, moe_tp_after;
   double expert_load;
   int size[NDIMS];
   int64_t stride[NDIMS];
@@ -768,6 +806,7 @@ chunk_key_of (struct chunk_key *k, const struct model_cfg *m, const struct plugi
   k->expert_load = dp->plan.expert_load;
   k->expert_ffn = dp->expert_ffn;
   k->ep_in_tp = dp->ep_in_tp;
+  k->moe_feeds = dp->moe_feeds;
   k->moe_tp_after = dp->moe_tp_after;
   k->cp = o->s->cp;
   k->ncomms = 0;
@@ -1329,9 +1368,11 @@ dist_check (const struct model_cfg *m, const struct dist_options *o)
                 "(etp is the eager modules' or --engine's)", s->etp);
       return -1;
     }
-    if ((int64_t) s->ep * s->etp != s->tp) {
+    if ((int64_t) s->ep * s->etp != s->tp && !attention_dp (o)) {
       pm_error ("etp=%d: ep=%d x etp=%d must equal tp=%d (the experts' ranks are the "
-                "attention's tensor-parallel ranks)", s->etp, s->ep, s->etp, s->tp);
+                "attention's tensor-parallel ranks) or tp x dp = %lld (every replica's: "
+                "attention data parallelism)", s->etp, s->ep, s->etp, s->tp,
+                (long long) s->tp * layout_replicas (o));
       return -1;
     }
     if (m->moe_ffn % s->etp != 0 || (m->moe_ffn == 0 && m->ffn % s->etp != 0)) {
@@ -1339,6 +1380,15 @@ dist_check (const struct model_cfg *m, const struct dist_options *o)
                 (long long) (m->moe_ffn ? m->moe_ffn : m->ffn));
       return -1;
     }
+  }
+  /* In inference without etp each expert is split over tp and ep's ranks
+   * are other replicas' (dp's): ep x tp ranks hold a layer's experts */
+  if (!o->train && s->etp == 0 && s->ep > 1 && layout_replicas (o) % s->ep != 0) {
+    pm_error ("ep=%d with tp=%d: the experts over ep x tp = %lld ranks do not fit the tp x dp = "
+              "%lld GPUs; give etp with ep x etp = tp x dp (attention data parallelism: each "
+              "expert over etp of every replica's ranks)", s->ep, s->tp,
+              (long long) s->ep * s->tp, (long long) s->tp * layout_replicas (o));
+    return -1;
   }
   /* Megatron-Core's default expert tp is tp: ep x tp ranks hold each
    * layer's experts, which the tp x dp ranks of a stage must fill */

@@ -48,6 +48,8 @@ struct strategy {
   bool zero_set;         /* zero given (else strategy_default_zero's) */
   bool host_us_set;      /* host_us given (else PM_HOST_LAUNCH_US, on the assumed: line) */
   bool kernels_set;      /* kernels given (else the run's default) */
+  bool dispatcher_set;   /* dispatcher given (else alltoall; a serving engine's all-gather
+                            under attention data parallelism) */
 };
 struct preset {
   char *name;
@@ -215,6 +217,8 @@ struct dist_options {
   struct memo *memo;     /* kernel estimates kept across graphs (run_options.memo) */
   struct timeline *timeline; /* the step's schedule recorded (--plot), or NULL */
   bool stop_if_oom;      /* out of memory: no times predicted (a search's pruning) */
+  int replicas;          /* serving: the data-parallel replicas of a layout whose graphs are
+                            built one replica at a time (dp 1); 0: the strategy's dp */
 };
 /* Chunk predictions remembered across strategies of one model, GPU and
  * precision (perfmod search); one per thread. */
@@ -231,6 +235,9 @@ struct dist_plan {       /* the plugins' plans composed */
   double param_all, param_embed, param_head, param_experts;
   int expert_ffn;        /* the routed experts' width divisor (etp, else plan.ffn) */
   bool ep_in_tp;         /* ep's ranks are tp's: each has every token (etp given) */
+  bool attn_dp;          /* inference: the experts over the tp ranks of every replica (ep x etp
+                            = tp x replicas: attention data parallelism) */
+  int moe_feeds;         /* the ranks whose tokens a rank's experts serve (shard.moe_feeds) */
   bool moe_tp_after;     /* routed layers keep tp's sequence shard; their copies are
                             gathered over tp after dispatch (Megatron-Core, shard.h) */
   /* the routed experts' ZeRO divisors: over their own data-parallel group

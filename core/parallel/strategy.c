@@ -335,8 +335,10 @@ set_key (struct strategy *s, const char *key, const char *val, const char *where
       s->schedule = (enum pm_schedule) e;
     else if (idx == 8)
       s->recompute = (enum pm_recompute) e;
-    else if (idx == 19)
+    else if (idx == 19) {
       s->dispatcher = e;
+      s->dispatcher_set = true;
+    }
     else {
       s->kernels = (enum pm_kernels) e;
       s->kernels_set = true;

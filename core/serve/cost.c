@@ -148,6 +148,7 @@ predict (struct serve_costs *c, int64_t batch, int64_t seq, int64_t kv_len,
   o.batch = batch;
   o.seq = seq;
   o.gpus_per_node = c->l.gpus_per_node;
+  o.replicas = c->l.replicas;
   o.cache = c->l.cache;
   o.memo = c->memo;
   c->evaluations++;

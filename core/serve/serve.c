@@ -120,8 +120,12 @@ layout_parse (struct strategy *s, const char *spec, const char *what, bool repli
               replicas ? " and dp (replicas)" : "");
     return -1;
   }
-  if (!replicas && s->dp_set && s->dp != 1) {
-    pm_error ("%s '%s': give the replicas as workers, not dp", what, spec);
+  /* a disaggregated pool's replicas are its workers; dp there is a
+   * worker's attention data parallelism, its experts over every rank */
+  if (!replicas && s->dp_set && s->dp != 1 &&
+      !(s->etp > 0 && (int64_t) s->ep * s->etp == (int64_t) s->tp * s->dp)) {
+    pm_error ("%s '%s': give the replicas as workers, not dp (dp in a worker: attention data "
+              "parallelism, ep x etp = tp x dp)", what, spec);
     return -1;
   }
   if ((int64_t) s->tp * s->pp * s->dp > PM_MAX_GPUS) {
@@ -155,15 +159,11 @@ serve_replica_open (struct serve_replica *l, const struct serve_base *b,
   o.batch = 1;
   o.seq = tokens;
   o.gpus_per_node = b->gpn;
+  o.replicas = s->dp;            /* the experts may span them (attention data parallelism) */
   {
     char msg[512] = "";
     pm_error_capture (msg, sizeof msg);
     int rc = dist_check (&b->m, &o);
-    if (rc == 0 && one.etp > 0 && one.ep * one.etp != one.tp) {
-      pm_error ("ep=%d x etp=%d is not tp=%d: the experts' ranks are the tp ones", one.ep,
-                one.etp, one.tp);
-      rc = -1;
-    }
     if (rc == 0)
       rc = dist_serving_footprint (b->set, &b->m, &ge->gpu, &o, tokens, &l->weights,
                                    &l->kv_per_token);
@@ -201,6 +201,7 @@ serve_replica_open (struct serve_replica *l, const struct serve_base *b,
   sl.gpu = &ge->gpu;
   sl.prec = b->pr;
   sl.s = one;
+  sl.replicas = s->dp;
   sl.gpus_per_node = b->gpn;
   sl.cache = chunks;
   sl.engine = b->e->name;
@@ -655,8 +656,10 @@ serve_run (struct plugin_set *set, const struct gpu_db *gpus,
     res->max_batch = d->max_seqs;
     res->max_tokens = d->max_tokens;
   }
-  res->gpus = disagg ? (int64_t) lay[0].gpus * (req->prefill_workers ? req->prefill_workers : 1)
-                       + (int64_t) lay[1].gpus * (req->decode_workers ? req->decode_workers : 1)
+  res->gpus = disagg ? (int64_t) lay[0].gpus * lay[0].s.dp
+                         * (req->prefill_workers ? req->prefill_workers : 1)
+                       + (int64_t) lay[1].gpus * lay[1].s.dp
+                         * (req->decode_workers ? req->decode_workers : 1)
             : (int64_t) lay[0].gpus * lay[0].s.dp;
   for (int k = 0; k < nlay; k++)   /* the cache is held in whole pages (blocks) */
     if (lay[k].kv_tokens / serve_page_tokens (e) * serve_page_tokens (e)
@@ -680,8 +683,10 @@ serve_run (struct plugin_set *set, const struct gpu_db *gpus,
 
   /* the simulation */
   if (serve_input (&base, &lay[0], disagg ? (int) (req->prefill_workers ? req->prefill_workers : 1)
+                                            * lay[0].s.dp
                    : lay[0].s.dp, disagg ? &lay[1] : NULL,
-                   (int) (req->decode_workers ? req->decode_workers : 1), &in) < 0)
+                   (int) (req->decode_workers ? req->decode_workers : 1)
+                   * (disagg ? lay[1].s.dp : 1), &in) < 0)
     goto out;
   in.load.kind = req->trace ? LOAD_TRACE : req->rate > 0 ? LOAD_RATE : LOAD_CLOSED;
   in.load.concurrency = req->concurrency;

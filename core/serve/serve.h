@@ -62,6 +62,8 @@ struct serve_layout {    /* what a replica's kernels are predicted from */
   const struct perfmod_gpu *gpu;
   const struct precision *prec;
   struct strategy s;     /* tp, pp, ep, etp of one replica (dp 1) */
+  int replicas;          /* the replicas its experts span under attention data parallelism
+                            (ep x etp = tp x replicas), else 1 */
   int gpus_per_node;
   struct dist_cache *cache;  /* chunk predictions to share, or NULL */
   const char *engine;    /* the engine's name (static): its fused MoE kernel */
