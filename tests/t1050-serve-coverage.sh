@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1050-serve-coverage.sh: perfmod serve and search --serve beyond t0860: every refusal of a dtype, GPU, model, layout, speculation and trace row; each engine's limits and SGLang's KV memory by hand per GPU; fp8 KV; front-end time; chunk counts; batch limits; osl 1; speculation's tokens; -v -v iterations; disaggregation; the search's deployment counts, refused layouts, oom layouts and every engine's launch command.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 93
+plan 94
 
 # sj VAR ARGS...: perfmod serve ARGS as JSON into $TMP/VAR.json (stderr VAR.err, status VAR.rc)
 sj () { v=$1; shift; serve_to json "$TMP/$v.json" "$TMP/$v.err" "$@"; echo "$rc" >"$TMP/$v.rc"; }
@@ -363,14 +363,16 @@ run_pm $SQ --model "$TMP/tiny.json" --format json --gpus-per-node 2
 cp "$TMP/out" "$TMP/sd2.json"
 ok $([ "$rc" -eq 0 ] && [ "$(tally sd2)" = 100 ] && [ "$(jv sd2 .pruned.layout)" = 0 ]; echo $?) \
   "--gpus-per-node 2: tp to 2, 10 deployments ($(tally sd2)), none refused"
-# with experts: 7 layouts (tp=2 and 4 with ep = tp too), 7 aggregated + 11 disaggregated
+# with experts: 7 layouts (tp=2 and 4 with ep = tp too), 7 aggregated + 11 disaggregated,
+# and attention data parallelism over the 4 GPUs (ep=4, etp=1: tp=1 x dp=4 and, but for
+# TensorRT-LLM, whose attention DP is one GPU a replica, tp=2 x dp=2), aggregated only
 for e in sglang trtllm; do
   run_pm $SQ --model "$TMP/tinymoe/config.json" --engine $e --dtype fp8 --kv-dtype fp8 --format json
   cp "$TMP/out" "$TMP/s$e.json"
   [ "$rc" -eq 0 ] || diag "$e: exit $rc" "$(cat "$TMP/err")"
 done
-ok $([ "$(tally ssglang)" = 180 ] && [ "$(tally strtllm)" = 180 ]; echo $?) \
-  "search --serve with 8 experts on 4 GPUs: 18 deployments x 10 batches ($(tally ssglang), $(tally strtllm))"
+ok $([ "$(tally ssglang)" = 200 ] && [ "$(tally strtllm)" = 190 ]; echo $?) \
+  "search --serve with 8 experts on 4 GPUs: 20 (TensorRT-LLM 19) deployments x 10 batches ($(tally ssglang), $(tally strtllm))"
 ok $(jq -e '(.frontier | length) > 0 and all(.frontier[]; . as $p |
        (.launch | startswith("python3 -m sglang.launch_server --model-path acme/tiny-moe --tp-size ")) and
        (.launch | contains(" --max-running-requests \($p.batch) --chunked-prefill-size 8192 --quantization fp8 --kv-cache-dtype fp8_e4m3")) and
@@ -380,7 +382,8 @@ ok $(jq -e '(.frontier | length) > 0 and all(.frontier[]; . as $p |
 ok $(jq -e '(.frontier | length) > 0 and all(.frontier[]; . as $p |
        (.launch | test("^trtllm-serve acme/tiny-moe --tp_size [0-9]+ --pp_size [0-9]+ --ep_size [0-9]+ --max_batch_size \($p.batch) --max_num_tokens 8192 \\(kv_cache_config: dtype fp8\\)")) and
        (if (.deployment | startswith("prefill ")) then (.launch | endswith("(a generation server of trtllm-serve disaggregated)")) and (.launch_prefill | endswith("(a context server of trtllm-serve disaggregated)"))
-        else (.deployment | endswith(",dp=1")) or (.launch | endswith(" (x \($p.deployment | capture("dp=(?<d>[0-9]+)").d) instances behind a router)")) end))' "$TMP/strtllm.json" >/dev/null; echo $?) \
+        else (.deployment | endswith(",dp=1")) or (.launch | endswith(" (x \($p.deployment | capture("dp=(?<d>[0-9]+)").d) instances behind a router)"))
+             or ((.deployment | test("^tp=1,ep=4,etp=1,dp=4$")) and (.launch | endswith(" (enable_attention_dp: true)"))) end))' "$TMP/strtllm.json" >/dev/null; echo $?) \
   "TensorRT-LLM's launch: fp8 cache, the replicas behind a router, context and generation servers"
 run_pm $SQ --model "$TMP/tinymoe/config.json" --dtype fp8 --kv-dtype fp8 --no-disagg --format csv
 ok $([ "$rc" -eq 0 ] && grep -q '^"tp=2,ep=2,etp=1,dp=2",4,' "$TMP/out" && grep -q '^"tp=4,ep=4,etp=1,dp=1",4,' "$TMP/out" &&
@@ -388,8 +391,21 @@ ok $([ "$rc" -eq 0 ] && grep -q '^"tp=2,ep=2,etp=1,dp=2",4,' "$TMP/out" && grep 
   "with experts: tp=2 and tp=4 also with ep = tp (etp=1); --no-disagg: no prefill pools"
 run_pm $SQ --model "$TMP/tinymoe/config.json" --dtype fp8 --kv-dtype fp8 --no-disagg --top 2
 ok $([ "$rc" -eq 0 ] && [ "$(awk '/^the frontier/ { f = 1; getline; next } f && /^$/ { f = 0 } f' "$TMP/out" | wc -l)" -eq 2 ] &&
-     grep -q '^  vllm serve acme/tiny-moe --tensor-parallel-size [0-9]* --pipeline-parallel-size [0-9]* .*--quantization fp8 --kv-cache-dtype fp8$' "$TMP/out"; echo $?) \
+     grep -Eq '^  vllm serve acme/tiny-moe --tensor-parallel-size [0-9]* --pipeline-parallel-size [0-9]* .*--quantization fp8 --kv-cache-dtype fp8( \(x [0-9]+ instances behind a router\))?$' "$TMP/out"; echo $?) \
   "--top 2: two frontier rows; the best's vLLM launch with fp8 weights and cache"
+# attention data parallelism where no replica holds the model: DeepSeek-V3 in fp8 on 16 H100
+# (one replica would need 16 GPUs of tp); the best's launch is each engine's own form of it
+for e in trtllm sglang vllm; do
+  run_pm search --serve --model deepseek-v3 --gpu h100 --gpus 16 --dtype fp8 --isl 1024 --osl 256 \
+    --engine $e --no-disagg --format json
+  cp "$TMP/out" "$TMP/dsv3$e.json"
+done
+ok $(jq -e '.best.deployment == "tp=1,ep=16,etp=1,dp=16" and
+            (.best.launch | test("^trtllm-serve deepseek-ai/DeepSeek-V3 --tp_size 16 --pp_size 1 --ep_size 16 .* \\(enable_attention_dp: true\\)$"))' "$TMP/dsv3trtllm.json" >/dev/null &&
+     jq -e '.best.deployment | test("^tp=[0-9]+,ep=16,etp=1,dp=[0-9]+$")' "$TMP/dsv3sglang.json" >/dev/null &&
+     jq -e '.best as $b | $b.launch | contains("--tp-size 16 --dp-size \($b.deployment | capture("dp=(?<d>[0-9]+)").d) --enable-dp-attention --ep-size 16")' "$TMP/dsv3sglang.json" >/dev/null &&
+     jq -e '.best as $b | ($b.deployment | test("ep=16,etp=1")) and ($b.launch | contains("--data-parallel-size \($b.deployment | capture("dp=(?<d>[0-9]+)").d) --enable-expert-parallel"))' "$TMP/dsv3vllm.json" >/dev/null; echo $?) \
+  "DeepSeek-V3 on 16 H100: attention data parallelism, launched as TensorRT-LLM's attention DP, SGLang's --enable-dp-attention and vLLM's data-parallel expert parallelism"
 run_pm $SQ --model "$TMP/tiny.json" --no-disagg --ttft 0.001
 ok $([ "$rc" -eq 0 ] && grep -q '^no deployment within the targets (--ttft 0.001, --tpot 0 ms)$' "$TMP/out" &&
      grep -q '(misses the targets)$' "$TMP/out" && ! grep -q '<- best' "$TMP/out"; echo $?) \

@@ -84,6 +84,13 @@ replica_of (struct replicas *rs, const struct serve_base *b, const struct strate
   return rs->ok[i] ? &rs->r[i] : NULL;
 }
 
+/* A layout whose experts span its replicas (attention data parallelism). */
+static bool
+spans_replicas (const struct strategy *s)
+{
+  return s->etp > 0 && s->ep * s->etp != s->tp;
+}
+
 static void
 spec_of (const struct strategy *s, bool moe, char *buf, size_t n)
 {
@@ -143,15 +150,22 @@ launch_of (const struct serve_base *b, const struct strategy *s, int replicas, i
    * blocks), which the engines read from the checkpoint's config */
   bool fp8 = b->pr->gemm == PERFMOD_DTYPE_FP8, fp4 = b->pr->gemm == PERFMOD_DTYPE_NVFP4;
   bool kv8 = b->kv_scale < 1;
+  /* attention data parallelism: the replicas one engine instance whose
+   * experts span them; else each replica an instance of its own (vLLM's
+   * data-parallel replicas of an MoE model would share their experts) */
+  bool span = spans_replicas (s), moe = b->m.experts > 0;
   int ep = s->etp > 0 ? s->ep : 1;
   hf_id (&b->m, id, sizeof id);
   buf[0] = '\0';
   switch (b->e->id) {
   case ENGINE_SGLANG:
-    append (buf, n, "python3 -m sglang.launch_server --model-path %s --tp-size %d", id, s->tp);
+    append (buf, n, "python3 -m sglang.launch_server --model-path %s --tp-size %d", id,
+            span ? ep : s->tp);
     if (s->pp > 1)
       append (buf, n, " --pp-size %d", s->pp);
-    if (replicas > 1 && role == NULL)
+    if (span)
+      append (buf, n, " --dp-size %d --enable-dp-attention", replicas);
+    else if (replicas > 1 && role == NULL)
       append (buf, n, " --dp-size %d", replicas);
     if (ep > 1)
       append (buf, n, " --ep-size %d", ep);
@@ -168,21 +182,23 @@ launch_of (const struct serve_base *b, const struct strategy *s, int replicas, i
     break;
   case ENGINE_TRTLLM:
     append (buf, n, "trtllm-serve %s --tp_size %d --pp_size %d --ep_size %d --max_batch_size "
-            "%lld --max_num_tokens %lld", id, s->tp, s->pp, ep, (long long) batch,
+            "%lld --max_num_tokens %lld", id, span ? ep : s->tp, s->pp, ep, (long long) batch,
             (long long) max_tokens);
     if (kv8)
       append (buf, n, " (kv_cache_config: dtype fp8)");
+    if (span)
+      append (buf, n, " (enable_attention_dp: true)");
     if (role)
       append (buf, n, " (a %s server of trtllm-serve disaggregated)",
               strcmp (role, "prefill") == 0 ? "context" : "generation");
-    else if (replicas > 1)
+    else if (replicas > 1 && !span)
       append (buf, n, " (x %d instances behind a router)", replicas);
     break;
   case ENGINE_VLLM:
   default:
     append (buf, n, "vllm serve %s --tensor-parallel-size %d --pipeline-parallel-size %d", id,
             s->tp, s->pp);
-    if (replicas > 1 && role == NULL)
+    if (replicas > 1 && role == NULL && (span || !moe))
       append (buf, n, " --data-parallel-size %d", replicas);
     if (ep > 1)
       append (buf, n, " --enable-expert-parallel");
@@ -197,6 +213,8 @@ launch_of (const struct serve_base *b, const struct strategy *s, int replicas, i
     if (role)
       append (buf, n, " --kv-transfer-config '{\"kv_connector\":\"NixlConnector\","
               "\"kv_role\":\"kv_both\"}'");
+    else if (replicas > 1 && moe && !span)
+      append (buf, n, " (x %d instances behind a router)", replicas);
     break;
   }
 }
@@ -378,21 +396,30 @@ worker (void *arg)
 
 /* The layouts of a replica on g GPUs at most: tp powers of two to
  * max_tp, pp 1 or 2 (a pipeline's bubble rarely pays in serving), and for
- * a model with experts the experts' ranks as tp's (ep = tp, etp = 1) beside
- * their width over tp. */
+ * a model with `experts` the experts' ranks as tp's (ep = tp, etp = 1)
+ * beside their width over tp, and attention data parallelism: the g / tp
+ * replicas' experts over all g GPUs (ep = g, etp = 1) where ep divides
+ * the experts and the engine runs it (TensorRT-LLM's attention DP is one
+ * GPU a replica). */
 static size_t
-layouts (const struct serve_search_opts *o, bool moe, int64_t g, struct strategy *out, size_t cap)
+layouts (const struct serve_search_opts *o, int64_t experts, int engine, int64_t g,
+         struct strategy *out, size_t cap)
 {
   size_t n = 0;
   for (int tp = 1; tp <= o->max_tp && tp <= g; tp *= 2)
     for (int pp = 1; pp <= 2 && (int64_t) tp * pp <= g; pp++)
-      for (int e = 0; e < (moe && tp > 1 && pp == 1 ? 2 : 1) && n < cap; e++) {
+      for (int e = 0; e < (experts > 0 && pp == 1 ? 3 : 1) && n < cap; e++) {
         struct strategy s;
         strategy_init (&s);
         s.tp = tp;
         s.pp = pp;
+        if (e == 1 && tp == 1)
+          continue;
+        if (e == 2 && (g == tp || g % tp != 0 || experts % g != 0 || g > INT32_MAX ||
+                       (engine == ENGINE_TRTLLM && tp > 1)))
+          continue;
         if (e) {
-          s.ep = tp;
+          s.ep = e == 1 ? tp : (int) g;
           s.etp = 1;
         }
         out[n++] = s;
@@ -423,7 +450,8 @@ serve_search (struct plugin_set *set, const struct gpu_db *gpus,
   pthread_t *th;
   int jobs = o->jobs > 0 ? o->jobs : 1;
   double t0 = pm_now (), best = -1;
-  bool moe;
+  int64_t experts;
+  int engine;
 
   memset (res, 0, sizeof *res);
   if (o->gpus < 1 || o->isl < 1 || o->osl < 1) {
@@ -433,9 +461,10 @@ serve_search (struct plugin_set *set, const struct gpu_db *gpus,
   if (serve_base_open (&b, set, gpus, o->model, o->gpu, o->engine, o->dtype, o->kv_dtype,
                        o->predictor, o->gpus_per_node) < 0)
     return SEARCH_BAD_REQUEST;
-  moe = b.m.experts > 0;
+  experts = b.m.experts;
+  engine = b.e->id;
   serve_base_close (&b);
-  nlay = layouts (o, moe, o->gpus, lay, sizeof lay / sizeof lay[0]);
+  nlay = layouts (o, experts, engine, o->gpus, lay, sizeof lay / sizeof lay[0]);
   for (size_t i = 0; i < nlay; i++) {
     int64_t g = (int64_t) lay[i].tp * lay[i].pp;
     if (o->gpus % g == 0) {
@@ -451,7 +480,7 @@ serve_search (struct plugin_set *set, const struct gpu_db *gpus,
      * another, x g + y g' = the GPUs */
     for (size_t j = 0; o->disagg && j < nlay; j++) {
       int64_t gd = (int64_t) lay[j].tp * lay[j].pp;
-      if (lay[i].pp > 1 || lay[j].pp > 1)
+      if (lay[i].pp > 1 || lay[j].pp > 1 || spans_replicas (&lay[i]) || spans_replicas (&lay[j]))
         continue;
       for (int64_t x = 1; x * g < o->gpus; x++) {
         int64_t rest = o->gpus - x * g;
