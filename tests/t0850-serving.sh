@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0850-serving.sh: --gen under a strategy (the engine's kernels with --engine, per replica: tensor parallelism speeds the decode step, shards the KV cache, pipeline stages split it, experts a batch reaches, the largest batch that fits, the formats agree), its bad input, and the engine's fused kernels and all-reduce (perfmod serve and reproduce --table serving: t0860-serve.sh).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 52
+plan 53
 
 # field NAME: the CSV column NAME of the first prediction in $TMP/out
 field () {
@@ -148,6 +148,12 @@ ok $([ "$rc" -eq 0 ] && grep -q 'over the tp=2 ranks of 4 replicas' "$TMP/out" &
        wm = (3 * 1024 * 1024 * 2 + 128 * 2 * (5 * 1024 + 2 * 2048 + 2 * 1024 + 512)) / 3430e6
        exit !(wa > 0 && (a / wa - 1)^2 < 1e-6 && (b / wb - 1)^2 < 1e-6 && (c / wm - 1)^2 < 1e-6) }'; echo $?) \
   "attention data parallelism: a decode step gathers the replicas' tokens ($ag ms = $wag) and reduce-scatters them ($rs ms = $wrs), the expert runs on all of them ($mo ms)"
+# a dispatcher given replaces the gather: DeepEP's kernels (flex) or NCCL's all-to-all
+run_pm --gpu h100 --model "$TMP/moeA/config.json" --dtype bf16 --engine=vllm --gen 8 --batch 512 \
+  --seq 256 --strategy tp=2,dp=4,ep=8,etp=1,dispatcher=flex --explain
+ok $([ "$rc" -eq 0 ] && grep -q '^layers_0_ep_deepep_fw ' "$TMP/out" && ! grep -q 'ep_allgather' "$TMP/out" &&
+     grep -q 'over the 8 expert ranks (flex)' "$TMP/out"; echo $?) \
+  "attention data parallelism with dispatcher=flex: DeepEP's dispatch and combine, no gather"
 expect_one_line 2 'ep=8 with tp=2: the experts over ep x tp = 16 ranks do not fit the tp x dp = 8 GPUs' \
   "experts over more ranks than the replicas have are refused, naming etp" -- \
   --model "$TMP/moeA/config.json" --gen 16 --batch 8 --strategy tp=2,dp=4,ep=8

@@ -1244,11 +1244,13 @@ dist_check (const struct model_cfg *m, const struct dist_options *o)
     return -1;
   }
   /* a dispatcher moves ep's tokens: there must be some, between ranks
-   * (etp's experts are within the tp ranks: nothing is dispatched) */
+   * (etp's experts within the tp ranks: nothing is dispatched; over the
+   * replicas', attention data parallelism, they are) */
   if (s->dispatcher != PERFMOD_DISPATCH_ALLTOALL) {
     const char *need = m->experts == 0 ? "a model with routed experts"
                        : s->ep < 2 ? "ep>1"
-                       : s->etp > 0 && !o->train ? "ep beside tp (etp= dispatches nothing)"
+                       : s->etp > 0 && !o->train && !attention_dp (o)
+                       ? "ep beside tp (etp= dispatches nothing)"
                        : s->dispatcher == PERFMOD_DISPATCH_FLEX && o->prec->act_bytes > 2
                        ? "16-bit activations (DeepEP sends bf16 or fp8)" : NULL;
     if (need) {
