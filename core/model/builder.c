@@ -1079,13 +1079,14 @@ normal_max (int n)
              / (1 + 1.432788 * t + 0.189269 * t * t + 0.001308 * t * t * t);
 }
 
-/* With ep within the tp ranks the layer ends in an all-reduce, so it
- * lasts as long as its busiest rank: each of the local experts is
- * reached with probability p (reach_share), independently, so a rank
- * reaches local p of them on average with a variance local p (1 - p), and
- * the most of ep ranks normal_max (ep) standard deviations more, at most
- * all of them.  Nothing fitted: a decode step's few tokens land unevenly,
- * a prefill's reach every expert everywhere. */
+/* An expert-parallel layer ends in a collective (tp's all-reduce with ep
+ * within the tp ranks, the combine otherwise), so it lasts as long as its
+ * busiest rank: each of the local experts t tokens may reach is reached
+ * with probability p (reach_share), independently, so a rank reaches
+ * local p of them on average with a variance local p (1 - p), and the most
+ * of ep ranks normal_max (ep) standard deviations more, at most all of
+ * them (ep 1: the mean).  Nothing fitted: a decode step's few tokens land
+ * unevenly, a prefill's reach every expert everywhere. */
 static double
 busiest_reach (const struct model_cfg *m, int64_t local, int64_t t, int ep)
 {
@@ -1105,13 +1106,14 @@ moe_block (struct bctx *c, int64_t f, const char *act)
    * even share. */
   int64_t local = m->experts / sh->experts, te;
   int64_t t = c->t, d = m->hidden;
-  int64_t reached = experts_reached (m, local, t * expert_feeds (sh), c->b * expert_feeds (sh),
-                                     &te);
+  int64_t fed = t * expert_feeds (sh);
+  int64_t reached = experts_reached (m, local, fed, c->b * expert_feeds (sh), &te);
+  /* the layer waits for its busiest rank (the all-reduce, reduce-scatter
+   * or combine after it): its experts, each with the mean tokens */
+  double busy = busiest_reach (m, local, fed, sh->experts);
   double ted;
-  if (sh->ep_in_tp) {            /* the busiest rank's experts, each with the mean tokens */
-    int64_t busy = (int64_t) ceil (busiest_reach (m, local, t, sh->experts) - 1e-9);
-    reached = busy > reached ? busy : reached;
-  }
+  if ((int64_t) ceil (busy - 1e-9) > reached)
+    reached = (int64_t) ceil (busy - 1e-9);
   if (sh->expert_load > 1)
     te = (int64_t) ceil ((double) te * sh->expert_load);
   ted = (double) te * (double) d;
@@ -1121,9 +1123,7 @@ moe_block (struct bctx *c, int64_t f, const char *act)
     te_vec (c, "router_topk", "softmax", t, m->experts, 2, 0, 0);
     site (c, PERFMOD_SITE_MOE_DISPATCH);
     if (c->engine)
-      eng_moe (c, t * expert_feeds (sh), local, d, f,
-               sh->ep_in_tp ? busiest_reach (m, local, t, sh->experts)
-                            : (double) local * reach_share (m, (double) (t * expert_feeds (sh))));
+      eng_moe (c, fed, local, d, f, busy);
     else
       eng_experts (c, reached, te, d, f);
     site (c, PERFMOD_SITE_MOE_COMBINE);
