@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1050-serve-coverage.sh: perfmod serve and search --serve beyond t0860: every refusal of a dtype, GPU, model, layout, speculation and trace row; each engine's limits and SGLang's KV memory by hand per GPU; fp8 KV; front-end time; chunk counts; batch limits; osl 1; speculation's tokens; -v -v iterations; disaggregation; the search's deployment counts, refused layouts, oom layouts and every engine's launch command.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 94
+plan 95
 
 # sj VAR ARGS...: perfmod serve ARGS as JSON into $TMP/VAR.json (stderr VAR.err, status VAR.rc)
 sj () { v=$1; shift; serve_to json "$TMP/$v.json" "$TMP/$v.err" "$@"; echo "$rc" >"$TMP/$v.rc"; }
@@ -365,14 +365,15 @@ ok $([ "$rc" -eq 0 ] && [ "$(tally sd2)" = 100 ] && [ "$(jv sd2 .pruned.layout)"
   "--gpus-per-node 2: tp to 2, 10 deployments ($(tally sd2)), none refused"
 # with experts: 7 layouts (tp=2 and 4 with ep = tp too), 7 aggregated + 11 disaggregated,
 # and attention data parallelism over the 4 GPUs (ep=4, etp=1: tp=1 x dp=4 and, but for
-# TensorRT-LLM, whose attention DP is one GPU a replica, tp=2 x dp=2), aggregated only
+# TensorRT-LLM, whose attention DP is one GPU a replica, tp=2 x dp=2), aggregated only, with
+# SGLang also over DeepEP's kernels (dispatcher=flex)
 for e in sglang trtllm; do
   run_pm $SQ --model "$TMP/tinymoe/config.json" --engine $e --dtype fp8 --kv-dtype fp8 --format json
   cp "$TMP/out" "$TMP/s$e.json"
   [ "$rc" -eq 0 ] || diag "$e: exit $rc" "$(cat "$TMP/err")"
 done
-ok $([ "$(tally ssglang)" = 200 ] && [ "$(tally strtllm)" = 190 ]; echo $?) \
-  "search --serve with 8 experts on 4 GPUs: 20 (TensorRT-LLM 19) deployments x 10 batches ($(tally ssglang), $(tally strtllm))"
+ok $([ "$(tally ssglang)" = 220 ] && [ "$(tally strtllm)" = 190 ]; echo $?) \
+  "search --serve with 8 experts on 4 GPUs: 22 (TensorRT-LLM 19) deployments x 10 batches ($(tally ssglang), $(tally strtllm))"
 ok $(jq -e '(.frontier | length) > 0 and all(.frontier[]; . as $p |
        (.launch | startswith("python3 -m sglang.launch_server --model-path acme/tiny-moe --tp-size ")) and
        (.launch | contains(" --max-running-requests \($p.batch) --chunked-prefill-size 8192 --quantization fp8 --kv-cache-dtype fp8_e4m3")) and
@@ -406,6 +407,13 @@ ok $(jq -e '.best.deployment == "tp=1,ep=16,etp=1,dp=16" and
      jq -e '.best as $b | $b.launch | contains("--tp-size 16 --dp-size \($b.deployment | capture("dp=(?<d>[0-9]+)").d) --enable-dp-attention --ep-size 16")' "$TMP/dsv3sglang.json" >/dev/null &&
      jq -e '.best as $b | ($b.deployment | test("ep=16,etp=1")) and ($b.launch | contains("--data-parallel-size \($b.deployment | capture("dp=(?<d>[0-9]+)").d) --enable-expert-parallel"))' "$TMP/dsv3vllm.json" >/dev/null; echo $?) \
   "DeepSeek-V3 on 16 H100: attention data parallelism, launched as TensorRT-LLM's attention DP, SGLang's --enable-dp-attention and vLLM's data-parallel expert parallelism"
+# DeepEP in the search: SGLang's --moe-a2a-backend deepep, vLLM's DeepEP backend, and the
+# perfmod serve command says dispatcher=flex
+run_pm search --serve --model deepseek-v3 --gpu h100 --gpus 16 --dtype fp8 --isl 1024 --osl 1024 \
+  --engine sglang --format csv
+ok $([ "$rc" -eq 0 ] && grep -q '^"tp=4,ep=16,etp=1,dispatcher=flex,dp=4",16,' "$TMP/out" &&
+     grep -q '^"tp=1,ep=16,etp=1,dispatcher=flex,dp=16",16,' "$TMP/out"; echo $?) \
+  "search --serve: attention data parallelism over DeepEP's kernels too (dispatcher=flex)"
 run_pm $SQ --model "$TMP/tiny.json" --no-disagg --ttft 0.001
 ok $([ "$rc" -eq 0 ] && grep -q '^no deployment within the targets (--ttft 0.001, --tpot 0 ms)$' "$TMP/out" &&
      grep -q '(misses the targets)$' "$TMP/out" && ! grep -q '<- best' "$TMP/out"; echo $?) \

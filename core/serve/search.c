@@ -72,7 +72,7 @@ replica_of (struct replicas *rs, const struct serve_base *b, const struct strate
   char msg[512];
   for (i = 0; i < rs->n; i++)
     if (rs->key[i].tp == s->tp && rs->key[i].pp == s->pp && rs->key[i].ep == s->ep &&
-        rs->key[i].etp == s->etp)
+        rs->key[i].etp == s->etp && rs->key[i].dispatcher == s->dispatcher)
       return rs->ok[i] ? &rs->r[i] : NULL;
   if (rs->n == sizeof rs->key / sizeof rs->key[0])
     return NULL;
@@ -94,7 +94,10 @@ spans_replicas (const struct strategy *s)
 static void
 spec_of (const struct strategy *s, bool moe, char *buf, size_t n)
 {
-  if (moe && s->etp > 0)
+  if (moe && s->etp > 0 && s->dispatcher_set)
+    snprintf (buf, n, "tp=%d,ep=%d,etp=%d,dispatcher=%s", s->tp, s->ep, s->etp,
+              dispatcher_name (s->dispatcher));
+  else if (moe && s->etp > 0)
     snprintf (buf, n, "tp=%d,ep=%d,etp=%d", s->tp, s->ep, s->etp);
   else if (s->pp > 1)
     snprintf (buf, n, "tp=%d,pp=%d", s->tp, s->pp);
@@ -169,6 +172,8 @@ launch_of (const struct serve_base *b, const struct strategy *s, int replicas, i
       append (buf, n, " --dp-size %d", replicas);
     if (ep > 1)
       append (buf, n, " --ep-size %d", ep);
+    if (s->dispatcher == PERFMOD_DISPATCH_FLEX)
+      append (buf, n, " --moe-a2a-backend deepep");
     append (buf, n, " --max-running-requests %lld --chunked-prefill-size %lld",
             (long long) batch, (long long) max_tokens);
     if (fp8)
@@ -196,6 +201,8 @@ launch_of (const struct serve_base *b, const struct strategy *s, int replicas, i
     break;
   case ENGINE_VLLM:
   default:
+    if (s->dispatcher == PERFMOD_DISPATCH_FLEX)  /* DeepEP's normal and low-latency kernels */
+      append (buf, n, "VLLM_ALL2ALL_BACKEND=deepep_high_throughput ");
     append (buf, n, "vllm serve %s --tensor-parallel-size %d --pipeline-parallel-size %d", id,
             s->tp, s->pp);
     if (replicas > 1 && role == NULL && (span || !moe))
@@ -400,7 +407,8 @@ worker (void *arg)
  * beside their width over tp, and attention data parallelism: the g / tp
  * replicas' experts over all g GPUs (ep = g, etp = 1) where ep divides
  * the experts and the engine runs it (TensorRT-LLM's attention DP is one
- * GPU a replica). */
+ * GPU a replica), its tokens gathered (the engines' default) or, with
+ * SGLang and vLLM, dispatched by DeepEP's kernels (dispatcher=flex). */
 static size_t
 layouts (const struct serve_search_opts *o, int64_t experts, int engine, int64_t g,
          struct strategy *out, size_t cap)
@@ -408,19 +416,23 @@ layouts (const struct serve_search_opts *o, int64_t experts, int engine, int64_t
   size_t n = 0;
   for (int tp = 1; tp <= o->max_tp && tp <= g; tp *= 2)
     for (int pp = 1; pp <= 2 && (int64_t) tp * pp <= g; pp++)
-      for (int e = 0; e < (experts > 0 && pp == 1 ? 3 : 1) && n < cap; e++) {
+      for (int e = 0; e < (experts > 0 && pp == 1 ? 4 : 1) && n < cap; e++) {
         struct strategy s;
         strategy_init (&s);
         s.tp = tp;
         s.pp = pp;
         if (e == 1 && tp == 1)
           continue;
-        if (e == 2 && (g == tp || g % tp != 0 || experts % g != 0 || g > INT32_MAX ||
-                       (engine == ENGINE_TRTLLM && tp > 1)))
+        if (e >= 2 && (g == tp || g % tp != 0 || experts % g != 0 || g > INT32_MAX ||
+                       (engine == ENGINE_TRTLLM && (tp > 1 || e == 3))))
           continue;
         if (e) {
           s.ep = e == 1 ? tp : (int) g;
           s.etp = 1;
+        }
+        if (e == 3) {
+          s.dispatcher = PERFMOD_DISPATCH_FLEX;
+          s.dispatcher_set = true;
         }
         out[n++] = s;
       }
