@@ -1,14 +1,19 @@
 #!/usr/bin/env python3
-# calibrate-bench.py: measure GEMMs (or NCCL collectives) on this machine's GPUs with PyTorch and write them in the shared tables' layout (aiconfigurator's gemm_perf.csv, nccl_perf.csv), for perfmod calibrate --data DIR --gpu G.
+# calibrate-bench.py: measure GEMMs (or fused attention, or NCCL collectives) on this machine's GPUs with PyTorch and write them in the shared tables' layout (aiconfigurator's gemm_perf.csv, context_attention_perf.csv and generation_attention_perf.csv, nccl_perf.csv), for perfmod calibrate --data DIR --gpu G.
 #
 # Usage: python3 scripts/calibrate-bench.py --out DIR [--shapes N] [--dtype bf16,fp8] [--seed S]
 #        [--reps R] [--device NAME] [--dry-run]
+#        python3 scripts/calibrate-bench.py --attention --out DIR [--shapes N] [--seed S] ...
 #        torchrun --nproc-per-node N scripts/calibrate-bench.py --collectives --out DIR
 #        [--sizes LO:HI] [--reps R] [--device NAME] [--dry-run [--gpus N]]
 # Optional: nothing perfmod builds or tests needs it.  Needs PyTorch with a CUDA (or ROCm)
 # device; fp8 needs torch._scaled_mm and a GPU with fp8 matrix units.  The shapes are those
 # of transformer layers (tokens 1 to 16384 against widths 512 to 32768), drawn by the seed;
 # each is timed by CUDA events over R runs after a warm-up, the median written in ms.
+# --attention measures PyTorch's fused attention (scaled_dot_product_attention, bf16): N
+# prefills (batch x tokens to 32768, causal) and N decode steps (one token a sequence against
+# 128 to 32768 cached ones), 8 to 64 heads of 64 or 128 over 1 to 8 query heads a key/value
+# head, drawn by the seed.
 # --collectives measures, on the N GPUs torchrun starts (N >= 2; NCCL, fp16), all_reduce,
 # all_gather, reduce_scatter and alltoall over the first 2, 4, ... N ranks at 2^LO to 2^HI
 # elements (default 8:28, the shared tables' sizes; nccl-tests' size: all_gather's output,
@@ -40,12 +45,60 @@ def shapes(n, seed):
     return out
 
 
+def attention_plan(n, seed):
+    """n prefills and n decode steps: (kind, batch, tokens (a prefill's, or the cached ones a
+    decode step reads), heads, key/value heads, head width), drawn by the seed."""
+    rng = random.Random(seed)
+    heads, groups, dims = [8, 16, 32, 64], [1, 2, 4, 8], [64, 128]
+    plan = []
+    for kind, lens, batches, most in (("prefill", [128 << i for i in range(8)], [1, 2, 4, 8, 16],
+                                       32768),
+                                      ("decode", [128 << i for i in range(9)],
+                                       [1 << i for i in range(9)], 1 << 21)):
+        seen, out = set(), []
+        while len(out) < n and len(seen) < 2000:
+            b, t, h = rng.choice(batches), rng.choice(lens), rng.choice(heads)
+            s = (kind, b, t, h, h // rng.choice(groups), rng.choice(dims))
+            # at most 2^29 elements a tensor (1 GiB in bf16): a 24 GB GPU holds the three
+            if s not in seen and b * t <= most and b * t * h * s[5] <= 1 << 29:
+                out.append(s)
+            seen.add(s)
+        plan += out
+    return plan
+
+
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall")
 # the shared tables' columns (aiconfigurator's gemm_perf and nccl_perf), latency in ms
 GEMM_HEADER = ["framework", "version", "device", "op_name", "kernel_source", "gemm_dtype",
                "m", "n", "k", "latency"]
 NCCL_HEADER = ["framework", "version", "device", "op_name", "kernel_source", "nccl_dtype",
                "num_gpus", "message_size", "latency"]
+# aiconfigurator's context_attention_perf and generation_attention_perf (a decode step reads
+# isl + step cached tokens)
+CONTEXT_HEADER = ["framework", "version", "device", "op_name", "kernel_source", "batch_size",
+                  "isl", "num_heads", "num_key_value_heads", "head_dim", "window_size",
+                  "beam_width", "attn_dtype", "kv_cache_dtype", "step", "latency"]
+GENERATION_HEADER = ["framework", "version", "device", "op_name", "kernel_source", "batch_size",
+                     "isl", "num_heads", "num_key_value_heads", "head_dim", "beam_width",
+                     "attn_dtype", "kv_cache_dtype", "step", "latency"]
+
+
+def attention_row(version, device, kind, b, t, h, kvh, d, ms):
+    """A measured prefill or decode step as its table's row."""
+    if kind == "prefill":
+        return ("pytorch", version, device, "context_attention", "sdpa", b, t, h, kvh, d, 0, 1,
+                "bfloat16", "bfloat16", 0, ms)
+    return ("pytorch", version, device, "generation_attention", "sdpa", b, t, h, kvh, d, 1,
+            "bfloat16", "bfloat16", 0, ms)
+
+
+def write_attention(out, rows):
+    """The prefills' and the decode steps' tables (each whole or not at all)."""
+    os.makedirs(out, exist_ok=True)
+    for name, header, op in (("context_attention_perf.csv", CONTEXT_HEADER, "context_attention"),
+                             ("generation_attention_perf.csv", GENERATION_HEADER,
+                              "generation_attention")):
+        write_table(os.path.join(out, name), header, [r for r in rows if r[3] == op])
 
 
 def collective_plan(world, lo, hi):
@@ -138,6 +191,47 @@ def gemms(a):
     return 0
 
 
+def attention(a):
+    if a.shapes < 1:
+        sys.exit("calibrate-bench.py: --shapes takes a number of at least 1")
+    plan = attention_plan(a.shapes, a.seed)
+    if a.dry_run:
+        for p in plan:
+            print("%s %d %d %d %d %d" % p)
+        print("%d attention kernels to measure" % len(plan), file=sys.stderr)
+        return 0
+    torch = import_torch()
+    F = torch.nn.functional
+    dev = torch.device("cuda")
+    name = a.device or torch.cuda.get_device_name(dev)
+    bf = torch.bfloat16
+    try:                         # grouped key/value heads read in place (PyTorch 2.5 on)
+        one = torch.zeros(1, 2, 1, 8, device=dev, dtype=bf)
+        F.scaled_dot_product_attention(one, one[:, :1], one[:, :1], enable_gqa=True)
+        gqa = True
+    except TypeError:
+        gqa = False
+    rows = []
+    for kind, b, t, h, kvh, d in plan:
+        q = torch.randn(b, h, t if kind == "prefill" else 1, d, device=dev, dtype=bf)
+        k = torch.randn(b, kvh, t, d, device=dev, dtype=bf)
+        v = torch.randn(b, kvh, t, d, device=dev, dtype=bf)
+        extra = {}
+        if kvh < h and gqa:
+            extra["enable_gqa"] = True
+        elif kvh < h:            # an older PyTorch: the heads repeated before the timing
+            k, v = k.repeat_interleave(h // kvh, 1), v.repeat_interleave(h // kvh, 1)
+        causal = kind == "prefill"
+        run = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, **extra)
+        rows.append(attention_row(torch.__version__, name, kind, b, t, h, kvh, d,
+                                  "%.6f" % median_ms(torch, run, a.reps)))
+        del q, k, v
+    write_attention(a.out, rows)
+    print("%s: %d attention kernels measured on %s; now: perfmod calibrate --data %s --gpu GPU "
+          "--out FILE" % (a.out, len(rows), name, a.out))
+    return 0
+
+
 def collectives(a):
     try:
         lo, hi = (int(v) for v in a.sizes.split(":"))
@@ -196,14 +290,16 @@ def collectives(a):
 
 
 def main():
-    ap = argparse.ArgumentParser(description="Measure GEMMs (or NCCL collectives) with PyTorch "
-                                 "into the shared tables' layout for perfmod calibrate.")
-    ap.add_argument("--out", required=True, help="folder for gemm_perf.csv or nccl_perf.csv")
+    ap = argparse.ArgumentParser(description="Measure GEMMs (or attention, or NCCL collectives) "
+                                 "with PyTorch into the shared tables' layout for perfmod "
+                                 "calibrate.")
+    ap.add_argument("--out", required=True, help="folder for the tables")
     ap.add_argument("--shapes", type=int, default=300)
     ap.add_argument("--dtype", default="bf16")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--device", default=None)
+    ap.add_argument("--attention", action="store_true")
     ap.add_argument("--collectives", action="store_true")
     ap.add_argument("--sizes", default="8:28")
     ap.add_argument("--gpus", type=int, default=0)
@@ -211,7 +307,9 @@ def main():
     a = ap.parse_args()
     if a.reps < 1:
         sys.exit("calibrate-bench.py: --reps takes a number of at least 1")
-    return collectives(a) if a.collectives else gemms(a)
+    if a.attention and a.collectives:
+        sys.exit("calibrate-bench.py: --attention or --collectives, one at a time")
+    return collectives(a) if a.collectives else attention(a) if a.attention else gemms(a)
 
 if __name__ == "__main__":
     sys.exit(main())

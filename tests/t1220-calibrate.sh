@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1220-calibrate.sh: perfmod calibrate on a GPU's measured GEMMs (a table made 1.5 x the roofline), the correction by hand, applied by --calibration in kernel, predict and eval (on that GPU alone), "calibrated on N shapes"; the benchmark script's plan; bad input.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 32
+plan 35
 
 # An H100 that runs every bf16 GEMM at 1.5 x the roofline's time, 40 shapes
 D="$TMP/md/aiconfigurator/h100_sxm/gemm/x/1"
@@ -135,6 +135,41 @@ ok $([ "$rc" -eq 0 ] && set -- $m && [ "$1" = "$2" ] && [ "$1" -ge 20 ] &&
        END { exit !f }' "$TMP/cw.cal" && [ ! -e "$CB/nccl_perf.csv.tmp" ]; echo $?) \
   "calibrate-bench.py's nccl_perf.csv: read by perfmod calibrate (${m%% *} shapes, all outside eval's 20 %), a = n/(n+2) ln 2"
 
+# fused attention's plan, without a GPU: 6 prefills and 6 decode steps, each one perfmod
+# predicts; the tables its writer writes, at twice the roofline's time, are read by perfmod
+# calibrate into one ATTENTION group whose intercept is ln 2 shrunk by its two pseudo-shapes
+python3 "$top_srcdir/scripts/calibrate-bench.py" --out "$TMP/ca" --attention --dry-run --shapes 6 \
+  >"$TMP/aplan" 2>"$TMP/aplan.err"
+while read -r kind b t h g d; do
+  if [ "$kind" = prefill ]; then
+    set -- --op attention --batch "$b" --seq "$t"
+  else
+    set -- --op decode --batch "$b" --kv-len "$t"
+  fi
+  ms=$("$PERFMOD" kernel "$@" --heads "$h" --kv-heads "$g" --head-dim "$d" --gpu h100 --dtype bf16 \
+         --predictor roofline --format csv 2>/dev/null | awk -F, 'NR == 2 && $5 > 0 { printf "%.9g", 2 * $5 }')
+  echo "$kind $b $t $h $g $d $ms"
+done <"$TMP/aplan" >"$TMP/arows"
+ok $([ "$(grep -c '^prefill [0-9 ]*$' "$TMP/aplan")" = 6 ] && [ "$(grep -c '^decode [0-9 ]*$' "$TMP/aplan")" = 6 ] &&
+     [ "$(awk 'NF == 7' "$TMP/arows" | wc -l)" = 12 ] && grep -q '^12 attention kernels to measure$' "$TMP/aplan.err" &&
+     [ ! -e "$TMP/ca" ]; echo $?) \
+  "calibrate-bench.py --attention --dry-run: 6 prefills and 6 decode steps, each one perfmod predicts; nothing written"
+python3 - "$top_srcdir/scripts/calibrate-bench.py" "$TMP/aw/attention" "$TMP/arows" <<'PY'
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("cb", sys.argv[1])
+cb = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(cb)
+rows = [cb.attention_row("2.9", "NVIDIA H100 80GB HBM3", k, int(b), int(t), int(h), int(g), int(d), ms)
+        for k, b, t, h, g, d, ms in (line.split() for line in open(sys.argv[3]))]
+cb.write_attention(sys.argv[2], rows)
+PY
+run_pm calibrate --data "$TMP/aw" --gpu h100 --predictor roofline --out "$TMP/aw.cal"
+ok $([ "$rc" -eq 0 ] && [ -s "$TMP/aw/attention/context_attention_perf.csv" ] &&
+     [ -s "$TMP/aw/attention/generation_attention_perf.csv" ] &&
+     awk '$1 == "group" && $2 == "ATTN" && $3 == "bf16" { n = $4; f = 1
+            exit !(n >= 3 && ($5 - n / (n + 2) * log(2))^2 < 1e-10) } END { exit !f }' "$TMP/aw.cal"; echo $?) \
+  "calibrate-bench.py's attention tables: read by perfmod calibrate into one bf16 ATTN group, a = n/(n+2) ln 2 ($(awk '$1 == "group" { print $2, $3, $4 }' "$TMP/aw.cal"))"
+
 # bad input
 # Collectives: an H100 whose NCCL all-reduces and all-gathers (2, 4, 8 GPUs, 1 MiB-512 MiB)
 # take 1.5 x the roofline's time; one COMM group, ln of the ranks for its FLOPs per byte:
@@ -224,6 +259,11 @@ python3 "$top_srcdir/scripts/calibrate-bench.py" --out "$TMP/cc" --collectives -
   >"$TMP/out" 2>"$TMP/err"
 ok $([ $? -ne 0 ] && grep -q -- "--sizes '9': expected LO:HI" "$TMP/err" && [ ! -s "$TMP/out" ] && [ ! -e "$TMP/cc" ]; echo $?) \
   "calibrate-bench.py --sizes 9: refused, said, nothing listed or written"
+python3 "$top_srcdir/scripts/calibrate-bench.py" --out "$TMP/cc" --attention --collectives --dry-run \
+  >"$TMP/out" 2>"$TMP/err"
+ok $([ $? -ne 0 ] && grep -q -- "--attention or --collectives, one at a time" "$TMP/err" && [ ! -s "$TMP/out" ] &&
+     [ ! -e "$TMP/cc" ]; echo $?) \
+  "calibrate-bench.py --attention with --collectives: refused, said, nothing listed or written"
 expect_one_line 2 "calibrate needs --data DIR" "calibrate without --gpu: refused" -- \
   calibrate --data "$TMP/md" --out "$TMP/x.cal"
 expect_one_line 1 "no measured kernel of a100-sxm-80gb" "calibrate on a GPU the tables have no rows of: said, exit 1" -- \
