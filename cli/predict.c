@@ -444,9 +444,9 @@ explain_serving (struct plugin_set *set, struct plugin *pl, const struct model_c
   if (s.etp > 0 && s.ep * s.etp != s.tp)
     fprintf (out, "\nMoE layers (ep=%d x etp=%d over the tp=%d ranks of %d replicas): each rank "
              "dispatches its 1/%d of the replica's tokens over the %d expert ranks (%s) and "
-             "combines them back; tp's all-reduce after them sums the tp ranks' experts\n",
-             s.ep, s.etp, s.tp, s.dp, s.tp, s.ep,
-             s.dispatcher_set ? dispatcher_name (s.dispatcher) : "allgather, the engines' default");
+             "combines them back%s\n", s.ep, s.etp, s.tp, s.dp, s.tp, s.ep,
+             s.dispatcher_set ? dispatcher_name (s.dispatcher) : "allgather, the engines' default",
+             s.tp > 1 ? "; tp's all-reduce after them sums the tp ranks' experts" : "");
   else if (s.etp > 0)
     fprintf (out, "\nMoE layers (ep=%d x etp=%d within tp=%d): no dispatch or combine "
              "all-to-all; the experts' outputs are summed by the tp all-reduce after them "

@@ -175,7 +175,7 @@ serving_load (const char *path, const struct gpu_db *gpus, struct serving_run **
     }
     /* The concurrency the benchmark held (silicon_concurrency=N in the
      * source), else the batch size. */
-    s.conc = s.agg.batch;
+    s.conc = s.agg.batch * s.agg.adp;     /* a batch per attention-DP replica */
     if ((conc = strstr (r.fields[col[C_SOURCE]], "silicon_concurrency=")) != NULL) {
       long long cv = strtoll (conc + 20, &end, 10);
       if (end == conc + 20 || cv < 1 || cv > PM_MAX_BATCH) {

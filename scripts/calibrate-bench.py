@@ -46,8 +46,9 @@ def shapes(n, seed):
 
 
 def attention_plan(n, seed):
-    """n prefills and n decode steps: (kind, batch, tokens (a prefill's, or the cached ones a
-    decode step reads), heads, key/value heads, head width), drawn by the seed."""
+    """n prefills and n decode steps (fewer where fewer fit): (kind, batch, tokens (a
+    prefill's, or the cached ones a decode step reads), heads, key/value heads, head width),
+    drawn by the seed."""
     rng = random.Random(seed)
     heads, groups, dims = [8, 16, 32, 64], [1, 2, 4, 8], [64, 128]
     plan = []
@@ -55,15 +56,10 @@ def attention_plan(n, seed):
                                        32768),
                                       ("decode", [128 << i for i in range(9)],
                                        [1 << i for i in range(9)], 1 << 21)):
-        seen, out = set(), []
-        while len(out) < n and len(seen) < 2000:
-            b, t, h = rng.choice(batches), rng.choice(lens), rng.choice(heads)
-            s = (kind, b, t, h, h // rng.choice(groups), rng.choice(dims))
-            # at most 2^29 elements a tensor (1 GiB in bf16): a 24 GB GPU holds the three
-            if s not in seen and b * t <= most and b * t * h * s[5] <= 1 << 29:
-                out.append(s)
-            seen.add(s)
-        plan += out
+        # at most 2^29 elements a tensor (1 GiB in bf16): a 24 GB GPU holds the three
+        fit = sorted({(kind, b, t, h, h // g, d) for b in batches for t in lens for h in heads
+                      for g in groups for d in dims if b * t <= most and b * t * h * d <= 1 << 29})
+        plan += rng.sample(fit, min(n, len(fit)))
     return plan
 
 
@@ -211,24 +207,46 @@ def attention(a):
         gqa = True
     except TypeError:
         gqa = False
-    rows = []
+    try:                         # the fused kernels only: the math backend's scores do not fit
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        fused = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]
+        if hasattr(SDPBackend, "CUDNN_ATTENTION"):
+            fused.append(SDPBackend.CUDNN_ATTENTION)
+        only_fused = lambda: sdpa_kernel(fused)
+    except ImportError:
+        import contextlib
+        only_fused = contextlib.nullcontext
+    rows, skipped = [], 0
     for kind, b, t, h, kvh, d in plan:
-        q = torch.randn(b, h, t if kind == "prefill" else 1, d, device=dev, dtype=bf)
-        k = torch.randn(b, kvh, t, d, device=dev, dtype=bf)
-        v = torch.randn(b, kvh, t, d, device=dev, dtype=bf)
-        extra = {}
-        if kvh < h and gqa:
-            extra["enable_gqa"] = True
-        elif kvh < h:            # an older PyTorch: the heads repeated before the timing
-            k, v = k.repeat_interleave(h // kvh, 1), v.repeat_interleave(h // kvh, 1)
-        causal = kind == "prefill"
-        run = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, **extra)
-        rows.append(attention_row(torch.__version__, name, kind, b, t, h, kvh, d,
-                                  "%.6f" % median_ms(torch, run, a.reps)))
-        del q, k, v
+        try:
+            q = torch.randn(b, h, t if kind == "prefill" else 1, d, device=dev, dtype=bf)
+            k = torch.randn(b, kvh, t, d, device=dev, dtype=bf)
+            v = torch.randn(b, kvh, t, d, device=dev, dtype=bf)
+            extra, read = {}, kvh
+            if kvh < h and gqa:
+                extra["enable_gqa"] = True
+            elif kvh < h:        # an older PyTorch: every head's keys and values, repeated
+                k, v, read = k.repeat_interleave(h // kvh, 1), v.repeat_interleave(h // kvh, 1), h
+            causal = kind == "prefill"
+            with only_fused():
+                run = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, **extra)
+                ms = median_ms(torch, run, a.reps)
+        except RuntimeError as e:    # torch.cuda.OutOfMemoryError is one
+            skipped += 1         # no fused kernel for it, or no room: said, not written
+            print("calibrate-bench.py: %s %d %d %d %d %d skipped: %s" % (kind, b, t, h, kvh, d,
+                  str(e).splitlines()[0] if str(e) else type(e).__name__), file=sys.stderr)
+            continue
+        finally:
+            q = k = v = None
+            torch.cuda.empty_cache()
+        rows.append(attention_row(torch.__version__, name, kind, b, t, h, read, d, "%.6f" % ms))
+    if not rows:
+        sys.exit("calibrate-bench.py: no attention kernel could be measured (%d skipped): "
+                 "nothing written" % skipped)
     write_attention(a.out, rows)
-    print("%s: %d attention kernels measured on %s; now: perfmod calibrate --data %s --gpu GPU "
-          "--out FILE" % (a.out, len(rows), name, a.out))
+    print("%s: %d attention kernels measured on %s%s; now: perfmod calibrate --data %s --gpu GPU "
+          "--out FILE" % (a.out, len(rows), name,
+                          " (%d skipped, said above)" % skipped if skipped else "", a.out))
     return 0
 
 

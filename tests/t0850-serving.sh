@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0850-serving.sh: --gen under a strategy (the engine's kernels with --engine, per replica: tensor parallelism speeds the decode step, shards the KV cache, pipeline stages split it, experts a batch reaches, the largest batch that fits, the formats agree), its bad input, and the engine's fused kernels and all-reduce (perfmod serve and reproduce --table serving: t0860-serve.sh).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 53
+plan 55
 
 # field NAME: the CSV column NAME of the first prediction in $TMP/out
 field () {
@@ -157,9 +157,15 @@ ok $([ "$rc" -eq 0 ] && grep -q '^layers_0_ep_deepep_fw ' "$TMP/out" && ! grep -
 expect_one_line 2 'ep=8 with tp=2: the experts over ep x tp = 16 ranks do not fit the tp x dp = 8 GPUs' \
   "experts over more ranks than the replicas have are refused, naming etp" -- \
   --model "$TMP/moeA/config.json" --gen 16 --batch 8 --strategy tp=2,dp=4,ep=8
-expect_one_line 2 'etp=1: ep=4 x etp=1 must equal tp=2 .* or tp x dp = 8' \
+expect_one_line 2 'etp=1: ep=4 x etp=1 must equal tp=2 .* or with etp=1 ep must equal tp x dp = 8' \
   "ep x etp neither tp nor tp x dp is refused naming both" -- \
   --model "$TMP/moeA/config.json" --gen 16 --batch 8 --strategy tp=2,dp=4,ep=4,etp=1
+expect_one_line 2 'etp=2: ep=4 x etp=2 must equal tp=2 .* or with etp=1 ep must equal tp x dp = 8' \
+  "attention data parallelism with experts split over etp=2 is refused (etp=1 only)" -- \
+  --model "$TMP/moeA/config.json" --gen 16 --batch 8 --strategy tp=2,dp=4,ep=4,etp=2
+expect_one_line 2 'ep=8 over the tp x dp ranks \(attention data parallelism\) with pp=2: modelled for one pipeline stage' \
+  "attention data parallelism with pp=2 is refused" -- \
+  --model "$TMP/moeA/config.json" --gen 16 --batch 8 --strategy tp=1,pp=2,dp=8,ep=8,etp=1
 moecfg moeC 1004
 expect_one_line 2 'etp=8 does not divide the expert width 1004' "etp not dividing the expert width is refused" -- \
   --model "$TMP/moeC/config.json" --gen 16 --strategy tp=8,ep=1,etp=8

@@ -38,16 +38,17 @@ layout_replicas (const struct dist_options *o)
   return o->replicas > 0 ? o->replicas : o->s->dp;
 }
 
-/* Inference with the routed experts over the tp ranks of every replica:
- * ep x etp = tp x replicas, more than one (attention data parallelism:
- * vLLM's --data-parallel-size with --enable-expert-parallel, TensorRT-LLM's
- * and SGLang's attention DP). */
+/* Inference with the routed experts whole over the tp ranks of every
+ * replica: etp = 1 and ep = tp x replicas, more than one (attention data
+ * parallelism: vLLM's --data-parallel-size with --enable-expert-parallel,
+ * TensorRT-LLM's and SGLang's attention DP).  The replicas' ranks are one
+ * expert group, one after another: one pipeline stage (dist_check). */
 static bool
 attention_dp (const struct dist_options *o)
 {
   const struct strategy *s = o->s;
   int r = layout_replicas (o);
-  return !o->train && s->etp > 0 && r > 1 && (int64_t) s->ep * s->etp == (int64_t) s->tp * r;
+  return !o->train && s->etp == 1 && r > 1 && (int64_t) s->ep == (int64_t) s->tp * r;
 }
 
 /* Megatron-Core's expert ranks fold a stage's tp x cp x dp into etp x ep x
@@ -59,7 +60,7 @@ static int64_t
 ep_stride (const struct dist_options *o)
 {
   const struct strategy *s = o->s;
-  if (attention_dp (o))          /* every rank of the replicas, neighbours (pp 1) */
+  if (attention_dp (o))          /* every rank of the replicas, neighbours */
     return 1;
   return o->train && s->kernels == KERNELS_TE ? (s->etp == 1 ? 1 : s->tp)
          : (int64_t) s->tp * s->cp;
@@ -1372,9 +1373,14 @@ dist_check (const struct model_cfg *m, const struct dist_options *o)
     }
     if ((int64_t) s->ep * s->etp != s->tp && !attention_dp (o)) {
       pm_error ("etp=%d: ep=%d x etp=%d must equal tp=%d (the experts' ranks are the "
-                "attention's tensor-parallel ranks) or tp x dp = %lld (every replica's: "
-                "attention data parallelism)", s->etp, s->ep, s->etp, s->tp,
+                "attention's tensor-parallel ranks), or with etp=1 ep must equal tp x dp = %lld "
+                "(every replica's: attention data parallelism)", s->etp, s->ep, s->etp, s->tp,
                 (long long) s->tp * layout_replicas (o));
+      return -1;
+    }
+    if (attention_dp (o) && s->pp > 1) {
+      pm_error ("ep=%d over the tp x dp ranks (attention data parallelism) with pp=%d: modelled "
+                "for one pipeline stage", s->ep, s->pp);
       return -1;
     }
     if (m->moe_ffn % s->etp != 0 || (m->moe_ffn == 0 && m->ffn % s->etp != 0)) {

@@ -162,8 +162,11 @@ launch_of (const struct serve_base *b, const struct strategy *s, int replicas, i
   buf[0] = '\0';
   switch (b->e->id) {
   case ENGINE_SGLANG:
+    /* under --enable-dp-attention --tp-size counts every replica's GPUs, and
+     * the request and chunk limits are the instance's, split over its
+     * data-parallel workers */
     append (buf, n, "python3 -m sglang.launch_server --model-path %s --tp-size %d", id,
-            span ? ep : s->tp);
+            span ? s->tp * replicas : s->tp);
     if (s->pp > 1)
       append (buf, n, " --pp-size %d", s->pp);
     if (span)
@@ -175,7 +178,7 @@ launch_of (const struct serve_base *b, const struct strategy *s, int replicas, i
     if (s->dispatcher == PERFMOD_DISPATCH_FLEX)
       append (buf, n, " --moe-a2a-backend deepep");
     append (buf, n, " --max-running-requests %lld --chunked-prefill-size %lld",
-            (long long) batch, (long long) max_tokens);
+            (long long) batch * (span ? replicas : 1), (long long) max_tokens * (span ? replicas : 1));
     if (fp8)
       append (buf, n, " --quantization fp8");
     if (fp4)
@@ -187,7 +190,8 @@ launch_of (const struct serve_base *b, const struct strategy *s, int replicas, i
     break;
   case ENGINE_TRTLLM:
     append (buf, n, "trtllm-serve %s --tp_size %d --pp_size %d --ep_size %d --max_batch_size "
-            "%lld --max_num_tokens %lld", id, span ? ep : s->tp, s->pp, ep, (long long) batch,
+            "%lld --max_num_tokens %lld", id, span ? s->tp * replicas : s->tp, s->pp, ep,
+            (long long) batch,
             (long long) max_tokens);
     if (kv8)
       append (buf, n, " (kv_cache_config: dtype fp8)");
@@ -201,8 +205,6 @@ launch_of (const struct serve_base *b, const struct strategy *s, int replicas, i
     break;
   case ENGINE_VLLM:
   default:
-    if (s->dispatcher == PERFMOD_DISPATCH_FLEX)  /* DeepEP's normal and low-latency kernels */
-      append (buf, n, "VLLM_ALL2ALL_BACKEND=deepep_high_throughput ");
     append (buf, n, "vllm serve %s --tensor-parallel-size %d --pipeline-parallel-size %d", id,
             s->tp, s->pp);
     if (replicas > 1 && role == NULL && (span || !moe))
@@ -408,7 +410,9 @@ worker (void *arg)
  * replicas' experts over all g GPUs (ep = g, etp = 1) where ep divides
  * the experts and the engine runs it (TensorRT-LLM's attention DP is one
  * GPU a replica), its tokens gathered (the engines' default) or, with
- * SGLang and vLLM, dispatched by DeepEP's kernels (dispatcher=flex). */
+ * SGLang, dispatched by DeepEP's kernels (dispatcher=flex: its normal
+ * ones in a prefill, the low-latency ones in a decode step, as SGLang's
+ * --deepep-mode auto runs them; vLLM's backends take one kind for both). */
 static size_t
 layouts (const struct serve_search_opts *o, int64_t experts, int engine, int64_t g,
          struct strategy *out, size_t cap)
@@ -424,7 +428,7 @@ layouts (const struct serve_search_opts *o, int64_t experts, int engine, int64_t
         if (e == 1 && tp == 1)
           continue;
         if (e >= 2 && (g == tp || g % tp != 0 || experts % g != 0 || g > INT32_MAX ||
-                       (engine == ENGINE_TRTLLM && (tp > 1 || e == 3))))
+                       (engine == ENGINE_TRTLLM && tp > 1) || (e == 3 && engine != ENGINE_SGLANG)))
           continue;
         if (e) {
           s.ep = e == 1 ? tp : (int) g;
@@ -456,7 +460,7 @@ serve_search (struct plugin_set *set, const struct gpu_db *gpus,
 {
   struct shared sh;
   struct serve_base b;
-  struct strategy lay[64];
+  struct strategy lay[256];
   struct task *tasks = NULL;
   size_t nlay, ntasks = 0, cap = 0;
   pthread_t *th;

@@ -123,9 +123,9 @@ layout_parse (struct strategy *s, const char *spec, const char *what, bool repli
   /* a disaggregated pool's replicas are its workers; dp there is a
    * worker's attention data parallelism, its experts over every rank */
   if (!replicas && s->dp_set && s->dp != 1 &&
-      !(s->etp > 0 && (int64_t) s->ep * s->etp == (int64_t) s->tp * s->dp)) {
+      !(s->etp == 1 && (int64_t) s->ep == (int64_t) s->tp * s->dp)) {
     pm_error ("%s '%s': give the replicas as workers, not dp (dp in a worker: attention data "
-              "parallelism, ep x etp = tp x dp)", what, spec);
+              "parallelism, etp=1 and ep = tp x dp)", what, spec);
     return -1;
   }
   if ((int64_t) s->tp * s->pp * s->dp > PM_MAX_GPUS) {
@@ -661,6 +661,10 @@ serve_run (struct plugin_set *set, const struct gpu_db *gpus,
                        + (int64_t) lay[1].gpus * lay[1].s.dp
                          * (req->decode_workers ? req->decode_workers : 1)
             : (int64_t) lay[0].gpus * lay[0].s.dp;
+  if (res->gpus > PM_MAX_GPUS) {   /* workers x their attention-DP replicas */
+    pm_error ("a deployment of %lld GPUs: more than %d", (long long) res->gpus, PM_MAX_GPUS);
+    goto out;
+  }
   for (int k = 0; k < nlay; k++)   /* the cache is held in whole pages (blocks) */
     if (lay[k].kv_tokens / serve_page_tokens (e) * serve_page_tokens (e)
         < (k == 0 && disagg ? maxlen - 1 : maxlen) + 1) {
