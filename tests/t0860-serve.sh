@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0860-serve.sh: perfmod serve, the serving simulation: its bad input, the engines' schedulers by hand (SGLang's prefill batches, the KV cache's admission and preemption), directions (TTFT with concurrency and prompt length, throughput saturating, disaggregation's trade), a closed loop's identity, the formats, and reproduce --table serving whose every row is a perfmod serve command that prints its numbers.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 50
+plan 51
 
 # sv VAR ARGS...: perfmod serve ARGS as CSV into $TMP/VAR; col VAR NAME: a column of it
 sv () { v=$1; shift; serve_to csv "$TMP/$v" "$TMP/$v.err" "$@"; }
@@ -96,6 +96,9 @@ sv adpa --model qwen3-30b-a3b --gpu h100 --concurrency 16 --isl 1024 --osl 64 --
 ok $([ "$(col adpd gpus)" = 8 ] && [ "$(col adpa gpus)" = 4 ] && cmpf "$(col adpd tpot_ms_mean)" '>' 0 &&
      cmpf "$(col adpa tpot_ms_mean)" '>' 0; echo $?) \
   "attention data parallelism in a prefill worker ($(col adpd gpus) GPUs) and aggregated ($(col adpa gpus) GPUs)"
+run_pm serve --model qwen3-30b-a3b --gpu h100 --concurrency 16 --isl 1024 --osl 64 --strategy tp=2,dp=2,ep=4,etp=1
+ok $([ "$rc" -eq 0 ] && grep -q "^assumed: .*; the experts over 2 replicas' 4 GPUs, each replica's tokens all-gathered and reduce-scattered (the replicas in step" "$TMP/out"; echo $?) \
+  "attention data parallelism: the assumed line says the experts span the replicas, which run in step"
 # the KV transfer: 4096 tokens x 64 layers x 8 heads x 128 x 2 x 2 B over the prefill's
 # 2 GPUs' NICs (gpus.d nic_gbps x nic_efficiency each) and one latency.
 run_pm serve --model qwen3-32b --gpu h100 --concurrency 64 --isl 4096 --osl 512 --prefill tp=2 --decode tp=2 --format json

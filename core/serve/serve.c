@@ -649,6 +649,21 @@ serve_run (struct plugin_set *set, const struct gpu_db *gpus,
               : "whole prompts in the decodes' iterations",
               e->block, d->kv_bytes / PM_GIB, (long long) d->kv_tokens, d->weights / PM_GIB,
               kv_scale != 1 ? ", the cache in fp8" : "", pred->p.name, pr->name);
+    for (int k = 0; k < nlay; k++) {   /* attention data parallelism: what it assumes */
+      const struct strategy *ls = &lay[k].s;
+      size_t used = strlen (res->assumed);
+      if (ls->etp == 1 && ls->dp > 1 && (int64_t) ls->ep == (int64_t) ls->tp * ls->dp &&
+          used < sizeof res->assumed)
+        snprintf (res->assumed + used, sizeof res->assumed - used,
+                  "; %sexperts over %d replicas' %d GPUs, each replica's tokens %s (the "
+                  "replicas in step, each sending as many tokens as the one simulated)",
+                  nlay == 1 ? "the " : k == 0 ? "a prefill worker's " : "a decode worker's ",
+                  ls->dp, ls->ep,
+                  ls->dispatcher_set && ls->dispatcher == PERFMOD_DISPATCH_FLEX
+                  ? "dispatched by DeepEP's kernels"
+                  : ls->dispatcher_set && ls->dispatcher == PERFMOD_DISPATCH_ALLTOALL
+                  ? "dispatched by an all-to-all" : "all-gathered and reduce-scattered");
+    }
     res->weights_gib = d->weights / PM_GIB;
     res->kv_cache_gib = d->kv_bytes > 0 ? d->kv_bytes / PM_GIB : 0;
     res->capacity_gib = ge->gpu.mem_gb;
