@@ -178,7 +178,8 @@ launch_of (const struct serve_base *b, const struct strategy *s, int replicas, i
     if (s->dispatcher == PERFMOD_DISPATCH_FLEX)
       append (buf, n, " --moe-a2a-backend deepep");
     append (buf, n, " --max-running-requests %lld --chunked-prefill-size %lld",
-            (long long) batch * (span ? replicas : 1), (long long) max_tokens * (span ? replicas : 1));
+            (long long) batch * (span ? replicas : 1),
+            (long long) max_tokens * (span ? replicas : 1));
     if (fp8)
       append (buf, n, " --quantization fp8");
     if (fp4)
@@ -191,8 +192,7 @@ launch_of (const struct serve_base *b, const struct strategy *s, int replicas, i
   case ENGINE_TRTLLM:
     append (buf, n, "trtllm-serve %s --tp_size %d --pp_size %d --ep_size %d --max_batch_size "
             "%lld --max_num_tokens %lld", id, span ? s->tp * replicas : s->tp, s->pp, ep,
-            (long long) batch,
-            (long long) max_tokens);
+            (long long) batch, (long long) max_tokens);
     if (kv8)
       append (buf, n, " (kv_cache_config: dtype fp8)");
     if (span)
