@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1050-serve-coverage.sh: perfmod serve and search --serve beyond t0860: every refusal of a dtype, GPU, model, layout, speculation and trace row; each engine's limits and SGLang's KV memory by hand per GPU; fp8 KV; front-end time; chunk counts; batch limits; osl 1; speculation's tokens; -v -v iterations; disaggregation; the search's deployment counts, refused layouts, oom layouts and every engine's launch command.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 95
+plan 96
 
 # sj VAR ARGS...: perfmod serve ARGS as JSON into $TMP/VAR.json (stderr VAR.err, status VAR.rc)
 sj () { v=$1; shift; serve_to json "$TMP/$v.json" "$TMP/$v.err" "$@"; echo "$rc" >"$TMP/$v.rc"; }
@@ -24,6 +24,17 @@ expect_one_line 2 "$TMP/none\.json: cannot read a model config" "a missing confi
 expect_one_line 2 "--strategy with --prefill/--decode: each pool has its own layout" "--strategy with --prefill and --decode refused" -- serve $S --strategy tp=2 --prefill tp=1 --decode tp=1
 expect_one_line 2 "--prefill 'tp=1,dp=2': give the replicas as workers, not dp" "dp in a pool's layout refused" -- serve $S --prefill tp=1,dp=2 --decode tp=1
 expect_one_line 2 "--strategy 'tp=128,pp=128,dp=128': more than 1048576 GPUs" "a layout of 2M GPUs refused" -- serve $S --strategy tp=128,pp=128,dp=128
+# workers x their attention-DP replicas past the limit: 2048 prefill workers of 1024 GPUs
+cat > "$TMP/moe1k.json" <<'EOF'
+{ "architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "hidden_size": 1024,
+  "intermediate_size": 4096, "moe_intermediate_size": 256, "num_experts": 1024,
+  "num_experts_per_tok": 2, "num_hidden_layers": 2, "num_attention_heads": 8,
+  "num_key_value_heads": 4, "head_dim": 128, "vocab_size": 4096, "hidden_act": "silu",
+  "rms_norm_eps": 1e-06, "tie_word_embeddings": false, "norm_topk_prob": true }
+EOF
+expect_one_line 2 "a deployment of 2097153 GPUs: more than 1048576" "2048 workers of 1024 attention-DP GPUs refused" -- \
+  serve --model "$TMP/moe1k.json" --gpu h100 --isl 128 --osl 16 --concurrency 4 \
+  --prefill tp=1,dp=1024,ep=1024,etp=1 --prefill-workers 2048 --decode tp=1
 expect_one_line 2 "--strategy: llama3.1-8b: tp=3 does not divide the 32 attention heads" "tp=3 refused naming the heads" -- serve $S --strategy tp=3
 expect_one_line 2 "--decode: llama3.1-8b: tp=3 does not divide the 32 attention heads" "a decode layout the model cannot take refused naming --decode" -- serve $S --prefill tp=1 --decode tp=3
 expect_one_line 2 "unknown strategy key 'bogus'" "an unknown layout key refused" -- serve $S --strategy bogus=1
