@@ -441,11 +441,12 @@ explain_serving (struct plugin_set *set, struct plugin *pl, const struct model_c
   s.vp = 1;
   q.s = &s;
   comm_groups_init (&g, &q);
-  if (s.etp > 0 && s.ep * s.etp != s.tp)
+  if (strategy_attention_dp (&s, s.dp))
     fprintf (out, "\nMoE layers (ep=%d x etp=%d over the tp=%d ranks of %d replicas): each rank "
-             "dispatches its 1/%d of the replica's tokens over the %d expert ranks (%s) and "
+             "dispatches its 1/%d of the replica's tokens over the %d expert ranks (%s%s) and "
              "combines them back%s\n", s.ep, s.etp, s.tp, s.dp, s.tp, s.ep,
-             s.dispatcher_set ? dispatcher_name (s.dispatcher) : "allgather, the engines' default",
+             dispatcher_name (strategy_dispatcher (&s, true)),
+             s.dispatcher_set ? "" : ", the engines' default",
              s.tp > 1 ? "; tp's all-reduce after them sums the tp ranks' experts" : "");
   else if (s.etp > 0)
     fprintf (out, "\nMoE layers (ep=%d x etp=%d within tp=%d): no dispatch or combine "
@@ -634,7 +635,7 @@ predict_serving (struct cli *c, struct plugin_set *set, struct workload *w,
     printf ("strategy: tp=%d pp=%d ep=%d dp=%d%s: %d GPU%s per replica, %d replica%s (%d GPUs)\n",
             s->tp, s->pp, s->ep, s->dp, keys, replica, replica == 1 ? "" : "s", s->dp,
             s->dp == 1 ? "" : "s", gpus);
-    if (s->etp > 0 && s->ep * s->etp != s->tp)
+    if (strategy_attention_dp (s, s->dp))
       printf ("experts: ep=%d x etp=%d over the tp=%d ranks of the %d replicas (attention data "
               "parallelism): %lld of the %lld experts per GPU, each 1/%d of its width %lld; the "
               "replicas' tokens dispatched to them and combined back (%s)\n", s->ep, s->etp,

@@ -38,17 +38,13 @@ layout_replicas (const struct dist_options *o)
   return o->replicas > 0 ? o->replicas : o->s->dp;
 }
 
-/* Inference with the routed experts whole over the tp ranks of every
- * replica: etp = 1 and ep = tp x replicas, more than one (attention data
- * parallelism: vLLM's --data-parallel-size with --enable-expert-parallel,
- * TensorRT-LLM's and SGLang's attention DP).  The replicas' ranks are one
- * expert group, one after another: one pipeline stage (dist_check). */
+/* Inference with the routed experts whole over every replica's tp ranks
+ * (strategy_attention_dp).  The replicas' ranks are one expert group, one
+ * after another: one pipeline stage (dist_check). */
 static bool
 attention_dp (const struct dist_options *o)
 {
-  const struct strategy *s = o->s;
-  int r = layout_replicas (o);
-  return !o->train && s->etp == 1 && r > 1 && (int64_t) s->ep == (int64_t) s->tp * r;
+  return !o->train && strategy_attention_dp (o->s, layout_replicas (o));
 }
 
 /* Megatron-Core's expert ranks fold a stage's tp x cp x dp into etp x ep x
@@ -360,21 +356,17 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
     c.sequence_parallel = s->sp;
     c.megatron_core = s->kernels == KERNELS_TE;
     c.tp_comm_overlap = s->tpo;
-    c.dispatcher = s->dispatcher;
+    c.dispatcher = strategy_dispatcher (s, dim == DIM_EP && dp->attn_dp);
     c.a2a_overlap = s->a2a_overlap;
     c.gather_bytes = o->train && s->kernels == KERNELS_TE && precision_quantised (pr)
                      ? dtype_bytes (pr->gemm) : c.elem_bytes;
     /* Attention data parallelism: each of a replica's tp ranks dispatches
      * its 1/tp of the replica's tokens over the whole expert group (vLLM's
      * sequence-parallel MoE), so a rank's experts see every replica's
-     * tokens once.  The engines gather them (vLLM's allgather_reducescatter,
-     * TensorRT-LLM's and SGLang's attention-DP default) unless the layout
-     * names another dispatcher. */
-    if (dim == DIM_EP && dp->attn_dp) {
+     * tokens once (gathered, unless the layout names another dispatcher:
+     * strategy_dispatcher). */
+    if (dim == DIM_EP && dp->attn_dp)
       c.mb_tokens /= s->tp;
-      if (!s->dispatcher_set)
-        c.dispatcher = PERFMOD_DISPATCH_ALLGATHER;
-    }
     if (dim == DIM_DP) {
       dp_plugin = pl;
       dp_case = c;
@@ -1393,8 +1385,8 @@ dist_check (const struct model_cfg *m, const struct dist_options *o)
    * are other replicas' (dp's): ep x tp ranks hold a layer's experts */
   if (!o->train && s->etp == 0 && s->ep > 1 && layout_replicas (o) % s->ep != 0) {
     pm_error ("ep=%d with tp=%d: the experts over ep x tp = %lld ranks do not fit the tp x dp = "
-              "%lld GPUs; give etp with ep x etp = tp x dp (attention data parallelism: each "
-              "expert over etp of every replica's ranks)", s->ep, s->tp,
+              "%lld GPUs; give etp=1 with ep = tp x dp (attention data parallelism: each "
+              "expert whole on one of every replica's ranks)", s->ep, s->tp,
               (long long) s->ep * s->tp, (long long) s->tp * layout_replicas (o));
     return -1;
   }

@@ -85,6 +85,15 @@ bool strategy_default_zero (struct strategy *s, bool train);
 /* Whether the distributed optimizer has replicas to shard over: dp's, or the
  * routed experts' beyond them (etp=1 with dp 1). */
 bool strategy_shards (const struct strategy *s);
+/* Whether an inference layout of `replicas` replicas (dp's, or serving's) puts its routed
+ * experts whole over every replica's tp ranks: etp=1 and ep = tp x replicas, more than one
+ * (attention data parallelism: vLLM's --data-parallel-size with --enable-expert-parallel,
+ * TensorRT-LLM's and SGLang's attention DP). */
+bool strategy_attention_dp (const struct strategy *s, int replicas);
+/* The dispatcher ep's tokens go by: the one given, else alltoall, or under attention data
+ * parallelism the engines' all-gather (vLLM's allgather_reducescatter, TensorRT-LLM's and
+ * SGLang's attention-DP default). */
+int strategy_dispatcher (const struct strategy *s, bool attention_dp);
 /* split= for the pp x vp chunks when they do not divide the layers (pp x vp <=
  * PM_MAX_STAGES), as perfmod search tries it: layers / chunks each, the extra ones to the
  * middle chunks first. */

@@ -270,6 +270,18 @@ strategy_shards (const struct strategy *s)
 }
 
 bool
+strategy_attention_dp (const struct strategy *s, int replicas)
+{
+  return s->etp == 1 && replicas > 1 && (int64_t) s->ep == (int64_t) s->tp * replicas;
+}
+
+int
+strategy_dispatcher (const struct strategy *s, bool attention_dp)
+{
+  return attention_dp && !s->dispatcher_set ? PERFMOD_DISPATCH_ALLGATHER : s->dispatcher;
+}
+
+bool
 strategy_default_zero (struct strategy *s, bool train)
 {
   if (s->zero_set || !train || s->kernels != KERNELS_TE || !strategy_shards (s))

@@ -84,13 +84,6 @@ replica_of (struct replicas *rs, const struct serve_base *b, const struct strate
   return rs->ok[i] ? &rs->r[i] : NULL;
 }
 
-/* A layout whose experts span its replicas (attention data parallelism). */
-static bool
-spans_replicas (const struct strategy *s)
-{
-  return s->etp > 0 && s->ep * s->etp != s->tp;
-}
-
 static void
 spec_of (const struct strategy *s, bool moe, char *buf, size_t n)
 {
@@ -156,7 +149,7 @@ launch_of (const struct serve_base *b, const struct strategy *s, int replicas, i
   /* attention data parallelism: the replicas one engine instance whose
    * experts span them; else each replica an instance of its own (vLLM's
    * data-parallel replicas of an MoE model would share their experts) */
-  bool span = spans_replicas (s), moe = b->m.experts > 0;
+  bool span = strategy_attention_dp (s, replicas), moe = b->m.experts > 0;
   int ep = s->etp > 0 ? s->ep : 1;
   hf_id (&b->m, id, sizeof id);
   buf[0] = '\0';
@@ -496,8 +489,8 @@ serve_search (struct plugin_set *set, const struct gpu_db *gpus,
      * another, x g + y g' = the GPUs */
     for (size_t j = 0; o->disagg && j < nlay; j++) {
       int64_t gd = (int64_t) lay[j].tp * lay[j].pp;
-      if (lay[i].pp > 1 || lay[j].pp > 1 || spans_replicas (&lay[i]) || spans_replicas (&lay[j]))
-        continue;
+      if (lay[i].pp > 1 || lay[j].pp > 1 || lay[i].ep > lay[i].tp || lay[j].ep > lay[j].tp)
+        continue;            /* attention data parallelism spans every GPU: none to split */
       for (int64_t x = 1; x * g < o->gpus; x++) {
         int64_t rest = o->gpus - x * g;
         if (rest % gd != 0)

@@ -122,8 +122,7 @@ layout_parse (struct strategy *s, const char *spec, const char *what, bool repli
   }
   /* a disaggregated pool's replicas are its workers; dp there is a
    * worker's attention data parallelism, its experts over every rank */
-  if (!replicas && s->dp_set && s->dp != 1 &&
-      !(s->etp == 1 && (int64_t) s->ep == (int64_t) s->tp * s->dp)) {
+  if (!replicas && s->dp_set && s->dp != 1 && !strategy_attention_dp (s, s->dp)) {
     pm_error ("%s '%s': give the replicas as workers, not dp (dp in a worker: attention data "
               "parallelism, etp=1 and ep = tp x dp)", what, spec);
     return -1;
@@ -652,17 +651,16 @@ serve_run (struct plugin_set *set, const struct gpu_db *gpus,
     for (int k = 0; k < nlay; k++) {   /* attention data parallelism: what it assumes */
       const struct strategy *ls = &lay[k].s;
       size_t used = strlen (res->assumed);
-      if (ls->etp == 1 && ls->dp > 1 && (int64_t) ls->ep == (int64_t) ls->tp * ls->dp &&
-          used < sizeof res->assumed)
+      int how = strategy_dispatcher (ls, true);
+      if (strategy_attention_dp (ls, ls->dp) && used < sizeof res->assumed)
         snprintf (res->assumed + used, sizeof res->assumed - used,
                   "; %sexperts over %d replicas' %d GPUs, each replica's tokens %s (the "
                   "replicas in step, each sending as many tokens as the one simulated)",
                   nlay == 1 ? "the " : k == 0 ? "a prefill worker's " : "a decode worker's ",
                   ls->dp, ls->ep,
-                  ls->dispatcher_set && ls->dispatcher == PERFMOD_DISPATCH_FLEX
-                  ? "dispatched by DeepEP's kernels"
-                  : ls->dispatcher_set && ls->dispatcher == PERFMOD_DISPATCH_ALLTOALL
-                  ? "dispatched by an all-to-all" : "all-gathered and reduce-scattered");
+                  how == PERFMOD_DISPATCH_FLEX ? "dispatched by DeepEP's kernels"
+                  : how == PERFMOD_DISPATCH_ALLTOALL ? "dispatched by an all-to-all"
+                  : "all-gathered and reduce-scattered");
     }
     res->weights_gib = d->weights / PM_GIB;
     res->kv_cache_gib = d->kv_bytes > 0 ? d->kv_bytes / PM_GIB : 0;
@@ -671,11 +669,13 @@ serve_run (struct plugin_set *set, const struct gpu_db *gpus,
     res->max_batch = d->max_seqs;
     res->max_tokens = d->max_tokens;
   }
-  res->gpus = disagg ? (int64_t) lay[0].gpus * lay[0].s.dp
-                         * (req->prefill_workers ? req->prefill_workers : 1)
-                       + (int64_t) lay[1].gpus * lay[1].s.dp
-                         * (req->decode_workers ? req->decode_workers : 1)
-            : (int64_t) lay[0].gpus * lay[0].s.dp;
+  /* each pool's replicas: its workers times their attention-DP replicas,
+   * or the aggregated layout's dp */
+  int64_t reps[2] = { (int64_t) lay[0].s.dp * (disagg && req->prefill_workers
+                                                ? req->prefill_workers : 1),
+                      disagg ? (int64_t) lay[1].s.dp * (req->decode_workers
+                                                        ? req->decode_workers : 1) : 0 };
+  res->gpus = (int64_t) lay[0].gpus * reps[0] + (disagg ? (int64_t) lay[1].gpus * reps[1] : 0);
   if (res->gpus > PM_MAX_GPUS) {   /* workers x their attention-DP replicas */
     pm_error ("a deployment of %lld GPUs: more than %d", (long long) res->gpus, PM_MAX_GPUS);
     goto out;
@@ -701,11 +701,8 @@ serve_run (struct plugin_set *set, const struct gpu_db *gpus,
   }
 
   /* the simulation */
-  if (serve_input (&base, &lay[0], disagg ? (int) (req->prefill_workers ? req->prefill_workers : 1)
-                                            * lay[0].s.dp
-                   : lay[0].s.dp, disagg ? &lay[1] : NULL,
-                   (int) (req->decode_workers ? req->decode_workers : 1)
-                   * (disagg ? lay[1].s.dp : 1), &in) < 0)
+  if (serve_input (&base, &lay[0], (int) reps[0], disagg ? &lay[1] : NULL,
+                   disagg ? (int) reps[1] : 1, &in) < 0)
     goto out;
   in.load.kind = req->trace ? LOAD_TRACE : req->rate > 0 ? LOAD_RATE : LOAD_CLOSED;
   in.load.concurrency = req->concurrency;
