@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0860-serve.sh: perfmod serve, the serving simulation: its bad input, the engines' schedulers by hand (SGLang's prefill batches, the KV cache's admission and preemption), directions (TTFT with concurrency and prompt length, throughput saturating, disaggregation's trade), a closed loop's identity, the formats, and reproduce --table serving whose every row is a perfmod serve command that prints its numbers.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 51
+plan 54
 
 # sv VAR ARGS...: perfmod serve ARGS as CSV into $TMP/VAR; col VAR NAME: a column of it
 sv () { v=$1; shift; serve_to csv "$TMP/$v" "$TMP/$v.err" "$@"; }
@@ -99,6 +99,37 @@ ok $([ "$(col adpd gpus)" = 8 ] && [ "$(col adpa gpus)" = 4 ] && cmpf "$(col adp
 run_pm serve --model qwen3-30b-a3b --gpu h100 --concurrency 16 --isl 1024 --osl 64 --strategy tp=2,dp=2,ep=4,etp=1
 ok $([ "$rc" -eq 0 ] && grep -q "^assumed: .*; the experts over 2 replicas' 4 GPUs, each replica's tokens all-gathered and reduce-scattered (the replicas in step" "$TMP/out"; echo $?) \
   "attention data parallelism: the assumed line says the experts span the replicas, which run in step"
+# attention-DP replicas in step, by hand: Qwen3-30B-A3B on 2 one-GPU replicas, 1024-token
+# prompts.  Two clients: both replicas prefill together, the experts fed 2048 tokens, as
+# the layout's forward of 2 x 1024 (perfmod --mode inf) has them.  One client: the other
+# replica idles along and the experts are fed 1024 (TensorRT-LLM gathers each replica's
+# own): that forward less its 48 layers' gather, experts and reduce-scatter at 2 x 1024
+# plus theirs at 2 x 512.
+Q3A="--model qwen3-30b-a3b --gpu h100 --dtype bf16"
+adp_iter () {  # adp_iter ENGINE CLIENTS N: the Nth iteration's ms of perfmod serve -v -v
+  "$PERFMOD" serve $Q3A --engine "$1" --isl 1024 --osl 3 --concurrency "$2" --requests "$2" \
+    --strategy tp=1,dp=2,ep=2,etp=1 -v -v 2>&1 | awk -v n="$3" '/^serve: replica/ && ++i == n { print $(NF - 1) }'
+}
+adp_moe () {  # adp_moe SEQ: the experts' forward (count x fw_ms) in perfmod --per-op
+  "$PERFMOD" $Q3A --mode inf --batch 2 --seq "$1" --predictor tile-mlp --engine=trtllm --fusion \
+    --strategy tp=1,dp=2,ep=2,etp=1 --per-op 2>/dev/null |
+    awk '$1 ~ /_(ep_allgather_fw|experts|ep_reduce_scatter_fw)$/ {
+           for (i = 1; i < NF; i++) if ($i == "bf16") { s += $(i + 2) * $(i + 3); break } }
+         END { printf "%.6f", s }'
+}
+run_pm $Q3A --mode inf --batch 2 --seq 1024 --predictor tile-mlp --engine=trtllm --fusion --strategy tp=1,dp=2,ep=2,etp=1
+fw=$(awk '$1 == "step_ms" { print $2 }' "$TMP/out")
+both=$(adp_iter trtllm 2 1) one=$(adp_iter trtllm 1 1) m1024=$(adp_moe 1024) m512=$(adp_moe 512)
+ok $(awk -v b="$both" -v o="$one" -v f="$fw" -v a="$m1024" -v h="$m512" 'BEGIN {
+       want = f - a + h; exit !(b + 0 > 0 && a > h && h > 0 && (b - f) ^ 2 < 1e-6 && (o - want) ^ 2 < 1e-6) }'; echo $?) \
+  "attention-DP prefill in step: two replicas' $both ms = the forward's $fw; one's $one ms = $fw - $m1024 + $m512 (experts fed 1024 tokens, not 2048)"
+# a decode step of one request while the other replica idles: vLLM pads every replica to
+# the most tokens (its CUDA graphs), so the experts are fed 2, as with two requests;
+# TensorRT-LLM and SGLang (a decode gathered at the sum when padding would double it) 1
+ok $(cmpf "$(adp_iter vllm 1 2)" '==' "$(adp_iter vllm 2 3)"; echo $?) \
+  "attention-DP decode in step, vLLM: one request's step $(adp_iter vllm 1 2) ms = two's, padded to the most"
+ok $(cmpf "$(adp_iter trtllm 1 2)" '<' "$(adp_iter trtllm 2 3)" && cmpf "$(adp_iter sglang 1 2)" '<' "$(adp_iter sglang 2 3)"; echo $?) \
+  "attention-DP decode in step, TensorRT-LLM and SGLang: one request's step < two's (experts fed 1 token, not 2)"
 # the KV transfer: 4096 tokens x 64 layers x 8 heads x 128 x 2 x 2 B over the prefill's
 # 2 GPUs' NICs (gpus.d nic_gbps x nic_efficiency each) and one latency.
 run_pm serve --model qwen3-32b --gpu h100 --concurrency 64 --isl 4096 --osl 512 --prefill tp=2 --decode tp=2 --format json

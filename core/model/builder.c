@@ -1122,12 +1122,15 @@ moe_block (struct bctx *c, int64_t f, const char *act)
   if (c->eng) {                          /* top-k softmax, then the engine's fused MoE
                                             kernel, or the experts' GEMMs and one weighted sum */
     te_vec (c, "router_topk", "softmax", t, m->experts, 2, 0, 0);
+    size_t first = c->g->n;
     site (c, PERFMOD_SITE_MOE_DISPATCH);
     if (c->engine)
       eng_moe (c, fed, local, d, f, busy);
     else
       eng_experts (c, reached, te, d, f);
     site (c, PERFMOD_SITE_MOE_COMBINE);
+    for (size_t i = first; i < c->g->n; i++)
+      c->g->nodes[i].moe_fed = true;
     if (!c->engine)
       te_vec (c, "moe_sum", "add", t, d, (double) m->top_k + 1, 0, 0);
     return;

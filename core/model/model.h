@@ -158,6 +158,8 @@ struct node {
   int64_t copies;        /* identical copies a layer runs (the experts reached under even
                             routing, built once); 0: one */
   bool attn_core;        /* the attention core: re-run by selective recomputation */
+  bool moe_fed;          /* a serving engine's routed experts and their dispatch and combine:
+                            the work the tokens fed to them (every attention-DP replica's) set */
   unsigned char rmod;    /* enum pm_rmod: the recompute module it belongs to; 0: none */
   size_t gemm;           /* a site's collectives: 1 + the index of the GEMM node their
                             PERFMOD_OVERLAP_GEMM ones are pipelined with; 0: none */

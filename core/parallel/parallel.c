@@ -496,6 +496,7 @@ struct chunk_times {
   double comm[NDIMS];    /* ms per micro-batch */
   double fw_comm, bw_comm; /* of fw, bw: the collectives on the critical path */
   double attn;           /* of fw: the attention cores (ms per micro-batch) */
+  double moe;            /* of fw: the routed experts fed (moe_fed nodes; ms per micro-batch) */
   double tp_hidden;      /* tp's collectives hidden behind their GEMMs (tpo=1; ms per
                             micro-batch, forward and backward) */
   double ep_hidden;      /* ep's dispatch and combine hidden beside the shared experts
@@ -1137,10 +1138,14 @@ chunk_compute (struct plugin *pred, const struct model_cfg *m, const struct perf
   out->ep_hidden = ep_hidden[PHASE_FW] + ep_hidden[PHASE_BW];
   out->host = host[PHASE_FW] + host[PHASE_BW];
   out->recompute = 0;
-  out->attn = 0;
-  for (size_t i = 0; i < gr.n; i++)
+  out->attn = out->moe = 0;
+  for (size_t i = 0; i < gr.n; i++) {
+    double ms = pr.per_node[i].t[PHASE_FW] * (double) graph_weight (&gr, i);
     if (gr.nodes[i].attn_core)
-      out->attn += pr.per_node[i].t[PHASE_FW] * (double) graph_weight (&gr, i);
+      out->attn += ms;
+    if (gr.nodes[i].moe_fed)
+      out->moe += ms;
+  }
   out->fw = t[PHASE_FW];
   times->bw_acc = t[PHASE_BW] + t[PHASE_ACC];
   out->bw = times->bw_acc;
@@ -1607,6 +1612,7 @@ dist_predict (struct plugin_set *set, struct plugin *pred, const struct model_cf
     r->stage_bw_ms[c % p] += times[k].bw;
     r->stage_recompute_ms[c % p] += times[k].recompute;
     r->attn_ms += times[k].attn;
+    r->moe_ms += times[k].moe;
     /* what the costed rank runs in the step */
     if (c % p == cr) {
       r->recompute_ms += times[k].recompute * r->microbatches;

@@ -274,6 +274,7 @@ struct dist_result {
   double stage_fw_ms[PM_MAX_STAGES], stage_bw_ms[PM_MAX_STAGES];
   double stage_recompute_ms[PM_MAX_STAGES];  /* of stage_bw_ms */
   double attn_ms;        /* one micro-batch's attention cores over every chunk (ms) */
+  double moe_ms;         /* and its serving engine's routed experts, dispatch and combine (ms) */
   struct memory_estimate mem;   /* the pipeline rank with the most */
   int mem_rank;
   struct perfmod_plan plan;

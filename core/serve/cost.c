@@ -25,6 +25,8 @@ struct serve_costs {
   struct dist_cache *own;        /* the chunk cache when the layout brings none */
   struct memo *memo;             /* the kernels' estimates, across grid points */
   double *pre_dense, *pre_attn;  /* per token grid point; NAN: not predicted yet */
+  double *pre_moe;               /* of pre_dense, the routed experts fed replicas x the point's
+                                    tokens (moe_fed nodes) */
   double *dec_dense;             /* per batch grid point */
   double **dec_attn;             /* [batch point][context point], rows made on use */
   size_t evaluations;
@@ -98,6 +100,7 @@ serve_costs_new (const struct serve_layout *l)
   c->memo = kernel_memo_new ();
   c->pre_dense = xmalloc (GRID_N * sizeof *c->pre_dense);
   c->pre_attn = xmalloc (GRID_N * sizeof *c->pre_attn);
+  c->pre_moe = xmalloc (GRID_N * sizeof *c->pre_moe);
   c->dec_dense = xmalloc (GRID_N * sizeof *c->dec_dense);
   c->dec_attn = xcalloc (GRID_N, sizeof *c->dec_attn);
   for (size_t i = 0; i < GRID_N; i++)
@@ -119,6 +122,7 @@ serve_costs_free (struct serve_costs *c)
   free (c->dec_attn);
   free (c->pre_dense);
   free (c->pre_attn);
+  free (c->pre_moe);
   free (c->dec_dense);
   dist_cache_free (c->own);
   kernel_memo_free (c->memo);
@@ -164,6 +168,7 @@ prefill_point (struct serve_costs *c, size_t i)
   if (predict (c, 1, c->tok_pts[i], 0, &r) < 0)
     return -1;
   c->pre_attn[i] = r.attn_ms;
+  c->pre_moe[i] = r.moe_ms;
   c->pre_dense[i] = r.pipeline_ms - r.attn_ms;
   return 0;
 }
@@ -194,6 +199,32 @@ serve_cost_tokens (struct serve_costs *c, int64_t tokens, double *ms)
   if (prefill_point (c, i) < 0 || (f > 0 && prefill_point (c, i + 1) < 0))
     return -1;
   *ms = f > 0 ? c->pre_dense[i] + f * (c->pre_dense[i + 1] - c->pre_dense[i]) : c->pre_dense[i];
+  return 0;
+}
+
+/* The grid predicted the routed experts fed by every replica they serve
+ * (attention data parallelism: `replicas` of them) each with the point's
+ * tokens; `fed` tokens in all are the point of fed / replicas.  Below one
+ * token a replica, the line through the first two points. */
+int
+serve_cost_moe (struct serve_costs *c, double fed, double *ms)
+{
+  double x = fed / (c->l.replicas > 1 ? c->l.replicas : 1), f;
+  size_t i;
+  if (!(fed > 0)) {
+    *ms = 0;
+    return 0;
+  }
+  if (x < 1) {
+    if (prefill_point (c, 0) < 0 || prefill_point (c, 1) < 0)
+      return -1;
+    *ms = fmax (0, c->pre_moe[0] - (1 - x) * (c->pre_moe[1] - c->pre_moe[0]));
+    return 0;
+  }
+  i = token_cell (c, x, &f);
+  if (prefill_point (c, i) < 0 || (f > 0 && prefill_point (c, i + 1) < 0))
+    return -1;
+  *ms = f > 0 ? c->pre_moe[i] + f * (c->pre_moe[i + 1] - c->pre_moe[i]) : c->pre_moe[i];
   return 0;
 }
 

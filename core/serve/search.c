@@ -293,6 +293,9 @@ run_task (struct shared *sh, const struct serve_base *b, const struct task *t,
       break;
     }
     in.pool.max_seqs = t->disagg ? in.pool.max_seqs : bsz;
+    /* one replica (a worker) stands for its attention-DP replicas too,
+     * each sending as many tokens as it */
+    in.pool.lockstep = in.decode.lockstep = 1;
     if (t->disagg)
       in.decode.max_seqs = bsz;
     in.load.kind = LOAD_CLOSED;

@@ -221,6 +221,7 @@ serve_pool_of (const struct serve_replica *l, int replicas, struct serve_pool *p
   memset (p, 0, sizeof *p);
   p->costs = l->costs;
   p->replicas = replicas;
+  p->lockstep = strategy_attention_dp (&l->s, l->s.dp) ? l->s.dp : 1;
   p->kv_tokens = l->kv_tokens;
   p->max_seqs = l->max_seqs;
   p->max_tokens = l->max_tokens;
@@ -655,12 +656,13 @@ serve_run (struct plugin_set *set, const struct gpu_db *gpus,
       if (strategy_attention_dp (ls, ls->dp) && used < sizeof res->assumed)
         snprintf (res->assumed + used, sizeof res->assumed - used,
                   "; %sexperts over %d replicas' %d GPUs, each replica's tokens %s (the "
-                  "replicas in step, each sending as many tokens as the one simulated)",
+                  "replicas in step: an iteration lasts the longest replica's, the experts "
+                  "fed every replica's tokens as %s gathers them)",
                   nlay == 1 ? "the " : k == 0 ? "a prefill worker's " : "a decode worker's ",
                   ls->dp, ls->ep,
                   how == PERFMOD_DISPATCH_FLEX ? "dispatched by DeepEP's kernels"
                   : how == PERFMOD_DISPATCH_ALLTOALL ? "dispatched by an all-to-all"
-                  : "all-gathered and reduce-scattered");
+                  : "all-gathered and reduce-scattered", e->title);
     }
     res->weights_gib = d->weights / PM_GIB;
     res->kv_cache_gib = d->kv_bytes > 0 ? d->kv_bytes / PM_GIB : 0;

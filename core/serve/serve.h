@@ -74,6 +74,9 @@ void serve_costs_free (struct serve_costs *c);
 /* The parts of an iteration, ms (each -1 after pm_error):
  * every kernel but attention for `tokens` tokens with one logit row; */
 int serve_cost_tokens (struct serve_costs *c, int64_t tokens, double *ms);
+/* of serve_cost_tokens, the routed experts and their dispatch and combine
+ * fed `fed` tokens in all (the layout's replicas together); */
+int serve_cost_moe (struct serve_costs *c, double fed, double *ms);
 /* the logits of `rows` rows beyond the one; */
 int serve_cost_logits (struct serve_costs *c, int64_t rows, double *ms);
 /* the attention of a prompt chunk of q tokens after ctx cached ones; */
@@ -98,6 +101,8 @@ struct serve_workload {
 struct serve_pool {      /* replicas of one layout and their engine */
   struct serve_costs *costs;
   int replicas;
+  int lockstep;          /* attention data parallelism: its replicas step together in groups
+                            of this many (a worker's), the experts fed by them all; else 1 */
   int64_t kv_tokens;     /* KV capacity per replica, tokens */
   int64_t max_seqs, max_tokens;
   double kv_bytes_per_token;  /* of a replica, all its GPUs (disaggregated transfers) */

@@ -66,6 +66,10 @@ struct inst {            /* one engine replica */
   double ratio;          /* SGLang's new_token_ratio */
   int chunked;           /* SGLang: the request whose prompt is part-way (-1: none) */
   double kv_area, kv_last_t, kv_peak;  /* the KV pages' use over time */
+  int group;             /* attention data parallelism: the replicas from this one that step
+                            together (its pool's lockstep); 0: another leads its group; 1:
+                            none (it steps alone, its experts fed as many tokens by each
+                            replica as by it) */
 };
 
 struct sim {
@@ -562,14 +566,35 @@ decodes_ms (struct sim *s, struct serve_costs *c, int64_t decodes, double ctx, d
   return 0;
 }
 
-/* A decode-only iteration of `decodes` requests over ctx cached tokens in
- * all: the CUDA graph's batch, the logits, attention, the drafts. */
+/* Every kernel but attention for a replica's `tokens`, its routed
+ * experts fed `fed` tokens in all by the pool's replicas stepping with it
+ * (< 0: as many by each as by it, the costs' own assumption). */
 static int
-decode_ms (struct sim *s, struct serve_costs *c, int64_t decodes, double ctx, double *ms)
+tokens_ms (const struct serve_pool *pool, int64_t tokens, double fed, double *ms)
 {
+  double own, all;
+  if (serve_cost_tokens (pool->costs, tokens, ms) < 0)
+    return -1;
+  if (fed < 0)
+    return 0;
+  if (serve_cost_moe (pool->costs, (double) tokens * pool->lockstep, &own) < 0
+      || serve_cost_moe (pool->costs, fed, &all) < 0)
+    return -1;
+  *ms += all - own;
+  return 0;
+}
+
+/* A decode-only iteration of `decodes` requests over ctx cached tokens in
+ * all: the CUDA graph's batch, the logits, attention, the drafts; its
+ * experts fed `fed` tokens (tokens_ms). */
+static int
+decode_ms (struct sim *s, const struct serve_pool *pool, int64_t decodes, double ctx, double fed,
+           double *ms)
+{
+  struct serve_costs *c = pool->costs;
   int64_t step = step_tokens (s);
   double t, part, rest;
-  if (serve_cost_tokens (c, serve_graph_batch (s->eng, decodes) * step, &t) < 0 ||
+  if (tokens_ms (pool, serve_graph_batch (s->eng, decodes) * step, fed, &t) < 0 ||
       serve_cost_logits (c, decodes * step, &part) < 0 ||
       decodes_ms (s, c, decodes, ctx, &rest) < 0)
     return -1;
@@ -577,8 +602,24 @@ decode_ms (struct sim *s, struct serve_costs *c, int64_t decodes, double ctx, do
   return 0;
 }
 
+/* The tokens in's batch runs through its layers: a decode-only
+ * iteration's padded to the CUDA graph's batch. */
+static int64_t
+batch_tokens (const struct sim *s, const struct inst *in)
+{
+  int64_t tokens = 0, decodes = 0, step = step_tokens (s);
+  for (size_t i = 0; i < in->nb; i++) {
+    tokens += in->batch[i].q;
+    decodes += in->batch[i].q == 0;
+  }
+  if (tokens == 0 && decodes > 0)
+    return serve_graph_batch (s->eng, decodes) * step;
+  return tokens + decodes * step;
+}
+
+/* in's iteration, its experts fed `fed` tokens in all (tokens_ms). */
 static int
-iteration_ms (struct sim *s, struct inst *in, double *ms)
+iteration_ms (struct sim *s, struct inst *in, double fed, double *ms)
 {
   struct serve_costs *c = in->pool->costs;
   int64_t tokens = 0, rows = 0, decodes = 0, step = step_tokens (s);
@@ -601,10 +642,10 @@ iteration_ms (struct sim *s, struct inst *in, double *ms)
   /* a decode-only iteration runs in the engine's CUDA graph, padded to
    * its captured batch */
   if (tokens == 0 && decodes > 0)
-    return decode_ms (s, c, decodes, ctx, ms);
+    return decode_ms (s, in->pool, decodes, ctx, fed, ms);
   tokens += decodes * step;
   rows += decodes * step;
-  if (serve_cost_tokens (c, tokens, &part) < 0)
+  if (tokens_ms (in->pool, tokens, fed, &part) < 0)
     return -1;
   t += part;
   if (serve_cost_logits (c, rows, &part) < 0)
@@ -888,7 +929,8 @@ decode_run (struct sim *s, struct inst *in, double first_ms)
       }
     if (need > in->pages_total - in->pages_used)
       break;
-    if (decode_ms (s, in->pool->costs, (int64_t) in->nb, ctx + (double) (k * (int64_t) in->nb), &ms) < 0)
+    if (decode_ms (s, in->pool, (int64_t) in->nb, ctx + (double) (k * (int64_t) in->nb), -1,
+                   &ms) < 0)
       return -1;
     if (in->until + ms > horizon)
       break;
@@ -902,14 +944,10 @@ decode_run (struct sim *s, struct inst *in, double first_ms)
   return 0;
 }
 
-/* Start in's next iteration at s->now, if it has work; -1 on a cost
- * failure. */
-static int
-start (struct sim *s, struct inst *in)
+/* in's scheduler forms its next batch (in->nb 0: nothing to run). */
+static void
+form (struct sim *s, struct inst *in)
 {
-  double ms;
-  if (in->busy)
-    return 0;
   in->nb = 0;
   if (in->decode_only)
     admit_prefilled (s, in);
@@ -921,15 +959,101 @@ start (struct sim *s, struct inst *in)
     sched_trtllm (s, in);
   else
     sched_vllm (s, in);
+}
+
+static void counted (struct sim *s, struct inst *in, double ms);
+
+/* Start in's next iteration at s->now, if it has work; -1 on a cost
+ * failure. */
+static int
+start (struct sim *s, struct inst *in)
+{
+  double ms;
+  if (in->busy)
+    return 0;
+  form (s, in);
   if (in->nb == 0)
     return 0;
-  if (iteration_ms (s, in, &ms) < 0)
+  if (iteration_ms (s, in, -1, &ms) < 0)
     return -1;
   in->busy = true;
   in->until = s->now + ms;
   in->run = 1;
   if (decode_run (s, in, ms) < 0)
     return -1;
+  counted (s, in, ms);
+  return 0;
+}
+
+/* The tokens the experts are fed when n replicas in step bring `sum` in
+ * all, the most `most` (prompt tokens among them: `prompts`), as each
+ * engine gathers them: vLLM pads every replica to the most whenever all
+ * run CUDA graphs (vllm/v1/worker/dp_utils.py: padding when the ranks'
+ * synced cudagraph mode is not NONE); SGLang gathers a decode step padded
+ * to the most when that moves less than twice the sum, else (and for a
+ * prompt) the sum (DpPaddingMode in sglang/srt/layers/dp_attention.py);
+ * TensorRT-LLM each replica's own (a gather of their sizes). */
+static double
+group_fed (const struct sim *s, int n, int64_t sum, int64_t most, bool prompts)
+{
+  bool pad = s->eng->id == ENGINE_VLLM ? most <= s->eng->graph_max
+           : s->eng->id == ENGINE_SGLANG ? !prompts && 2 * sum > most * n : false;
+  return (double) (pad ? most * n : sum);
+}
+
+/* Attention data parallelism: the n replicas from `first` step together,
+ * each MoE layer gathering every replica's tokens (or dispatching to
+ * their experts) and none going on before all have.  Each forms its
+ * batch; the iteration lasts the longest of theirs, each with the experts
+ * fed the tokens of them all (group_fed); a replica with nothing to run
+ * runs along (the engines' idle batch: padded, no longer than the
+ * longest). */
+static int
+start_group (struct sim *s, int first, int n)
+{
+  double fed, longest = 0;
+  int64_t sum = 0, most = 0;
+  bool work = false, prompts = false;
+  for (int k = 0; k < n; k++)
+    if (s->inst[first + k].busy)
+      return 0;
+  for (int k = 0; k < n; k++) {
+    struct inst *in = &s->inst[first + k];
+    int64_t t;
+    form (s, in);
+    t = batch_tokens (s, in);
+    sum += t;
+    most = t > most ? t : most;
+    for (size_t i = 0; i < in->nb; i++)
+      prompts = prompts || in->batch[i].q > 0;
+    work = work || in->nb > 0;
+  }
+  if (!work)
+    return 0;
+  fed = group_fed (s, n, sum, most, prompts);
+  for (int k = 0; k < n; k++) {
+    struct inst *in = &s->inst[first + k];
+    double ms = 0;
+    if (in->nb > 0 && iteration_ms (s, in, fed, &ms) < 0)
+      return -1;
+    if (ms > longest)
+      longest = ms;
+  }
+  for (int k = 0; k < n; k++) {
+    struct inst *in = &s->inst[first + k];
+    in->busy = true;
+    in->until = s->now + longest;
+    in->run = 1;
+    if (in->nb > 0)
+      counted (s, in, longest);
+  }
+  return 0;
+}
+
+/* An iteration of in started, lasting ms: counted (its decode runs' too). */
+static void
+counted (struct sim *s, struct inst *in, double ms)
+{
   s->iterations++;
   if (pm_verbose > 1) {           /* perfmod serve -v -v: each iteration */
     int64_t pre = 0, dec = 0;
@@ -951,7 +1075,6 @@ start (struct sim *s, struct inst *in)
     }
     s->iterations += in->run - 1;
   }
-  return 0;
 }
 
 static double
@@ -1070,9 +1193,15 @@ serve_simulate (const struct serve_sim_input *in, struct serve_metrics *out)
   s.nprefill = disagg ? in->pool.replicas : 0;
   s.ninst = in->pool.replicas + (disagg ? in->decode.replicas : 0);
   s.inst = xcalloc ((size_t) s.ninst, sizeof *s.inst);
-  for (int i = 0; i < s.ninst; i++)
-    inst_init (&s, &s.inst[i], i < in->pool.replicas ? &in->pool : &in->decode,
-               disagg && i < s.nprefill, disagg && i >= s.nprefill);
+  for (int i = 0; i < s.ninst; i++) {
+    const struct serve_pool *pool = i < in->pool.replicas ? &in->pool : &in->decode;
+    int base = i < in->pool.replicas ? 0 : in->pool.replicas;
+    inst_init (&s, &s.inst[i], pool, disagg && i < s.nprefill, disagg && i >= s.nprefill);
+    /* attention data parallelism: a worker's replicas step together
+     * where the pool holds whole workers */
+    s.inst[i].group = pool->lockstep > 1 && pool->replicas % pool->lockstep == 0
+                      ? ((i - base) % pool->lockstep == 0 ? pool->lockstep : 0) : 1;
+  }
   s.first_arrival = INFINITY;
   s.rng = in->load.seed ? in->load.seed : 1;
   s.load_open = in->load.kind != LOAD_CLOSED;
@@ -1134,7 +1263,8 @@ serve_simulate (const struct serve_sim_input *in, struct serve_metrics *out)
         join (&s, r, true);
     }
     for (int i = 0; i < s.ninst; i++)
-      if (start (&s, &s.inst[i]) < 0)
+      if (s.inst[i].group == 1 ? start (&s, &s.inst[i]) < 0
+          : s.inst[i].group > 1 && start_group (&s, i, s.inst[i].group) < 0)
         goto out;
   }
 
