@@ -29,6 +29,7 @@ struct cli {
   bool per_op, explain, fusion, engine, keep_throttled, keep_floor;
   int64_t per_op_chunk;  /* --per-op=N: the pipeline chunk (model order) it lists */
   const char *engine_name;      /* --engine=NAME: the engine (static name), else NULL */
+  double routing;          /* --routing: its router (build_options.routing; 0: the default) */
   char **plugin_paths;
   size_t npaths;
   char *assumed;           /* what the run filled in by default */

@@ -20,7 +20,8 @@ static const char usage_text[] =
          "               [--predictor NAME[,NAME...]]\n"
          "               [--strategy SPEC|PRESET] [--nodes N] [--gpus-per-node N] [--explain]\n"
          "               [--per-op[=N]] [--format table|csv|json] [--plugin-path DIR]...\n"
-         "               [--layers N] [--fusion] [--engine] [--attention flash|unfused]\n"
+         "               [--layers N] [--fusion] [--engine[=NAME]] [--routing R]\n"
+         "               [--attention flash|unfused]\n"
          "               [--gen N] [--print megatron|nemo]\n"
          "               [--plot FILE.svg] [--html FILE.html] [--calibration FILE] [--verbose]\n"
          "       perfmod plugins | gpus | strategies [--plugin-path DIR]...\n"
@@ -132,7 +133,7 @@ perfmod_main (int argc, char **argv)
          O_NODES, O_GPN, O_PEROP, O_FORMAT, O_PPATH, O_EXPLAIN, O_NEUSIGHT, O_TABLE, O_LAYERS,
          O_DATA, O_OUT, O_SEED, O_EPOCHS, O_MEMBERS, O_REFERENCE, O_INDIST, O_POPT, O_FUSION, O_ENGINE, O_ATTENTION, O_PUBLISHED, O_GEN, O_GRAPH,
          O_PLOT, O_KEEPTHR, O_KEEPFLOOR, O_FEATURES, O_SPLIT, O_PRINT, O_HTML, O_CALIB,
-         O_SHAPES };
+         O_SHAPES, O_ROUTING };
   static const struct option opts[] = {
     { "model", required_argument, NULL, O_MODEL },
     { "opgraph", required_argument, NULL, O_OPGRAPH },
@@ -163,6 +164,7 @@ perfmod_main (int argc, char **argv)
     { "plugin-opt", required_argument, NULL, O_POPT },
     { "fusion", no_argument, NULL, O_FUSION },
     { "engine", optional_argument, NULL, O_ENGINE },
+    { "routing", required_argument, NULL, O_ROUTING },
     { "attention", required_argument, NULL, O_ATTENTION },
     { "published", required_argument, NULL, O_PUBLISHED },
     { "gen", required_argument, NULL, O_GEN },
@@ -251,6 +253,12 @@ perfmod_main (int argc, char **argv)
       c.engine_name = e ? e->name : NULL;
       break;
     }
+    case O_ROUTING:
+      if (routing_parse (optarg, &c.routing) < 0) {
+        pm_error ("--routing '%s': expected uniform, powerlaw or powerlaw:A (1 < A <= 4)", optarg);
+        ok = false;
+      }
+      break;
     case O_ATTENTION: c.attention = optarg; break;
     case O_PUBLISHED: c.published = optarg; break;
     case O_KEEPTHR: c.keep_throttled = true; break;
@@ -318,6 +326,11 @@ perfmod_main (int argc, char **argv)
       strcmp (cmd, "reproduce")) {
     pm_error ("--calibration: corrects predictions (perfmod predict, eval, reproduce, kernel, "
               "search, serve), not perfmod %s", cmd);
+    goto usage;
+  }
+  if (c.routing != 0 && (strcmp (cmd, "predict") != 0 || c.engine_name == NULL)) {
+    pm_error ("--routing: a serving engine's router (perfmod predict --mode inf --engine=NAME, "
+              "perfmod serve)");
     goto usage;
   }
   if (c.shapes && strcmp (cmd, "calibrate") != 0) {

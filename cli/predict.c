@@ -1016,6 +1016,9 @@ cmd_predict (struct cli *c, struct plugin_set *set)
 
   if (w.have_model)
     assume (c, "memory reserve " MEMORY_RESERVE_TEXT);
+  if (w.have_model && c->engine_name && w.m.experts > 0 && c->routing == 0)
+    assume (c, "the engine's router: each step's tokens over the experts as a power law of "
+               "exponent 1.01 (aiconfigurator's default; --routing uniform or powerlaw:A)");
   if (c->strategy && w.have_model && c->opgraph == NULL) {
     if (c->gen > 0 && (c->plot || c->per_op)) {
       pm_error ("--strategy with --gen: %s shows one training or prefill step, not a "
@@ -1041,7 +1044,8 @@ cmd_predict (struct cli *c, struct plugin_set *set)
      * the step at the middle of the generation is the average one. */
     struct build_options bo = { .batch = batch, .seq = seq, .fusion = c->fusion,
                                 .kv_len = seq + c->gen / 2, .flash = w.flash,
-                                .engine = c->engine, .engine_name = c->engine_name };
+                                .engine = c->engine, .engine_name = c->engine_name,
+                                .routing = c->routing };
     if (train || !w.have_model || c->opgraph) {
       pm_error ("--gen: decode steps are predicted for inference of a --model (built graph)");
       goto out;

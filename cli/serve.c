@@ -21,7 +21,7 @@ serve_usage (FILE *fp)
          "               (--concurrency C | --rate R | --trace FILE.csv)\n"
          "               [--gpu NAME] [--strategy tp=..,pp=..,ep=..,etp=..,dispatcher=..,dp=..]\n"
          "               [--engine vllm|sglang|trtllm] [--dtype bf16|fp16|fp8|fp8_block|nvfp4]\n"
-         "               [--kv-dtype fp8]\n"
+         "               [--kv-dtype fp8] [--routing uniform|powerlaw[:A]]\n"
          "               [--requests N] [--max-batch N] [--max-tokens N] [--seed S]\n"
          "               [--prefill SPEC --decode SPEC [--prefill-workers N]\n"
          "                [--decode-workers N] [--prefill-max-batch N]]\n"
@@ -39,7 +39,8 @@ serve_usage (FILE *fp)
          "throughput and the KV cache's use.  --prefill and --decode (with their workers)\n"
          "disaggregate: prompts on prefill replicas, their KV cache sent to decode ones.\n"
          "Defaults: --engine vllm, --predictor tile-mlp, --gpu h100, the GPU's dtype, one\n"
-         "GPU, 10 requests per client (at least 100), 1000 at a rate; doc/serving.md.\n", fp);
+         "GPU, 10 requests per client (at least 100), 1000 at a rate, an MoE router's\n"
+         "tokens over its experts as a power law of exponent 1.01; doc/serving.md.\n", fp);
 }
 
 struct vopts {
@@ -67,7 +68,8 @@ parse (int argc, char **argv, struct vopts *o)
 {
   enum { V_MODEL = 256, V_GPU, V_DTYPE, V_KVDTYPE, V_STRAT, V_ENGINE, V_PRED, V_CONC, V_RATE,
          V_TRACE, V_ISL, V_OSL, V_REQS, V_MAXB, V_MAXT, V_GPN, V_SEED, V_PRE, V_DEC, V_PREW,
-         V_DECW, V_PREMB, V_SPEC, V_SPECT, V_SPECA, V_FORMAT, V_PPATH, V_POPT, V_HTML, V_CALIB };
+         V_DECW, V_PREMB, V_SPEC, V_SPECT, V_SPECA, V_FORMAT, V_PPATH, V_POPT, V_HTML, V_CALIB,
+         V_ROUTING };
   static const struct option opts[] = {
     { "model", required_argument, NULL, V_MODEL }, { "gpu", required_argument, NULL, V_GPU },
     { "dtype", required_argument, NULL, V_DTYPE },
@@ -90,6 +92,7 @@ parse (int argc, char **argv, struct vopts *o)
     { "spec", required_argument, NULL, V_SPEC },
     { "spec-tokens", required_argument, NULL, V_SPECT },
     { "spec-accept", required_argument, NULL, V_SPECA },
+    { "routing", required_argument, NULL, V_ROUTING },
     { "format", required_argument, NULL, V_FORMAT },
     { "html", required_argument, NULL, V_HTML },
     { "calibration", required_argument, NULL, V_CALIB },
@@ -132,6 +135,7 @@ parse (int argc, char **argv, struct vopts *o)
     case V_DECW: ok = parse_int_range ("--decode-workers", optarg, 1, PM_MAX_GPUS, &r->decode_workers); break;
     case V_PREMB: ok = parse_int_range ("--prefill-max-batch", optarg, 1, PM_MAX_BATCH, &r->prefill_max_batch); break;
     case V_SPEC: r->spec = optarg; break;
+    case V_ROUTING: r->routing = optarg; break;
     case V_SPECT: ok = parse_int_range ("--spec-tokens", optarg, 1, 64, &r->spec_tokens); break;
     case V_SPECA:
       if (!parse_double (optarg, &r->spec_accept) || !(r->spec_accept > 0 && r->spec_accept < 1)) {
@@ -407,6 +411,7 @@ search_serve_usage (FILE *fp)
 {
   fputs ("Usage: perfmod search --serve --model NAME|config.json --gpus N --isl N --osl N\n"
          "               [--gpu NAME] [--engine vllm|sglang|trtllm] [--dtype D] [--kv-dtype fp8]\n"
+         "               [--routing uniform|powerlaw[:A]]\n"
          "               [--ttft MS] [--tpot MS] [--max-tp N] [--no-disagg] [--top N]\n"
          "               [--predictor NAME] [--gpus-per-node N] [--jobs N]\n"
          "               [--format table|csv|json] [--plot FILE.svg] [--html FILE.html]\n"
@@ -429,7 +434,7 @@ search_serve_parse (int argc, char **argv, struct serve_search_opts *o, const ch
 {
   enum { W_SERVE = 256, W_MODEL, W_GPU, W_GPUS, W_GPN, W_ISL, W_OSL, W_TTFT, W_TPOT, W_ENGINE,
          W_DTYPE, W_KVDTYPE, W_PRED, W_MAXTP, W_NODIS, W_JOBS, W_FORMAT, W_PLOT, W_TOP, W_PPATH,
-         W_POPT, W_HTML, W_CALIB };
+         W_POPT, W_HTML, W_CALIB, W_ROUTING };
   static const struct option opts[] = {
     { "serve", no_argument, NULL, W_SERVE }, { "model", required_argument, NULL, W_MODEL },
     { "gpu", required_argument, NULL, W_GPU }, { "gpus", required_argument, NULL, W_GPUS },
@@ -438,6 +443,7 @@ search_serve_parse (int argc, char **argv, struct serve_search_opts *o, const ch
     { "ttft", required_argument, NULL, W_TTFT }, { "tpot", required_argument, NULL, W_TPOT },
     { "engine", required_argument, NULL, W_ENGINE }, { "dtype", required_argument, NULL, W_DTYPE },
     { "kv-dtype", required_argument, NULL, W_KVDTYPE },
+    { "routing", required_argument, NULL, W_ROUTING },
     { "predictor", required_argument, NULL, W_PRED },
     { "max-tp", required_argument, NULL, W_MAXTP },
     { "no-disagg", no_argument, NULL, W_NODIS }, { "jobs", required_argument, NULL, W_JOBS },
@@ -469,6 +475,12 @@ search_serve_parse (int argc, char **argv, struct serve_search_opts *o, const ch
     case W_ENGINE: o->engine = optarg; break;
     case W_DTYPE: o->dtype = optarg; break;
     case W_KVDTYPE: o->kv_dtype = optarg; break;
+    case W_ROUTING:
+      if (routing_parse (optarg, &o->routing) < 0) {
+        pm_error ("--routing '%s': expected uniform, powerlaw or powerlaw:A (1 < A <= 4)", optarg);
+        ok = false;
+      }
+      break;
     case W_PRED: o->predictor = optarg; break;
     case W_MAXTP: ok = parse_int_range ("--max-tp", optarg, 1, 1 << 16, &o->max_tp); break;
     case W_NODIS: o->disagg = false; break;
@@ -518,6 +530,12 @@ point_command (const struct serve_point *p, const struct serve_search_opts *o)
       free (s);
       s = t;
     }
+  if (o->routing != 0) {
+    t = o->routing < 0 ? xasprintf ("%s --routing uniform", s)
+                       : xasprintf ("%s --routing powerlaw:%g", s, o->routing);
+    free (s);
+    s = t;
+  }
   t = xasprintf ("%s --isl %lld --osl %lld %s", s, (long long) o->isl, (long long) o->osl,
                  p->command);
   free (s);

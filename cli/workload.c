@@ -295,7 +295,7 @@ workload_load (struct cli *c, struct workload *w)
     struct build_options bo = { .batch = c->batch, .seq = c->seq, .train = w->train,
                                 .fusion = c->fusion, .flash = w->flash,
                                 .te = w->kernels == KERNELS_TE, .engine = c->engine,
-                                .engine_name = c->engine_name };
+                                .engine_name = c->engine_name, .routing = c->routing };
     if (graph_build (&w->g, &w->m, &bo) < 0)
       goto fail;
   }
@@ -328,6 +328,7 @@ dist_options_init (struct dist_options *o, const struct cli *c, const struct wor
   o->fusion = c->fusion;
   o->engine = c->engine;
   o->engine_name = c->engine_name;
+  o->routing = c->routing;
   o->flash = w->flash;
   o->batch = w->batch;
   o->seq = w->seq;

@@ -268,6 +268,18 @@ predict (perfmod_ctx *ctx, const struct perfmod_request *req, struct perfmod_res
     d.engine = true;
     d.engine_name = e->name;
   }
+  if (req->struct_size >= offsetof (struct perfmod_request, routing) + sizeof req->routing &&
+      req->routing) {
+    if (!d.engine) {
+      pm_error ("routing '%s': a serving engine's router (give engine)", req->routing);
+      goto out;
+    }
+    if (routing_parse (req->routing, &d.routing) < 0) {
+      pm_error ("routing '%s': expected uniform, powerlaw or powerlaw:A (1 < A <= 4)",
+                req->routing);
+      goto out;
+    }
+  }
   d.s = &s;
   d.prec = pr;
   d.train = train;

@@ -45,6 +45,9 @@ struct perfmod_request {
    * "sglang" or "trtllm" (its fused kernels, the MoE layers as its MoE kernel; the command
    * line's --engine=NAME); NULL: the eager modules. */
   const char *engine;
+  /* Appended: with engine, how its router spreads tokens over the experts (--routing):
+   * "uniform", "powerlaw" or "powerlaw:A"; NULL: "powerlaw" (exponent 1.01). */
+  const char *routing;
 };
 
 /* What a prediction gives: the fields of perfmod --strategy --format json,
@@ -205,6 +208,9 @@ struct perfmod_serve_request {
   const char *spec;
   int64_t spec_tokens;
   double spec_accept;
+  /* Appended: how the router spreads tokens over the experts (--routing): "uniform",
+   * "powerlaw" or "powerlaw:A"; NULL: "powerlaw" (exponent 1.01). */
+  const char *routing;
 };
 
 struct perfmod_serve_stats {

@@ -3,7 +3,7 @@
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 command -v python3 >/dev/null || skip_all "python3 not found"
 [ -f "$top_builddir/python/perfmod/__init__.py" ] || skip_all "the Python package was not configured"
-plan 13
+plan 14
 export PYTHONPATH="$top_builddir/python" PERFMOD_LIBRARY="$top_builddir/.libs/libperfmod.so.0"
 "$PERFMOD" --model gpt3-2.7b --gpu h100 --mode train --batch 64 --seq 2048 --strategy tp=2,dp=4 \
   --predictor tile-mlp --format json > "$TMP/cli" 2>/dev/null
@@ -123,6 +123,32 @@ ok $(grep -qx same "$TMP/vout" && echo 0 || echo 1) "perfmod.serve gives perfmod
 ok $(grep -q '^error: serve needs --isl and --osl' "$TMP/vout" && echo 0 || echo 1) \
   "a refused serve raises PerfmodError with perfmod's reason"
 [ $tap_failed -eq 0 ] || diag "$(cat "$TMP/vout")"
+# routing (--routing) reaches both entry points: perfmod.serve and perfmod.predict with an
+# engine give the command line's numbers under a uniform router, which differ from the default's
+for r in uniform powerlaw; do
+  "$PERFMOD" serve --model qwen3-30b-a3b --gpu h100 --strategy tp=2,ep=2,etp=1 --concurrency 8 \
+    --isl 512 --osl 32 --routing $r --format json > "$TMP/r$r" 2>/dev/null
+done
+"$PERFMOD" --model qwen3-30b-a3b --gpu h100 --mode inf --dtype bf16 --batch 1 --seq 16 \
+  --engine=trtllm --strategy tp=2,ep=2,etp=1 --routing uniform --format json > "$TMP/pu" 2>/dev/null
+env $(san_env) python3 - "$TMP/runiform" "$TMP/rpowerlaw" "$TMP/pu" > "$TMP/rout" 2>&1 <<'PY'
+import json, sys, perfmod
+u, p, pu = (json.load(open(f)) for f in sys.argv[1:4])
+ru = perfmod.serve("qwen3-30b-a3b", gpu="h100", strategy="tp=2,ep=2,etp=1", concurrency=8,
+                   isl=512, osl=32, routing="uniform")
+rp = perfmod.serve("qwen3-30b-a3b", gpu="h100", strategy="tp=2,ep=2,etp=1", concurrency=8,
+                   isl=512, osl=32)
+q = perfmod.predict("qwen3-30b-a3b", gpu="h100", mode="inf", precision="bf16", batch=1, seq=16,
+                    engine="trtllm", strategy="tp=2,ep=2,etp=1", routing="uniform")
+ok = (abs(ru["tpot_ms"]["mean"] / u["tpot_ms"]["mean"] - 1) < 1e-9 and
+      abs(rp["tpot_ms"]["mean"] / p["tpot_ms"]["mean"] - 1) < 1e-9 and
+      u["tpot_ms"]["mean"] != p["tpot_ms"]["mean"] and
+      abs(q["step_ms"] / pu["predictions"][0]["step_ms"] - 1) < 1e-9)
+print("same" if ok else "differ %r %r %r %r %r" % (ru["tpot_ms"], u["tpot_ms"], rp["tpot_ms"], p["tpot_ms"], q["step_ms"]))
+PY
+ok $(grep -qx same "$TMP/rout" && echo 0 || echo 1) \
+  "routing= in perfmod.serve and perfmod.predict gives --routing's numbers (uniform and the default differ)"
+[ $tap_failed -eq 0 ] || diag "$(cat "$TMP/rout")"
 # Bad values raise ValueError or TypeError naming the argument before they reach C (a
 # 64-bit field would wrap 2**64 + 8 into 8; batch=-8 aborted the interpreter); a closed
 # context is refused; the interpreter lives on.

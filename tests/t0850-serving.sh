@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0850-serving.sh: --gen under a strategy (the engine's kernels with --engine, per replica: tensor parallelism speeds the decode step, shards the KV cache, pipeline stages split it, experts a batch reaches, the largest batch that fits, the formats agree), its bad input, and the engine's fused kernels and all-reduce (perfmod serve and reproduce --table serving: t0860-serve.sh).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 55
+plan 58
 
 # field NAME: the CSV column NAME of the first prediction in $TMP/out
 field () {
@@ -93,8 +93,9 @@ n=$(awk '/one decode step/ { f = 1 } f && $1 ~ /^layers_0_tp_allreduce_fw$/ { n+
 ok $([ "$rc" -eq 0 ] && [ "$n" -eq 2 ] && grep -q '^MoE layers (ep=8 x etp=1 within tp=8): no dispatch' "$TMP/out" &&
      ! grep -q 'alltoall' "$TMP/out" && echo 0 || echo 1) \
   "--explain: the MoE layer's outputs summed by tp's all-reduce after it, no all-to-all ($n all-reduces a layer)"
-# an engine's fused MoE kernel reads the weights of the experts a model's router reaches:
-# each token picks 8 of Qwen3-235B's 128, so with 16 tokens one expert goes untouched with
+# an engine's fused MoE kernel reads the weights of the experts a model's router reaches;
+# a uniform router (--routing uniform): each token picks 8 of Qwen3-235B's 128, so with 16
+# tokens one expert goes untouched with
 # probability (1 - 8/128)^16 = 0.35607; ep=4 (within tp=4): a rank's 32 experts, 20.606
 # reached on average, sd sqrt(32 p (1 - p)) = 2.7087, the busiest of 4 ranks (Blom's
 # expected maximum of 4 normals, 1.0491 sd) 23.448; etp=4 (ep=1): every rank reaches
@@ -104,16 +105,26 @@ ok $([ "$rc" -eq 0 ] && [ "$n" -eq 2 ] && grep -q '^MoE layers (ep=8 x etp=1 wit
 # their assignments over 32 and 128 experts: the balanced collectors' routing)
 moe_decode_ms () {
   run_pm --gpu h100 --model qwen3-235b-a22b --dtype fp8 --engine=trtllm --gen 64 --batch 16 \
-    --seq 1024 --strategy "$1" --predictor roofline --explain
+    --seq 1024 --strategy "$1" --predictor roofline --explain ${2:+--routing "$2"}
   awk '/one decode step/ { f = 1 } f && $1 == "layers_0_experts" && $2 == "MoE" { print $4; exit }' "$TMP/out"
 }
-a=$(moe_decode_ms tp=4,ep=4,etp=1)
-b=$(moe_decode_ms tp=4,ep=1,etp=4)
+a=$(moe_decode_ms tp=4,ep=4,etp=1 uniform)
+b=$(moe_decode_ms tp=4,ep=1,etp=4 uniform)
 ok $(awk -v a="$a" -v b="$b" 'BEGIN {
   wa = (23.448 * 3 * 4096 * 1536 + 32 * 2 * 30208) / 3430e6
   wb = (82.423 * 3 * 4096 * 384 + 128 * 2 * 23296) / 3430e6
   exit !(a / wa - 1 < 1e-3 && a / wa - 1 > -1e-3 && b / wb - 1 < 1e-3 && b / wb - 1 > -1e-3) }'; echo $?) \
   "a decode step's fused MoE kernel at 16 tokens reads the experts they reach: ep=4 the busiest rank's 23.45 of 32 ($a ms), etp=4 82.42 of 128 ($b ms)"
+# the default router (--routing powerlaw, exponent 1.01 as aiconfigurator draws it) spreads
+# those 16 tokens over fewer experts, and a larger exponent over fewer still; the reads fall
+c=$(moe_decode_ms tp=4,ep=4,etp=1) d=$(moe_decode_ms tp=4,ep=4,etp=1 powerlaw:1.01)
+e=$(moe_decode_ms tp=4,ep=4,etp=1 powerlaw:1.2)
+ok $(awk -v a="$a" -v c="$c" -v d="$d" -v e="$e" 'BEGIN { exit !(c > 0 && c == d && e < c && c < a) }'; echo $?) \
+  "the power-law router (the default, 1.01) reads fewer experts at 16 tokens than the uniform one ($c < $a ms), 1.2 fewer still ($e ms)"
+expect_one_line 2 "--routing 'powerlaw:1': expected uniform, powerlaw or powerlaw:A" "--routing with an exponent of 1 refused, named" -- \
+  --model qwen3-235b-a22b --mode inf --engine=trtllm --routing powerlaw:1
+expect_one_line 2 "--routing: a serving engine's router" "--routing without --engine=NAME refused" -- \
+  --model qwen3-235b-a22b --mode inf --routing uniform
 expect_one_line 2 'etp=1: ep=4 x etp=1 must equal tp=8' "ep x etp other than tp is refused naming etp" -- \
   --model qwen3-235b-a22b --gen 16 --strategy tp=8,ep=4,etp=1
 expect_one_line 2 'ep=3 does not divide the 8 experts' "ep not dividing the experts is refused naming ep" -- \
@@ -135,7 +146,7 @@ ok $(awk -v a="$(get adp weights_gib)" -v b="$(get eptp weights_gib)" -v w="$wan
 # its 3 x 1024 x 1024 bf16 weights and 128 x 2 x (5 x 1024 + 2 x 2048 + 2 x 1024 + 512)
 # bytes of activations at 3430 GB/s)
 run_pm --gpu h100 --model "$TMP/moeA/config.json" --dtype bf16 --engine=vllm --gen 8 --batch 512 \
-  --seq 256 --strategy tp=2,dp=4,ep=8,etp=1 --predictor roofline --explain
+  --seq 256 --strategy tp=2,dp=4,ep=8,etp=1 --predictor roofline --explain --routing uniform
 row () { awk -v n="$1" '/one decode step/ { f = 1 } f && $1 == n { print $4; exit }' "$TMP/out"; }
 ag=$(row layers_0_ep_allgather_fw) rs=$(row layers_0_ep_reduce_scatter_fw) mo=$(row layers_0_experts)
 coll () {

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0860-serve.sh: perfmod serve, the serving simulation: its bad input, the engines' schedulers by hand (SGLang's prefill batches, the KV cache's admission and preemption), directions (TTFT with concurrency and prompt length, throughput saturating, disaggregation's trade), a closed loop's identity, the formats, and reproduce --table serving whose every row is a perfmod serve command that prints its numbers.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 54
+plan 56
 
 # sv VAR ARGS...: perfmod serve ARGS as CSV into $TMP/VAR; col VAR NAME: a column of it
 sv () { v=$1; shift; serve_to csv "$TMP/$v" "$TMP/$v.err" "$@"; }
@@ -130,6 +130,12 @@ ok $(cmpf "$(adp_iter vllm 1 2)" '==' "$(adp_iter vllm 2 3)"; echo $?) \
   "attention-DP decode in step, vLLM: one request's step $(adp_iter vllm 1 2) ms = two's, padded to the most"
 ok $(cmpf "$(adp_iter trtllm 1 2)" '<' "$(adp_iter trtllm 2 3)" && cmpf "$(adp_iter sglang 1 2)" '<' "$(adp_iter sglang 2 3)"; echo $?) \
   "attention-DP decode in step, TensorRT-LLM and SGLang: one request's step < two's (experts fed 1 token, not 2)"
+# the router's spread is said, and a bad one refused naming it
+run_pm serve --model qwen3-30b-a3b --gpu h100 --concurrency 4 --isl 256 --osl 16 --strategy tp=2,ep=2,etp=1 --routing powerlaw:1.2
+ok $([ "$rc" -eq 0 ] && grep -q "^assumed: .*; each step's tokens over the experts as a power law of exponent 1.2 (--routing)" "$TMP/out"; echo $?) \
+  "--routing powerlaw:1.2: the assumed line says the router's exponent"
+expect_one_line 2 "--routing 'zipf': expected uniform, powerlaw or powerlaw:A" "perfmod serve --routing zipf refused, named" -- \
+  serve --model qwen3-30b-a3b --gpu h100 --concurrency 4 --isl 256 --osl 16 --routing zipf
 # the KV transfer: 4096 tokens x 64 layers x 8 heads x 128 x 2 x 2 B over the prefill's
 # 2 GPUs' NICs (gpus.d nic_gbps x nic_efficiency each) and one latency.
 run_pm serve --model qwen3-32b --gpu h100 --concurrency 64 --isl 4096 --osl 512 --prefill tp=2 --decode tp=2 --format json

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1080-moe.sh: a MoE layer as one MOE kernel: its work by hand at the roofline, the engine's kernel in --engine=NAME graphs, tile-mlp's network and the parts a predictor without one predicts.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 18
+plan 19
 
 H100=NVIDIA_H100_80GB_HBM3
 peak=$(gpu_key $H100 bf16_tflops)
@@ -22,12 +22,12 @@ ok $(awk -v t="$t" -v c="$peak" 'BEGIN { w = 2 * 4096 * 43008 * 4096 / (c * 1e12
        exit !(t != "" && (t / w - 1)^2 < 1e-12) }'; echo $?) \
   "--engine=sglang: the routed experts are one MOE kernel, its FLOPs at the bf16 peak ($t ms)"
 
-# ep=2 within tp=2 (etp=1), one sequence of 512 tokens a micro-batch: a rank holds 4 of the
-# experts whole, which 512 x 2 x 4 / 8 assignments reach; their weights, 4 x 43008 x 4096 bf16
+# ep=2 within tp=2 (etp=1), one sequence of 512 tokens a micro-batch, a uniform router: a
+# rank holds 4 of the experts whole, which 512 x 2 x 4 / 8 assignments reach; their weights, 4 x 43008 x 4096 bf16
 # values, and the activations, 2 bytes x 512 x (5 x 4096 + 2 x 28672 + 2 x 14336 + 4096 / 2),
 # over the bandwidth (memory-bound)
 run_pm --model mixtral-8x7b --gpu h100 --mode inf --batch 4 --seq 512 --per-op --format csv \
-  --engine=sglang --predictor roofline --strategy tp=2,ep=2,etp=1
+  --engine=sglang --predictor roofline --strategy tp=2,ep=2,etp=1 --routing uniform
 bw=$(gpu_key $H100 mem_bw_gbps)
 ok $(awk -F, -v bw="$bw" '$4 == "layers_0_experts" { n++
        b = 2 * 4 * 43008 * 4096 + 2 * 512 * (5 * 4096 + 2 * 28672 + 2 * 14336 + 2048)
@@ -93,6 +93,22 @@ ok $(echo "$p" | awk '{ exit !($1 == 1 && $2 > 0) }' && [ "$p" = "$p2" ]; echo $
 run_pm eval --data "$D/moe_perf.csv" --predictor roofline --per-op --format csv
 ok $(awk -F, 'NR > 1 { t[$4]++ } END { exit !(t["moe"] == 1 && t["moe_powerlaw"] == 1) }' "$TMP/out"; echo $?) \
   "without --table both tables are read, each row under its own"
+# A serving graph's router under --routing powerlaw:1.2 is the table's power_law_1.2 row:
+# Mixtral's prefill at tp=2,ep=2,etp=1, a micro-batch of 512 tokens, sends their top 2 of 8
+# experts to 2 ranks, as the row of those numbers does, and the roofline costs the same
+# kernel (its busiest rank's load and reach from the same draws) to the digit
+{ echo framework,version,device,op_name,kernel_source,moe_dtype,num_tokens,hidden_size,inter_size,topk,num_experts,moe_tp_size,moe_ep_size,distribution,latency
+  echo "TRTLLM,1,$dev,moe,x,bfloat16,512,4096,14336,2,8,1,2,power_law_1.2,1.0"; } >"$D/moe_perf.csv"
+run_pm eval --data "$D/moe_perf.csv" --predictor roofline --per-op --format csv --table moe_powerlaw
+tab=$(awk -F, 'NR == 2 { print $18 }' "$TMP/out")
+run_pm --model mixtral-8x7b --gpu h100 --mode inf --batch 4 --seq 512 --per-op --format csv \
+  --engine=trtllm --predictor roofline --strategy tp=2,ep=2,etp=1 --routing powerlaw:1.2
+gra=$(awk -F, '$4 == "layers_0_experts" { print $11 }' "$TMP/out")
+run_pm --model mixtral-8x7b --gpu h100 --mode inf --batch 4 --seq 512 --per-op --format csv \
+  --engine=trtllm --predictor roofline --strategy tp=2,ep=2,etp=1 --routing uniform
+uni=$(awk -F, '$4 == "layers_0_experts" { print $11 }' "$TMP/out")
+ok $(awk -v t="$tab" -v g="$gra" -v u="$uni" 'BEGIN { exit !(t > 0 && (g / t - 1)^2 < 1e-10 && g > u) }'; echo $?) \
+  "--routing powerlaw:1.2: the graph's MoE kernel is the power_law_1.2 row's ($gra = $tab ms), its busiest rank above the uniform router's ($uni ms)"
 
 # perfmod kernel --op moe: the same MOE kernel the graphs build, the same numbers
 run_pm kernel --op moe --tokens 2048 --hidden 4096 --ffn 14336 --experts 8 --top-k 2 \

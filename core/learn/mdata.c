@@ -274,79 +274,7 @@ read_attention (struct table *t, bool decode)
   }
 }
 
-/* The routing of aiconfigurator's power-law rows (its collectors'
- * power_law_logits_v3): each of the E experts' tokens drawn from a power
- * law of exponent alpha on [1, 0.8 T] (on [0.01, 2] when the T top_k
- * assignments do not outnumber the experts), scaled to T top_k in all;
- * the rank timed is the busiest of the ep groups of E / ep experts.  The
- * expected busiest group's assignments over the even share, T top_k / ep,
- * and in *reached the experts of it that get a token, over POWERLAW_DRAWS
- * seeded draws (xorshift64*; the same on every host): the MOE kernel's
- * expert_load and experts_reached for the row. */
-#define POWERLAW_DRAWS 32
-static double
-powerlaw_load (int64_t tokens, int64_t experts, int64_t topk, int64_t ep, double alpha,
-               double *reached)
-{
-  double total = (double) tokens * (double) topk, sum = 0, reach = 0;
-  double lo = total > (double) experts ? 1 : 0.01;
-  double hi = total > (double) experts ? 0.8 * (double) tokens : 2;
-  double a1 = 1 - alpha, l1 = pow (lo, a1), h1 = pow (hi, a1);
-  int64_t per = experts / ep;
-  uint64_t x = 0x9e3779b97f4a7c15ULL ^ (uint64_t) (tokens * 1000003 + experts * 101 + topk);
-  double *draw = xmalloc ((size_t) experts * sizeof *draw);
-  *reached = 0;
-  if (hi <= lo || per < 1) {
-    free (draw);
-    return 1;
-  }
-  for (int d = 0; d < POWERLAW_DRAWS; d++) {
-    double all = 0, busiest = 0;
-    for (int64_t e = 0; e < experts; e++) {
-      x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
-      double u = (double) ((x * 0x2545f4914f6cdd1dULL) >> 11) / 9007199254740992.0;
-      draw[e] = pow ((h1 - l1) * u + l1, 1 / a1);
-      all += draw[e];
-    }
-    /* scaled to the assignments, none above T (a token picks an expert
-     * once; the newer collectors redraw until so): the excess goes to
-     * the others in proportion, until none is left */
-    for (int pass = 0; pass < 64; pass++) {
-      double excess = 0, free_share = 0;
-      for (int64_t e = 0; e < experts; e++) {
-        draw[e] *= total / all;
-        if (draw[e] > (double) tokens) {
-          excess += draw[e] - (double) tokens;
-          draw[e] = (double) tokens;
-        }
-        else if (draw[e] < (double) tokens)
-          free_share += draw[e];
-      }
-      all = total;
-      if (excess <= 1e-9 * total || free_share <= 0)
-        break;
-      for (int64_t e = 0; e < experts; e++)
-        if (draw[e] < (double) tokens)
-          draw[e] += excess * draw[e] / free_share;
-    }
-    int64_t at = 0;
-    for (int64_t g = 0; g < ep; g++) {
-      double n = 0;
-      for (int64_t e = g * per; e < (g + 1) * per; e++)
-        n += draw[e];
-      if (n > busiest)
-        busiest = n, at = g;
-    }
-    sum += busiest / all * (double) ep;
-    for (int64_t e = at * per; e < (at + 1) * per; e++)
-      reach += draw[e] >= 0.5;          /* rounded to a token or more */
-  }
-  free (draw);
-  *reached = reach / POWERLAW_DRAWS;
-  return sum / POWERLAW_DRAWS;
-}
-
-/* powerlaw_load remembered by its inputs: a table's rows repeat them. */
+/* routing_powerlaw remembered by its inputs: a table's rows repeat them. */
 struct load_memo {
   struct { int64_t t, e, k, ep; double alpha, load, reached; bool used; } v[1 << 14];
 };
@@ -362,7 +290,7 @@ load_memo_get (struct load_memo *m, int64_t t, int64_t e, int64_t k, int64_t ep,
     if (!m->v[i].used) {
       m->v[i].used = true;
       m->v[i].t = t, m->v[i].e = e, m->v[i].k = k, m->v[i].ep = ep, m->v[i].alpha = alpha;
-      m->v[i].load = powerlaw_load (t, e, k, ep, alpha, &m->v[i].reached);
+      m->v[i].load = routing_powerlaw (t, e, k, ep, alpha, &m->v[i].reached);
       *reached = m->v[i].reached;
       return m->v[i].load;
     }
@@ -372,7 +300,7 @@ load_memo_get (struct load_memo *m, int64_t t, int64_t e, int64_t k, int64_t ep,
       return m->v[i].load;
     }
   }
-  return powerlaw_load (t, e, k, ep, alpha, reached);
+  return routing_powerlaw (t, e, k, ep, alpha, reached);
 }
 
 static bool table_listed (const struct mdata_filter *f, const char *name);
@@ -387,7 +315,7 @@ static bool table_listed (const struct mdata_filter *f, const char *name);
  * SGLang's and vLLM's Triton) and their harnesses differ by more than
  * their versions do.  Balanced rows are table "moe"; the power-law rows
  * are table "moe_powerlaw", with the busiest rank's expected load
- * (powerlaw_load) as the kernel's expert_load. */
+ * (routing_powerlaw) as the kernel's expert_load. */
 static void
 read_moe (struct table *t)
 {

@@ -963,12 +963,14 @@ eng_experts (struct bctx *c, int64_t reached, int64_t te, int64_t d, int64_t f)
 /* The routed experts as the engine's fused MoE kernel (one MOE kernel,
  * perfmod-plugin.h): the `routed` tokens of the expert-parallel group
  * reach `reached` of this rank's `local` experts, f wide on it; the
- * busiest rank's load (the strategy's expert_load) scales its share.
+ * busiest rank's load (the strategy's expert_load, times the router's
+ * skew) scales its share.
  * The measured kernels spread their assignments over as many experts as
  * they can (aiconfigurator's balanced routing); a model's router picks
  * its experts per token, so fewer are reached where the tokens are few. */
 static void
-eng_moe (struct bctx *c, int64_t routed, int64_t local, int64_t d, int64_t f, double reached)
+eng_moe (struct bctx *c, int64_t routed, int64_t local, int64_t d, int64_t f, double reached,
+         double skew)
 {
   const struct model_cfg *m = c->m;
   double tokens = (double) c->t * (double) d;
@@ -981,7 +983,7 @@ eng_moe (struct bctx *c, int64_t routed, int64_t local, int64_t d, int64_t f, do
   o->k = f;
   o->top_k = m->top_k;
   o->gated = !m->layernorm;
-  o->load = c->sh->expert_load > 1 ? c->sh->expert_load : 1;
+  o->load = (c->sh->expert_load > 1 ? c->sh->expert_load : 1) * skew;
   o->engine = c->engine;
   o->reached = reached;
 }
@@ -1124,8 +1126,15 @@ moe_block (struct bctx *c, int64_t f, const char *act)
     te_vec (c, "router_topk", "softmax", t, m->experts, 2, 0, 0);
     size_t first = c->g->n;
     site (c, PERFMOD_SITE_MOE_DISPATCH);
-    if (c->engine)
-      eng_moe (c, fed, local, d, f, busy);
+    if (c->engine && routing_alpha (c->o->routing) > 0) {
+      /* the engine's router under a power law (routing.c): its busiest
+       * rank's load and reach, for the kernel as for the tables' rows */
+      double reach, load = routing_powerlaw (fed, m->experts, m->top_k, sh->experts,
+                                             routing_alpha (c->o->routing), &reach);
+      eng_moe (c, fed, local, d, f, reach > 0 ? reach : busy, load > 1 ? load : 1);
+    }
+    else if (c->engine)
+      eng_moe (c, fed, local, d, f, busy, 1);
     else
       eng_experts (c, reached, te, d, f);
     site (c, PERFMOD_SITE_MOE_COMBINE);

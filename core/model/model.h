@@ -235,11 +235,33 @@ struct build_options {
                             the cache write, gate/up GEMM + act-and-mul, grouped key/value
                             heads read in place, logits of the last token only */
   const char *engine_name; /* the engine (a static name): its fused MoE kernel; NULL: none */
+  double routing;        /* the engine's router (routing.c): 0 the default power law,
+                            ROUTING_UNIFORM, or a power law's exponent */
   const struct shard *shard; /* NULL: the whole model on one device */
   int64_t mtp;           /* Megatron-Core's multi-token prediction layers after the output
                             layer (kernels=te training, the last stage); 0: none */
 };
 int graph_build (struct graph *g, const struct model_cfg *m, const struct build_options *o);
+
+/* ---- routing.c: how a serving engine's router spreads tokens over the experts ---- */
+/* A uniform router: each token's top_k experts drawn alike (the experts
+ * reached, expected, and the busiest rank's excess: builder.c). */
+#define ROUTING_UNIFORM (-1.0)
+/* aiconfigurator's default (its ModelConfig's workload_distribution
+ * "power_law", drawn at exponent 1.01; its authors' estimate for
+ * DeepSeek-V3/R1 on CNN/DailyMail and OpenOrca by latency matching). */
+#define ROUTING_POWERLAW_DEFAULT 1.01
+/* Under the power law of exponent alpha that aiconfigurator's collectors
+ * draw each expert's tokens from, for `tokens` tokens' top_k of `experts`
+ * over ep ranks: the busiest rank's expected assignments over the even
+ * share, and in *reached its experts that get a token. */
+double routing_powerlaw (int64_t tokens, int64_t experts, int64_t topk, int64_t ep, double alpha,
+                         double *reached);
+/* "uniform", "powerlaw" or "powerlaw:A" (1 < A <= 4) into *alpha
+ * (ROUTING_UNIFORM or the exponent); -1 if none of those. */
+int routing_parse (const char *text, double *alpha);
+/* A build's routing (0: the default) as an exponent, or ROUTING_UNIFORM. */
+double routing_alpha (double routing);
 /* Whether Megatron-Core's layer (kernels=te) is modelled for m's family. */
 bool te_layer_exists (const struct model_cfg *m);
 /* Whose layer a run builds by default: Megatron-Core's with Transformer

@@ -587,6 +587,7 @@ chunk_build (struct graph *gr, const struct model_cfg *m, const struct dist_opti
   bo.kv_len = o->kv_len;
   bo.engine = o->engine;
   bo.engine_name = o->engine_name;
+  bo.routing = o->routing;
   bo.shard = &sh;
   bo.mtp = head && o->train ? o->s->mtp : 0;
   return graph_build (gr, m, &bo);
@@ -607,7 +608,7 @@ chunk_build (struct graph *gr, const struct model_cfg *m, const struct dist_opti
 struct chunk_key {
   const void *pred, *gpu, *prec, *engine_name;
   int kernels, flash, fusion, train, embed, head, gpus_per_node, engine, shared_overlap, mtp;
-  double host_us;
+  double host_us, routing;
   int64_t mbs, seq, cp, layers, kv_len;
   int64_t kinds[MODEL_LAYER_KINDS];    /* the chunk's layers of each kind (not where they are) */
   int heads, ffn, vocab, tokens, experts, expert_ffn, ep_in_tp, moe_feeds, moe_tp_after;
@@ -790,6 +791,7 @@ chunk_key_of (struct chunk_key *k, const struct model_cfg *m, const struct plugi
   k->mtp = head && o->train ? o->s->mtp : 0;
   k->engine = o->engine;
   k->engine_name = o->engine_name;
+  k->routing = o->engine ? routing_alpha (o->routing) : 0;
   k->layers = layers;
   model_layer_counts (m, first_layer, layers, k->kinds, NULL);
   k->heads = dp->plan.heads;

@@ -221,6 +221,7 @@ struct dist_options {
   int64_t kv_len;        /* > 0: one decode step of the batch over kv_len cached tokens */
   bool engine;           /* a serving engine's kernels (build_options.engine) */
   const char *engine_name; /* that engine (a static name: vllm, sglang, trtllm), or NULL */
+  double routing;        /* its router (build_options.routing): 0 the default */
   int gpus_per_node;
   struct dist_cache *cache; /* chunk predictions shared across strategies, or NULL */
   struct memo *memo;     /* kernel estimates kept across graphs (run_options.memo) */

@@ -148,6 +148,7 @@ predict (struct serve_costs *c, int64_t batch, int64_t seq, int64_t kv_len,
   o.flash = flash_supported (c->l.gpu, c->l.prec);
   o.engine = true;
   o.engine_name = c->l.engine;
+  o.routing = c->l.routing;
   o.fusion = true;
   o.batch = batch;
   o.seq = seq;

@@ -378,6 +378,7 @@ worker (void *arg)
     pthread_mutex_unlock (&sh->lock);
     return NULL;
   }
+  b.routing = sh->o->routing;
   rs.chunks = dist_cache_new ();
   pm_error_capture (NULL, 0);
   for (;;) {

@@ -154,6 +154,7 @@ serve_replica_open (struct serve_replica *l, const struct serve_base *b,
   o.flash = flash_supported (&ge->gpu, b->pr);
   o.engine = true;
   o.engine_name = b->e->name;
+  o.routing = b->routing;
   o.fusion = true;
   o.batch = 1;
   o.seq = tokens;
@@ -204,6 +205,7 @@ serve_replica_open (struct serve_replica *l, const struct serve_base *b,
   sl.gpus_per_node = b->gpn;
   sl.cache = chunks;
   sl.engine = b->e->name;
+  sl.routing = b->routing;
   l->costs = serve_costs_new (&sl);
   return 0;
 }
@@ -424,6 +426,8 @@ serve_command (const struct perfmod_serve_request *q)
   ARG (q->spec, "%s --spec %s", s, q->spec);
   ARG (q->spec_tokens, "%s --spec-tokens %lld", s, (long long) q->spec_tokens);
   ARG (q->spec_accept > 0, "%s --spec-accept %.17g", s, q->spec_accept);
+  ARG (q->struct_size >= offsetof (struct perfmod_serve_request, routing) + sizeof q->routing
+       && q->routing, "%s --routing %s", s, q->routing);
   ARG (q->predictor, "%s --predictor %s", s, q->predictor);
 #undef ARG
   return s;
@@ -491,7 +495,7 @@ serve_run (struct plugin_set *set, const struct gpu_db *gpus,
   struct serve_sim_input in;
   struct serve_metrics out;
   struct dist_cache *chunks = NULL;
-  double *tr_arr = NULL, kv_scale;
+  double *tr_arr = NULL, kv_scale, routing = 0;
   int64_t *tr_isl = NULL, *tr_osl = NULL, ntrace = 0, maxlen = 0;
   int nlay, loads, rc = -1;
   bool disagg, base_open = false;
@@ -586,12 +590,19 @@ serve_run (struct plugin_set *set, const struct gpu_db *gpus,
     pm_error ("--spec-tokens and --spec-accept go with --spec");
     return -1;
   }
+  if (req->struct_size >= offsetof (struct perfmod_serve_request, routing) + sizeof req->routing
+      && req->routing && routing_parse (req->routing, &routing) < 0) {
+    pm_error ("--routing '%s': expected uniform, powerlaw or powerlaw:A (1 < A <= 4)",
+              req->routing);
+    return -1;
+  }
   if (req->trace && trace_load (req->trace, &tr_arr, &tr_isl, &tr_osl, &ntrace) < 0)
     return -1;
   if (serve_base_open (&base, set, gpus, req->model, req->gpu, req->engine, req->dtype,
                        req->kv_dtype, req->predictor, req->gpus_per_node) < 0)
     goto out;
   base_open = true;
+  base.routing = routing;
   ge = base.ge;
   e = base.e;
   pr = base.pr;
@@ -663,6 +674,19 @@ serve_run (struct plugin_set *set, const struct gpu_db *gpus,
                   how == PERFMOD_DISPATCH_FLEX ? "dispatched by DeepEP's kernels"
                   : how == PERFMOD_DISPATCH_ALLTOALL ? "dispatched by an all-to-all"
                   : "all-gathered and reduce-scattered", e->title);
+    }
+    if (base.m.experts > 0) {          /* the router's spread (routing.c) */
+      size_t used = strlen (res->assumed);
+      double a = routing_alpha (base.routing);
+      if (used < sizeof res->assumed) {
+        if (a > 0)
+          snprintf (res->assumed + used, sizeof res->assumed - used,
+                    "; each step's tokens over the experts as a power law of exponent %g%s "
+                    "(--routing)", a, base.routing == 0 ? ", aiconfigurator's default" : "");
+        else
+          snprintf (res->assumed + used, sizeof res->assumed - used,
+                    "; each token's experts drawn alike (--routing uniform)");
+      }
     }
     res->weights_gib = d->weights / PM_GIB;
     res->kv_cache_gib = d->kv_bytes > 0 ? d->kv_bytes / PM_GIB : 0;

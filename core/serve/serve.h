@@ -67,6 +67,7 @@ struct serve_layout {    /* what a replica's kernels are predicted from */
   int gpus_per_node;
   struct dist_cache *cache;  /* chunk predictions to share, or NULL */
   const char *engine;    /* the engine's name (static): its fused MoE kernel */
+  double routing;        /* its router (build_options.routing) */
 };
 struct serve_costs;
 struct serve_costs *serve_costs_new (const struct serve_layout *l);
@@ -156,6 +157,7 @@ struct serve_base {
   bool m_open;
   double kv_scale;       /* the KV cache's bytes over the activations' */
   int gpn;               /* GPUs per node */
+  double routing;        /* the router (build_options.routing): 0 the default power law */
 };
 /* NULL names take perfmod serve's defaults (engine vllm, predictor
  * tile-mlp, the GPU's dtype); -1 after pm_error. */
@@ -210,6 +212,7 @@ struct serve_search_opts {
   const char *model, *gpu, *engine, *dtype, *kv_dtype, *predictor;
   int64_t gpus, gpus_per_node, isl, osl, max_tp;
   double ttft, tpot;     /* the targets, ms (0: none) */
+  double routing;        /* the router (build_options.routing): 0 the default */
   bool disagg;           /* disaggregated splits too */
   int jobs;
 };
