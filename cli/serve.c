@@ -532,7 +532,7 @@ point_command (const struct serve_point *p, const struct serve_search_opts *o)
     }
   if (o->routing != 0) {
     t = o->routing < 0 ? xasprintf ("%s --routing uniform", s)
-                       : xasprintf ("%s --routing powerlaw:%g", s, o->routing);
+                       : xasprintf ("%s --routing powerlaw:%.17g", s, o->routing);
     free (s);
     s = t;
   }

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1050-serve-coverage.sh: perfmod serve and search --serve beyond t0860: every refusal of a dtype, GPU, model, layout, speculation and trace row; each engine's limits and SGLang's KV memory by hand per GPU; fp8 KV; front-end time; chunk counts; batch limits; osl 1; speculation's tokens; -v -v iterations; disaggregation; the search's deployment counts, refused layouts, oom layouts and every engine's launch command.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 96
+plan 97
 
 # sj VAR ARGS...: perfmod serve ARGS as JSON into $TMP/VAR.json (stderr VAR.err, status VAR.rc)
 sj () { v=$1; shift; serve_to json "$TMP/$v.json" "$TMP/$v.err" "$@"; echo "$rc" >"$TMP/$v.rc"; }
@@ -522,4 +522,16 @@ p5=$(step_of 2560 --concurrency 2560 --requests 2560 --max-batch 2560)
 p1=$(step_of 512 --concurrency 512 --requests 512)
 ok $(awk -v s="$s5" -v p="$p5" -v q="$p1" 'BEGIN { exit !(s > 0 && p > 0 && q > 0 && s / p > 0.85 && s / p < 1.05 && s > 3 * q) }'; echo $?) \
   "speculation k=4 over 512 requests: a step of 2560 rows ($s5 ms; 2560 plain $p5 ms, 512 plain $p1 ms)"
+# --routing reaches every layout the search simulates, the first one too: Qwen3-30B-A3B's
+# tp=1,dp=2 point at batch 1 (ttft the sixth field: the quoted layout holds a comma) under
+# a uniform router is its rerun command's (which carries
+# --routing uniform), not the default power law's
+adp1 () { "$PERFMOD" search --serve --model qwen3-30b-a3b --gpus 2 --isl 1024 --osl 64 --no-disagg \
+            --format csv --jobs 1 "$@" 2>/dev/null | awk -F, '/^"tp=1,dp=2",2,1,/ { print $6; exit }'; }
+u=$(adp1 --routing uniform) p=$(adp1)
+r=$("$PERFMOD" serve --model qwen3-30b-a3b --routing uniform --isl 1024 --osl 64 --strategy tp=1,dp=2 \
+      --max-batch 1 --concurrency 2 --format csv 2>/dev/null |
+    awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "ttft_ms_mean") c = i } NR == 2 { print $c }')
+ok $(awk -v u="$u" -v p="$p" -v r="$r" 'BEGIN { exit !(u > 0 && p > 0 && (u / r - 1)^2 < 1e-10 && u != p) }'; echo $?) \
+  "search --serve --routing uniform: the first layout's point ($u ms) is its rerun's ($r ms), not the default's ($p ms)"
 finish

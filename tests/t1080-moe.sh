@@ -107,7 +107,7 @@ gra=$(awk -F, '$4 == "layers_0_experts" { print $11 }' "$TMP/out")
 run_pm --model mixtral-8x7b --gpu h100 --mode inf --batch 4 --seq 512 --per-op --format csv \
   --engine=trtllm --predictor roofline --strategy tp=2,ep=2,etp=1 --routing uniform
 uni=$(awk -F, '$4 == "layers_0_experts" { print $11 }' "$TMP/out")
-ok $(awk -v t="$tab" -v g="$gra" -v u="$uni" 'BEGIN { exit !(t > 0 && (g / t - 1)^2 < 1e-10 && g > u) }'; echo $?) \
+ok $(awk -v t="$tab" -v g="$gra" -v u="$uni" 'BEGIN { exit !(t > 0 && u > 0 && (g / t - 1)^2 < 1e-10 && g > u) }'; echo $?) \
   "--routing powerlaw:1.2: the graph's MoE kernel is the power_law_1.2 row's ($gra = $tab ms), its busiest rank above the uniform router's ($uni ms)"
 
 # perfmod kernel --op moe: the same MOE kernel the graphs build, the same numbers

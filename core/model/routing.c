@@ -26,7 +26,8 @@ powerlaw_draws (int64_t tokens, int64_t experts, int64_t topk, int64_t ep, doubl
   double hi = total > (double) experts ? 0.8 * (double) tokens : 2;
   double a1 = 1 - alpha, l1 = pow (lo, a1), h1 = pow (hi, a1);
   int64_t per = experts / ep;
-  uint64_t x = 0x9e3779b97f4a7c15ULL ^ (uint64_t) (tokens * 1000003 + experts * 101 + topk);
+  uint64_t x = 0x9e3779b97f4a7c15ULL
+               ^ ((uint64_t) tokens * 1000003u + (uint64_t) experts * 101u + (uint64_t) topk);
   double *draw = xmalloc ((size_t) experts * sizeof *draw);
   *reached = 0;
   if (hi <= lo || per < 1) {
@@ -93,8 +94,8 @@ double
 routing_powerlaw (int64_t tokens, int64_t experts, int64_t topk, int64_t ep, double alpha,
                   double *reached)
 {
-  uint64_t h = (uint64_t) (tokens * 31 + experts) * 1000003u + (uint64_t) (topk * 131 + ep) * 7919u
-               + (uint64_t) (alpha * 1000);
+  uint64_t h = ((uint64_t) tokens * 31u + (uint64_t) experts) * 1000003u
+               + ((uint64_t) topk * 131u + (uint64_t) ep) * 7919u + (uint64_t) (alpha * 1000);
   struct routing_slot *s = &routing_memo[h % ROUTING_MEMO];
   if (!(s->used && s->t == tokens && s->e == experts && s->k == topk && s->ep == ep
         && s->alpha == alpha)) {
@@ -119,7 +120,8 @@ routing_parse (const char *text, double *alpha)
     *alpha = ROUTING_POWERLAW_DEFAULT;
     return 0;
   }
-  if (strncmp (text, "powerlaw:", 9) != 0)
+  /* a plain decimal exponent: no sign, space or hexadecimal */
+  if (strncmp (text, "powerlaw:", 9) != 0 || strspn (text + 9, "0123456789.") != strlen (text + 9))
     return -1;
   a = strtod (text + 9, &end);
   if (end == text + 9 || *end != '\0' || !(a > 1) || a > 4)

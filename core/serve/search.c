@@ -359,6 +359,18 @@ run_task (struct shared *sh, const struct serve_base *b, const struct task *t,
   return rc;
 }
 
+/* The search's base: its model, GPU, engine and the router it was given. */
+static int
+search_base_open (struct serve_base *b, struct plugin_set *set, const struct gpu_db *gpus,
+                  const struct serve_search_opts *o)
+{
+  if (serve_base_open (b, set, gpus, o->model, o->gpu, o->engine, o->dtype, o->kv_dtype,
+                       o->predictor, o->gpus_per_node) < 0)
+    return -1;
+  b->routing = o->routing;
+  return 0;
+}
+
 static void *
 worker (void *arg)
 {
@@ -368,9 +380,7 @@ worker (void *arg)
   char msg[512] = "";
   memset (&rs, 0, sizeof rs);
   pm_error_capture (msg, sizeof msg);
-  if (serve_base_open (&b, sh->set, sh->gpus, sh->o->model, sh->o->gpu, sh->o->engine,
-                       sh->o->dtype, sh->o->kv_dtype, sh->o->predictor,
-                       sh->o->gpus_per_node) < 0) {
+  if (search_base_open (&b, sh->set, sh->gpus, sh->o) < 0) {
     pm_error_capture (NULL, 0);
     pthread_mutex_lock (&sh->lock);
     sh->failed = 1;
@@ -378,7 +388,6 @@ worker (void *arg)
     pthread_mutex_unlock (&sh->lock);
     return NULL;
   }
-  b.routing = sh->o->routing;
   rs.chunks = dist_cache_new ();
   pm_error_capture (NULL, 0);
   for (;;) {
@@ -471,8 +480,7 @@ serve_search (struct plugin_set *set, const struct gpu_db *gpus,
     pm_error ("search --serve needs --gpus, --isl and --osl");
     return SEARCH_BAD_REQUEST;
   }
-  if (serve_base_open (&b, set, gpus, o->model, o->gpu, o->engine, o->dtype, o->kv_dtype,
-                       o->predictor, o->gpus_per_node) < 0)
+  if (search_base_open (&b, set, gpus, o) < 0)
     return SEARCH_BAD_REQUEST;
   experts = b.m.experts;
   engine = b.e->id;
@@ -532,8 +540,7 @@ serve_search (struct plugin_set *set, const struct gpu_db *gpus,
     memset (&r0, 0, sizeof r0);
     r0.chunks = dist_cache_new ();
     pm_error_capture (msg, sizeof msg);
-    if (serve_base_open (&b0, set, gpus, o->model, o->gpu, o->engine, o->dtype, o->kv_dtype,
-                         o->predictor, o->gpus_per_node) == 0) {
+    if (search_base_open (&b0, set, gpus, o) == 0) {
       for (int kc = 0; kc < 16; kc++)
         for (int dt = 0; dt < PERFMOD_DTYPE_NTYPES; dt++)
           plugin_covers (b0.pred, kc, dt);

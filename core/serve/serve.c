@@ -681,7 +681,7 @@ serve_run (struct plugin_set *set, const struct gpu_db *gpus,
       if (used < sizeof res->assumed) {
         if (a > 0)
           snprintf (res->assumed + used, sizeof res->assumed - used,
-                    "; each step's tokens over the experts as a power law of exponent %g%s "
+                    "; each step's tokens over the experts as a power law of exponent %.15g%s "
                     "(--routing)", a, base.routing == 0 ? ", aiconfigurator's default" : "");
         else
           snprintf (res->assumed + used, sizeof res->assumed - used,

@@ -549,7 +549,9 @@ with_host (const struct sim *s, double gpu, size_t n)
 /* What `decodes` decoding requests add to an iteration beyond its GEMMs:
  * their attention over ctx cached tokens in all (the kernel reads the
  * cache at its width), and their drafts, a draft layer and the logits per
- * draft token (MTP, EAGLE). */
+ * draft token (MTP, EAGLE).  (Attention-DP replicas in step: a draft
+ * layer's experts keep the costs' own assumption, each replica sending as
+ * many tokens.) */
 static int
 decodes_ms (struct sim *s, struct serve_costs *c, int64_t decodes, double ctx, double *ms)
 {
