@@ -444,9 +444,11 @@ explain_serving (struct plugin_set *set, struct plugin *pl, const struct model_c
   if (strategy_attention_dp (&s, s.dp))
     fprintf (out, "\nMoE layers (ep=%d x etp=%d over the tp=%d ranks of %d replicas): each rank "
              "dispatches its 1/%d of the replica's tokens over the %d expert ranks (%s%s) and "
-             "combines them back%s\n", s.ep, s.etp, s.tp, s.dp, s.tp, s.ep,
+             "combines them back%s%s\n", s.ep, s.etp, s.tp, s.dp, s.tp, s.ep * s.etp,
              dispatcher_name (strategy_dispatcher (&s, true)),
              s.dispatcher_set ? "" : ", the engines' default",
+             s.etp > 1 ? "; each expert's width over etp ranks, the reduce-scatter summing "
+                         "their slices" : "",
              s.tp > 1 ? "; tp's all-reduce after them sums the tp ranks' experts" : "");
   else if (s.etp > 0)
     fprintf (out, "\nMoE layers (ep=%d x etp=%d within tp=%d): no dispatch or combine "

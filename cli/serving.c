@@ -46,6 +46,7 @@ static const char *const serving_cols[NCOLS] = {
  * workers and their batch limit (0: not given). */
 struct run_layout {
   int64_t tp, pp, adp, moe_tp, moe_ep, workers, batch;
+  bool adp_given;               /* the row gives attention_dp_size (1 or more) */
 };
 
 struct serving_run {
@@ -90,6 +91,7 @@ read_layout (const struct csv_reader *r, const int *col, int c, int cbatch, int 
   for (int k = 0; k < 5; k++)
     if (!opt_int (r, col[c + k], what[k], 1, v[k]))
       return false;
+  l->adp_given = col[c + 2] >= 0 && r->fields[col[c + 2]][0] != '\0';
   if (!opt_int (r, col[cbatch], "batch_size", 0, &l->batch))
     return false;
   if (cworkers >= 0 && !opt_int (r, col[cworkers], "num_workers", 1, &l->workers))
@@ -184,6 +186,17 @@ serving_load (const char *path, const struct gpu_db *gpus, struct serving_run **
         break;
       }
       s.conc = cv;
+    }
+    /* A row with its experts split over tp's ranks (moe_tp x moe_ep = tp), no
+     * attention_dp_size, and exactly tp batches of clients is attention data
+     * parallelism over the tp ranks, a batch each (TensorRT-LLM's
+     * enable_attention_dp: each rank a replica of tp 1, max_batch_size per
+     * rank); aiconfigurator's gpt-oss rows say so by their numbers alone. */
+    if (strcmp (r.fields[col[C_MODE]], "agg") == 0 && !s.agg.adp_given && s.agg.tp > 1 && s.agg.moe_tp * s.agg.moe_ep == s.agg.tp
+        && (s.agg.moe_tp > 1 || s.agg.moe_ep > 1) && s.agg.batch > 0
+        && s.agg.batch * s.agg.tp == s.conc) {
+      s.agg.adp = s.agg.tp;
+      s.agg.tp = 1;
     }
     s.id = xstrdup (r.fields[col[C_ID]]);
     s.backend = xstrdup (r.fields[col[C_BACKEND]]);

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0850-serving.sh: --gen under a strategy (the engine's kernels with --engine, per replica: tensor parallelism speeds the decode step, shards the KV cache, pipeline stages split it, experts a batch reaches, the largest batch that fits, the formats agree), its bad input, and the engine's fused kernels and all-reduce (perfmod serve and reproduce --table serving: t0860-serve.sh).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 58
+plan 59
 
 # field NAME: the CSV column NAME of the first prediction in $TMP/out
 field () {
@@ -168,13 +168,29 @@ ok $([ "$rc" -eq 0 ] && grep -q '^layers_0_ep_deepep_fw ' "$TMP/out" && ! grep -
 expect_one_line 2 'ep=8 with tp=2: the experts over ep x tp = 16 ranks do not fit the tp x dp = 8 GPUs' \
   "experts over more ranks than the replicas have are refused, naming etp" -- \
   --model "$TMP/moeA/config.json" --gen 16 --batch 8 --strategy tp=2,dp=4,ep=8
-expect_one_line 2 'etp=1: ep=4 x etp=1 must equal tp=2 .* or with etp=1 ep must equal tp x dp = 8' \
+expect_one_line 2 'etp=1: ep=4 x etp=1 must equal tp=2 .* or tp x dp = 8' \
   "ep x etp neither tp nor tp x dp is refused naming both" -- \
   --model "$TMP/moeA/config.json" --gen 16 --batch 8 --strategy tp=2,dp=4,ep=4,etp=1
-expect_one_line 2 'etp=2: ep=4 x etp=2 must equal tp=2 .* or with etp=1 ep must equal tp x dp = 8' \
-  "attention data parallelism with experts split over etp=2 is refused (etp=1 only)" -- \
-  --model "$TMP/moeA/config.json" --gen 16 --batch 8 --strategy tp=2,dp=4,ep=4,etp=2
-expect_one_line 2 'ep=8 over the tp x dp ranks \(attention data parallelism\) with pp=2: modelled for one pipeline stage' \
+# the experts' width over etp ranks of the replicas too (TensorRT-LLM's moe_tp_size under
+# attention DP): ep=4 x etp=2 over the 8 GPUs hold two experts at half width a GPU, the
+# bytes of ep=8's one whole expert; the tokens gathered over all 8 ranks as ep=8's; the
+# experts' kernel reads its 2 half-width experts' 2 x 3 x 1024 x 512 bf16 weights and 256 of
+# the 1024 top-2 assignments' activations, 2 x (5 x 1024 + 2 x 1024 + 1024 + 512) bytes
+# each (f = 512), at 3430 GB/s
+run_pm --gpu h100 --model "$TMP/moeA/config.json" --dtype bf16 --engine=vllm --gen 8 --batch 512 \
+  --seq 256 --strategy tp=2,dp=4,ep=4,etp=2 --predictor roofline --explain --routing uniform
+ag2=$(row layers_0_ep_allgather_fw) mo2=$(row layers_0_experts)
+said=$([ "$rc" -eq 0 ] && grep -c '^MoE layers (ep=4 x etp=2 over the tp=2 ranks of 4 replicas): .* over the 8 expert ranks' "$TMP/out")
+serving etp2 --model "$TMP/moeA/config.json" --dtype bf16 --engine=vllm --gen 8 --batch 512 --seq 256 --strategy tp=2,dp=4,ep=4,etp=2
+ok $([ "$said" = 1 ] &&
+     awk -v a="$ag2" -v b="$ag" -v c="$mo2" -v w1="$(get etp2 weights_gib)" -v w2="$(get adp weights_gib)" 'BEGIN {
+       wm = (2 * 3 * 1024 * 512 * 2 + 256 * 2 * (5 * 1024 + 2 * 1024 + 1024 + 512)) / 3430e6
+       exit !(a > 0 && a == b && (c / wm - 1)^2 < 1e-6 && w1 > 0 && w1 == w2) }'; echo $?) \
+  "attention data parallelism with etp=2: ep=8's weights a GPU ($(get etp2 weights_gib) GiB) and gather ($ag2 ms), two half-width experts ($mo2 ms)"
+expect_one_line 2 'dispatcher=alltoall with etp=2 over the replicas: .* the all-gather dispatcher' \
+  "etp over the replicas with another dispatcher than the all-gather is refused" -- \
+  --model "$TMP/moeA/config.json" --gen 16 --batch 8 --strategy tp=2,dp=4,ep=4,etp=2,dispatcher=alltoall
+expect_one_line 2 'ep=8 x etp=1 over the tp x dp ranks \(attention data parallelism\) with pp=2: modelled for one pipeline stage' \
   "attention data parallelism with pp=2 is refused" -- \
   --model "$TMP/moeA/config.json" --gen 16 --batch 8 --strategy tp=1,pp=2,dp=8,ep=8,etp=1
 moecfg moeC 1004

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0860-serve.sh: perfmod serve, the serving simulation: its bad input, the engines' schedulers by hand (SGLang's prefill batches, the KV cache's admission and preemption), directions (TTFT with concurrency and prompt length, throughput saturating, disaggregation's trade), a closed loop's identity, the formats, and reproduce --table serving whose every row is a perfmod serve command that prints its numbers.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 56
+plan 57
 
 # sv VAR ARGS...: perfmod serve ARGS as CSV into $TMP/VAR; col VAR NAME: a column of it
 sv () { v=$1; shift; serve_to csv "$TMP/$v" "$TMP/$v.err" "$@"; }
@@ -204,7 +204,9 @@ expect_one_line 2 "trunc\.csv:3: .*truncated" "a truncated row names file:line" 
 printf '%s\n%s\n' "$h" "$(echo "$r" | sed 's/,1024,/,many,/')" > "$TMP/bad.csv"
 expect_one_line 2 "bad\.csv:2: column 'isl'" "a bad number names file:line and the column" -- reproduce --table serving --data "$TMP/bad.csv"
 # rows of every kind: the engines, an MoE with its experts over moe_ep, a GPU other than
-# the H100, a disaggregated run, one on a system gpus.d does not know
+# the H100, a disaggregated run, one on a system gpus.d does not know; and gpt-oss's kind:
+# no attention_dp_size, the experts over tp=4's ranks (moe_tp 4), 32 clients = 4 x batch 8:
+# attention DP, each of the 4 ranks a replica with a batch of 8
 hd="$h,prefill_batch_size,prefill_num_workers,prefill_tp_size,prefill_pp_size,prefill_attention_dp_size,prefill_moe_tp_size,prefill_moe_ep_size,decode_batch_size,decode_num_workers,decode_tp_size,decode_pp_size,decode_attention_dp_size,decode_moe_tp_size,decode_moe_ep_size"
 { echo "$hd"
   echo "$r,,,,,,,,,,,,,,"
@@ -214,14 +216,18 @@ hd="$h,prefill_batch_size,prefill_num_workers,prefill_tp_size,prefill_pp_size,pr
   echo "g,x; silicon_concurrency=8,vllm,1,meta-llama/Llama-3.1-8B-Instruct,a100_sxm,bf16,agg,1024,256,,,8,1,1,,1,1,150.0,9.0,,,,,,,,,,,,,,"
   echo "d,x; silicon_concurrency=32,sglang,1,Qwen/Qwen3-32B,h100_sxm,fp8,disagg,4096,512,fp8,,,,,,,,900.0,15.0,1,2,2,1,1,1,1,32,1,4,1,1,1,1"
   echo "u,x; silicon_concurrency=8,vllm,1,Qwen/Qwen3-32B,h999_sxm,bf16,agg,1024,128,,,8,2,1,,1,1,100.0,10.0,,,,,,,,,,,,,,"
+  echo "o,x; silicon_concurrency=32,trtllm,1,openai/gpt-oss-120b,h100_sxm,fp8,agg,1024,128,fp8,fp8,8,4,1,,4,1,500.0,20.0,,,,,,,,,,,,,,"
 } > "$TMP/kinds.csv"
 run_pm reproduce --table serving --data "$TMP/kinds.csv" --format csv --predictor tile-mlp
 cp "$TMP/out" "$TMP/kinds.out"
 cp "$TMP/err" "$TMP/kinds.err"
-ok $([ "$rc" -eq 0 ] && [ "$(awk -F, '$1 == "serving" && $13 == "tile-mlp"' "$TMP/kinds.out" | wc -l)" -eq 6 ] &&
-     grep -q ', 6 predicted, 1 skipped$' "$TMP/kinds.err" &&
+ok $([ "$rc" -eq 0 ] && [ "$(awk -F, '$1 == "serving" && $13 == "tile-mlp"' "$TMP/kinds.out" | wc -l)" -eq 7 ] &&
+     grep -q ', 7 predicted, 1 skipped$' "$TMP/kinds.err" &&
      grep -q 'system h999_sxm: no gpus.d section' "$TMP/kinds.out"; echo $?) \
-  "the six kinds of run predicted, the unknown system skipped with its reason"
+  "the seven kinds of run predicted, the unknown system skipped with its reason"
+ok $(grep '^serving,o,' "$TMP/kinds.out" > "$TMP/o.row" && grep -q -- '--strategy tp=1,pp=1,dp=4,ep=1,etp=4 ' "$TMP/o.row" &&
+     grep -q -- '--max-batch 8 ' "$TMP/o.row"; echo $?) \
+  "a row of 4 x its batch in clients, its experts over tp's ranks and no attention_dp_size, runs as attention DP of 4 (dp=4,ep=1,etp=4, a batch of 8 each)"
 ok $(awk -F, '$1 == "serving" && $2 == "g" { f = 1; exit !($4 == "a100_sxm" && $15 > 0) } END { if (!f) exit 1 }' "$TMP/kinds.out"; echo $?) \
   "a run on an A100 is predicted as the A100 (gpu column a100_sxm)"
 # every row's command, run as a user would, prints the row's numbers
@@ -236,8 +242,8 @@ while IFS= read -r line; do
   want=$(echo "$line" | awk -F, '{ printf "%.6g %.6g", $15, $18 }')
   [ -n "$got" ] && [ "$got" = "$want" ] || { bad=$((bad + 1)); diag "$id: table $want, command $got: $cmd"; }
 done < "$TMP/kinds.out"
-ok $([ "$n" -eq 6 ] && [ "$bad" -eq 0 ]; echo $?) "each row's perfmod serve command prints the table's TTFT and TPOT ($n rows, $bad differ)"
-ok $(awk -F, '$1 == "serving" && $13 != "" { e = ($15 - $14) / $14 * 100; if (e < 0) e = -e; d = e - $16; if (d > 0.01 || d < -0.01) bad = 1; n++ } END { exit bad || n != 6 }' "$TMP/kinds.out"; echo $?) \
+ok $([ "$n" -eq 7 ] && [ "$bad" -eq 0 ]; echo $?) "each row's perfmod serve command prints the table's TTFT and TPOT ($n rows, $bad differ)"
+ok $(awk -F, '$1 == "serving" && $13 != "" { e = ($15 - $14) / $14 * 100; if (e < 0) e = -e; d = e - $16; if (d > 0.01 || d < -0.01) bad = 1; n++ } END { exit bad || n != 7 }' "$TMP/kinds.out"; echo $?) \
   "each row's TTFT error is |predicted - measured| / measured"
 
 MODERN=${PERFMOD_MODERNDATA:-$top_srcdir/../shared/moderndata}

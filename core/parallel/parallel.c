@@ -47,6 +47,15 @@ attention_dp (const struct dist_options *o)
   return !o->train && strategy_attention_dp (o->s, layout_replicas (o));
 }
 
+/* ep's group: the experts' ranks, ep x etp of them under attention data
+ * parallelism (the tokens gathered over them all: an expert's etp slices
+ * each need every token routed to it), else ep. */
+static int
+ep_group_size (const struct dist_options *o)
+{
+  return attention_dp (o) ? o->s->ep * o->s->etp : o->s->ep;
+}
+
 /* Megatron-Core's expert ranks fold a stage's tp x cp x dp into etp x ep x
  * edp, expert tp innermost (parallel_state's expert rank generator, order
  * tp-ep-dp): ep's neighbours are etp apart, tp by default, 1 with etp=1;
@@ -110,7 +119,7 @@ comm_groups_init (struct comm_groups *g, const struct dist_options *o)
   g->size[DIM_NONE] = s->tp * s->pp * s->dp * s->cp;
   g->size[DIM_TP] = s->tp;
   g->size[DIM_CP] = s->cp;
-  g->size[DIM_EP] = s->ep;
+  g->size[DIM_EP] = ep_group_size (o);
   g->size[DIM_PP] = s->pp;
   g->size[DIM_DP] = s->dp * s->cp;
   g->stride[DIM_NONE] = 1;
@@ -318,7 +327,8 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
   double dp_experts = 0;                 /* the routed experts' parameters of dp's case */
   dp->expert_weights = dp->expert_gradients = dp->expert_optimizer = 1;
   for (size_t i = 0; i < sizeof plan_order / sizeof plan_order[0]; i++) {
-    int dim = plan_order[i], degree = degree_of (s, dim);
+    int dim = plan_order[i];
+    int degree = dim == DIM_EP ? ep_group_size (o) : degree_of (s, dim);
     struct perfmod_parallel_case c;
     struct perfmod_plan p;
     struct plugin *pl;
@@ -376,6 +386,8 @@ compose (struct plugin_set *set, const struct model_cfg *m, const struct perfmod
       continue;
     if (plugin_plan (pl, &c, &p) < 0)
       return -1;
+    if (dim == DIM_EP && dp->attn_dp)    /* the group gathers; the experts split ep ways */
+      p.experts = s->ep;
     dp->plan.heads *= p.heads;
     dp->plan.ffn *= p.ffn;
     dp->plan.vocab *= p.vocab;
@@ -1372,14 +1384,20 @@ dist_check (const struct model_cfg *m, const struct dist_options *o)
     }
     if ((int64_t) s->ep * s->etp != s->tp && !attention_dp (o)) {
       pm_error ("etp=%d: ep=%d x etp=%d must equal tp=%d (the experts' ranks are the "
-                "attention's tensor-parallel ranks), or with etp=1 ep must equal tp x dp = %lld "
-                "(every replica's: attention data parallelism)", s->etp, s->ep, s->etp, s->tp,
+                "attention's tensor-parallel ranks), or tp x dp = %lld (every replica's: "
+                "attention data parallelism)", s->etp, s->ep, s->etp, s->tp,
                 (long long) s->tp * layout_replicas (o));
       return -1;
     }
     if (attention_dp (o) && s->pp > 1) {
-      pm_error ("ep=%d over the tp x dp ranks (attention data parallelism) with pp=%d: modelled "
-                "for one pipeline stage", s->ep, s->pp);
+      pm_error ("ep=%d x etp=%d over the tp x dp ranks (attention data parallelism) with pp=%d: "
+                "modelled for one pipeline stage", s->ep, s->etp, s->pp);
+      return -1;
+    }
+    if (attention_dp (o) && s->etp > 1 && strategy_dispatcher (s, true) != PERFMOD_DISPATCH_ALLGATHER) {
+      pm_error ("dispatcher=%s with etp=%d over the replicas: each expert's %d slices need "
+                "every token routed to it; the all-gather dispatcher (the default) is modelled",
+                dispatcher_name (s->dispatcher), s->etp, s->etp);
       return -1;
     }
     if (m->moe_ffn % s->etp != 0 || (m->moe_ffn == 0 && m->ffn % s->etp != 0)) {

@@ -86,9 +86,10 @@ bool strategy_default_zero (struct strategy *s, bool train);
  * routed experts' beyond them (etp=1 with dp 1). */
 bool strategy_shards (const struct strategy *s);
 /* Whether an inference layout of `replicas` replicas (dp's, or serving's) puts its routed
- * experts whole over every replica's tp ranks: etp=1 and ep = tp x replicas, more than one
+ * experts over every replica's tp ranks: ep x etp = tp x replicas, more than one replica
  * (attention data parallelism: vLLM's --data-parallel-size with --enable-expert-parallel,
- * TensorRT-LLM's and SGLang's attention DP). */
+ * TensorRT-LLM's and SGLang's attention DP; etp=1 each expert whole, etp > 1 each expert's
+ * width over etp of the ranks, TensorRT-LLM's moe_tp_size). */
 bool strategy_attention_dp (const struct strategy *s, int replicas);
 /* The dispatcher ep's tokens go by: the one given, else alltoall, or under attention data
  * parallelism the engines' all-gather (vLLM's allgather_reducescatter, TensorRT-LLM's and

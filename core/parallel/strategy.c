@@ -272,7 +272,7 @@ strategy_shards (const struct strategy *s)
 bool
 strategy_attention_dp (const struct strategy *s, int replicas)
 {
-  return s->etp == 1 && replicas > 1 && (int64_t) s->ep == (int64_t) s->tp * replicas;
+  return s->etp >= 1 && replicas > 1 && (int64_t) s->ep * s->etp == (int64_t) s->tp * replicas;
 }
 
 int

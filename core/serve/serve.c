@@ -670,7 +670,7 @@ serve_run (struct plugin_set *set, const struct gpu_db *gpus,
                   "replicas in step: an iteration lasts the longest replica's, the experts "
                   "fed every replica's tokens as %s gathers them)",
                   nlay == 1 ? "the " : k == 0 ? "a prefill worker's " : "a decode worker's ",
-                  ls->dp, ls->ep,
+                  ls->dp, ls->ep * ls->etp,
                   how == PERFMOD_DISPATCH_FLEX ? "dispatched by DeepEP's kernels"
                   : how == PERFMOD_DISPATCH_ALLTOALL ? "dispatched by an all-to-all"
                   : "all-gathered and reduce-scattered", e->title);
