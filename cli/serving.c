@@ -191,8 +191,9 @@ serving_load (const char *path, const struct gpu_db *gpus, struct serving_run **
      * attention_dp_size, and exactly tp batches of clients is attention data
      * parallelism over the tp ranks, a batch each (TensorRT-LLM's
      * enable_attention_dp: each rank a replica of tp 1, max_batch_size per
-     * rank); aiconfigurator's gpt-oss rows say so by their numbers alone. */
-    if (strcmp (r.fields[col[C_MODE]], "agg") == 0 && !s.agg.adp_given && s.agg.tp > 1 && s.agg.moe_tp * s.agg.moe_ep == s.agg.tp
+     * rank); aiconfigurator's gpt-oss rows say so by their numbers alone
+     * (an MoE's: the row names the experts' quantisation). */
+    if (strcmp (r.fields[col[C_MODE]], "agg") == 0 && r.fields[col[C_MOE]][0] && !s.agg.adp_given && s.agg.tp > 1 && s.agg.moe_tp * s.agg.moe_ep == s.agg.tp
         && (s.agg.moe_tp > 1 || s.agg.moe_ep > 1) && s.agg.batch > 0
         && s.agg.batch * s.agg.tp == s.conc) {
       s.agg.adp = s.agg.tp;

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0850-serving.sh: --gen under a strategy (the engine's kernels with --engine, per replica: tensor parallelism speeds the decode step, shards the KV cache, pipeline stages split it, experts a batch reaches, the largest batch that fits, the formats agree), its bad input, and the engine's fused kernels and all-reduce (perfmod serve and reproduce --table serving: t0860-serve.sh).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 59
+plan 60
 
 # field NAME: the CSV column NAME of the first prediction in $TMP/out
 field () {
@@ -187,6 +187,15 @@ ok $([ "$said" = 1 ] &&
        wm = (2 * 3 * 1024 * 512 * 2 + 256 * 2 * (5 * 1024 + 2 * 1024 + 1024 + 512)) / 3430e6
        exit !(a > 0 && a == b && (c / wm - 1)^2 < 1e-6 && w1 > 0 && w1 == w2) }'; echo $?) \
   "attention data parallelism with etp=2: ep=8's weights a GPU ($(get etp2 weights_gib) GiB) and gather ($ag2 ms), two half-width experts ($mo2 ms)"
+# ep=1 x etp=4 (each expert a quarter wide on every one of 4 one-GPU replicas, the
+# all-gather named or not) holds ep=4 x etp=1's expert bytes a GPU and gathers as much
+st1 () { run_pm --gpu h100 --model "$TMP/moeA/config.json" --dtype bf16 --engine=vllm --gen 8 --batch 512 \
+           --seq 256 --strategy "$1" --predictor roofline --explain --format csv --routing uniform
+         awk -F, -v k="$2" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == k) c = i } NR == 2 { print $c }' "$TMP/out"; }
+q1=$(st1 tp=1,dp=4,ep=1,etp=4,dispatcher=allgather weights_gib) q2=$(st1 tp=1,dp=4,ep=4,etp=1 weights_gib)
+c1=$(st1 tp=1,dp=4,ep=1,etp=4 tpot_comm_ms) c2=$(st1 tp=1,dp=4,ep=4,etp=1 tpot_comm_ms)
+ok $(awk -v a="$q1" -v b="$q2" -v c="$c1" -v d="$c2" 'BEGIN { exit !(a > 0 && a == b && c > 0 && c == d) }'; echo $?) \
+  "attention data parallelism with ep=1 x etp=4: ep=4's weights a GPU ($q1 GiB) and communication ($c1 ms a decode step)"
 expect_one_line 2 'dispatcher=alltoall with etp=2 over the replicas: .* the all-gather dispatcher' \
   "etp over the replicas with another dispatcher than the all-gather is refused" -- \
   --model "$TMP/moeA/config.json" --gen 16 --batch 8 --strategy tp=2,dp=4,ep=4,etp=2,dispatcher=alltoall

@@ -38,8 +38,8 @@ layout_replicas (const struct dist_options *o)
   return o->replicas > 0 ? o->replicas : o->s->dp;
 }
 
-/* Inference with the routed experts whole over every replica's tp ranks
- * (strategy_attention_dp).  The replicas' ranks are one expert group, one
+/* Inference with the routed experts over every replica's tp ranks, whole
+ * or each expert's width over etp of them (strategy_attention_dp).  The replicas' ranks are one expert group, one
  * after another: one pipeline stage (dist_check). */
 static bool
 attention_dp (const struct dist_options *o)
@@ -1260,7 +1260,7 @@ dist_check (const struct model_cfg *m, const struct dist_options *o)
    * replicas', attention data parallelism, they are) */
   if (s->dispatcher != PERFMOD_DISPATCH_ALLTOALL) {
     const char *need = m->experts == 0 ? "a model with routed experts"
-                       : s->ep < 2 ? "ep>1"
+                       : ep_group_size (o) < 2 ? "ep>1"
                        : s->etp > 0 && !o->train && !attention_dp (o)
                        ? "ep beside tp (etp= dispatches nothing)"
                        : s->dispatcher == PERFMOD_DISPATCH_FLEX && o->prec->act_bytes > 2
@@ -1411,7 +1411,7 @@ dist_check (const struct model_cfg *m, const struct dist_options *o)
   if (!o->train && s->etp == 0 && s->ep > 1 && layout_replicas (o) % s->ep != 0) {
     pm_error ("ep=%d with tp=%d: the experts over ep x tp = %lld ranks do not fit the tp x dp = "
               "%lld GPUs; give etp=1 with ep = tp x dp (attention data parallelism: each "
-              "expert whole on one of every replica's ranks)", s->ep, s->tp,
+              "expert whole on one of every replica's ranks; or ep x etp = tp x dp)", s->ep, s->tp,
               (long long) s->ep * s->tp, (long long) s->tp * layout_replicas (o));
     return -1;
   }

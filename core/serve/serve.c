@@ -124,7 +124,7 @@ layout_parse (struct strategy *s, const char *spec, const char *what, bool repli
    * worker's attention data parallelism, its experts over every rank */
   if (!replicas && s->dp_set && s->dp != 1 && !strategy_attention_dp (s, s->dp)) {
     pm_error ("%s '%s': give the replicas as workers, not dp (dp in a worker: attention data "
-              "parallelism, etp=1 and ep = tp x dp)", what, spec);
+              "parallelism, ep x etp = tp x dp)", what, spec);
     return -1;
   }
   if ((int64_t) s->tp * s->pp * s->dp > PM_MAX_GPUS) {
