@@ -963,7 +963,32 @@ form (struct sim *s, struct inst *in)
     sched_vllm (s, in);
 }
 
-static void counted (struct sim *s, struct inst *in, double ms);
+/* An iteration of in started, lasting ms: counted (its decode runs' too). */
+static void
+counted (struct sim *s, struct inst *in, double ms)
+{
+  s->iterations++;
+  if (pm_verbose > 1) {           /* perfmod serve -v -v: each iteration */
+    int64_t pre = 0, dec = 0;
+    for (size_t i = 0; i < in->nb; i++) {
+      pre += in->batch[i].q;
+      dec += in->batch[i].q == 0;
+    }
+    fprintf (stderr, "serve: replica %d at %.3f ms: %lld prompt tokens, %lld decodes, %zu running, "
+             "%zu waiting, %.3f ms\n", (int) (in - s->inst), s->now, (long long) pre,
+             (long long) dec, in->nrun, in->waiting.n, ms);
+  }
+  {
+    size_t dec = 0;
+    for (size_t i = 0; i < in->nb; i++)
+      dec += in->batch[i].q == 0;
+    if (dec > 0) {
+      s->decode_iters += in->run;
+      s->decode_batch_sum += (double) dec * (double) in->run;
+    }
+    s->iterations += in->run - 1;
+  }
+}
 
 /* Start in's next iteration at s->now, if it has work; -1 on a cost
  * failure. */
@@ -1052,32 +1077,6 @@ start_group (struct sim *s, int first, int n)
   return 0;
 }
 
-/* An iteration of in started, lasting ms: counted (its decode runs' too). */
-static void
-counted (struct sim *s, struct inst *in, double ms)
-{
-  s->iterations++;
-  if (pm_verbose > 1) {           /* perfmod serve -v -v: each iteration */
-    int64_t pre = 0, dec = 0;
-    for (size_t i = 0; i < in->nb; i++) {
-      pre += in->batch[i].q;
-      dec += in->batch[i].q == 0;
-    }
-    fprintf (stderr, "serve: replica %d at %.3f ms: %lld prompt tokens, %lld decodes, %zu running, "
-             "%zu waiting, %.3f ms\n", (int) (in - s->inst), s->now, (long long) pre,
-             (long long) dec, in->nrun, in->waiting.n, ms);
-  }
-  {
-    size_t dec = 0;
-    for (size_t i = 0; i < in->nb; i++)
-      dec += in->batch[i].q == 0;
-    if (dec > 0) {
-      s->decode_iters += in->run;
-      s->decode_batch_sum += (double) dec * (double) in->run;
-    }
-    s->iterations += in->run - 1;
-  }
-}
 
 static double
 quantile (const double *v, int64_t n, double p)
