@@ -377,14 +377,15 @@ ok $([ "$rc" -eq 0 ] && [ "$(tally sd2)" = 100 ] && [ "$(jv sd2 .pruned.layout)"
 # with experts: 7 layouts (tp=2 and 4 with ep = tp too), 7 aggregated + 11 disaggregated,
 # and attention data parallelism over the 4 GPUs (ep=4, etp=1: tp=1 x dp=4 and, but for
 # TensorRT-LLM, whose attention DP is one GPU a replica, tp=2 x dp=2), aggregated only, with
-# SGLang also over DeepEP's kernels (dispatcher=flex)
+# SGLang also over DeepEP's kernels (dispatcher=flex) and TensorRT-LLM also with every
+# expert sliced over the 4 (ep=1, etp=4: its moe_tp under attention DP)
 for e in sglang trtllm; do
   run_pm $SQ --model "$TMP/tinymoe/config.json" --engine $e --dtype fp8 --kv-dtype fp8 --format json
   cp "$TMP/out" "$TMP/s$e.json"
   [ "$rc" -eq 0 ] || diag "$e: exit $rc" "$(cat "$TMP/err")"
 done
-ok $([ "$(tally ssglang)" = 220 ] && [ "$(tally strtllm)" = 190 ]; echo $?) \
-  "search --serve with 8 experts on 4 GPUs: 22 (TensorRT-LLM 19) deployments x 10 batches ($(tally ssglang), $(tally strtllm))"
+ok $([ "$(tally ssglang)" = 220 ] && [ "$(tally strtllm)" = 200 ]; echo $?) \
+  "search --serve with 8 experts on 4 GPUs: 22 (TensorRT-LLM 20) deployments x 10 batches ($(tally ssglang), $(tally strtllm))"
 ok $(jq -e '(.frontier | length) > 0 and all(.frontier[]; . as $p |
        (.launch | startswith("python3 -m sglang.launch_server --model-path acme/tiny-moe --tp-size ")) and
        (.launch | contains(" --max-running-requests \($p.batch) --chunked-prefill-size 8192 --quantization fp8 --kv-cache-dtype fp8_e4m3")) and
@@ -395,7 +396,8 @@ ok $(jq -e '(.frontier | length) > 0 and all(.frontier[]; . as $p |
        (.launch | test("^trtllm-serve acme/tiny-moe --tp_size [0-9]+ --pp_size [0-9]+ --ep_size [0-9]+ --max_batch_size \($p.batch) --max_num_tokens 8192 \\(kv_cache_config: dtype fp8\\)")) and
        (if (.deployment | startswith("prefill ")) then (.launch | endswith("(a generation server of trtllm-serve disaggregated)")) and (.launch_prefill | endswith("(a context server of trtllm-serve disaggregated)"))
         else (.deployment | endswith(",dp=1")) or (.launch | endswith(" (x \($p.deployment | capture("dp=(?<d>[0-9]+)").d) instances behind a router)"))
-             or ((.deployment | test("^tp=1,ep=4,etp=1,dp=4$")) and (.launch | endswith(" (enable_attention_dp: true)"))) end))' "$TMP/strtllm.json" >/dev/null; echo $?) \
+             or ((.deployment | test("^tp=1,ep=4,etp=1,dp=4$")) and (.launch | contains(" --ep_size 4 ")) and (.launch | endswith(" (enable_attention_dp: true)")))
+             or ((.deployment | test("^tp=1,ep=1,etp=4,dp=4$")) and (.launch | contains(" --tp_size 4 --pp_size 1 --ep_size 1 ")) and (.launch | endswith(" (enable_attention_dp: true)"))) end))' "$TMP/strtllm.json" >/dev/null; echo $?) \
   "TensorRT-LLM's launch: fp8 cache, the replicas behind a router, context and generation servers"
 run_pm $SQ --model "$TMP/tinymoe/config.json" --dtype fp8 --kv-dtype fp8 --no-disagg --format csv
 ok $([ "$rc" -eq 0 ] && grep -q '^"tp=2,ep=2,etp=1,dp=2",4,' "$TMP/out" && grep -q '^"tp=4,ep=4,etp=1,dp=1",4,' "$TMP/out" &&

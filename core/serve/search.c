@@ -418,7 +418,9 @@ worker (void *arg)
  * GPU a replica), its tokens gathered (the engines' default) or, with
  * SGLang, dispatched by DeepEP's kernels (dispatcher=flex: its normal
  * ones in a prefill, the low-latency ones in a decode step, as SGLang's
- * --deepep-mode auto runs them; vLLM's backends take one kind for both). */
+ * --deepep-mode auto runs them; vLLM's backends take one kind for both),
+ * or, with TensorRT-LLM, every expert sliced over the g GPUs (ep = 1,
+ * etp = g: its moe_tp under attention DP). */
 static size_t
 layouts (const struct serve_search_opts *o, int64_t experts, int engine, int64_t g,
          struct strategy *out, size_t cap)
@@ -426,17 +428,23 @@ layouts (const struct serve_search_opts *o, int64_t experts, int engine, int64_t
   size_t n = 0;
   for (int tp = 1; tp <= o->max_tp && tp <= g; tp *= 2)
     for (int pp = 1; pp <= 2 && (int64_t) tp * pp <= g; pp++)
-      for (int e = 0; e < (experts > 0 && pp == 1 ? 4 : 1) && n < cap; e++) {
+      for (int e = 0; e < (experts > 0 && pp == 1 ? 5 : 1) && n < cap; e++) {
         struct strategy s;
         strategy_init (&s);
         s.tp = tp;
         s.pp = pp;
         if (e == 1 && tp == 1)
           continue;
-        if (e >= 2 && (g == tp || g % tp != 0 || experts % g != 0 || g > INT32_MAX ||
-                       (engine == ENGINE_TRTLLM && tp > 1) || (e == 3 && engine != ENGINE_SGLANG)))
+        if (e >= 2 && (g == tp || g % tp != 0 || (e < 4 && experts % g != 0) || g > INT32_MAX ||
+                       (engine == ENGINE_TRTLLM && tp > 1) || (e == 3 && engine != ENGINE_SGLANG)
+                       || (e == 4 && engine != ENGINE_TRTLLM)))
           continue;
-        if (e) {
+        if (e == 4) {          /* TensorRT-LLM's attention DP with moe_tp: every expert
+                                  sliced over all the GPUs (ep x etp = tp x dp) */
+          s.ep = 1;
+          s.etp = (int) g;
+        }
+        else if (e) {
           s.ep = e == 1 ? tp : (int) g;
           s.etp = 1;
         }
@@ -447,6 +455,14 @@ layouts (const struct serve_search_opts *o, int64_t experts, int engine, int64_t
         out[n++] = s;
       }
   return n;
+}
+
+/* A layout whose experts span more ranks than its tp: the search's
+ * attention data parallelism over every GPU. */
+static bool
+spans_gpus (const struct strategy *s)
+{
+  return (int64_t) s->ep * (s->etp > 0 ? s->etp : 1) > s->tp;
 }
 
 static int
@@ -501,7 +517,7 @@ serve_search (struct plugin_set *set, const struct gpu_db *gpus,
      * another, x g + y g' = the GPUs */
     for (size_t j = 0; o->disagg && j < nlay; j++) {
       int64_t gd = (int64_t) lay[j].tp * lay[j].pp;
-      if (lay[i].pp > 1 || lay[j].pp > 1 || lay[i].ep > lay[i].tp || lay[j].ep > lay[j].tp)
+      if (lay[i].pp > 1 || lay[j].pp > 1 || spans_gpus (&lay[i]) || spans_gpus (&lay[j]))
         continue;            /* attention data parallelism spans every GPU: none to split */
       for (int64_t x = 1; x * g < o->gpus; x++) {
         int64_t rest = o->gpus - x * g;
