@@ -39,8 +39,9 @@ layout_replicas (const struct dist_options *o)
 }
 
 /* Inference with the routed experts over every replica's tp ranks, whole
- * or each expert's width over etp of them (strategy_attention_dp).  The replicas' ranks are one expert group, one
- * after another: one pipeline stage (dist_check). */
+ * or each expert's width over etp of them (strategy_attention_dp).  The
+ * replicas' ranks are one expert group, one after another: one pipeline
+ * stage (dist_check). */
 static bool
 attention_dp (const struct dist_options *o)
 {
