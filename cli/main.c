@@ -253,12 +253,7 @@ perfmod_main (int argc, char **argv)
       c.engine_name = e ? e->name : NULL;
       break;
     }
-    case O_ROUTING:
-      if (routing_parse (optarg, &c.routing) < 0) {
-        pm_error ("--routing '%s': expected uniform, powerlaw or powerlaw:A (1 < A <= 4)", optarg);
-        ok = false;
-      }
-      break;
+    case O_ROUTING: ok = routing_parse ("--routing", optarg, &c.routing) == 0; break;
     case O_ATTENTION: c.attention = optarg; break;
     case O_PUBLISHED: c.published = optarg; break;
     case O_KEEPTHR: c.keep_throttled = true; break;

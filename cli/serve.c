@@ -475,12 +475,7 @@ search_serve_parse (int argc, char **argv, struct serve_search_opts *o, const ch
     case W_ENGINE: o->engine = optarg; break;
     case W_DTYPE: o->dtype = optarg; break;
     case W_KVDTYPE: o->kv_dtype = optarg; break;
-    case W_ROUTING:
-      if (routing_parse (optarg, &o->routing) < 0) {
-        pm_error ("--routing '%s': expected uniform, powerlaw or powerlaw:A (1 < A <= 4)", optarg);
-        ok = false;
-      }
-      break;
+    case W_ROUTING: ok = routing_parse ("--routing", optarg, &o->routing) == 0; break;
     case W_PRED: o->predictor = optarg; break;
     case W_MAXTP: ok = parse_int_range ("--max-tp", optarg, 1, 1 << 16, &o->max_tp); break;
     case W_NODIS: o->disagg = false; break;

@@ -193,7 +193,8 @@ serving_load (const char *path, const struct gpu_db *gpus, struct serving_run **
      * enable_attention_dp: each rank a replica of tp 1, max_batch_size per
      * rank); aiconfigurator's gpt-oss rows say so by their numbers alone
      * (an MoE's: the row names the experts' quantisation). */
-    if (strcmp (r.fields[col[C_MODE]], "agg") == 0 && r.fields[col[C_MOE]][0] && !s.agg.adp_given && s.agg.tp > 1 && s.agg.moe_tp * s.agg.moe_ep == s.agg.tp
+    if (strcmp (r.fields[col[C_MODE]], "agg") == 0 && r.fields[col[C_MOE]][0]
+        && !s.agg.adp_given && s.agg.tp > 1 && s.agg.moe_tp * s.agg.moe_ep == s.agg.tp
         && (s.agg.moe_tp > 1 || s.agg.moe_ep > 1) && s.agg.batch > 0
         && s.agg.batch * s.agg.tp == s.conc) {
       s.agg.adp = s.agg.tp;
@@ -209,7 +210,6 @@ serving_load (const char *path, const struct gpu_db *gpus, struct serving_run **
     for (size_t i = 0; i < sizeof serving_models / sizeof serving_models[0]; i++)
       if (strcmp (serving_models[i].path, s.model) == 0)
         s.builtin = xstrdup (serving_models[i].builtin);
-
     /* What perfmod cannot express, first reason only. */
     if (s.builtin == NULL)
       s.skip = xasprintf ("no built-in model for %s", s.model);

@@ -274,11 +274,8 @@ predict (perfmod_ctx *ctx, const struct perfmod_request *req, struct perfmod_res
       pm_error ("routing '%s': a serving engine's router (give engine)", req->routing);
       goto out;
     }
-    if (routing_parse (req->routing, &d.routing) < 0) {
-      pm_error ("routing '%s': expected uniform, powerlaw or powerlaw:A (1 < A <= 4)",
-                req->routing);
+    if (routing_parse ("routing", req->routing, &d.routing) < 0)
       goto out;
-    }
   }
   d.s = &s;
   d.prec = pr;

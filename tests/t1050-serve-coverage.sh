@@ -386,13 +386,14 @@ for e in sglang trtllm; do
 done
 ok $([ "$(tally ssglang)" = 220 ] && [ "$(tally strtllm)" = 200 ]; echo $?) \
   "search --serve with 8 experts on 4 GPUs: 22 (TensorRT-LLM 20) deployments x 10 batches ($(tally ssglang), $(tally strtllm))"
-ok $(jq -e '(.frontier | length) > 0 and all(.frontier[]; . as $p |
+# (jq exits 0 on empty input: each file is checked to hold something first)
+ok $([ -s "$TMP/ssglang.json" ] && jq -e '(.frontier | length) > 0 and all(.frontier[]; . as $p |
        (.launch | startswith("python3 -m sglang.launch_server --model-path acme/tiny-moe --tp-size ")) and
        (.launch | contains(" --max-running-requests \($p.batch) --chunked-prefill-size 8192 --quantization fp8 --kv-cache-dtype fp8_e4m3")) and
        (if (.deployment | startswith("prefill ")) then (.launch | endswith(" --disaggregation-mode decode")) and (.launch_prefill | endswith(" --disaggregation-mode prefill"))
         else (.launch | contains("--disaggregation-mode") | not) and (($p.deployment | endswith(",dp=1")) or (.launch | contains(" --dp-size \($p.deployment | capture("dp=(?<d>[0-9]+)").d) "))) end))' "$TMP/ssglang.json" >/dev/null; echo $?) \
   "SGLang's launch: the first word of _source, fp8 weights and cache, dp as --dp-size, prefill and decode modes"
-ok $(jq -e '(.frontier | length) > 0 and all(.frontier[]; . as $p |
+ok $([ -s "$TMP/strtllm.json" ] && jq -e '(.frontier | length) > 0 and all(.frontier[]; . as $p |
        (.launch | test("^trtllm-serve acme/tiny-moe --tp_size [0-9]+ --pp_size [0-9]+ --ep_size [0-9]+ --max_batch_size \($p.batch) --max_num_tokens 8192 \\(kv_cache_config: dtype fp8\\)")) and
        (if (.deployment | startswith("prefill ")) then (.launch | endswith("(a generation server of trtllm-serve disaggregated)")) and (.launch_prefill | endswith("(a context server of trtllm-serve disaggregated)"))
         else (.deployment | endswith(",dp=1")) or (.launch | endswith(" (x \($p.deployment | capture("dp=(?<d>[0-9]+)").d) instances behind a router)"))
@@ -414,7 +415,8 @@ for e in trtllm sglang vllm; do
     --engine $e --no-disagg --format json
   cp "$TMP/out" "$TMP/dsv3$e.json"
 done
-ok $(jq -e '.best.deployment == "tp=1,ep=16,etp=1,dp=16" and
+ok $([ -s "$TMP/dsv3trtllm.json" ] && [ -s "$TMP/dsv3sglang.json" ] && [ -s "$TMP/dsv3vllm.json" ] &&
+     jq -e '.best.deployment == "tp=1,ep=16,etp=1,dp=16" and
             (.best.launch | test("^trtllm-serve deepseek-ai/DeepSeek-V3 --tp_size 16 --pp_size 1 --ep_size 16 .* \\(enable_attention_dp: true\\)$"))' "$TMP/dsv3trtllm.json" >/dev/null &&
      jq -e '.best.deployment | test("^tp=[0-9]+,ep=16,etp=1,dp=[0-9]+$")' "$TMP/dsv3sglang.json" >/dev/null &&
      jq -e '.best as $b | $b.launch | contains("--tp-size 16 --dp-size \($b.deployment | capture("dp=(?<d>[0-9]+)").d) --enable-dp-attention --ep-size 16")' "$TMP/dsv3sglang.json" >/dev/null &&

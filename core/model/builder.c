@@ -1126,11 +1126,12 @@ moe_block (struct bctx *c, int64_t f, const char *act)
     te_vec (c, "router_topk", "softmax", t, m->experts, 2, 0, 0);
     size_t first = c->g->n;
     site (c, PERFMOD_SITE_MOE_DISPATCH);
-    if (c->engine && routing_alpha (c->o->routing) > 0) {
+    double alpha = routing_alpha (c->o->routing);
+    if (c->engine && alpha > 0) {
       /* the engine's router under a power law (routing.c): its busiest
        * rank's load and reach, for the kernel as for the tables' rows */
-      double reach, load = routing_powerlaw (fed, m->experts, m->top_k, sh->experts,
-                                             routing_alpha (c->o->routing), &reach);
+      double reach, load = routing_powerlaw (fed, m->experts, m->top_k, sh->experts, alpha,
+                                             &reach);
       eng_moe (c, fed, local, d, f, reach > 0 ? reach : busy, load > 1 ? load : 1);
     }
     else if (c->engine)

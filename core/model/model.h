@@ -258,8 +258,9 @@ int graph_build (struct graph *g, const struct model_cfg *m, const struct build_
 double routing_powerlaw (int64_t tokens, int64_t experts, int64_t topk, int64_t ep, double alpha,
                          double *reached);
 /* "uniform", "powerlaw" or "powerlaw:A" (1 < A <= 4) into *alpha
- * (ROUTING_UNIFORM or the exponent); -1 if none of those. */
-int routing_parse (const char *text, double *alpha);
+ * (ROUTING_UNIFORM or the exponent); -1 after pm_error naming `what` (the
+ * option or field) if none of those. */
+int routing_parse (const char *what, const char *text, double *alpha);
 /* A build's routing (0: the default) as an exponent, or ROUTING_UNIFORM. */
 double routing_alpha (double routing);
 /* Whether Megatron-Core's layer (kernels=te) is modelled for m's family. */

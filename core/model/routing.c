@@ -108,10 +108,10 @@ routing_powerlaw (int64_t tokens, int64_t experts, int64_t topk, int64_t ep, dou
 }
 
 int
-routing_parse (const char *text, double *alpha)
+routing_parse (const char *what, const char *text, double *alpha)
 {
-  char *end;
-  double a;
+  char *end = NULL;
+  double a = 0;
   if (strcmp (text, "uniform") == 0) {
     *alpha = ROUTING_UNIFORM;
     return 0;
@@ -121,11 +121,12 @@ routing_parse (const char *text, double *alpha)
     return 0;
   }
   /* a plain decimal exponent: no sign, space or hexadecimal */
-  if (strncmp (text, "powerlaw:", 9) != 0 || strspn (text + 9, "0123456789.") != strlen (text + 9))
+  if (strncmp (text, "powerlaw:", 9) == 0 && strspn (text + 9, "0123456789.") == strlen (text + 9))
+    a = strtod (text + 9, &end);
+  if (!(a > 1) || a > 4 || end == text + 9 || *end != '\0') {
+    pm_error ("%s '%s': expected uniform, powerlaw or powerlaw:A (1 < A <= 4)", what, text);
     return -1;
-  a = strtod (text + 9, &end);
-  if (end == text + 9 || *end != '\0' || !(a > 1) || a > 4)
-    return -1;
+  }
   *alpha = a;
   return 0;
 }

@@ -591,11 +591,8 @@ serve_run (struct plugin_set *set, const struct gpu_db *gpus,
     return -1;
   }
   if (req->struct_size >= offsetof (struct perfmod_serve_request, routing) + sizeof req->routing
-      && req->routing && routing_parse (req->routing, &routing) < 0) {
-    pm_error ("--routing '%s': expected uniform, powerlaw or powerlaw:A (1 < A <= 4)",
-              req->routing);
+      && req->routing && routing_parse ("--routing", req->routing, &routing) < 0)
     return -1;
-  }
   if (req->trace && trace_load (req->trace, &tr_arr, &tr_isl, &tr_osl, &ntrace) < 0)
     return -1;
   if (serve_base_open (&base, set, gpus, req->model, req->gpu, req->engine, req->dtype,
