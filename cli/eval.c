@@ -36,12 +36,15 @@ krow_report_class (const struct krow *r)
   if (r->kclass == PERFMOD_KERNEL_MEMORY)
     return "memory";
   if (r->kclass == PERFMOD_KERNEL_MOE) {   /* per engine: their kernels differ */
-    static const char *const eng[][2] = { { "trtllm", "moe-trtllm" }, { "sglang", "moe-sglang" },
-                                          { "vllm", "moe-vllm" } };
+    /* [1] 16-bit or fp8 weights, [2] weight-only MXFP4 ones (bf16 kernels) */
+    static const char *const eng[][3] = { { "trtllm", "moe-trtllm", "moe-trtllm-mxfp4" },
+                                          { "sglang", "moe-sglang", "moe-sglang-mxfp4" },
+                                          { "vllm", "moe-vllm", "moe-vllm-mxfp4" } };
+    int w = r->weight_bytes > 0 ? 2 : 1;
     for (size_t i = 0; r->engine && i < sizeof eng / sizeof eng[0]; i++)
       if (strcmp (r->engine, eng[i][0]) == 0)
-        return eng[i][1];
-    return "moe";
+        return eng[i][w];
+    return w == 2 ? "moe-mxfp4" : "moe";
   }
   return krow_class_label (r->kclass);
 }
@@ -146,7 +149,7 @@ eval_modern (struct plugin **preds, char **names, size_t npred, const struct kse
   else if (csv)
     fprintf (out, "predictor,table,class,dtype,gpu,rows,mape_pct,median_pct,bias_pct,in80_pct\n");
   else
-    fprintf (out, "%-10s %-20s %-14s %-9s %-26s %7s %8s %8s %8s %8s\n", "predictor", "table",
+    fprintf (out, "%-10s %-20s %-16s %-9s %-26s %7s %8s %8s %8s %8s\n", "predictor", "table",
             "class", "dtype", "gpu", "rows", "mape_%", "median_%", "bias_%", "in80_%");
   for (size_t p = 0; p < npred; p++) {
     struct group *gv = NULL;
@@ -223,7 +226,7 @@ eval_modern (struct plugin **preds, char **names, size_t npred, const struct kse
           fprintf (out, "%s,%s,%s,%s,%s,%zu,%.4f,%.4f,%.4f,%s\n", names[p], g->set, g->cls,
                   dtype_name (g->dtype), g->gpu, g->n, mape, 100 * med, bias, in80);
         else
-          fprintf (out, "%-10s %-20s %-14s %-9s %-26s %7zu %8.2f %8.2f %+8.2f %8s\n", names[p],
+          fprintf (out, "%-10s %-20s %-16s %-9s %-26s %7zu %8.2f %8.2f %+8.2f %8s\n", names[p],
                   g->set, g->cls, dtype_name (g->dtype), g->gpu, g->n, mape, 100 * med, bias,
                   g->n_iv ? in80 : "-");
       }

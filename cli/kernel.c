@@ -37,7 +37,8 @@ kernel_usage (FILE *fp)
          "  moe          --tokens T --hidden D --ffn F --experts E --top-k K [--ep N]\n"
          "               [--engine vllm|sglang|trtllm] [--no-gate] [--load L]\n"
          "                                          a MoE layer's routed experts on one of\n"
-         "                                          N ranks, fused (F: each expert's width)\n"
+         "                                          N ranks, fused (F: each expert's width;\n"
+         "                                          --dtype mxfp4: MXFP4 experts widened to bf16)\n"
          "  deepep       --coll dispatch|combine [--ll] --tokens T --hidden D --experts E\n"
          "               --top-k K --ranks R [--sms S] [--groups G --group-top-k g]\n"
          "                                          DeepEP's normal (or low-latency) kernel: T\n"
@@ -451,9 +452,16 @@ kernel_main (int argc, char **argv)
     pm_error ("--gpu '%s': no such GPU (see perfmod gpus)", o.gpu);
     goto out;
   }
-  if (o.dtype) {
+  if (o.dtype && strcmp (o.dtype, "mxfp4") == 0) {
+    if (strcmp (o.op, "moe") != 0) {
+      pm_error ("--dtype mxfp4: MXFP4 experts widened to bf16, for --op moe");
+      goto out;
+    }
+    dtype = PERFMOD_DTYPE_BF16;
+  }
+  else if (o.dtype) {
     if ((dtype = dtype_parse (o.dtype)) < 0) {
-      pm_error ("--dtype '%s': expected " DTYPE_NAMES_TEXT, o.dtype);
+      pm_error ("--dtype '%s': expected " DTYPE_NAMES_TEXT " (mxfp4 for --op moe)", o.dtype);
       goto out;
     }
     if (!gpu_has_units (&ge->gpu, dtype)) {
@@ -465,6 +473,8 @@ kernel_main (int argc, char **argv)
     dtype = default_dtype (&ge->gpu);
   if (build_kernel (&o, dtype, &k) < 0)
     goto out;
+  if (o.dtype && strcmp (o.dtype, "mxfp4") == 0)
+    k.weight_bytes = MXFP4_WEIGHT_BYTES;
   if (strcmp (o.op, "deepep") == 0) {
     if (o.dtype && dtype != k.dtype) {
       pm_error ("--dtype %s: DeepEP's %s sends %s", o.dtype, o.coll, dtype_name (k.dtype));

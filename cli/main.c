@@ -15,7 +15,7 @@
 static const char usage_text[] =
          "Usage: perfmod [predict] [--model NAME|config.json] [--opgraph FILE.csv]\n"
          "               [--gpu NAME[,NAME...]] [--batch N] [--seq N] [--mode inf|train]\n"
-         "               [--dtype fp32|tf32|fp16|bf16|fp8|fp8_block|nvfp4]\n"
+         "               [--dtype fp32|tf32|fp16|bf16|fp8|fp8_block|nvfp4|mxfp4]\n"
          "               [--precision fp32|amp-fp16|bf16|fp8|fp8-cs]\n"
          "               [--predictor NAME[,NAME...]]\n"
          "               [--strategy SPEC|PRESET] [--nodes N] [--gpus-per-node N] [--explain]\n"

@@ -20,7 +20,7 @@ serve_usage (FILE *fp)
   fputs ("Usage: perfmod serve --model NAME|config.json --isl N --osl N\n"
          "               (--concurrency C | --rate R | --trace FILE.csv)\n"
          "               [--gpu NAME] [--strategy tp=..,pp=..,ep=..,etp=..,dispatcher=..,dp=..]\n"
-         "               [--engine vllm|sglang|trtllm] [--dtype bf16|fp16|fp8|fp8_block|nvfp4]\n"
+         "               [--engine vllm|sglang|trtllm] [--dtype bf16|fp16|fp8|fp8_block|nvfp4|mxfp4]\n"
          "               [--kv-dtype fp8] [--routing uniform|powerlaw[:A]]\n"
          "               [--requests N] [--max-batch N] [--max-tokens N] [--seed S]\n"
          "               [--prefill SPEC --decode SPEC [--prefill-workers N]\n"

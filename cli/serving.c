@@ -10,21 +10,23 @@
 #include "internal.h"
 
 /* The model_path of a run to perfmod's built-in, or NULL where none is
- * planned (the row is skipped naming why). */
+ * planned (the row is skipped naming why); mxfp4: the checkpoint ships
+ * its routed experts in MXFP4 and the rest in bf16. */
 static const struct {
   const char *path, *builtin;
+  bool mxfp4;
 } serving_models[] = {
-  { "meta-llama/Llama-3.1-8B-Instruct", "llama3.1-8b" },
-  { "meta-llama/Llama-3.1-70B", "llama3.1-70b" },
-  { "Qwen/Qwen3-32B", "qwen3-32b" },
-  { "Qwen/Qwen3-235B-A22B-FP8", "qwen3-235b-a22b" },
-  { "openai/gpt-oss-120b", "gpt-oss-120b" },
-  { "deepseek-ai/DeepSeek-V3", "deepseek-v3" },
-  { "deepseek-ai/DeepSeek-R1", "deepseek-v3" },   /* R1 is V3's architecture */
+  { "meta-llama/Llama-3.1-8B-Instruct", "llama3.1-8b", false },
+  { "meta-llama/Llama-3.1-70B", "llama3.1-70b", false },
+  { "Qwen/Qwen3-32B", "qwen3-32b", false },
+  { "Qwen/Qwen3-235B-A22B-FP8", "qwen3-235b-a22b", false },
+  { "openai/gpt-oss-120b", "gpt-oss-120b", true },
+  { "deepseek-ai/DeepSeek-V3", "deepseek-v3", false },
+  { "deepseek-ai/DeepSeek-R1", "deepseek-v3", false },   /* R1 is V3's architecture */
   /* M2.5 is M2's architecture and shape (MiniMaxM2ForCausalLM, 256 experts
    * top-8 over 62 layers: SGLang's and vLLM's MiniMax-M2 model code serve
    * both) */
-  { "MiniMaxAI/MiniMax-M2.5", "minimax-m2" },
+  { "MiniMaxAI/MiniMax-M2.5", "minimax-m2", false },
 };
 
 /* The columns read, in this order (the disaggregated pools' after C_TPOT). */
@@ -207,22 +209,36 @@ serving_load (const char *path, const struct gpu_db *gpus, struct serving_run **
     s.mode = xstrdup (r.fields[col[C_MODE]]);
     s.disagg = strcmp (s.mode, "disagg") == 0;
     s.gemm = xstrdup (r.fields[col[C_GEMM]][0] ? r.fields[col[C_GEMM]] : "bf16");
+    bool mxfp4 = false;
     for (size_t i = 0; i < sizeof serving_models / sizeof serving_models[0]; i++)
-      if (strcmp (serving_models[i].path, s.model) == 0)
+      if (strcmp (serving_models[i].path, s.model) == 0) {
         s.builtin = xstrdup (serving_models[i].builtin);
+        mxfp4 = serving_models[i].mxfp4;
+      }
+    /* An MXFP4 checkpoint's rows on a GPU without fp4 matrix units name
+     * its 4-bit experts (and the run) nvfp4; the only 4-bit MoE kernels
+     * there widen MXFP4 weights to bf16 (vLLM's and SGLang's on Hopper),
+     * and the checkpoint's other layers are bf16: --dtype mxfp4. */
+    const struct gpu_entry *ge = gpu_db_find (gpus, s.system);
+    if (mxfp4 && ge && !(ge->gpu.fp4_tflops > 0) && strcmp (s.gemm, "nvfp4") == 0 &&
+        strcmp (r.fields[col[C_MOE]], "nvfp4") == 0) {
+      free (s.gemm);
+      s.gemm = xstrdup ("mxfp4");
+    }
     /* What perfmod cannot express, first reason only. */
     if (s.builtin == NULL)
       s.skip = xasprintf ("no built-in model for %s", s.model);
-    else if (gpu_db_find (gpus, s.system) == NULL)
+    else if (ge == NULL)
       s.skip = xasprintf ("system %s: no gpus.d section or alias", s.system);
     else if (!s.disagg && strcmp (s.mode, "agg") != 0)
       s.skip = xasprintf ("mode %s: expected agg or disagg", s.mode);
     else if (s.conc < 1)
       s.skip = xstrdup ("no batch_size or silicon_concurrency");
-    else if (strcmp (s.gemm, "nvfp4") == 0 || strcmp (r.fields[col[C_MOE]], "nvfp4") == 0)
+    else if (strcmp (s.gemm, "mxfp4") != 0 &&
+             (strcmp (s.gemm, "nvfp4") == 0 || strcmp (r.fields[col[C_MOE]], "nvfp4") == 0))
       s.skip = xasprintf ("nvfp4 on %s (no fp4 matrix units: a weight-only emulation)", s.system);
     else if (strcmp (s.gemm, "bf16") && strcmp (s.gemm, "fp8") && strcmp (s.gemm, "fp8_block") &&
-             strcmp (s.gemm, "fp8_static"))
+             strcmp (s.gemm, "fp8_static") && strcmp (s.gemm, "mxfp4"))
       s.skip = xasprintf ("gemm_quant_mode %s", s.gemm);
     else if (s.disagg ? s.dec.batch > 0 && s.dec.batch * s.dec.workers * s.dec.adp < s.conc
              : s.agg.batch > 0 && s.agg.batch * s.agg.adp < s.conc)
@@ -319,7 +335,8 @@ run_request (const struct serving_run *r, const char *predictor, bool moe,
   q->engine = r->backend;
   /* fp8_static is fp8 with its scale fixed ahead, the same GEMMs */
   q->dtype = strcmp (r->gemm, "bf16") == 0 ? "bf16"
-           : strcmp (r->gemm, "fp8_block") == 0 ? "fp8_block" : "fp8";
+           : strcmp (r->gemm, "fp8_block") == 0 ? "fp8_block"
+           : strcmp (r->gemm, "mxfp4") == 0 ? "mxfp4" : "fp8";
   q->predictor = predictor;
   q->concurrency = r->conc;
   q->isl = r->isl;

@@ -134,7 +134,7 @@ precision_resolve (struct cli *c, struct workload *w, int dtype)
   if (c->precision)
     w->prec = precision_train (c->precision);
   else if (c->dtype) {
-    w->prec = precision_of_dtype (dtype, w->train);
+    w->prec = w->train ? precision_of_dtype (dtype, true) : precision_infer_named (c->dtype);
     if (strcmp (w->prec->name, c->dtype) != 0)
       what = xasprintf ("--precision %s (--dtype %s in training)", w->prec->name, c->dtype);
   }
@@ -204,8 +204,16 @@ workload_load (struct cli *c, struct workload *w)
     return EXIT_USAGE;
   }
   w->train = strcmp (c->mode, "train") == 0;
-  if (c->dtype && (dtype = dtype_parse (c->dtype)) < 0) {
-    pm_error ("--dtype '%s': expected " DTYPE_NAMES_TEXT, c->dtype);
+  if (c->dtype && strcmp (c->dtype, "mxfp4") == 0) {
+    if (w->train) {
+      pm_error ("--dtype mxfp4: a checkpoint's MXFP4 experts are modelled for inference and "
+                "serving (an engine's MoE kernel widens them), not training");
+      return EXIT_USAGE;
+    }
+    dtype = PERFMOD_DTYPE_BF16;   /* the GEMMs' (precision_resolve takes its name) */
+  }
+  else if (c->dtype && (dtype = dtype_parse (c->dtype)) < 0) {
+    pm_error ("--dtype '%s': expected " INFER_NAMES_TEXT, c->dtype);
     return EXIT_USAGE;
   }
   if (c->dtype && w->train && precision_of_dtype (dtype, true) == NULL) {
@@ -259,6 +267,9 @@ workload_load (struct cli *c, struct workload *w)
     w->have_model = true;
   }
   if (kernels_resolve (c, w) < 0)
+    goto fail;
+  if (precision_check_experts (w->prec, w->have_model ? w->m.experts : 0,
+                               c->engine_name != NULL && c->opgraph == NULL, "--dtype") < 0)
     goto fail;
   if (c->opgraph && (c->engine || c->fusion)) {
     pm_error ("%s with --opgraph: a traced graph's kernels are the ones it recorded",

@@ -174,6 +174,8 @@ request_precision (const struct perfmod_request *req, const struct gpu_entry *ge
     return precision_of_dtype (default_dtype (&ge->gpu), train);
   if (train && precision_train (req->precision))
     return precision_train (req->precision);
+  if (!train)
+    return precision_infer_named (req->precision);
   if ((dtype = dtype_parse (req->precision)) < 0)
     return NULL;
   return precision_of_dtype (dtype, train);
@@ -228,7 +230,7 @@ predict (perfmod_ctx *ctx, const struct perfmod_request *req, struct perfmod_res
   }
   if ((pr = request_precision (req, ge, train)) == NULL) {
     pm_error ("precision '%s': expected fp32, amp-fp16, bf16, fp8, fp8-cs or tf32 in training, "
-              "or a dtype (" DTYPE_NAMES_TEXT ") in inference", req->precision);
+              "or a dtype (" INFER_NAMES_TEXT ") in inference", req->precision);
     return -1;
   }
   if (!gpu_has_units (&ge->gpu, pr->gemm) || !gpu_has_units (&ge->gpu, pr->other)) {
@@ -277,6 +279,8 @@ predict (perfmod_ctx *ctx, const struct perfmod_request *req, struct perfmod_res
     if (routing_parse ("routing", req->routing, &d.routing) < 0)
       goto out;
   }
+  if (precision_check_experts (pr, m.experts, d.engine_name != NULL, "precision") < 0)
+    goto out;
   d.s = &s;
   d.prec = pr;
   d.train = train;

@@ -137,6 +137,12 @@ struct perfmod_kernel {
    * apart): 1 where the GEMM alone is wanted, without the activations'
    * quantisation a serving engine's GEMM call runs first; 0: the call's. */
   int input_quantised;
+  /* Appended (check struct_size): MOE kernels whose experts' weights are
+   * stored narrower than dtype and widened to it inside the kernel
+   * (weight-only quantisation: MXFP4's 4-bit values with an 8-bit scale
+   * per 32, 0.53125 bytes, run on 16-bit tensor cores): the bytes per
+   * weight; 0: elem_bytes. */
+  double weight_bytes;
 };
 
 /* One GPU, from gpus.d.  Units are in the field names. 0 means unknown/absent. */

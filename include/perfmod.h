@@ -32,8 +32,9 @@ struct perfmod_request {
   const char *model;        /* built-in name or a Hugging Face config.json (required) */
   const char *gpu;          /* gpus.d section or alias; NULL: "h100" */
   const char *mode;         /* "train" or "inf"; NULL: "train" */
-  const char *precision;    /* fp32, amp-fp16, bf16, fp8, fp8-cs, tf32 (train) or a dtype (inf);
-                               NULL: what the GPU runs (bf16 where it has bf16 units) */
+  const char *precision;    /* fp32, amp-fp16, bf16, fp8, fp8-cs, tf32 (train) or a dtype (inf,
+                               mxfp4 too: MXFP4 experts, with engine); NULL: what the GPU runs
+                               (bf16 where it has bf16 units) */
   const char *strategy;     /* "tp=8,pp=4,..." as --strategy; NULL: one GPU */
   const char *predictor;    /* NULL: "tile-mlp", the most accurate (roofline: a bound) */
   const char *attention;    /* "flash" or "unfused"; NULL: the run's default */
@@ -181,7 +182,8 @@ struct perfmod_serve_request {
   uint32_t struct_size;
   const char *model;        /* built-in name or a Hugging Face config.json (required) */
   const char *gpu;          /* gpus.d section or alias; NULL: "h100" */
-  const char *dtype;        /* bf16, fp16 or fp8 (the GEMMs and weights); NULL: the GPU's */
+  const char *dtype;        /* bf16, fp16, fp8, fp8_block, nvfp4 (the GEMMs and weights) or mxfp4
+                               (MXFP4 experts, the rest bf16); NULL: the GPU's */
   const char *kv_dtype;     /* the KV cache's: NULL as the activations, or "fp8" */
   const char *strategy;     /* "tp=..,pp=..,ep=..,etp=..,dp=..": a replica and dp of them;
                                NULL: one GPU */

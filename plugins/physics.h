@@ -428,6 +428,16 @@ phys_moe_work (const struct perfmod_kernel *k, double *assign, double *reached,
   *per_expert = *assign / *reached;
 }
 
+/* Bytes per expert weight of a MOE kernel: its weight-only format's
+ * where it has one (MXFP4), else its dtype's. */
+static inline double
+phys_moe_weight_bytes (const struct perfmod_kernel *k)
+{
+  if (PHYS_HAS (k, weight_bytes) && k->weight_bytes > 0)
+    return k->weight_bytes;
+  return k->elem_bytes > 0 ? k->elem_bytes : 4;
+}
+
 /* Widths of a MOE kernel's first grouped GEMM's output per expert (gate
  * and up side by side, or up alone). */
 static inline double
@@ -493,10 +503,10 @@ phys_cost_of (const struct perfmod_kernel *k, const struct perfmod_gpu *gpu,
      * order, through both GEMMs and the activation, and summed back to
      * the tokens. */
     double a, r, te, d = (double) k->n, f = (double) k->k, g = phys_moe_fc1 (k);
-    double topk = phys_moe_topk (k), ea = e < 2 ? 2 : e;
+    double topk = phys_moe_topk (k), ea = e < 2 ? 2 : e, w = phys_moe_weight_bytes (k);
     phys_moe_work (k, &a, &r, &te);
     c->flops = 2 * a * (g + f) * d;
-    c->bytes = r * (g + f) * d * e + ea * a * (5 * d + 2 * g + 2 * f + d / topk);
+    c->bytes = r * (g + f) * d * w + ea * a * (5 * d + 2 * g + 2 * f + d / topk);
     return 0;
   }
   case PERFMOD_KERNEL_COMM: {

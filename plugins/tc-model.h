@@ -20,8 +20,8 @@
 enum tc_group { TC_GEMM, TC_ATTENTION, TC_VECTOR, TC_COMM, TC_MOE, TC_DEEPEP, TC_NGROUPS };
 static const char *const tc_group_keys[TC_NGROUPS] = { "tc_gemm", "tc_attention", "tc_vector",
                                                        "tc_comm", "tc_moe", "tc_deepep" };
-static const int tc_group_nfeat[TC_NGROUPS] = { 18, 15, 14, 15, 19, 11 };
-#define TC_NFEAT_MAX 19
+static const int tc_group_nfeat[TC_NGROUPS] = { 18, 15, 14, 15, 20, 11 };
+#define TC_NFEAT_MAX 20
 /* A fused MoE layer runs about this many kernels (routing's sort,
  * permute, two grouped GEMMs, the activation, the combine): its fixed
  * cost is that many launches. */
@@ -313,6 +313,9 @@ tc_case_of (const struct perfmod_kernel *k, const struct perfmod_gpu *g, int fea
       x[14 + i] = eng && strcmp (eng, tc_moe_engines[i]) == 0;
     x[17] = tc_log2 (local);
     x[18] = k->dtype == PERFMOD_DTYPE_FP8_BLOCK;
+    /* weight-only experts (MXFP4 widened to 16 bits): how much narrower
+     * their weights are than the GEMMs' operands, in doublings */
+    x[19] = tc_log2 ((k->elem_bytes > 0 ? k->elem_bytes : 2) / phys_moe_weight_bytes (k));
     return 0;
   }
   default:

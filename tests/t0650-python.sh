@@ -3,7 +3,7 @@
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 command -v python3 >/dev/null || skip_all "python3 not found"
 [ -f "$top_builddir/python/perfmod/__init__.py" ] || skip_all "the Python package was not configured"
-plan 14
+plan 15
 export PYTHONPATH="$top_builddir/python" PERFMOD_LIBRARY="$top_builddir/.libs/libperfmod.so.0"
 "$PERFMOD" --model gpt3-2.7b --gpu h100 --mode train --batch 64 --seq 2048 --strategy tp=2,dp=4 \
   --predictor tile-mlp --format json > "$TMP/cli" 2>/dev/null
@@ -149,6 +149,26 @@ PY
 ok $(grep -qx same "$TMP/rout" && echo 0 || echo 1) \
   "routing= in perfmod.serve and perfmod.predict gives --routing's numbers (uniform and the default differ)"
 [ $tap_failed -eq 0 ] || diag "$(cat "$TMP/rout")"
+# dtype / precision "mxfp4" (MXFP4 experts) reach both entry points too, and differ from bf16
+"$PERFMOD" serve --model qwen3-30b-a3b --gpu h100 --strategy tp=2,ep=2,etp=1 --concurrency 8 \
+  --isl 512 --osl 32 --dtype mxfp4 --format json > "$TMP/m4" 2>/dev/null
+"$PERFMOD" --model qwen3-30b-a3b --gpu h100 --mode inf --dtype mxfp4 --batch 1 --seq 16 \
+  --engine=trtllm --strategy tp=2,ep=2,etp=1 --format json > "$TMP/pm4" 2>/dev/null
+env $(san_env) python3 - "$TMP/m4" "$TMP/rpowerlaw" "$TMP/pm4" > "$TMP/mout" 2>&1 <<'PY'
+import json, sys, perfmod
+m, b, pm = (json.load(open(f)) for f in sys.argv[1:4])
+r = perfmod.serve("qwen3-30b-a3b", gpu="h100", strategy="tp=2,ep=2,etp=1", concurrency=8,
+                  isl=512, osl=32, dtype="mxfp4")
+q = perfmod.predict("qwen3-30b-a3b", gpu="h100", mode="inf", precision="mxfp4", batch=1, seq=16,
+                    engine="trtllm", strategy="tp=2,ep=2,etp=1")
+ok = (abs(r["tpot_ms"]["mean"] / m["tpot_ms"]["mean"] - 1) < 1e-9 and
+      m["tpot_ms"]["mean"] != b["tpot_ms"]["mean"] and
+      abs(q["step_ms"] / pm["predictions"][0]["step_ms"] - 1) < 1e-9)
+print("same" if ok else "differ %r %r %r %r" % (r["tpot_ms"], m["tpot_ms"], q["step_ms"], pm))
+PY
+ok $(grep -qx same "$TMP/mout" && echo 0 || echo 1) \
+  "dtype=mxfp4 in perfmod.serve and precision=mxfp4 in perfmod.predict give --dtype mxfp4's numbers"
+[ $tap_failed -eq 0 ] || diag "$(cat "$TMP/mout")"
 # Bad values raise ValueError or TypeError naming the argument before they reach C (a
 # 64-bit field would wrap 2**64 + 8 into 8; batch=-8 aborted the interpreter); a closed
 # context is refused; the interpreter lives on.

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0860-serve.sh: perfmod serve, the serving simulation: its bad input, the engines' schedulers by hand (SGLang's prefill batches, the KV cache's admission and preemption), directions (TTFT with concurrency and prompt length, throughput saturating, disaggregation's trade), a closed loop's identity, the formats, and reproduce --table serving whose every row is a perfmod serve command that prints its numbers.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 57
+plan 59
 
 # sv VAR ARGS...: perfmod serve ARGS as CSV into $TMP/VAR; col VAR NAME: a column of it
 sv () { v=$1; shift; serve_to csv "$TMP/$v" "$TMP/$v.err" "$@"; }
@@ -82,6 +82,16 @@ ok $(awk -v w="$w" -v cap="$cap" 'BEGIN { per = 32 * 8 * 128 * 2 * 2; mem = 48 *
 sv oom --model llama3.1-70b --gpu h100 --dtype bf16 --concurrency 4 --isl 128 --osl 16
 ok $([ "$(col oom oom)" = true ] && cmpf "$(col oom weights_gib)" '>' 80; echo $?) \
   "Llama-3.1-70B in bf16 on one H100: does not fit, a result (oom true, $(col oom weights_gib) GiB of weights)"
+# GPT-OSS-120B's checkpoint (--dtype mxfp4) on one H100: its 36 x 128 experts, each
+# 3 x 2880 x 2880 weights and 3 x 2880 biases, at 0.53125 bytes instead of bf16's 2; bf16
+# does not fit, mxfp4 does
+sv o16 --model gpt-oss-120b --gpu h100 --dtype bf16 --concurrency 4 --isl 128 --osl 16
+sv o4 --model gpt-oss-120b --gpu h100 --dtype mxfp4 --concurrency 4 --isl 128 --osl 16
+ok $([ "$(col o16 oom)" = true ] && [ "$(col o4 oom)" = false ] &&
+     awk -v a="$(col o16 weights_gib)" -v b="$(col o4 weights_gib)" 'BEGIN {
+       d = 36 * 128 * (3 * 2880 * 2880 + 3 * 2880) * (2 - 0.53125) / 2^30
+       exit !(b < 80 && ((a - b) / d - 1)^2 < 1e-8) }'; echo $?) \
+  "GPT-OSS-120B on one H100: bf16 does not fit ($(col o16 weights_gib) GiB), its MXFP4 experts do ($(col o4 weights_gib) GiB)"
 # disaggregation trades TTFT for TPOT: the decodes run without prompts among them
 sv agg --model qwen3-32b --gpu h100 --concurrency 64 --isl 4096 --osl 512 --strategy tp=2,dp=2
 sv dis --model qwen3-32b --gpu h100 --concurrency 64 --isl 4096 --osl 512 --prefill tp=2 --decode tp=2
@@ -217,14 +227,18 @@ hd="$h,prefill_batch_size,prefill_num_workers,prefill_tp_size,prefill_pp_size,pr
   echo "d,x; silicon_concurrency=32,sglang,1,Qwen/Qwen3-32B,h100_sxm,fp8,disagg,4096,512,fp8,,,,,,,,900.0,15.0,1,2,2,1,1,1,1,32,1,4,1,1,1,1"
   echo "u,x; silicon_concurrency=8,vllm,1,Qwen/Qwen3-32B,h999_sxm,bf16,agg,1024,128,,,8,2,1,,1,1,100.0,10.0,,,,,,,,,,,,,,"
   echo "o,x; silicon_concurrency=32,trtllm,1,openai/gpt-oss-120b,h100_sxm,fp8,agg,1024,128,fp8,fp8,8,4,1,,4,1,500.0,20.0,,,,,,,,,,,,,,"
+  echo "m,x; silicon_concurrency=8,vllm,1,openai/gpt-oss-120b,h100_sxm,fp4,agg,1024,1024,nvfp4,nvfp4,8,2,1,,2,1,80.0,6.0,,,,,,,,,,,,,,"
 } > "$TMP/kinds.csv"
 run_pm reproduce --table serving --data "$TMP/kinds.csv" --format csv --predictor tile-mlp
 cp "$TMP/out" "$TMP/kinds.out"
 cp "$TMP/err" "$TMP/kinds.err"
-ok $([ "$rc" -eq 0 ] && [ "$(awk -F, '$1 == "serving" && $13 == "tile-mlp"' "$TMP/kinds.out" | wc -l)" -eq 7 ] &&
-     grep -q ', 7 predicted, 1 skipped$' "$TMP/kinds.err" &&
+ok $([ "$rc" -eq 0 ] && [ "$(awk -F, '$1 == "serving" && $13 == "tile-mlp"' "$TMP/kinds.out" | wc -l)" -eq 8 ] &&
+     grep -q ', 8 predicted, 1 skipped$' "$TMP/kinds.err" &&
      grep -q 'system h999_sxm: no gpus.d section' "$TMP/kinds.out"; echo $?) \
-  "the seven kinds of run predicted, the unknown system skipped with its reason"
+  "the eight kinds of run predicted, the unknown system skipped with its reason"
+ok $(grep '^serving,m,' "$TMP/kinds.out" > "$TMP/m.row" && grep -q -- '--dtype mxfp4 ' "$TMP/m.row" &&
+     grep -q ',mxfp4,' "$TMP/m.row"; echo $?) \
+  "gpt-oss's nvfp4 row on an H100 (no fp4 units) runs its MXFP4 checkpoint: --dtype mxfp4"
 ok $(grep '^serving,o,' "$TMP/kinds.out" > "$TMP/o.row" && grep -q -- '--strategy tp=1,pp=1,dp=4,ep=1,etp=4 ' "$TMP/o.row" &&
      grep -q -- '--max-batch 8 ' "$TMP/o.row"; echo $?) \
   "a row of 4 x its batch in clients, its experts over tp's ranks and no attention_dp_size, runs as attention DP of 4 (dp=4,ep=1,etp=4, a batch of 8 each)"
@@ -242,8 +256,8 @@ while IFS= read -r line; do
   want=$(echo "$line" | awk -F, '{ printf "%.6g %.6g", $15, $18 }')
   [ -n "$got" ] && [ "$got" = "$want" ] || { bad=$((bad + 1)); diag "$id: table $want, command $got: $cmd"; }
 done < "$TMP/kinds.out"
-ok $([ "$n" -eq 7 ] && [ "$bad" -eq 0 ]; echo $?) "each row's perfmod serve command prints the table's TTFT and TPOT ($n rows, $bad differ)"
-ok $(awk -F, '$1 == "serving" && $13 != "" { e = ($15 - $14) / $14 * 100; if (e < 0) e = -e; d = e - $16; if (d > 0.01 || d < -0.01) bad = 1; n++ } END { exit bad || n != 7 }' "$TMP/kinds.out"; echo $?) \
+ok $([ "$n" -eq 8 ] && [ "$bad" -eq 0 ]; echo $?) "each row's perfmod serve command prints the table's TTFT and TPOT ($n rows, $bad differ)"
+ok $(awk -F, '$1 == "serving" && $13 != "" { e = ($15 - $14) / $14 * 100; if (e < 0) e = -e; d = e - $16; if (d > 0.01 || d < -0.01) bad = 1; n++ } END { exit bad || n != 8 }' "$TMP/kinds.out"; echo $?) \
   "each row's TTFT error is |predicted - measured| / measured"
 
 MODERN=${PERFMOD_MODERNDATA:-$top_srcdir/../shared/moderndata}
@@ -267,7 +281,8 @@ if [ -f "$MODERN/aiconfigurator/silicon_sample_h100_sxm.csv" ]; then
   done < "$TMP/sample"
   ok $([ "$n" -ge 30 ] && [ "$bad" -eq 0 ]; echo $?) \
     "every 25th row of the measured runs: its perfmod serve command prints the table's TTFT and TPOT ($n rows, $bad differ)"
-  ok $(grep -Eq '^ +[0-9]+  nvfp4 on h100_sxm' "$TMP/err" && grep -Eq '^ +[0-9]+  no batch_size or silicon_concurrency' "$TMP/err" &&
+  # (gpt-oss's nvfp4 rows on the H100 run as its MXFP4 checkpoint; the rest lack a load)
+  ok $(grep -Eq "^ +$sk  no batch_size or silicon_concurrency" "$TMP/err" && ! grep -q 'nvfp4' "$TMP/err" &&
        grep -q ", $sk skipped\$" "$TMP/err"; echo $?) \
     "skipped rows are listed with their reason ($sk) and counted by reason"
   # the SGLang runs keep their prefill batches' waves: within 20 % at the median

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1080-moe.sh: a MoE layer as one MOE kernel: its work by hand at the roofline, the engine's kernel in --engine=NAME graphs, tile-mlp's network and the parts a predictor without one predicts.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 19
+plan 24
 
 H100=NVIDIA_H100_80GB_HBM3
 peak=$(gpu_key $H100 bf16_tflops)
@@ -34,6 +34,38 @@ ok $(awk -F, -v bw="$bw" '$4 == "layers_0_experts" { n++
        want = b / (bw * 1e9) * 1e3; good = $7 == "512x4096x14336 e4/8 k2" && ($11 / want - 1)^2 < 1e-12 }
      END { exit !(n == 1 && good) }' "$TMP/out"; echo $?) \
   "ep=2: a rank's 4 experts, their weights and activations over the bandwidth (shape, time)"
+
+# --dtype mxfp4 (GPT-OSS's checkpoint, vLLM's --quantization mxfp4): the same layer with the
+# experts' weights at 0.53125 bytes (4 bits and a byte's scale per 32), the activations bf16:
+# its 512 assignments' 2 x 512 x 43008 x 4096 FLOPs at the bf16 peak now take longer
+t16=$(awk -F, '$4 == "layers_0_experts" { print $11 }' "$TMP/out")
+run_pm --model mixtral-8x7b --gpu h100 --mode inf --batch 4 --seq 512 --per-op --format csv \
+  --engine=sglang --predictor roofline --strategy tp=2,ep=2,etp=1 --routing uniform --dtype mxfp4
+ok $(awk -F, -v bw="$bw" -v c="$peak" -v t16="$t16" '$4 == "layers_0_experts" { n++
+       b = 0.53125 * 4 * 43008 * 4096 + 2 * 512 * (5 * 4096 + 2 * 28672 + 2 * 14336 + 2048)
+       f = 2 * 512 * 43008 * 4096; want = (f / c / 1e12 > b / bw / 1e9 ? f / c / 1e12 : b / bw / 1e9) * 1e3
+       good = $8 == "bf16" && b / bw / 1e9 * 1e3 < t16 && ($11 / want - 1)^2 < 1e-12 }
+     END { exit !(n == 1 && good) }' "$TMP/out"; echo $?) \
+  "--dtype mxfp4: a bf16 MoE kernel, its 4 experts' weights read at 0.53125 bytes"
+# ... and holding them so: a rank's 32 x 4 experts of 3 x 4096 x 14336 weights, 1.46875
+# bytes a weight fewer than bf16's, the rest alike
+mem () {
+  run_pm --model mixtral-8x7b --gpu h100 --mode inf --batch 4 --seq 512 --format json \
+    --engine=sglang --predictor roofline --strategy tp=2,ep=2,etp=1 --dtype "$1"
+  jq -r '.predictions[0].memory_gib.weights' < "$TMP/out"
+}
+w16=$(mem bf16) w4=$(mem mxfp4)
+ok $(awk -v a="$w16" -v b="$w4" 'BEGIN { want = 32 * 4 * 3 * 4096 * 14336 * 1.46875 / 2^30
+       exit !(a > b && (a - b) / want - 1 < 1e-9 && (a - b) / want - 1 > -1e-9) }'; echo $?) \
+  "--dtype mxfp4: the experts' weights a GPU holds at 0.53125 bytes ($w16 -> $w4 GiB)"
+expect_fail 2 "--dtype mxfp4: .*this model has no routed experts" \
+  "--dtype mxfp4 refused for a model without routed experts" -- \
+  --model llama3.1-8b --mode inf --engine=vllm --dtype mxfp4
+expect_fail 2 "--dtype mxfp4: .*give the engine" \
+  "--dtype mxfp4 refused without an engine's MoE kernel to widen them" -- \
+  --model mixtral-8x7b --mode inf --dtype mxfp4
+expect_fail 2 "--dtype mxfp4: .*not training" "--dtype mxfp4 refused in training" -- \
+  --model mixtral-8x7b --mode train --dtype mxfp4
 
 # --engine alone keeps the experts' GEMMs as separate kernels (no engine: no fused MoE kernel)
 run_pm --model mixtral-8x7b --gpu h100 --mode inf --batch 4 --seq 512 --per-op --format csv --engine

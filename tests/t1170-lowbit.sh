@@ -41,7 +41,7 @@ expect_one_line 2 "--dtype nvfp4: .* no nvfp4 matrix units" \
 expect_one_line 2 "--dtype fp8_block: training is modelled in fp32, tf32, fp16, bf16 and fp8" \
   "training in fp8_block is refused, naming what is modelled" -- \
   --model llama3-8b --gpu b200 --mode train --dtype fp8_block
-expect_one_line 2 "--dtype 'fp4': expected fp32, tf32, fp16, bf16, fp8, nvfp4 or fp8_block" \
+expect_one_line 2 "--dtype 'fp4': expected fp32, tf32, fp16, bf16, fp8, nvfp4, fp8_block or mxfp4" \
   "an unknown dtype is refused with the list" -- --model llama3-8b --gpu b200 --dtype fp4
 
 # Inference memory: every parameter at the dtype's bytes (nvfp4 0.5625, fp8_block 1, bf16 2)

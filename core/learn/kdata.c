@@ -80,6 +80,7 @@ krow_kernel (const struct krow *r, struct perfmod_kernel *k)
     k->expert_load = r->expert_load > 0 ? r->expert_load : 1;
     k->experts_reached = r->experts_reached;
     k->engine = r->engine;
+    k->weight_bytes = r->weight_bytes;
     break;
   case PERFMOD_KERNEL_COMM:
   case PERFMOD_KERNEL_MEMORY:

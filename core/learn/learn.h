@@ -29,6 +29,7 @@ struct krow {
   const char *engine;
   double expert_load;    /* MOE: the busiest rank's routed tokens over the even share (0: 1) */
   double experts_reached; /* MOE: the experts that rank's tokens reach (0: as many as they can) */
+  double weight_bytes;   /* MOE: weight-only experts' bytes per weight (0: dtype's) */
 };
 struct kset {
   struct krow *v;

@@ -307,7 +307,9 @@ static bool table_listed (const struct mdata_filter *f, const char *name);
 
 /* aiconfigurator moe_perf: one fused MoE layer (routing's permutation,
  * the routed experts' grouped GEMMs and activation, the weighted sum)
- * over num_tokens tokens, a MOE kernel (perfmod-plugin.h): m tokens, n
+ * over num_tokens tokens, a MOE kernel (perfmod-plugin.h): bf16, fp8 and
+ * block-scaled fp8, and w4a16_mxfp4 (GPT-OSS's MXFP4 experts widened to
+ * bf16: weight_bytes MXFP4's) as bf16 with those weights; m tokens, n
  * hidden width, k intermediate width over the expert tensor-parallel
  * degree, b experts, h those of one expert-parallel rank; the engine from
  * the framework column, gated unless the kernel source says "nongated".
@@ -350,7 +352,11 @@ read_moe (struct table *t)
     }
     else
       continue;
-    if ((k.dtype = dtype_of_cell (t->r.fields[ct])) < 0 || k.dtype == PERFMOD_DTYPE_NVFP4) {
+    if (strcmp (t->r.fields[ct], "w4a16_mxfp4") == 0) {
+      k.dtype = PERFMOD_DTYPE_BF16;    /* MXFP4 experts widened to bf16 in the kernel */
+      k.weight_bytes = MXFP4_WEIGHT_BYTES;
+    }
+    else if ((k.dtype = dtype_of_cell (t->r.fields[ct])) < 0 || k.dtype == PERFMOD_DTYPE_NVFP4) {
       unmodelled (t, k.dtype < 0 ? t->r.fields[ct] : "nvfp4 MoE layers");
       continue;
     }
@@ -975,7 +981,7 @@ shape_cmp (const void *pa, const void *pb)
   CMP (b); CMP (m); CMP (n); CMP (k); CMP (h); CMP (kv_heads); CMP (window);
   CMP (causal); CMP (ranks); CMP (bytes);
   CMP (top_k); CMP (gated); CMPS (engine); CMP (expert_load); CMP (experts_reached);
-  CMP (latency_s);
+  CMP (weight_bytes); CMP (latency_s);
 #undef CMP
 #undef CMPS
   return 0;
@@ -989,7 +995,8 @@ same_shape (const struct krow *a, const struct krow *b)
          a->h == b->h && a->kv_heads == b->kv_heads && a->window == b->window &&
          a->causal == b->causal && a->ranks == b->ranks && a->bytes == b->bytes &&
          a->top_k == b->top_k && a->gated == b->gated && a->engine == b->engine &&
-         a->expert_load == b->expert_load && a->experts_reached == b->experts_reached;
+         a->expert_load == b->expert_load && a->experts_reached == b->experts_reached &&
+         a->weight_bytes == b->weight_bytes;
 }
 
 /* One row per shape: the median of its measurements (kernel libraries,

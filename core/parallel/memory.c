@@ -202,7 +202,16 @@ memory_estimate (const struct model_cfg *m, const struct memory_options *o,
       out->activations += sh->comm_buffers;
   }
   else {
-    out->weights = p * pr->weight_bytes;
+    /* the routed experts at their own width where a weight-only format
+     * keeps them narrower (mxfp4) */
+    double pe = 0, embed, head;
+    if (precision_weight_only_experts (pr)) {
+      if (sh)
+        pe = sh->expert_params;
+      else
+        model_param_parts (m, &embed, &head, &pe);
+    }
+    out->weights = (p - pe) * pr->weight_bytes + pe * pr->expert_bytes;
     if (sh)
       l = sh->layer_copies;
     /* One layer's working set at a time (the residual stream, the

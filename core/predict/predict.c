@@ -50,12 +50,12 @@ const char *dtype_name (int dtype) { return dtype_names[dtype]; }
  * found in the pass) do; fp8-cs is per-tensor current scaling, whose
  * scale needs the tensor's amax first: a pass of its own. */
 static const struct precision train_precisions[] = {
-  { "fp32", PERFMOD_DTYPE_FP32, PERFMOD_DTYPE_FP32, 4, 0, 4, 8, 4, false },
-  { "tf32", PERFMOD_DTYPE_TF32, PERFMOD_DTYPE_FP32, 4, 0, 4, 8, 4, false },
-  { "amp-fp16", PERFMOD_DTYPE_FP16, PERFMOD_DTYPE_FP16, 2, 4, 4, 8, 2, false },
-  { "bf16", PERFMOD_DTYPE_BF16, PERFMOD_DTYPE_BF16, 2, 4, 4, 8, 2, false },
-  { "fp8", PERFMOD_DTYPE_FP8, PERFMOD_DTYPE_BF16, 2, 4, 4, 8, 2, false },
-  { "fp8-cs", PERFMOD_DTYPE_FP8, PERFMOD_DTYPE_BF16, 2, 4, 4, 8, 2, true },
+  { "fp32", PERFMOD_DTYPE_FP32, PERFMOD_DTYPE_FP32, 4, 0, 4, 8, 4, false, 0 },
+  { "tf32", PERFMOD_DTYPE_TF32, PERFMOD_DTYPE_FP32, 4, 0, 4, 8, 4, false, 0 },
+  { "amp-fp16", PERFMOD_DTYPE_FP16, PERFMOD_DTYPE_FP16, 2, 4, 4, 8, 2, false, 0 },
+  { "bf16", PERFMOD_DTYPE_BF16, PERFMOD_DTYPE_BF16, 2, 4, 4, 8, 2, false, 0 },
+  { "fp8", PERFMOD_DTYPE_FP8, PERFMOD_DTYPE_BF16, 2, 4, 4, 8, 2, false, 0 },
+  { "fp8-cs", PERFMOD_DTYPE_FP8, PERFMOD_DTYPE_BF16, 2, 4, 4, 8, 2, true, 0 },
 };
 
 /* Inference at one dtype: weights and activations (and the KV cache) in
@@ -64,14 +64,52 @@ static const struct precision train_precisions[] = {
  * the activations quantised on the way into each GEMM) with bf16
  * activations, KV cache and other kernels. */
 static const struct precision infer_precisions[PERFMOD_DTYPE_NTYPES] = {
-  { "fp32", PERFMOD_DTYPE_FP32, PERFMOD_DTYPE_FP32, 4, 0, 0, 0, 4, false },
-  { "tf32", PERFMOD_DTYPE_TF32, PERFMOD_DTYPE_FP32, 4, 0, 0, 0, 4, false },
-  { "fp16", PERFMOD_DTYPE_FP16, PERFMOD_DTYPE_FP16, 2, 0, 0, 0, 2, false },
-  { "bf16", PERFMOD_DTYPE_BF16, PERFMOD_DTYPE_BF16, 2, 0, 0, 0, 2, false },
-  { "fp8", PERFMOD_DTYPE_FP8, PERFMOD_DTYPE_BF16, 1, 0, 0, 0, 2, false },
-  { "nvfp4", PERFMOD_DTYPE_NVFP4, PERFMOD_DTYPE_BF16, 0.5 + 1.0 / 16, 0, 0, 0, 2, false },
-  { "fp8_block", PERFMOD_DTYPE_FP8_BLOCK, PERFMOD_DTYPE_BF16, 1, 0, 0, 0, 2, false },
+  { "fp32", PERFMOD_DTYPE_FP32, PERFMOD_DTYPE_FP32, 4, 0, 0, 0, 4, false, 0 },
+  { "tf32", PERFMOD_DTYPE_TF32, PERFMOD_DTYPE_FP32, 4, 0, 0, 0, 4, false, 0 },
+  { "fp16", PERFMOD_DTYPE_FP16, PERFMOD_DTYPE_FP16, 2, 0, 0, 0, 2, false, 0 },
+  { "bf16", PERFMOD_DTYPE_BF16, PERFMOD_DTYPE_BF16, 2, 0, 0, 0, 2, false, 0 },
+  { "fp8", PERFMOD_DTYPE_FP8, PERFMOD_DTYPE_BF16, 1, 0, 0, 0, 2, false, 0 },
+  { "nvfp4", PERFMOD_DTYPE_NVFP4, PERFMOD_DTYPE_BF16, 0.5 + 1.0 / 16, 0, 0, 0, 2, false, 0 },
+  { "fp8_block", PERFMOD_DTYPE_FP8_BLOCK, PERFMOD_DTYPE_BF16, 1, 0, 0, 0, 2, false, 0 },
 };
+
+/* GPT-OSS's checkpoint as vLLM, SGLang and TensorRT-LLM run it on GPUs
+ * without native fp4 GEMMs (Hopper, Ada, Ampere): attention, router and
+ * the rest in bf16; the routed experts' MXFP4 weights dequantised to bf16
+ * inside the MoE kernel (w4a16). */
+static const struct precision infer_mxfp4 = {
+  "mxfp4", PERFMOD_DTYPE_BF16, PERFMOD_DTYPE_BF16, 2, 0, 0, 0, 2, false, MXFP4_WEIGHT_BYTES
+};
+
+const struct precision *
+precision_infer_named (const char *name)
+{
+  int dtype;
+  if (name == NULL)
+    return NULL;
+  if (strcmp (name, "mxfp4") == 0)
+    return &infer_mxfp4;
+  return (dtype = dtype_parse (name)) < 0 ? NULL : precision_infer (dtype);
+}
+
+bool
+precision_weight_only_experts (const struct precision *p)
+{
+  return p && p->expert_bytes > 0 && p->expert_bytes < p->weight_bytes;
+}
+
+int
+precision_check_experts (const struct precision *p, int64_t experts, bool engine_moe,
+                         const char *what)
+{
+  if (!precision_weight_only_experts (p) || (experts > 0 && engine_moe))
+    return 0;
+  pm_error ("%s %s: the routed experts' weights in MXFP4, widened by a serving engine's MoE "
+            "kernel: %s", what, p->name,
+            experts == 0 ? "this model has no routed experts"
+                         : "give the engine (--engine=vllm|sglang|trtllm)");
+  return -1;
+}
 
 const struct precision *
 precision_train (const char *name)
@@ -255,6 +293,8 @@ kop_to_kernel (const struct kop *o, const struct node *nd, const struct precisio
   k->kv_shared = o->kv_shared;
   kernel_set_dtype (k, dtype);
   k->input_quantised = o->cast_apart && dtype_low (dtype);
+  if (o->kclass == PERFMOD_KERNEL_MOE && precision_weight_only_experts (pr))
+    k->weight_bytes = pr->expert_bytes;
   switch (o->kclass) {
   case PERFMOD_KERNEL_ELEMENTWISE:
   case PERFMOD_KERNEL_SOFTMAX:
@@ -351,6 +391,7 @@ kernel_hash (const struct perfmod_kernel *k)
   h = mix (h, (uint64_t) (uintptr_t) k->engine);
   h = mix (h, (uint64_t) k->dtype);
   h = mix (h, (uint64_t) k->input_quantised);
+  h = mix (h, dbl_bits (k->weight_bytes));
   /* the low bits index the table: every input bit made to reach them
    * (MurmurHash3's finaliser; without it the probes ran long) */
   h ^= h >> 33;
@@ -373,7 +414,8 @@ kernel_same (const struct perfmod_kernel *a, const struct perfmod_kernel *b)
          a->gated == b->gated && a->expert_load == b->expert_load && a->engine == b->engine &&
          a->experts_reached == b->experts_reached && a->ranks == b->ranks &&
          a->route_groups == b->route_groups && a->route_group_topk == b->route_group_topk &&
-         a->kv_shared == b->kv_shared && a->input_quantised == b->input_quantised;
+         a->kv_shared == b->kv_shared && a->input_quantised == b->input_quantised &&
+         a->weight_bytes == b->weight_bytes;
 }
 
 struct memo *

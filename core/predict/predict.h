@@ -169,11 +169,32 @@ struct precision {
    * GEMM's input or gradient reads it once more for its amax, and launches
    * the amax and the scale besides the cast */
   bool cast_amax;
+  /* bytes per weight of the routed experts where a weight-only format
+   * stores them narrower than the rest (MXFP4, widened in the engine's MoE
+   * kernel); 0: weight_bytes */
+  double expert_bytes;
 };
+/* MXFP4's bytes per value: a 4-bit float and an 8-bit scale per 32 */
+#define MXFP4_WEIGHT_BYTES (0.5 + 1.0 / 32)
 /* The training precision of that name, or NULL. */
 const struct precision *precision_train (const char *name);
 /* Inference at dtype. */
 const struct precision *precision_infer (int dtype);
+/* Inference by name: a dtype's (dtype_parse), or "mxfp4", the routed
+ * experts' weights in MXFP4 widened to bf16 by the engine's MoE kernel and
+ * the rest in bf16 (vLLM's --quantization mxfp4; GPT-OSS's checkpoint);
+ * NULL: neither. */
+const struct precision *precision_infer_named (const char *name);
+/* The names precision_infer_named takes, for messages. */
+#define INFER_NAMES_TEXT "fp32, tf32, fp16, bf16, fp8, nvfp4, fp8_block or mxfp4"
+/* Whether p stores the routed experts narrower than its GEMMs read them
+ * (mxfp4): only an engine's MoE kernel runs them. */
+bool precision_weight_only_experts (const struct precision *p);
+/* 0, or -1 after pm_error naming `what` (an option or field) where p keeps
+ * the routed experts weight-only (mxfp4) and the model has none (experts
+ * 0) or no engine's MoE kernel runs them (engine_moe false). */
+int precision_check_experts (const struct precision *p, int64_t experts, bool engine_moe,
+                             const char *what);
 /* What --dtype D means: inference at D, or training's precision of that
  * name (fp16: amp-fp16); NULL for training in nvfp4 or fp8_block (not
  * modelled). */

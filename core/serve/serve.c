@@ -235,7 +235,6 @@ serve_base_open (struct serve_base *b, struct plugin_set *set, const struct gpu_
                  const char *model, const char *gpu, const char *engine, const char *dtype_name,
                  const char *kv_dtype, const char *predictor, int64_t gpus_per_node)
 {
-  int dtype;
   memset (b, 0, sizeof *b);
   b->set = set;
   b->kv_scale = 1;
@@ -247,18 +246,18 @@ serve_base_open (struct serve_base *b, struct plugin_set *set, const struct gpu_
     pm_error ("--engine '%s': expected %s", engine, serve_engine_names);
     return -1;
   }
-  dtype = dtype_name ? dtype_parse (dtype_name) : default_dtype (&b->ge->gpu);
-  if (dtype < 0 || dtype == PERFMOD_DTYPE_FP32 || dtype == PERFMOD_DTYPE_TF32) {
+  b->pr = dtype_name ? precision_infer_named (dtype_name)
+                    : precision_infer (default_dtype (&b->ge->gpu));
+  if (b->pr == NULL || b->pr->gemm == PERFMOD_DTYPE_FP32 || b->pr->gemm == PERFMOD_DTYPE_TF32) {
     pm_error ("--dtype '%s': serving runs bf16, fp16, fp8, fp8_block or nvfp4 weights and "
-              "GEMMs", dtype_name ? dtype_name : "");
+              "GEMMs, or mxfp4 experts", dtype_name ? dtype_name : "");
     return -1;
   }
-  if (!gpu_has_units (&b->ge->gpu, dtype)) {
+  if (!gpu_has_units (&b->ge->gpu, b->pr->gemm)) {
     pm_error ("--dtype %s: %s has no %s matrix units in gpus.d", dtype_name, b->ge->name,
               dtype_name);
     return -1;
   }
-  b->pr = precision_infer (dtype);
   if (kv_dtype && strcmp (kv_dtype, "auto") != 0) {
     int kd = dtype_parse (kv_dtype);
     if (kd != PERFMOD_DTYPE_FP8 && kd != PERFMOD_DTYPE_BF16 && kd != PERFMOD_DTYPE_FP16) {
@@ -275,6 +274,10 @@ serve_base_open (struct serve_base *b, struct plugin_set *set, const struct gpu_
   if (b->m.family == FAM_BERT || b->m.family == FAM_SWITCH) {
     pm_error ("%s: serving is modelled for decoder-only models (%s is not)", b->m.name,
               b->m.arch);
+    serve_base_close (b);
+    return -1;
+  }
+  if (precision_check_experts (b->pr, b->m.experts, true, "--dtype") < 0) {
     serve_base_close (b);
     return -1;
   }
@@ -655,8 +658,8 @@ serve_run (struct plugin_set *set, const struct gpu_db *gpus,
               !e->mixed ? "prefill batches alone, the decodes paused"
               : e->chunked ? "prompts chunked into the decodes' iterations"
               : "whole prompts in the decodes' iterations",
-              e->block, d->kv_bytes / PM_GIB, (long long) d->kv_tokens, d->weights / PM_GIB,
-              kv_scale != 1 ? ", the cache in fp8" : "", pred->p.name, pr->name);
+              e->block, fmax (d->kv_bytes, 0) / PM_GIB, (long long) d->kv_tokens,
+              d->weights / PM_GIB, kv_scale != 1 ? ", the cache in fp8" : "", pred->p.name, pr->name);
     for (int k = 0; k < nlay; k++) {   /* attention data parallelism: what it assumes */
       const struct strategy *ls = &lay[k].s;
       size_t used = strlen (res->assumed);
