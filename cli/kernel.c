@@ -459,17 +459,16 @@ kernel_main (int argc, char **argv)
     }
     dtype = PERFMOD_DTYPE_BF16;
   }
-  else if (o.dtype) {
-    if ((dtype = dtype_parse (o.dtype)) < 0) {
-      pm_error ("--dtype '%s': expected " DTYPE_NAMES_TEXT " (mxfp4 for --op moe)", o.dtype);
-      goto out;
-    }
-    if (!gpu_has_units (&ge->gpu, dtype)) {
-      pm_error ("--dtype %s: %s has no %s matrix units in gpus.d", o.dtype, ge->name, o.dtype);
-      goto out;
-    }
+  else if (o.dtype && (dtype = dtype_parse (o.dtype)) < 0) {
+    pm_error ("--dtype '%s': expected " DTYPE_NAMES_TEXT " (mxfp4 for --op moe)", o.dtype);
+    goto out;
   }
-  else
+  if (o.dtype && !gpu_has_units (&ge->gpu, dtype)) {
+    pm_error ("--dtype %s: %s has no %s matrix units in gpus.d", o.dtype, ge->name,
+              dtype_name (dtype));
+    goto out;
+  }
+  if (!o.dtype)
     dtype = default_dtype (&ge->gpu);
   if (build_kernel (&o, dtype, &k) < 0)
     goto out;
@@ -508,9 +507,11 @@ kernel_main (int argc, char **argv)
     calib_text[1] = ' ';
     calib_describe (&cal, o.calibration, calib_text + 2, sizeof calib_text - 2);
   }
+  /* the dtype as printed: mxfp4 experts run a bf16 kernel */
+  const char *shown = k.weight_bytes > 0 ? "mxfp4" : dtype_name (dtype);
   if (!json && !csv)
     printf ("perfmod kernel: %s, %s, on %s; %.4g GFLOP, %.4g MB%s\n"
-            "assumed: %s%s%s\n\n%-12s %12s %10s %10s  %-19s  %s\n", o.op, dtype_name (dtype),
+            "assumed: %s%s%s\n\n%-12s %12s %10s %10s  %-19s  %s\n", o.op, shown,
             ge->name, pc.flops / 1e9, moved / 1e6,
             k.kclass == PERFMOD_KERNEL_COMM ? " over the link per GPU" : "",
             o.dtype ? "" : "--dtype ", o.dtype ? "nothing" : dtype_name (dtype), calib_text,
@@ -522,7 +523,7 @@ kernel_main (int argc, char **argv)
     root = json_envelope ("kernel");
     arr = json_array ();
     json_object_set_new (root, "op", json_string (o.op));
-    json_object_set_new (root, "dtype", json_string (dtype_name (dtype)));
+    json_object_set_new (root, "dtype", json_string (shown));
     json_object_set_new (root, "gpu", json_string (ge->name));
     json_object_set_new (root, "flops", json_count (pc.flops));
     json_object_set_new (root, "bytes", json_count (moved));
@@ -557,7 +558,7 @@ kernel_main (int argc, char **argv)
                                              "high_ms", iv ? json_real (est[i].high * 1e3)
                                                            : json_null ()));
     else if (csv)
-      printf ("%s,%s,%s,%s,%.9g,%.9g,%.9g,%.9g,%s,%s,%s\n", preds[i], o.op, dtype_name (dtype),
+      printf ("%s,%s,%s,%s,%.9g,%.9g,%.9g,%.9g,%s,%s,%s\n", preds[i], o.op, shown,
               ge->name, ms, est[i].spread * 1e3, pc.flops / sec / 1e12, moved / sec / 1e9, note,
               lo, hi);
     else

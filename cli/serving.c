@@ -217,8 +217,9 @@ serving_load (const char *path, const struct gpu_db *gpus, struct serving_run **
       }
     /* An MXFP4 checkpoint's rows on a GPU without fp4 matrix units name
      * its 4-bit experts (and the run) nvfp4; the only 4-bit MoE kernels
-     * there widen MXFP4 weights to bf16 (vLLM's and SGLang's on Hopper),
-     * and the checkpoint's other layers are bf16: --dtype mxfp4. */
+     * there widen MXFP4 weights to bf16 (the w4a16_mxfp4 kernels the
+     * tables time for all three engines on the H100), and the
+     * checkpoint's other layers are bf16: --dtype mxfp4. */
     const struct gpu_entry *ge = gpu_db_find (gpus, s.system);
     if (mxfp4 && ge && !(ge->gpu.fp4_tflops > 0) && strcmp (s.gemm, "nvfp4") == 0 &&
         strcmp (r.fields[col[C_MOE]], "nvfp4") == 0) {

@@ -213,7 +213,8 @@ workload_load (struct cli *c, struct workload *w)
     dtype = PERFMOD_DTYPE_BF16;   /* the GEMMs' (precision_resolve takes its name) */
   }
   else if (c->dtype && (dtype = dtype_parse (c->dtype)) < 0) {
-    pm_error ("--dtype '%s': expected " INFER_NAMES_TEXT, c->dtype);
+    pm_error ("--dtype '%s': expected %s", c->dtype,
+              w->train ? DTYPE_NAMES_TEXT : INFER_NAMES_TEXT);
     return EXIT_USAGE;
   }
   if (c->dtype && w->train && precision_of_dtype (dtype, true) == NULL) {

@@ -140,8 +140,9 @@ struct perfmod_kernel {
   /* Appended (check struct_size): MOE kernels whose experts' weights are
    * stored narrower than dtype and widened to it inside the kernel
    * (weight-only quantisation: MXFP4's 4-bit values with an 8-bit scale
-   * per 32, 0.53125 bytes, run on 16-bit tensor cores): the bytes per
-   * weight; 0: elem_bytes. */
+   * per 32, 0.53125 bytes, run on 16-bit tensor cores), and the products
+   * of such a kernel's parts (LINEAR and BMM: their n x k operand): the
+   * bytes per weight; 0: elem_bytes. */
   double weight_bytes;
 };
 

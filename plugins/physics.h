@@ -464,8 +464,9 @@ phys_cost_of (const struct perfmod_kernel *k, const struct perfmod_gpu *gpu,
   case PERFMOD_KERNEL_BMM: {
     double b = k->kclass == PERFMOD_KERNEL_LINEAR ? 1 : (double) k->b;
     double m = (double) k->m, n = (double) k->n, kk = (double) k->k;
+    double w = PHYS_HAS (k, weight_bytes) && k->weight_bytes > 0 ? k->weight_bytes : e;
     c->flops = 2 * b * m * n * kk;
-    c->bytes = b * ((m * n + n * kk) * e + m * kk * eo);
+    c->bytes = b * (m * n * e + n * kk * w + m * kk * eo);
     return 0;
   }
   case PERFMOD_KERNEL_ATTENTION: {

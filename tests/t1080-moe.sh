@@ -1,7 +1,7 @@
 #!/bin/sh
 # t1080-moe.sh: a MoE layer as one MOE kernel: its work by hand at the roofline, the engine's kernel in --engine=NAME graphs, tile-mlp's network and the parts a predictor without one predicts.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-plan 24
+plan 26
 
 H100=NVIDIA_H100_80GB_HBM3
 peak=$(gpu_key $H100 bf16_tflops)
@@ -66,6 +66,19 @@ expect_fail 2 "--dtype mxfp4: .*give the engine" \
   --model mixtral-8x7b --mode inf --dtype mxfp4
 expect_fail 2 "--dtype mxfp4: .*not training" "--dtype mxfp4 refused in training" -- \
   --model mixtral-8x7b --mode train --dtype mxfp4
+# a predictor without a MoE model is handed the parts: their products read the MXFP4
+# weights too (linreg floors a product at its bytes over the bandwidth: a quarter of them)
+kpart () {
+  run_pm kernel --op moe --tokens 64 --hidden 2880 --ffn 2880 --experts 128 --top-k 4 --gpu h100 \
+    --dtype "$1" --predictor linreg --format csv
+  awk -F, '$1 == "linreg" { print $3, $5 }' "$TMP/out"
+}
+p16=$(kpart bf16) p4=$(kpart mxfp4)
+ok $(echo "$p16 $p4" | awk '{ exit !($1 == "bf16" && $3 == "mxfp4" && $4 > 0 && $4 < $2 / 2) }'; echo $?) \
+  "the MoE layer's parts read MXFP4 weights too (linreg: $p16 -> $p4 ms)"
+expect_fail 2 "--dtype mxfp4: Tesla_V100.* has no bf16 matrix units" \
+  "kernel --dtype mxfp4 needs bf16 matrix units (a V100 has none)" -- \
+  kernel --op moe --tokens 64 --hidden 2880 --ffn 2880 --experts 128 --top-k 4 --gpu v100 --dtype mxfp4
 
 # --engine alone keeps the experts' GEMMs as separate kernels (no engine: no fused MoE kernel)
 run_pm --model mixtral-8x7b --gpu h100 --mode inf --batch 4 --seq 512 --per-op --format csv --engine

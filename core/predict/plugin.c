@@ -511,6 +511,9 @@ moe_parts (const struct perfmod_kernel *k, struct perfmod_kernel part[5])
   part[3].n = k->k, part[3].k = k->n;
   kernel_set_dtype (&part[1], k->dtype);
   kernel_set_dtype (&part[3], k->dtype);
+  /* weight-only experts (MXFP4): the products read them as narrow */
+  if (PHYS_HAS (k, weight_bytes))
+    part[1].weight_bytes = part[3].weight_bytes = k->weight_bytes;
   part[2].kclass = PERFMOD_KERNEL_ELEMENTWISE;
   part[2].op = fc1 > f ? "silu" : "gelu";
   part[2].b = (int64_t) ceil (a - 1e-9);

@@ -232,7 +232,7 @@ serve_pool_of (const struct serve_replica *l, int replicas, struct serve_pool *p
 
 int
 serve_base_open (struct serve_base *b, struct plugin_set *set, const struct gpu_db *gpus,
-                 const char *model, const char *gpu, const char *engine, const char *dtype_name,
+                 const char *model, const char *gpu, const char *engine, const char *dtype_arg,
                  const char *kv_dtype, const char *predictor, int64_t gpus_per_node)
 {
   memset (b, 0, sizeof *b);
@@ -246,16 +246,16 @@ serve_base_open (struct serve_base *b, struct plugin_set *set, const struct gpu_
     pm_error ("--engine '%s': expected %s", engine, serve_engine_names);
     return -1;
   }
-  b->pr = dtype_name ? precision_infer_named (dtype_name)
+  b->pr = dtype_arg ? precision_infer_named (dtype_arg)
                     : precision_infer (default_dtype (&b->ge->gpu));
   if (b->pr == NULL || b->pr->gemm == PERFMOD_DTYPE_FP32 || b->pr->gemm == PERFMOD_DTYPE_TF32) {
     pm_error ("--dtype '%s': serving runs bf16, fp16, fp8, fp8_block or nvfp4 weights and "
-              "GEMMs, or mxfp4 experts", dtype_name ? dtype_name : "");
+              "GEMMs, or mxfp4 experts", dtype_arg ? dtype_arg : "");
     return -1;
   }
   if (!gpu_has_units (&b->ge->gpu, b->pr->gemm)) {
-    pm_error ("--dtype %s: %s has no %s matrix units in gpus.d", dtype_name, b->ge->name,
-              dtype_name);
+    pm_error ("--dtype %s: %s has no %s matrix units in gpus.d", dtype_arg, b->ge->name,
+              dtype_name (b->pr->gemm));
     return -1;
   }
   if (kv_dtype && strcmp (kv_dtype, "auto") != 0) {
@@ -659,7 +659,8 @@ serve_run (struct plugin_set *set, const struct gpu_db *gpus,
               : e->chunked ? "prompts chunked into the decodes' iterations"
               : "whole prompts in the decodes' iterations",
               e->block, fmax (d->kv_bytes, 0) / PM_GIB, (long long) d->kv_tokens,
-              d->weights / PM_GIB, kv_scale != 1 ? ", the cache in fp8" : "", pred->p.name, pr->name);
+              d->weights / PM_GIB, kv_scale != 1 ? ", the cache in fp8" : "", pred->p.name,
+              pr->name);
     for (int k = 0; k < nlay; k++) {   /* attention data parallelism: what it assumes */
       const struct strategy *ls = &lay[k].s;
       size_t used = strlen (res->assumed);
