@@ -28,7 +28,8 @@ static const char usage_text[] =
          "       perfmod models [--model NAME|config.json] [--format table|csv|json]\n"
          "       perfmod graph [--model ...|--opgraph ...] [--format table|csv]: the kernels\n"
          "       perfmod reproduce [--neusight DIR] [--graph opgraph|builder]\n"
-         "               [--table inf|train|perop|nodesum|distributed|all|published|serving]\n"
+         "               [--table inf|train|perop|nodesum|distributed|all|published|\n"
+         "                        collectives|serving]\n"
          "               [--published FILE] [--data MODERNDATA (--table serving)]\n"
          "               [--predictor LIST] [--format table|csv|json]\n"
          "       perfmod eval --data DIR [--predictor LIST] [--format table|csv|json] [--table LIST]\n"
@@ -385,7 +386,8 @@ perfmod_main (int argc, char **argv)
     char *published = NULL;
     ro.neusight = c.neusight ? c.neusight : env && *env ? env : NULL;
     ro.table = c.table ? c.table : "all";
-    bool pub = strcmp (ro.table, "published") == 0;
+    bool coll = strcmp (ro.table, "collectives") == 0;
+    bool pub = strcmp (ro.table, "published") == 0 || coll;
     bool serving = strcmp (ro.table, "serving") == 0;
     char *serving_path = NULL;
     /* the serving runs: --data DIR (the moderndata folder) or the CSV
@@ -415,10 +417,11 @@ perfmod_main (int argc, char **argv)
     ro.serving = serving_path;
     /* the installed runs, or the source tree's (./run) */
     if (pub && c.published == NULL) {
-      published = xasprintf ("%s/published-runs.csv", pm_datadir ());
+      const char *file = coll ? "published-collectives.csv" : "published-runs.csv";
+      published = xasprintf ("%s/%s", pm_datadir (), file);
       if (access (published, R_OK) != 0) {
         free (published);
-        published = xasprintf ("%s/tests/published-runs.csv", pm_datadir ());
+        published = xasprintf ("%s/tests/%s", pm_datadir (), file);
       }
     }
     ro.published = c.published ? c.published : published;
@@ -445,11 +448,12 @@ perfmod_main (int argc, char **argv)
       rc = EXIT_USAGE;
     }
     else if (c.published && !pub) {
-      pm_error ("--published FILE goes with --table published");
+      pm_error ("--published FILE goes with --table published or collectives");
       rc = EXIT_USAGE;
     }
     else if (pub && (c.graph || c.neusight)) {
-      pm_error ("--table published predicts built graphs of its runs: no --graph or --neusight");
+      pm_error ("--table %s predicts %s: no --graph or --neusight", ro.table,
+                coll ? "its collectives" : "built graphs of its runs");
       rc = EXIT_USAGE;
     }
     else if (ro.neusight == NULL && !pub && !serving) {
@@ -460,7 +464,7 @@ perfmod_main (int argc, char **argv)
              strcmp (ro.table, "nodesum") && strcmp (ro.table, "distributed") &&
              strcmp (ro.table, "all") && !pub && !serving) {
       pm_error ("--table '%s': expected inf, train, perop, nodesum, distributed, all, "
-                "published or serving", ro.table);
+                "published, collectives or serving", ro.table);
       rc = EXIT_USAGE;
     }
     else if (strcmp (ro.format, "table") && strcmp (ro.format, "csv") && !json_out) {
@@ -481,7 +485,9 @@ perfmod_main (int argc, char **argv)
     else {
       ro.predictors = strv_split (c.predictors ? c.predictors : pub ? "roofline,tile-mlp"
                                                                   : "roofline", ',');
-      if (pub)
+      if (coll)
+        rc = reproduce_collectives (&set, &gpus, &ro);
+      else if (pub)
         rc = reproduce_published (&set, &gpus, &ro);   /* physical units */
       else if (serving) {
         openblas_set_num_threads (1);   /* a network row at a time: its threads only contend */

@@ -11,7 +11,8 @@ struct reproduce_options {
   bool build;                 /* perfmod's built graphs instead of NeuSight's traces */
   FILE *out;                  /* the tables; the caller prints them once all succeeded */
   FILE *err;                  /* the CSV's summary and notes, printed to stderr after them */
-  const char *published;      /* --table published: the runs' file */
+  const char *published;      /* --table published: the runs' file; collectives: the
+                                 measurements' */
   const char *serving;        /* --table serving: aiconfigurator's silicon_sample CSV */
 };
 int reproduce (struct plugin_set *set, const struct gpu_db *gpus,
@@ -22,6 +23,10 @@ int reproduce_distributed (struct plugin_set *set, const struct gpu_db *gpus,
 /* published.c: --table published, the runs of o->published. */
 int reproduce_published (struct plugin_set *set, const struct gpu_db *gpus,
                          const struct reproduce_options *o);
+/* collectives.c: --table collectives, the published nccl-tests measurements of
+ * o->published. */
+int reproduce_collectives (struct plugin_set *set, const struct gpu_db *gpus,
+                           const struct reproduce_options *o);
 /* serving.c: --table serving, the measured serving runs of o->serving. */
 int reproduce_serving (struct plugin_set *set, const struct gpu_db *gpus,
                        const struct reproduce_options *o);

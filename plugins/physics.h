@@ -120,7 +120,8 @@ phys_comm_bytes (const char *op, double bytes, double n)
  * algorithm, per link (NVLink, PCIe, network); NVLS (NVLink SHARP) pays
  * its switch round trip once. */
 enum phys_nccl_proto { PHYS_NCCL_LL, PHYS_NCCL_LL128, PHYS_NCCL_SIMPLE, PHYS_NCCL_NPROTO };
-enum phys_nccl_algo { PHYS_NCCL_RING, PHYS_NCCL_TREE, PHYS_NCCL_NVLS, PHYS_NCCL_P2P };
+enum phys_nccl_algo { PHYS_NCCL_RING, PHYS_NCCL_TREE, PHYS_NCCL_NVLS, PHYS_NCCL_P2P,
+                      PHYS_NCCL_NVLS_TREE };
 static const double phys_nccl_base_us[2][PHYS_NCCL_NPROTO] = {
   { 6.6, 14.0, 8.4 },          /* ring (and the point-to-point steps of an all-to-all) */
   { 6.8, 14.0, 8.4 },          /* tree */
@@ -131,6 +132,10 @@ static const double phys_nccl_hw_us[3][2][PHYS_NCCL_NPROTO] = {
   { { 2.7, 4.0, 14.0 }, { 5.0, 8.5, 14.0 } },  /* network */
 };
 #define PHYS_NCCL_NVLS_US 25.0
+/* NCCL (2.19-2.26) runs NVLS_TREE across servers, not across a
+ * multi-node NVLink domain (MNNVL: its tuning turns it off): a domain of
+ * more GPUs than a server's NVSwitch joins (an NVL72 rack) has none. */
+#define PHYS_NVLS_TREE_MAX_PPN 8
 /* Bus bandwidth kept by a protocol: LL sends a flag with every 8 bytes
  * and NCCL counts a quarter of the link for an all-reduce or across
  * nodes (a third otherwise), LL128 0.92 (NCCL's figure for 120 of every
@@ -239,12 +244,28 @@ phys_nccl_time (const char *op, double bytes, double n, double ppn, const struct
                                                  : p == PHYS_NCCL_LL128 ? 0.915 : 1);
       lat = phys_nccl_base_us[1][p] + 2 * ((ppn - 1) * phys_nccl_hw_us[hw][1][p] * intra_ll
                                            + ceil (log2 (nodes)) * phys_nccl_hw_us[2][1][p]);
-      phys_nccl_try (r, PHYS_NCCL_TREE, p, lat, 2 * bytes, tbw);
+      /* two nodes: each node's NICs carry the buffer once each way (the
+       * tree is one edge); beyond, twice (NCCL's tuning halves the tree's
+       * inter-node bandwidth there) */
+      phys_nccl_try (r, PHYS_NCCL_TREE, p, lat, (nodes > 2 ? 2 : 1) * bytes, tbw);
     }
   }
   if (allreduce && nvls && nodes == 1)
     phys_nccl_try (r, PHYS_NCCL_NVLS, PHYS_NCCL_SIMPLE, PHYS_NCCL_NVLS_US, (1 + 1 / n) * bytes,
                    bus);
+  if (allreduce && nvls && nodes > 1 && ppn <= PHYS_NVLS_TREE_MAX_PPN) {
+    /* NVLS_TREE (NCCL 2.18 on): each node sums its ranks' buffers in the
+     * switch (NVLS over ppn ranks, each GPU then holding 1/ppn of the
+     * node's sum), a tree across the nodes carries each share over its
+     * GPU's NIC, and the switch copies the total back; the two halves
+     * pipeline, so the slower sets the pace.  Across the nodes every NIC
+     * moves its share of the buffer each way, twice beyond two nodes (NCCL's
+     * tuning halves bwInter there); latency the switch's round trip and
+     * the tree's network hops up and down. */
+    double intra = link / (1 + 1 / ppn), inter = ppn * nic / (nodes > 2 ? 2 : 1);
+    double lat = PHYS_NCCL_NVLS_US + 2 * ceil (log2 (nodes)) * phys_nccl_hw_us[2][1][PHYS_NCCL_SIMPLE];
+    phys_nccl_try (r, PHYS_NCCL_NVLS_TREE, PHYS_NCCL_SIMPLE, lat, bytes, fmin (intra, inter));
+  }
   return 0;
 }
 
@@ -542,6 +563,19 @@ phys_cost_of (const struct perfmod_kernel *k, const struct perfmod_gpu *gpu,
     if (gpu && PHYS_HAS_GPU (gpu, nvls) && gpu->nvls && n >= 2 && n <= gpn && k->op
         && strcmp (k->op, "all_reduce") == 0)
       c->comm_bytes = fmin (c->comm_bytes, (1 + 1 / n) * k->bytes);
+    /* across nodes a tree's (phys_nccl_time; NVLS_TREE's moves more
+     * within the node): the slower of the buffer over the link and each
+     * NIC's share of it, twice beyond two nodes */
+    else if (gpu && n > gpn && gpu->nic_gbps > 0 && k->op && strcmp (k->op, "all_reduce") == 0) {
+      double nic = gpu->nic_gbps * 1e9 / (gpu->oversubscription >= 1 ? gpu->oversubscription : 1);
+      double tb, tbw;
+      phys_slower_share (k->bytes, gpu->link_gbps * 1e9, (n > 2 * gpn ? 2 : 1) * k->bytes,
+                         gpn * nic, &tb, &tbw);
+      if (tb / tbw < c->comm_bytes / c->bw) {
+        c->comm_bytes = tb;
+        c->bw = tbw;
+      }
+    }
     return 0;
   }
   default:

@@ -257,7 +257,7 @@ tc_case_of (const struct perfmod_kernel *k, const struct perfmod_gpu *g, int fea
     x[8] = nc.latency / nc.seconds;
     for (int p = 0; p < PHYS_NCCL_NPROTO; p++)
       x[9 + p] = nc.proto == p;
-    x[12] = nc.algo == PHYS_NCCL_NVLS;
+    x[12] = nc.algo == PHYS_NCCL_NVLS || nc.algo == PHYS_NCCL_NVLS_TREE;
     x[13] = PHYS_HAS_GPU (g, nvlink) && g->nvlink;
     x[14] = tc_log2 (g->link_gbps);
     return 0;

@@ -635,6 +635,33 @@ test_nccl (void)
       r.proto == PHYS_NCCL_SIMPLE &&
       fabs (r.seconds - ((8.4 + 14 * 3.4 + 14.0) * 1e-6 + 15.0 / 16 * 1073741824.0 / 320e9)) < 1e-12,
       "nccl: 16 ranks over 2 nodes: the NICs' bandwidth, one network step");
+  /* an all-reduce of 1 GiB over the 2 nodes: NCCL's tree, one edge between them, so each
+   * node's 8 NICs (320 GB/s) carry the buffer once each way at 0.9 of that; 8.4 us and
+   * 7 NVLink (4.0) and 1 network (14.0) hops up and down */
+  nv.link_gbps = 450;
+  ok (phys_nccl_time ("all_reduce", 1073741824.0, 16, 0, &nv, &r) == 0 && r.algo == PHYS_NCCL_TREE &&
+      r.proto == PHYS_NCCL_SIMPLE &&
+      fabs (r.seconds - ((8.4 + 2 * (7 * 4.0 + 14.0)) * 1e-6 + 1073741824.0 / 288e9)) < 1e-12,
+      "nccl: 1 GiB all-reduce over 2 nodes: the tree, the buffer once over the NICs");
+  /* with NVLink SHARP, NVLS_TREE: the switch's 9/8 of the buffer over 360 GB/s (320) beside
+   * the NICs' 320 GB/s; the switch's 25 us and a network hop up and down */
+  nv.nvls = 1;
+  ok (phys_nccl_time ("all_reduce", 1073741824.0, 16, 0, &nv, &r) == 0 &&
+      r.algo == PHYS_NCCL_NVLS_TREE &&
+      fabs (r.seconds - ((25 + 2 * 14.0) * 1e-6 + 1073741824.0 / 320e9)) < 1e-12,
+      "nccl: 1 GiB all-reduce over 2 NVSwitch nodes: NVLS_TREE, the slower of switch and NICs");
+  /* four nodes: NVLS_TREE's NICs carry the buffer twice (NCCL's bwInter / 2: 1 GiB over
+   * 160 GB/s), so the ring's 62/32 of it over 320 GB/s is sooner, as in NCCL's model: 8.4
+   * us, 56 NVLink steps (3.4) and 6 network ones (14.0) */
+  ok (phys_nccl_time ("all_reduce", 1073741824.0, 32, 0, &nv, &r) == 0 &&
+      r.algo == PHYS_NCCL_RING && r.proto == PHYS_NCCL_SIMPLE &&
+      fabs (r.seconds - ((8.4 + 56 * 3.4 + 6 * 14.0) * 1e-6 + 62.0 / 32 * 1073741824.0 / 320e9))
+      < 1e-12, "nccl: over 4 nodes NVLS_TREE's NICs carry the buffer twice: the ring is sooner");
+  /* a multi-node NVLink domain (72 a rack): no NVLS_TREE across racks (NCCL's MNNVL) */
+  nv.gpus_per_node = 72;
+  ok (phys_nccl_time ("all_reduce", 1073741824.0, 144, 0, &nv, &r) == 0 && r.nodes == 2 &&
+      r.algo != PHYS_NCCL_NVLS_TREE, "nccl: across NVL72 racks, no NVLS_TREE");
+  nv.gpus_per_node = 8;
   ok (phys_nccl_time ("all_reduce", 1e6, 1, 0, &nv, &r) == 0 && r.seconds == 0 &&
       phys_nccl_time ("all_reduce", 0, 8, 0, &nv, &r) == 0 && r.seconds == 0,
       "nccl: one rank or no bytes: no time");

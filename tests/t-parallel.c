@@ -46,12 +46,18 @@ test_collectives (void)
   is_double (collective_seconds (PERFMOD_COLL_ALLGATHER, B, 4, 8, 8, &g),
              (8.4 + 3 * 14.0) * 1e-6 + 3.0 / 4 * B / 10e9, 1e-12,
              "all-gather across nodes (stride 8): one NIC a node, network steps");
+  /* two nodes: the tree's one edge carries the buffer once over the node's 8 NICs (0.9 of
+   * 80 GB/s), under the ring's 2 x 15/16 of it; 7 NVLink and 1 network step up and down */
   is_double (collective_seconds (PERFMOD_COLL_ALLREDUCE, B, 16, 1, 8, &g),
-             (8.4 + 28 * 3.4 + 2 * 14.0) * 1e-6 + 2 * 15.0 / 16 * B / 80e9, 1e-12,
-             "all-reduce over 2 nodes of 8: the ring through the node's 8 NICs, 2 network steps");
+             (8.4 + 2 * (7 * 4.0 + 14.0)) * 1e-6 + B / 72e9, 1e-12,
+             "all-reduce over 2 nodes of 8: the tree, the buffer once through the node's 8 NICs");
   is_double (collective_seconds (PERFMOD_COLL_ALLREDUCE, 1e3, 16, 1, 8, &g),
-             (6.8 + 2 * (7 * 0.6 * 1.8 + 5.0)) * 1e-6 + 2 * 1e3 / (80e9 * 0.9 / 3.8), 1e-12,
+             (6.8 + 2 * (7 * 0.6 * 1.8 + 5.0)) * 1e-6 + 1e3 / (80e9 * 0.9 / 3.8), 1e-12,
              "a small all-reduce over 2 nodes: the tree's LL, its in-node steps 1.8 times longer");
+  /* four nodes: the tree carries it twice, the ring is sooner */
+  is_double (collective_seconds (PERFMOD_COLL_ALLREDUCE, B, 32, 1, 8, &g),
+             (8.4 + 56 * 3.4 + 6 * 14.0) * 1e-6 + 62.0 / 32 * B / 80e9, 1e-12,
+             "all-reduce over 4 nodes of 8: the ring through the node's 8 NICs, 6 network steps");
   is_double (collective_seconds (PERFMOD_COLL_ALLTOALL, B, 16, 1, 8, &g),
              22.4e-6 + 8.0 / 16 * B / 10e9, 1e-12, "all-to-all over two nodes: the NIC share dominates");
   is_double (collective_seconds (PERFMOD_COLL_ALLTOALL, B, 4, 1, 8, &g),

@@ -21,7 +21,7 @@ ok $(grep -Eq '^roofline +inf +54 +31\.18 +31\.18$' "$TMP/err"; echo $?) "the su
 run_pm reproduce --neusight "$NEUSIGHT" --table train
 ok $([ $rc -eq 0 ] && grep -Eq '^roofline +train +26 ' "$TMP/out" && ! grep -q '^inf ' "$TMP/out" && echo 0 || echo 1) \
   "--table train prints only training rows and its mean"
-expect_fail 2 "--table 'bogus': expected inf, train, perop, nodesum, distributed, all, published or serving" "an unknown table is refused" -- reproduce --neusight "$NEUSIGHT" --table bogus
+expect_fail 2 "--table 'bogus': expected inf, train, perop, nodesum, distributed, all, published, collectives or serving" "an unknown table is refused" -- reproduce --neusight "$NEUSIGHT" --table bogus
 
 for t in inf distributed; do
   expect_fail 2 "--predictor 'nope': no such predictor plugin" "--table $t: an unknown predictor is refused, naming it" -- \
