@@ -51,7 +51,7 @@ colls_load (const char *path, struct pub_coll **out, size_t *nout)
   struct csv_reader r;
   int col[NCOLS], rc;
   struct pub_coll *v = NULL;
-  size_t n = 0;
+  size_t n = 0, nhead = 0;
   bool header = false;
 
   if (csv_open (&r, path) < 0) {
@@ -71,12 +71,18 @@ colls_load (const char *path, struct pub_coll **out, size_t *nout)
           goto fail;
         }
       header = true;
+      nhead = r.nfields;
       continue;
+    }
+    if (r.nfields != nhead) {
+      pm_error ("%s:%ld: %zu fields, the header has %zu (a truncated row?)", path, r.line,
+                r.nfields, nhead);
+      goto fail;
     }
     memset (&x, 0, sizeof x);
     x.line = r.line;
     for (i = 0; i < NCOLS; i++)
-      if ((size_t) col[i] >= r.nfields || (i != NIC && f[col[i]][0] == '\0')) {
+      if (i != NIC && f[col[i]][0] == '\0') {
         pm_error ("%s:%ld: empty %s", path, r.line, cols[i]);
         goto fail;
       }
@@ -182,7 +188,7 @@ reproduce_collectives (struct plugin_set *set, const struct gpu_db *gpus,
     fprintf (o->out, "id,gpu,ranks,gpus_per_node,nic_gbps,op,bytes,predictor,published_busbw_gbs,"
              "published_us,busbw_gbs,us,error_pct,source\n");
   else if (rc == 0)
-    fprintf (o->out, "%-34s %-13s %5s %4s %-14s %8s %9s %-9s %9s %8s\n", "measurement", "gpu",
+    fprintf (o->out, "%-40s %-21s %5s %4s %-14s %8s %9s %-9s %9s %8s\n", "measurement", "gpu",
              "ranks", "gpn", "op", "MiB", "pub_GB/s", "predictor", "GB/s", "err_%");
   for (size_t i = 0; i < n && rc == 0; i++) {
     struct pub_coll *x = &v[i];
@@ -221,13 +227,17 @@ reproduce_collectives (struct plugin_set *set, const struct gpu_db *gpus,
       }
       double bw = (double) x->bytes * f / est.seconds / 1e9;
       errs[p][i] = (est.seconds / pub_s - 1) * 100;
-      if (csv)
-        fprintf (o->out, "%s,%s,%lld,%lld,%.6g,%s,%lld,%s,%.6g,%.6g,%.6g,%.6g,%.2f,%s\n", x->id,
-                 x->gpu, (long long) x->ranks, (long long) x->gpn, x->nic > 0 ? x->nic : g.nic_gbps,
+      if (csv) {
+        csv_quoted (o->out, x->id);
+        fprintf (o->out, ",%s,%lld,%lld,%.6g,%s,%lld,%s,%.6g,%.6g,%.6g,%.6g,%.2f,", x->gpu,
+                 (long long) x->ranks, (long long) x->gpn, x->nic > 0 ? x->nic : g.nic_gbps,
                  x->op, (long long) x->bytes, o->predictors[p], x->busbw, pub_s * 1e6, bw,
-                 est.seconds * 1e6, errs[p][i], x->source);
+                 est.seconds * 1e6, errs[p][i]);
+        csv_quoted (o->out, x->source);
+        fputc ('\n', o->out);
+      }
       else
-        fprintf (o->out, "%-34s %-13s %5lld %4lld %-14s %8.4g %9.1f %-9s %9.1f %+8.1f\n",
+        fprintf (o->out, "%-40s %-21s %5lld %4lld %-14s %8.4g %9.1f %-9s %9.1f %+8.1f\n",
                  p ? "" : x->id, p ? "" : x->gpu, (long long) x->ranks, (long long) x->gpn,
                  p ? "" : x->op, (double) x->bytes / 1048576, x->busbw, o->predictors[p], bw,
                  errs[p][i]);

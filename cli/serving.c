@@ -425,15 +425,6 @@ run_half (const char *id)
   return (int) (h & 1);
 }
 
-static void
-csv_quoted (FILE *out, const char *s)
-{
-  fputc ('"', out);
-  for (; *s; s++)
-    fprintf (out, *s == '"' ? "\"\"" : "%c", *s);
-  fputc ('"', out);
-}
-
 int
 reproduce_serving (struct plugin_set *set, const struct gpu_db *gpus,
                    const struct reproduce_options *o)

@@ -133,8 +133,9 @@ static const double phys_nccl_hw_us[3][2][PHYS_NCCL_NPROTO] = {
 };
 #define PHYS_NCCL_NVLS_US 25.0
 /* NCCL (2.19-2.26) runs NVLS_TREE across servers, not across a
- * multi-node NVLink domain (MNNVL: its tuning turns it off): a domain of
- * more GPUs than a server's NVSwitch joins (an NVL72 rack) has none. */
+ * multi-node NVLink domain (MNNVL: its tuning turns it off): a GPU whose
+ * domain (gpus_per_node) is more than a server's NVSwitch joins (an NVL72
+ * rack) has none, however few of a group's ranks share one. */
 #define PHYS_NVLS_TREE_MAX_PPN 8
 /* Bus bandwidth kept by a protocol: LL sends a flag with every 8 bytes
  * and NCCL counts a quarter of the link for an all-reduce or across
@@ -253,7 +254,7 @@ phys_nccl_time (const char *op, double bytes, double n, double ppn, const struct
   if (allreduce && nvls && nodes == 1)
     phys_nccl_try (r, PHYS_NCCL_NVLS, PHYS_NCCL_SIMPLE, PHYS_NCCL_NVLS_US, (1 + 1 / n) * bytes,
                    bus);
-  if (allreduce && nvls && nodes > 1 && ppn <= PHYS_NVLS_TREE_MAX_PPN) {
+  if (allreduce && nvls && nodes > 1 && !(g->gpus_per_node > PHYS_NVLS_TREE_MAX_PPN)) {
     /* NVLS_TREE (NCCL 2.18 on): each node sums its ranks' buffers in the
      * switch (NVLS over ppn ranks, each GPU then holding 1/ppn of the
      * node's sum), a tree across the nodes carries each share over its

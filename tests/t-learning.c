@@ -660,7 +660,10 @@ test_nccl (void)
   /* a multi-node NVLink domain (72 a rack): no NVLS_TREE across racks (NCCL's MNNVL) */
   nv.gpus_per_node = 72;
   ok (phys_nccl_time ("all_reduce", 1073741824.0, 144, 0, &nv, &r) == 0 && r.nodes == 2 &&
-      r.algo != PHYS_NCCL_NVLS_TREE, "nccl: across NVL72 racks, no NVLS_TREE");
+      r.algo != PHYS_NCCL_NVLS_TREE &&
+      phys_nccl_time ("all_reduce", 1073741824.0, 16, 8, &nv, &r) == 0 && r.nodes == 2 &&
+      r.algo != PHYS_NCCL_NVLS_TREE,
+      "nccl: across NVL72 racks, no NVLS_TREE (a whole rack's ranks or 8 of them a rack)");
   nv.gpus_per_node = 8;
   ok (phys_nccl_time ("all_reduce", 1e6, 1, 0, &nv, &r) == 0 && r.seconds == 0 &&
       phys_nccl_time ("all_reduce", 0, 8, 0, &nv, &r) == 0 && r.seconds == 0,

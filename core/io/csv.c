@@ -226,3 +226,12 @@ csv_column (char **header, size_t n, const char *name)
       return (int) i;
   return -1;
 }
+
+void
+csv_quoted (FILE *out, const char *s)
+{
+  fputc ('"', out);
+  for (; *s; s++)
+    fprintf (out, *s == '"' ? "\"\"" : "%c", *s);
+  fputc ('"', out);
+}

@@ -178,6 +178,8 @@ int csv_open (struct csv_reader *r, const char *path);
 /* 1: a record in r->fields; 0: end of file; -1: malformed (reported). */
 int csv_next (struct csv_reader *r);
 void csv_close (struct csv_reader *r);
+/* s as one quoted RFC 4180 field ("" for each quote) on out. */
+void csv_quoted (FILE *out, const char *s);
 /* Field col of the current record as an integer >= min ("128.0" too);
  * false after naming file:line, the column and the value. */
 bool csv_int (const struct csv_reader *r, size_t col, const char *name, int64_t min,
