@@ -264,7 +264,8 @@ phys_nccl_time (const char *op, double bytes, double n, double ppn, const struct
      * tuning halves bwInter there); latency the switch's round trip and
      * the tree's network hops up and down. */
     double intra = link / (1 + 1 / ppn), inter = ppn * nic / (nodes > 2 ? 2 : 1);
-    double lat = PHYS_NCCL_NVLS_US + 2 * ceil (log2 (nodes)) * phys_nccl_hw_us[2][1][PHYS_NCCL_SIMPLE];
+    double lat = PHYS_NCCL_NVLS_US
+                 + 2 * ceil (log2 (nodes)) * phys_nccl_hw_us[2][1][PHYS_NCCL_SIMPLE];
     phys_nccl_try (r, PHYS_NCCL_NVLS_TREE, PHYS_NCCL_SIMPLE, lat, bytes, fmin (intra, inter));
   }
   return 0;
