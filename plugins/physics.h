@@ -254,7 +254,8 @@ phys_nccl_time (const char *op, double bytes, double n, double ppn, const struct
   if (allreduce && nvls && nodes == 1)
     phys_nccl_try (r, PHYS_NCCL_NVLS, PHYS_NCCL_SIMPLE, PHYS_NCCL_NVLS_US, (1 + 1 / n) * bytes,
                    bus);
-  if (allreduce && nvls && nodes > 1 && !(g->gpus_per_node > PHYS_NVLS_TREE_MAX_PPN)) {
+  if (allreduce && nvls && nodes > 1 && ppn >= 2
+      && !(g->gpus_per_node > PHYS_NVLS_TREE_MAX_PPN)) {
     /* NVLS_TREE (NCCL 2.18 on): each node sums its ranks' buffers in the
      * switch (NVLS over ppn ranks, each GPU then holding 1/ppn of the
      * node's sum), a tree across the nodes carries each share over its
@@ -262,7 +263,8 @@ phys_nccl_time (const char *op, double bytes, double n, double ppn, const struct
      * pipeline, so the slower sets the pace.  Across the nodes every NIC
      * moves its share of the buffer each way, twice beyond two nodes (NCCL's
      * tuning halves bwInter there); latency the switch's round trip and
-     * the tree's network hops up and down. */
+     * the tree's network hops up and down.  One rank a node has no switch
+     * to sum in: the tree alone. */
     double intra = link / (1 + 1 / ppn), inter = ppn * nic / (nodes > 2 ? 2 : 1);
     double lat = PHYS_NCCL_NVLS_US
                  + 2 * ceil (log2 (nodes)) * phys_nccl_hw_us[2][1][PHYS_NCCL_SIMPLE];

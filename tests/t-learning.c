@@ -650,6 +650,9 @@ test_nccl (void)
       r.algo == PHYS_NCCL_NVLS_TREE &&
       fabs (r.seconds - ((25 + 2 * 14.0) * 1e-6 + 1073741824.0 / 320e9)) < 1e-12,
       "nccl: 1 GiB all-reduce over 2 NVSwitch nodes: NVLS_TREE, the slower of switch and NICs");
+  /* one rank a node (a group strided across nodes): no switch to sum in */
+  ok (phys_nccl_time ("all_reduce", 1073741824.0, 2, 1, &nv, &r) == 0 && r.nodes == 2 &&
+      r.algo != PHYS_NCCL_NVLS_TREE, "nccl: one rank a node: no NVLS_TREE");
   /* four nodes: NVLS_TREE's NICs carry the buffer twice (NCCL's bwInter / 2: 1 GiB over
    * 160 GB/s), so the ring's 62/32 of it over 320 GB/s is sooner, as in NCCL's model: 8.4
    * us, 56 NVLink steps (3.4) and 6 network ones (14.0) */
