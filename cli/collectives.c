@@ -145,7 +145,7 @@ static void
 summary_line (FILE *out, const char *label, const double *e, const bool *across, size_t k,
               int which)
 {
-  double *a = xcalloc (k ? k : 1, sizeof *a), sum = 0, sgn = 0, med = 0;
+  double *a = xcalloc (k ? k : 1, sizeof *a), sum = 0, sgn = 0;
   size_t m = 0, within = 0;
   for (size_t j = 0; j < k; j++)
     if (which < 0 || (int) across[j] == which) {
@@ -154,10 +154,8 @@ summary_line (FILE *out, const char *label, const double *e, const bool *across,
       sgn += e[j];
       within += fabs (e[j]) <= 15;
     }
-  qsort (a, m, sizeof *a, cmp_double);
-  if (m)
-    med = m % 2 ? a[m / 2] : (a[m / 2 - 1] + a[m / 2]) / 2;
-  fprintf (out, "%-14s %5zu %14.1f %12.1f %+9.1f %7zu/%zu\n", label, m, med,
+  fprintf (out, "%-14s %5zu %14.1f %12.1f %+9.1f %7zu/%zu\n", label, m,
+           m ? median_sorting (a, m) : 0,
            m ? sum / (double) m : 0, m ? sgn / (double) m : 0, within, m);
   free (a);
 }

@@ -452,28 +452,27 @@ kernel_main (int argc, char **argv)
     pm_error ("--gpu '%s': no such GPU (see perfmod gpus)", o.gpu);
     goto out;
   }
-  if (o.dtype && strcmp (o.dtype, "mxfp4") == 0) {
-    if (strcmp (o.op, "moe") != 0) {
-      pm_error ("--dtype mxfp4: MXFP4 experts widened to bf16, for --op moe");
-      goto out;
-    }
-    dtype = PERFMOD_DTYPE_BF16;
-  }
-  else if (o.dtype && (dtype = dtype_parse (o.dtype)) < 0) {
+  /* the inference precision of that name: its GEMMs' dtype, and the
+   * experts' own width where it keeps them weight-only (mxfp4) */
+  const struct precision *pr = o.dtype ? precision_infer_named (o.dtype) : NULL;
+  if (o.dtype && pr == NULL) {
     pm_error ("--dtype '%s': expected " DTYPE_NAMES_TEXT " (mxfp4 for --op moe)", o.dtype);
     goto out;
   }
+  if (precision_weight_only_experts (pr) && strcmp (o.op, "moe") != 0) {
+    pm_error ("--dtype %s: MXFP4 experts widened to bf16, for --op moe", o.dtype);
+    goto out;
+  }
+  dtype = pr ? pr->gemm : default_dtype (&ge->gpu);
   if (o.dtype && !gpu_has_units (&ge->gpu, dtype)) {
     pm_error ("--dtype %s: %s has no %s matrix units in gpus.d", o.dtype, ge->name,
               dtype_name (dtype));
     goto out;
   }
-  if (!o.dtype)
-    dtype = default_dtype (&ge->gpu);
   if (build_kernel (&o, dtype, &k) < 0)
     goto out;
-  if (o.dtype && strcmp (o.dtype, "mxfp4") == 0)
-    k.weight_bytes = MXFP4_WEIGHT_BYTES;
+  if (precision_weight_only_experts (pr))
+    k.weight_bytes = pr->expert_bytes;
   if (strcmp (o.op, "deepep") == 0) {
     if (o.dtype && dtype != k.dtype) {
       pm_error ("--dtype %s: DeepEP's %s sends %s", o.dtype, o.coll, dtype_name (k.dtype));

@@ -357,7 +357,7 @@ struct pub_err {
 static void
 summary_line (FILE *out, const char *label, const struct pub_err *v, size_t k, int group)
 {
-  double *a = xcalloc (k ? k : 1, sizeof *a), sum = 0, med = 0;
+  double *a = xcalloc (k ? k : 1, sizeof *a), sum = 0;
   size_t m = 0, within = 0, fast = 0, oom = 0;
   for (size_t j = 0; j < k; j++)
     if (group < 0 || (int) v[j].moe == group) {
@@ -367,11 +367,8 @@ summary_line (FILE *out, const char *label, const struct pub_err *v, size_t k, i
       fast += v[j].e < -20;
       oom += v[j].oom;
     }
-  qsort (a, m, sizeof *a, cmp_double);
-  if (m)
-    med = m % 2 ? a[m / 2] : (a[m / 2 - 1] + a[m / 2]) / 2;
-  fprintf (out, "%-10s %5zu %14.1f %12.1f %7zu/%-2zu %14zu %13zu\n", label, m, med,
-           m ? sum / (double) m : 0, within, m, oom, fast);
+  fprintf (out, "%-10s %5zu %14.1f %12.1f %7zu/%-2zu %14zu %13zu\n", label, m,
+           m ? median_sorting (a, m) : 0, m ? sum / (double) m : 0, within, m, oom, fast);
   free (a);
 }
 

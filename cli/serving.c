@@ -267,16 +267,6 @@ serving_load (const char *path, const struct gpu_db *gpus, struct serving_run **
   return 0;
 }
 
-/* Median of v[0..n) (sorted in place). */
-static double
-median (double *v, size_t n)
-{
-  if (n == 0)
-    return NAN;
-  qsort (v, n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static double
 mean (const double *v, size_t n)
 {
@@ -564,7 +554,7 @@ reproduce_serving (struct plugin_set *set, const struct gpu_db *gpus,
         struct tally *x = &t[p].v[j];
         double mt = mean (x->ttft, x->n), mp = mean (x->tpot, x->n);
         fprintf (sum, "%-10s %-22s %5zu %14.1f %12.1f %14.1f %12.1f\n", o->predictors[p], x->key,
-                 x->n, median (x->ttft, x->n), mt, median (x->tpot, x->n), mp);
+                 x->n, median_sorting (x->ttft, x->n), mt, median_sorting (x->tpot, x->n), mp);
       }
     if (nreasons) {
       fprintf (sum, "\nskipped, by reason:\n");

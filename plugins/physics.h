@@ -561,25 +561,24 @@ phys_cost_of (const struct perfmod_kernel *k, const struct perfmod_gpu *gpu,
         c->bw = fmin (c->bw, nic);              /* one pair, one NIC */
       else
         c->bw = fmin (c->bw, gpn * nic);
+      /* an all-reduce's tree (phys_nccl_time; NVLS_TREE's moves more within
+       * the node): the slower of the buffer over the link and over the
+       * node's NICs, twice beyond two nodes, where under the ring's */
+      if (k->op && strcmp (k->op, "all_reduce") == 0) {
+        double tb, tbw;
+        phys_slower_share (k->bytes, gpu->link_gbps * 1e9, (n > 2 * gpn ? 2 : 1) * k->bytes,
+                           gpn * nic, &tb, &tbw);
+        if (tb / tbw < c->comm_bytes / c->bw) {
+          c->comm_bytes = tb;
+          c->bw = tbw;
+        }
+      }
     }
     /* NVLink SHARP's all-reduce within a node moves (1 + 1/n) of the
      * buffer each way (phys_nccl_time), less than a ring */
     if (gpu && PHYS_HAS_GPU (gpu, nvls) && gpu->nvls && n >= 2 && n <= gpn && k->op
         && strcmp (k->op, "all_reduce") == 0)
       c->comm_bytes = fmin (c->comm_bytes, (1 + 1 / n) * k->bytes);
-    /* across nodes a tree's (phys_nccl_time; NVLS_TREE's moves more
-     * within the node): the slower of the buffer over the link and each
-     * NIC's share of it, twice beyond two nodes */
-    else if (gpu && n > gpn && gpu->nic_gbps > 0 && k->op && strcmp (k->op, "all_reduce") == 0) {
-      double nic = gpu->nic_gbps * 1e9 / (gpu->oversubscription >= 1 ? gpu->oversubscription : 1);
-      double tb, tbw;
-      phys_slower_share (k->bytes, gpu->link_gbps * 1e9, (n > 2 * gpn ? 2 : 1) * k->bytes,
-                         gpn * nic, &tb, &tbw);
-      if (tb / tbw < c->comm_bytes / c->bw) {
-        c->comm_bytes = tb;
-        c->bw = tbw;
-      }
-    }
     return 0;
   }
   default:

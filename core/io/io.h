@@ -103,6 +103,8 @@ struct field_range {
 int fields_in_range (const void *req, const struct field_range *r, size_t n, const char *who);
 /* qsort's order of doubles, ascending. */
 int cmp_double (const void *a, const void *b);
+/* The median of v[0..n), sorting v in place; NAN when n is 0. */
+double median_sorting (double *v, size_t n);
 /* Index of w among the n words of v, or -1. */
 int word_index (const char *w, const char *const *v, size_t n);
 char *trim (char *s);

@@ -653,3 +653,12 @@ cmp_double (const void *a, const void *b)
   double x = *(const double *) a, y = *(const double *) b;
   return x < y ? -1 : x > y;
 }
+
+double
+median_sorting (double *v, size_t n)
+{
+  if (n == 0)
+    return NAN;
+  qsort (v, n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}

@@ -315,13 +315,6 @@ drop_throttled (const struct kset *ks, size_t *rows, size_t n,
 #define FLOOR_KEEP 2.0
 #define FLOOR_MIN_ROWS 5
 
-static double
-median_of (double *v, size_t n)
-{
-  qsort (v, n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* One GPU's floor for one class, in seconds (0: not enough rows). */
 static double
 floor_of (const struct kset *ks, const size_t *rows, size_t n, const struct gpu_entry *gpu,
@@ -338,7 +331,7 @@ floor_of (const struct kset *ks, const size_t *rows, size_t n, const struct gpu_
       if (linreg_work (&k) < FLOOR_WORK)
         y[m++] = r->latency_s;
     }
-    return m >= FLOOR_MIN_ROWS ? median_of (y, m) : 0;
+    return m >= FLOOR_MIN_ROWS ? median_sorting (y, m) : 0;
   }
   /* Vector classes: an intercept per operator (interned names). */
   double icpt[64];
@@ -367,7 +360,7 @@ floor_of (const struct kset *ks, const size_t *rows, size_t n, const struct gpu_
     if (m >= FLOOR_MIN_ROWS && fit_line (x, y, m, &a, &b) == 0)
       icpt[ni++] = b;
   }
-  return ni ? fmax (0, median_of (icpt, ni)) : 0;
+  return ni ? fmax (0, median_sorting (icpt, ni)) : 0;
 }
 
 /* Subtracts each training GPU's floor from its rows in place, leaves out
@@ -404,7 +397,7 @@ remove_floor (struct kset *ks, size_t *rows, size_t n, const struct gpu_entry *c
       n = k;
     }
     snprintf (key, sizeof key, "floor.%s", fit_classes[c].key);
-    params_set (p, key, "%.4g", median_of (fl, ntrain) * 1e6);
+    params_set (p, key, "%.4g", median_sorting (fl, ntrain) * 1e6);
   }
   params_set (p, "floor", "us: the harness's cost in every latency of a kernel timed alone, "
               "per GPU and class (floor.GPU.CLASS) and the training GPUs' median "

@@ -1077,7 +1077,6 @@ start_group (struct sim *s, int first, int n)
   return 0;
 }
 
-
 static double
 quantile (const double *v, int64_t n, double p)
 {
